@@ -1,0 +1,116 @@
+//! Request records as Arrow: streamed to an IPC file while the run goes (so an
+//! interrupted run keeps every batch written), converted to Parquet at the end.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{Int64Builder, StringBuilder, UInt16Builder, UInt32Builder, UInt64Builder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use crate::record::Record;
+
+pub fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("req_id", DataType::UInt64, false),
+        Field::new("step", DataType::UInt32, false),
+        Field::new("users", DataType::UInt32, false),
+        Field::new("start_us", DataType::Int64, false),
+        Field::new("latency_us", DataType::Int64, false),
+        Field::new("status", DataType::UInt16, false),
+        Field::new("error", DataType::Utf8, true),
+        Field::new("bytes", DataType::UInt64, false),
+    ]))
+}
+
+pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
+    let n = records.len();
+    let mut req_id = UInt64Builder::with_capacity(n);
+    let mut step = UInt32Builder::with_capacity(n);
+    let mut users = UInt32Builder::with_capacity(n);
+    let mut start = Int64Builder::with_capacity(n);
+    let mut latency = Int64Builder::with_capacity(n);
+    let mut status = UInt16Builder::with_capacity(n);
+    let mut error = StringBuilder::with_capacity(n, n * 4);
+    let mut bytes = UInt64Builder::with_capacity(n);
+    for r in records {
+        req_id.append_value(r.req_id);
+        step.append_value(r.step);
+        users.append_value(r.users);
+        start.append_value(r.start_us);
+        latency.append_value(r.latency_us);
+        status.append_value(r.status);
+        error.append_option(r.error.map(|e| e.name()));
+        bytes.append_value(r.bytes);
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(req_id.finish()),
+        Arc::new(step.finish()),
+        Arc::new(users.finish()),
+        Arc::new(start.finish()),
+        Arc::new(latency.finish()),
+        Arc::new(status.finish()),
+        Arc::new(error.finish()),
+        Arc::new(bytes.finish()),
+    ];
+    RecordBatch::try_new(schema(), columns)
+}
+
+pub struct IpcSink {
+    writer: StreamWriter<BufWriter<File>>,
+}
+
+impl IpcSink {
+    pub fn create(path: &Path) -> Result<Self, ArrowError> {
+        let file = File::create(path)?;
+        let writer = StreamWriter::try_new(BufWriter::new(file), &schema())?;
+        Ok(Self { writer })
+    }
+
+    /// Writes and flushes, so the batch survives the process being killed.
+    pub fn write(&mut self, records: &[Record]) -> Result<(), ArrowError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.writer.write(&to_batch(records)?)?;
+        self.writer.flush()
+    }
+
+    pub fn finish(mut self) -> Result<(), ArrowError> {
+        self.writer.finish()
+    }
+}
+
+/// Copies every complete batch of an IPC stream into a Parquet file and returns the
+/// number of rows. A stream cut short (a killed run) yields the batches before the cut.
+pub fn ipc_to_parquet(src: &Path, dst: &Path) -> Result<u64, ArrowError> {
+    let reader = StreamReader::try_new(BufReader::new(File::open(src)?), None)?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let mut writer = ArrowWriter::try_new(File::create(dst)?, reader.schema(), Some(props))
+        .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+    let mut rows = 0u64;
+    for batch in reader {
+        match batch {
+            Ok(batch) => {
+                rows += batch.num_rows() as u64;
+                writer
+                    .write(&batch)
+                    .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+            }
+            Err(_) => break,
+        }
+    }
+    writer
+        .close()
+        .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+    Ok(rows)
+}

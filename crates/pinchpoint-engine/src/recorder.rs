@@ -1,0 +1,76 @@
+//! The thread that receives request records from the users, folds them into the
+//! per-step statistics and streams them to disk.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::arrow_io::IpcSink;
+use crate::record::Record;
+use crate::stats::{Live, StepStats};
+
+const FLUSH_ROWS: usize = 16_384;
+const FLUSH_EVERY: Duration = Duration::from_millis(250);
+
+pub struct Recorder {
+    pub rx: Receiver<Vec<Record>>,
+    pub path: PathBuf,
+    pub steps: Vec<StepStats>,
+    pub live: Arc<Live>,
+}
+
+pub struct Recorded {
+    pub steps: Vec<StepStats>,
+    pub records: u64,
+}
+
+impl Recorder {
+    /// Runs until every sender is dropped. An I/O error on the records file is
+    /// returned after the run, but the statistics keep being gathered.
+    pub fn run(mut self) -> (Recorded, Result<(), String>) {
+        let mut sink = IpcSink::create(&self.path).map_err(|e| e.to_string());
+        let mut pending: Vec<Record> = Vec::with_capacity(FLUSH_ROWS);
+        let mut last_flush = Instant::now();
+        let mut records = 0u64;
+        let mut write_error: Option<String> = None;
+        loop {
+            let done = match self.rx.recv_timeout(FLUSH_EVERY) {
+                Ok(batch) => {
+                    self.live.add(&batch);
+                    for r in &batch {
+                        if let Some(s) = self.steps.get_mut(r.step as usize) {
+                            s.add(r);
+                        }
+                    }
+                    records += batch.len() as u64;
+                    pending.extend_from_slice(&batch);
+                    false
+                }
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
+            };
+            if done || pending.len() >= FLUSH_ROWS || last_flush.elapsed() >= FLUSH_EVERY {
+                if let Ok(s) = sink.as_mut() {
+                    if let Err(e) = s.write(&pending) {
+                        write_error.get_or_insert(e.to_string());
+                    }
+                }
+                pending.clear();
+                last_flush = Instant::now();
+            }
+            if done {
+                break;
+            }
+        }
+        let result = match sink {
+            Ok(s) => s.finish().map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        let result = match write_error {
+            Some(e) => Err(e),
+            None => result,
+        };
+        (Recorded { steps: self.steps, records }, result.map_err(|e| format!("{}: {e}", self.path.display())))
+    }
+}

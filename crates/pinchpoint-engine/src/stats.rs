@@ -1,0 +1,78 @@
+//! What the run measured: per-step histograms and counts, and the live counters
+//! that a caller polls while the run goes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use hdrhistogram::Histogram;
+
+use crate::outcome::ErrorClass;
+use crate::record::Record;
+
+/// Latencies are recorded in microseconds, from 1 µs to one hour, 3 significant digits.
+pub const HIST_MAX_US: u64 = 3_600_000_000;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("valid histogram bounds")
+}
+
+#[derive(Clone, Debug)]
+pub struct StepStats {
+    pub step: u32,
+    pub users: u32,
+    pub requests: u64,
+    pub responses: u64,
+    pub errors: [u64; ErrorClass::ALL.len()],
+    pub statuses: BTreeMap<u16, u64>,
+    pub bytes: u64,
+    pub histogram: Histogram<u64>,
+}
+
+impl StepStats {
+    pub fn new(step: u32, users: u32) -> Self {
+        Self {
+            step,
+            users,
+            requests: 0,
+            responses: 0,
+            errors: [0; ErrorClass::ALL.len()],
+            statuses: BTreeMap::new(),
+            bytes: 0,
+            histogram: new_histogram(),
+        }
+    }
+
+    pub fn add(&mut self, r: &Record) {
+        self.requests += 1;
+        self.bytes += r.bytes;
+        match r.error {
+            Some(e) => self.errors[e.index()] += 1,
+            None => {
+                self.responses += 1;
+                *self.statuses.entry(r.status).or_insert(0) += 1;
+            }
+        }
+        let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
+        self.histogram.record(us).expect("latency clamped into the histogram's range");
+    }
+}
+
+/// Counters updated as records arrive, read by whoever watches the run.
+#[derive(Default, Debug)]
+pub struct Live {
+    pub requests: AtomicU64,
+    pub errors: AtomicU64,
+    pub step: AtomicUsize,
+    pub users: AtomicU32,
+    pub latency_sum_us: AtomicU64,
+}
+
+impl Live {
+    pub fn add(&self, records: &[Record]) {
+        let errors = records.iter().filter(|r| r.error.is_some() || r.status >= 400).count();
+        let latency: i64 = records.iter().map(|r| r.latency_us.max(0)).sum();
+        self.requests.fetch_add(records.len() as u64, Ordering::Relaxed);
+        self.errors.fetch_add(errors as u64, Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(latency as u64, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,215 @@
+//! `pinchpoint._engine`: starts a load run on its own threads and lets Python watch,
+//! stop and collect it without holding the GIL.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hdrhistogram::serialization::{Serializer, V2Serializer};
+use pinchpoint_engine::{ErrorClass, Live, RequestSpec, RunConfig, RunSummary, Step, StepStats};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PyRequest {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PyConfig {
+    run_id: String,
+    host: String,
+    port: u16,
+    requests: Vec<PyRequest>,
+    steps: Vec<(u32, f64)>,
+    think_time_s: f64,
+    timeout_s: f64,
+    records_path: PathBuf,
+    threads: usize,
+    tag: bool,
+}
+
+fn seconds(name: &str, value: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| PyValueError::new_err(format!("{name}: {value} is not a duration in seconds")))
+}
+
+impl PyConfig {
+    fn into_config(self) -> PyResult<RunConfig> {
+        let steps = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, &(users, d))| Ok(Step { users, duration: seconds(&format!("step {i}"), d)? }))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(RunConfig {
+            run_id: self.run_id,
+            host: self.host,
+            port: self.port,
+            requests: self
+                .requests
+                .into_iter()
+                .map(|r| RequestSpec { method: r.method, path: r.path, headers: r.headers, body: r.body })
+                .collect(),
+            steps,
+            think_time: seconds("think_time_s", self.think_time_s)?,
+            timeout: seconds("timeout_s", self.timeout_s)?,
+            records_path: self.records_path,
+            threads: self.threads,
+            tag: self.tag,
+        })
+    }
+}
+
+/// A load run going on in the background.
+#[pyclass]
+struct LoadRun {
+    stop: Arc<AtomicBool>,
+    live: Arc<Live>,
+    result: Mutex<Option<Receiver<Result<RunSummary, String>>>>,
+}
+
+#[pymethods]
+impl LoadRun {
+    /// Asks the run to stop after the requests in flight; `wait` then returns it.
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Live counters: requests and errors so far, the current step and its users.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("requests", self.live.requests.load(Ordering::Relaxed))?;
+        d.set_item("errors", self.live.errors.load(Ordering::Relaxed))?;
+        d.set_item("step", self.live.step.load(Ordering::Relaxed))?;
+        d.set_item("users", self.live.users.load(Ordering::Relaxed))?;
+        d.set_item("latency_sum_us", self.live.latency_sum_us.load(Ordering::Relaxed))?;
+        Ok(d)
+    }
+
+    /// Waits up to `timeout_s` with the GIL released; the summary when the run has
+    /// ended, None while it goes on.
+    fn wait<'py>(&self, py: Python<'py>, timeout_s: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let timeout = seconds("timeout_s", timeout_s)?;
+        let taken = self.result.lock().map_err(|_| PyRuntimeError::new_err("poisoned"))?.take();
+        let Some(rx) = taken else {
+            return Err(PyRuntimeError::new_err("the run's result was already taken"));
+        };
+        let (rx, got) = py.allow_threads(move || {
+            let got = rx.recv_timeout(timeout);
+            (rx, got)
+        });
+        match got {
+            Err(RecvTimeoutError::Timeout) => {
+                *self.result.lock().map_err(|_| PyRuntimeError::new_err("poisoned"))? = Some(rx);
+                Ok(None)
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(PyRuntimeError::new_err("the load engine thread died"))
+            }
+            Ok(result) => {
+                let summary = result.map_err(PyRuntimeError::new_err)?;
+                Ok(Some(summary_dict(py, &summary)?))
+            }
+        }
+    }
+}
+
+fn step_dict<'py>(py: Python<'py>, s: &StepStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("step", s.step)?;
+    d.set_item("users", s.users)?;
+    d.set_item("requests", s.requests)?;
+    d.set_item("responses", s.responses)?;
+    d.set_item("bytes", s.bytes)?;
+    let errors = PyDict::new(py);
+    for class in ErrorClass::ALL {
+        let n = s.errors[class.index()];
+        if n > 0 {
+            errors.set_item(class.name(), n)?;
+        }
+    }
+    d.set_item("errors", errors)?;
+    let statuses = PyDict::new(py);
+    for (code, n) in &s.statuses {
+        statuses.set_item(*code, *n)?;
+    }
+    d.set_item("statuses", statuses)?;
+    let h = &s.histogram;
+    let pct = PyDict::new(py);
+    if !h.is_empty() {
+        for q in [50.0, 90.0, 95.0, 99.0, 99.9, 99.99] {
+            pct.set_item(format!("p{q}"), h.value_at_quantile(q / 100.0))?;
+        }
+        d.set_item("min_us", h.min())?;
+        d.set_item("max_us", h.max())?;
+        d.set_item("mean_us", h.mean())?;
+    }
+    d.set_item("percentiles_us", pct)?;
+    let mut hdr = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut hdr)
+        .map_err(|e| PyRuntimeError::new_err(format!("histogram serialization: {e:?}")))?;
+    d.set_item("hdr_v2", PyBytes::new(py, &hdr))?;
+    Ok(d)
+}
+
+fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let steps = PyList::empty(py);
+    for st in &s.steps {
+        steps.append(step_dict(py, st)?)?;
+    }
+    d.set_item("steps", steps)?;
+    let windows: Vec<(i64, i64)> = s.windows.iter().map(|w| (w.start_us, w.end_us)).collect();
+    d.set_item("windows", windows)?;
+    d.set_item("records", s.records)?;
+    d.set_item("interrupted", s.interrupted)?;
+    d.set_item("started_us", s.started_us)?;
+    d.set_item("ended_us", s.ended_us)?;
+    d.set_item("records_error", s.records_error.clone())?;
+    Ok(d)
+}
+
+/// Starts a run on background threads and returns at once.
+#[pyfunction]
+fn start(config: PyConfig) -> PyResult<LoadRun> {
+    let config = config.into_config()?;
+    config.validate().map_err(PyValueError::new_err)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let live = Arc::new(Live::default());
+    let (tx, rx) = mpsc::channel();
+    let (stop2, live2) = (stop.clone(), live.clone());
+    std::thread::Builder::new()
+        .name("pinchpoint-engine".into())
+        .spawn(move || {
+            let _ = tx.send(pinchpoint_engine::run(&config, stop2, live2));
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the engine thread: {e}")))?;
+    Ok(LoadRun { stop, live, result: Mutex::new(Some(rx)) })
+}
+
+/// Converts a records stream (complete, or cut short by a killed run) to Parquet;
+/// returns the number of rows.
+#[pyfunction]
+fn records_to_parquet(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<u64> {
+    py.allow_threads(|| pinchpoint_engine::records_to_parquet(&src, &dst))
+        .map_err(PyRuntimeError::new_err)
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(start, m)?)?;
+    m.add_function(wrap_pyfunction!(records_to_parquet, m)?)?;
+    m.add_class::<LoadRun>()?;
+    m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;
+    Ok(())
+}

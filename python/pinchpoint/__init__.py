@@ -1,0 +1,1 @@
+"""pinchpoint: finds the component that limits a backend stack under load."""

@@ -1,0 +1,37 @@
+"""Log formats: each turns one log line into a Record.
+
+A format is a name and a factory taking the format string configured for the
+tier (or None for pinchpoint's default); add one by adding a module and a row to
+_FACTORIES.
+"""
+
+from collections.abc import Callable
+
+from pinchpoint.collect.formats import gunicorn, nginx, probe
+from pinchpoint.collect.formats.base import FormatError, LineParser, Record
+
+__all__ = ["FormatError", "LineParser", "Record", "get_parser", "known_formats"]
+
+_FACTORIES: dict[str, Callable[[str | None], LineParser]] = {
+    "nginx": nginx.parser_for,
+    "gunicorn": gunicorn.parser_for,
+    "probe": probe.parser_for,
+}
+
+
+def known_formats() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def get_parser(format_name: str, log_format: str | None = None) -> LineParser:
+    """The parser for a named format, compiled from `log_format` when the format takes one.
+
+    Raises FormatError for an unknown name, a format string that does not compile,
+    or one that logs no duration.
+    """
+    factory = _FACTORIES.get(format_name)
+    if factory is None:
+        raise FormatError(
+            f"unknown log format {format_name!r}; known formats: {', '.join(known_formats())}"
+        )
+    return factory(log_format)

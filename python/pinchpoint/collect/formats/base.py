@@ -1,0 +1,113 @@
+"""What every log format produces, and pieces shared by the formats."""
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Protocol
+
+
+class FormatError(ValueError):
+    """A log format that cannot be compiled or cannot give what pinchpoint needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One parsed log line.
+
+    `target` is the text that holds the tag (URI, request line or query string);
+    `tag_header` the logged `X-Pinchpoint` header value, when the format logs it.
+    `duration_s` is None only when the format does not log a duration.
+    """
+
+    duration_s: float | None
+    upstream_s: float | None = None
+    status: int | None = None
+    ts: float | None = None
+    target: str = ""
+    tag_header: str | None = None
+
+
+class LineParser(Protocol):
+    @property
+    def gives_duration(self) -> bool: ...
+
+    def parse(self, line: str) -> Record | None:
+        """The record of one line (without its newline), or None if the line does not parse."""
+        ...
+
+
+# Content of a double-quoted field; both nginx (`\x22`) and gunicorn (`\"`) escape quotes.
+QUOTED = r'(?:[^"\\]|\\.)*?'
+# Any text, possibly with spaces, for unquoted fields that can hold spaces.
+ANY = r".*?"
+# Text without spaces.
+WORD = r"\S*?"
+NUMBER = r"\d+(?:\.\d+)?"
+
+# Common Log Format time, e.g. `10/Oct/2000:13:55:36 -0700`.
+CLF_TIME = r"\d{2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}"
+_CLF_TIME = re.compile(
+    r"(\d{2})/([A-Za-z]{3})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})"
+)
+# Servers write English month names whatever the locale, so strptime's %b is not used.
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+        start=1,
+    )
+}
+
+
+def parse_clf_time(text: str) -> float | None:
+    """Unix seconds of a Common Log Format time, or None if it is not one."""
+    match = _CLF_TIME.fullmatch(text)
+    if match is None:
+        return None
+    day, month, year, hour, minute, second, sign, off_h, off_m = match.groups()
+    month_n = _MONTHS.get(month.lower())
+    if month_n is None:
+        return None
+    offset = timedelta(hours=int(off_h), minutes=int(off_m))
+    zone = timezone(-offset if sign == "-" else offset)
+    try:
+        when = datetime(
+            int(year), month_n, int(day), int(hour), int(minute), int(second), tzinfo=zone
+        )
+    except ValueError:
+        return None
+    return when.timestamp()
+
+
+def parse_iso_time(text: str) -> float | None:
+    """Unix seconds of an ISO 8601 time (UTC if it has no offset), or None."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def to_float(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def to_int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def inside_quotes(literals_before: str) -> bool:
+    """Whether the text after `literals_before` is inside a double-quoted field."""
+    return literals_before.count('"') % 2 == 1

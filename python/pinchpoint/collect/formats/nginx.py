@@ -1,0 +1,161 @@
+"""nginx access logs: the `log_format` string itself is the format.
+
+Any log_format compiles into a regex with one named group per variable. What
+pinchpoint reads from a line:
+
+- duration_s from `$request_time`;
+- upstream_s from `$upstream_response_time`, summed over retries (`0.010, 0.020`)
+  and internal redirects (`0.010 : 0.020`); `-` (no upstream) gives None;
+- status from `$status`;
+- ts from `$msec`, else `$time_local`, else `$time_iso8601`;
+- the tag from `$request_uri`, `$request`, `$args` or `$query_string`, or the
+  header `$http_x_pinchpoint`.
+"""
+
+import re
+from dataclasses import dataclass
+
+from pinchpoint.collect.formats.base import (
+    ANY,
+    CLF_TIME,
+    NUMBER,
+    QUOTED,
+    WORD,
+    FormatError,
+    Record,
+    inside_quotes,
+    parse_clf_time,
+    parse_iso_time,
+    to_float,
+    to_int,
+)
+
+# The format pinchpoint configures nginx with (the demo stack uses exactly this).
+NGINX_FORMAT = (
+    '$remote_addr [$time_local] "$request" $status $body_bytes_sent '
+    "rt=$request_time urt=$upstream_response_time uct=$upstream_connect_time "
+    "uht=$upstream_header_time msec=$msec"
+)
+
+# nginx's predefined format; it logs no duration, so pinchpoint cannot use it alone.
+COMBINED_FORMAT = (
+    '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+    '"$http_referer" "$http_user_agent"'
+)
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z0-9_]+)\}|\$([A-Za-z0-9_]+)")
+
+_NUMBER_OR_DASH = rf"(?:{NUMBER}|-)"
+# Per-upstream values: `, ` separates tries, ` : ` separates upstream groups.
+_LIST = rf"{_NUMBER_OR_DASH}(?:\s*[,:]\s*{_NUMBER_OR_DASH})*"
+_ADDRESS_LIST = r"\S+?(?:(?:, | : )\S+?)*"
+_LIST_SPLIT = re.compile(r"\s*[,:]\s*")
+_UPSTREAM_LISTS = {"upstream_status", "upstream_response_length"}
+
+_TYPED = {
+    "request_time": _NUMBER_OR_DASH,
+    "msec": _NUMBER_OR_DASH,
+    "connection_time": _NUMBER_OR_DASH,
+    "status": r"(?:\d{3}|-)",
+    "body_bytes_sent": r"(?:\d+|-)",
+    "bytes_sent": r"(?:\d+|-)",
+    "request_length": r"(?:\d+|-)",
+    "connection": r"(?:\d+|-)",
+    "connection_requests": r"(?:\d+|-)",
+    "pid": r"(?:\d+|-)",
+    "time_local": CLF_TIME,
+    "time_iso8601": r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[+-]\d{2}:\d{2}|Z)?",
+}
+# Unquoted variables whose values can hold spaces.
+_SPACED_PREFIXES = ("http_", "sent_http_", "upstream_http_", "cookie_")
+_TAG_TEXT = ("request_uri", "request", "args", "query_string")
+
+
+def _variable_pattern(name: str, quoted: bool) -> str:
+    if name in _TYPED:
+        return _TYPED[name]
+    if name == "upstream_addr":
+        return _ADDRESS_LIST
+    if name in _UPSTREAM_LISTS or name.startswith("upstream_bytes"):
+        return _LIST
+    if name.startswith("upstream_") and name.endswith("_time"):
+        return _LIST
+    if quoted:
+        return QUOTED
+    if name == "request" or name.startswith(_SPACED_PREFIXES):
+        return ANY
+    return WORD
+
+
+@dataclass(frozen=True)
+class NginxParser:
+    log_format: str
+    regex: re.Pattern[str]
+    variables: frozenset[str]
+
+    @property
+    def gives_duration(self) -> bool:
+        return "request_time" in self.variables
+
+    def parse(self, line: str) -> Record | None:
+        match = self.regex.fullmatch(line)
+        if match is None:
+            return None
+        values = {name[2:]: value for name, value in match.groupdict().items()}
+        ts = to_float(values.get("msec"))
+        if ts is None and "time_local" in values:
+            ts = parse_clf_time(values["time_local"])
+        if ts is None and "time_iso8601" in values:
+            ts = parse_iso_time(values["time_iso8601"])
+        target = " ".join(values[name] for name in _TAG_TEXT if name in values)
+        return Record(
+            duration_s=to_float(values.get("request_time")),
+            upstream_s=sum_upstream(values.get("upstream_response_time")),
+            status=to_int(values.get("status")),
+            ts=ts,
+            target=target,
+            tag_header=values.get("http_x_pinchpoint"),
+        )
+
+
+def sum_upstream(text: str | None) -> float | None:
+    """Sum of a per-upstream time list (`0.010, 0.020 : 0.005`); None if no value is a time."""
+    if text is None:
+        return None
+    times = [float(item) for item in _LIST_SPLIT.split(text.strip()) if item not in ("-", "")]
+    return sum(times) if times else None
+
+
+def compile_format(log_format: str) -> NginxParser:
+    """Compile an nginx `log_format` string into a line parser."""
+    parts: list[str] = []
+    literals = ""
+    seen: set[str] = set()
+    end = 0
+    for match in _VARIABLE.finditer(log_format):
+        literal = log_format[end : match.start()]
+        parts.append(re.escape(literal))
+        literals += literal
+        name = match.group(1) or match.group(2)
+        pattern = _variable_pattern(name, inside_quotes(literals))
+        if name in seen:
+            parts.append(f"(?:{pattern})")
+        else:
+            parts.append(f"(?P<v_{name}>{pattern})")
+            seen.add(name)
+        end = match.end()
+    if not seen:
+        raise FormatError(f"nginx log_format has no $variable: {log_format!r}")
+    parts.append(re.escape(log_format[end:]))
+    return NginxParser(log_format, re.compile("".join(parts)), frozenset(seen))
+
+
+def parser_for(log_format: str | None) -> NginxParser:
+    """The parser for `log_format` (default NGINX_FORMAT); it must log `$request_time`."""
+    parser = compile_format(NGINX_FORMAT if log_format is None else log_format)
+    if not parser.gives_duration:
+        raise FormatError(
+            "nginx log_format has no $request_time, so it gives no duration; "
+            f"add it (pinchpoint's format: {NGINX_FORMAT!r})"
+        )
+    return parser

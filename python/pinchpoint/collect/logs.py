@@ -1,0 +1,231 @@
+"""Reading tier logs from a mark and keeping the records of one run.
+
+Records are matched to the run by the tag they carry, never by a time window:
+`mark` only bounds how much of a log is read, and lines of other runs or without
+a tag are counted, never kept.
+"""
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pinchpoint.collect.formats import LineParser
+from pinchpoint.collect.tag import check_run_id, find_tag, parse_header
+
+# Longer lines are cut to this many bytes (the rest is skipped), to bound memory.
+MAX_LINE_BYTES = 1 << 20
+_EXAMPLES = 5
+
+TIERS_SCHEMA = pa.schema(
+    [
+        pa.field("component", pa.string(), nullable=False),
+        pa.field("users", pa.uint32(), nullable=False),
+        pa.field("req_id", pa.uint64()),
+        pa.field("ts", pa.float64()),
+        pa.field("duration_s", pa.float64(), nullable=False),
+        pa.field("upstream_s", pa.float64()),
+        pa.field("status", pa.int32()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a log file ended when marked: its inode (None if it did not exist) and size."""
+
+    inode: int | None
+    size: int
+
+
+def mark(path: str | Path) -> Position:
+    """The current end of a log file, to read only what is written after it."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return Position(None, 0)
+    return Position(info.st_ino, info.st_size)
+
+
+def read_since(path: str | Path, position: Position | None) -> Iterator[str]:
+    """The lines written to a log file after `position` (all its lines if None).
+
+    If the file was rotated by renaming since the mark, the rest of the renamed file
+    (found by inode in the same folder) comes first, then the new file from its start.
+    If it was truncated (copytruncate), the file is read from its start. Lines are
+    decoded as UTF-8 with errors replaced and given without their line ending.
+    """
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return
+    if position is None or position.inode is None:
+        yield from _read(path, 0)
+    elif info.st_ino == position.inode:
+        yield from _read(path, position.size if info.st_size >= position.size else 0)
+    else:
+        renamed = _find_inode(path.parent, position.inode)
+        if renamed is not None:
+            yield from _read(renamed, position.size)
+        yield from _read(path, 0)
+
+
+def _find_inode(folder: Path, inode: int) -> Path | None:
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.inode() == inode and entry.is_file(follow_symlinks=False):
+                    return Path(entry.path)
+    except OSError:
+        pass
+    return None
+
+
+def _read(path: Path, offset: int) -> Iterator[str]:
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - held open across yields
+    except FileNotFoundError:
+        return
+    with file:
+        if offset > os.fstat(file.fileno()).st_size:
+            offset = 0
+        if offset > 0:
+            file.seek(offset - 1)
+            if file.read(1) != b"\n":
+                # The mark fell inside a line being written: that line predates the mark.
+                _skip_line(file)
+        for line in _lines(file):
+            yield line.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def _lines(file: BinaryIO) -> Iterator[bytes]:
+    while line := file.readline(MAX_LINE_BYTES):
+        if not line.endswith(b"\n") and len(line) == MAX_LINE_BYTES:
+            _skip_line(file)
+        yield line
+
+
+def _skip_line(file: BinaryIO) -> None:
+    while (rest := file.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class TierRow:
+    """One row of tiers.parquet."""
+
+    component: str
+    users: int
+    req_id: int | None
+    ts: float | None
+    duration_s: float
+    upstream_s: float | None
+    status: int | None
+
+
+@dataclass
+class FileCounts:
+    """What collection found in one log file.
+
+    Every non-empty line read is counted once: `lines == matched + other_run +
+    untagged + unparseable`. A line of this run whose record has no duration counts
+    as unparseable. Line numbers count from 1 at the first line read after the mark.
+    """
+
+    component: str
+    path: str
+    lines: int = 0
+    matched: int = 0
+    other_run: int = 0
+    untagged: int = 0
+    unparseable: int = 0
+    unparseable_lines: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lines": self.lines,
+            "matched": self.matched,
+            "other_run": self.other_run,
+            "untagged": self.untagged,
+            "unparseable": self.unparseable,
+            "unparseable_lines": list(self.unparseable_lines),
+        }
+
+
+def collect_component(
+    name: str,
+    path: str | Path,
+    parser: LineParser,
+    run_id: str,
+    since: Position | None,
+) -> tuple[list[TierRow], FileCounts]:
+    """The records of run `run_id` in one log file of component `name`, and the counts."""
+    check_run_id(run_id)
+    counts = FileCounts(component=name, path=str(path))
+    rows: list[TierRow] = []
+    for line in read_since(path, since):
+        if not line.strip():
+            continue
+        counts.lines += 1
+        record = parser.parse(line)
+        if record is None:
+            _unparseable(counts)
+            continue
+        tag = find_tag(record.target) if record.target else None
+        if tag is None and record.tag_header:
+            tag = parse_header(record.tag_header)
+        if tag is None:
+            counts.untagged += 1
+        elif tag.run_id != run_id:
+            counts.other_run += 1
+        elif record.duration_s is None:
+            _unparseable(counts)
+        else:
+            counts.matched += 1
+            rows.append(
+                TierRow(
+                    component=name,
+                    users=tag.users,
+                    req_id=tag.req_id,
+                    ts=record.ts,
+                    duration_s=record.duration_s,
+                    upstream_s=record.upstream_s,
+                    status=record.status,
+                )
+            )
+    return rows, counts
+
+
+def _unparseable(counts: FileCounts) -> None:
+    counts.unparseable += 1
+    if len(counts.unparseable_lines) < _EXAMPLES:
+        counts.unparseable_lines.append(counts.lines)
+
+
+def write_tiers(rows: Iterable[TierRow], path: str | Path) -> None:
+    """Write tiers.parquet (schema TIERS_SCHEMA) from the matched rows of all components."""
+    columns: dict[str, list[Any]] = {name: [] for name in TIERS_SCHEMA.names}
+    for row in rows:
+        for name, values in columns.items():
+            values.append(getattr(row, name))
+    table = pa.Table.from_pydict(columns, schema=TIERS_SCHEMA)
+    pq.write_table(table, path)
+
+
+def collection_json(run_id: str, counts: Iterable[FileCounts]) -> dict[str, Any]:
+    """The content of collection.json: per component, totals and per-file counts."""
+    components: dict[str, dict[str, Any]] = {}
+    for file_counts in counts:
+        entry = components.setdefault(
+            file_counts.component,
+            {"lines": 0, "matched": 0, "other_run": 0, "untagged": 0, "unparseable": 0},
+        )
+        for key in ("lines", "matched", "other_run", "untagged", "unparseable"):
+            entry[key] += getattr(file_counts, key)
+        entry.setdefault("files", {})[file_counts.path] = file_counts.as_dict()
+    return {"schema": "pinchpoint.collection/1", "run_id": run_id, "components": components}

@@ -1,0 +1,114 @@
+"""The demo Flask app: a small item catalogue in SQLite, with the probe mounted.
+
+Run under gunicorn as ``gunicorn 'pinchpoint.demo.app:wsgi()'`` with ``PINCHPOINT_DEMO_DB``
+and ``PINCHPOINT_PROBE_LOG`` set.
+"""
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, g, jsonify, request
+from flask.typing import ResponseReturnValue
+
+from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
+from pinchpoint.probe import ProbeWSGI
+
+SEED_ROWS = 500
+MAX_LIMIT = 1000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    price REAL NOT NULL
+)
+"""
+
+
+def create_app(db_path: Path | str, probe_log: Path | str) -> Flask:
+    """The demo app, its database created and seeded if new, the probe logging to probe_log."""
+    db_path = Path(db_path)
+    init_db(db_path)
+    app = Flask("pinchpoint.demo")
+    app.wsgi_app = ProbeWSGI(app.wsgi_app, log_path=str(probe_log))  # type: ignore[method-assign]
+
+    def db() -> sqlite3.Connection:
+        if "db" not in g:
+            g.db = _connect(db_path)
+        return g.db
+
+    @app.teardown_appcontext
+    def close_db(_exc: BaseException | None) -> None:
+        conn = g.pop("db", None)
+        if conn is not None:
+            conn.close()
+
+    @app.get("/healthz")
+    def healthz() -> ResponseReturnValue:
+        return "ok\n"
+
+    @app.get("/api/items")
+    def list_items() -> ResponseReturnValue:
+        limit = request.args.get("limit", default=20, type=int)
+        offset = request.args.get("offset", default=0, type=int)
+        if limit is None or not 1 <= limit <= MAX_LIMIT or offset is None or offset < 0:
+            return _error(400, f"limit must be 1..{MAX_LIMIT} and offset >= 0")
+        rows = db().execute(
+            "SELECT id, name, price FROM items ORDER BY id LIMIT ? OFFSET ?", (limit, offset)
+        )
+        return jsonify(items=[dict(row) for row in rows])
+
+    @app.get("/api/items/<int:item_id>")
+    def get_item(item_id: int) -> ResponseReturnValue:
+        row = db().execute("SELECT id, name, price FROM items WHERE id = ?", (item_id,)).fetchone()
+        if row is None:
+            return _error(404, f"no item {item_id}")
+        return jsonify(dict(row))
+
+    @app.post("/api/items")
+    def add_item() -> ResponseReturnValue:
+        body: Any = request.get_json(silent=True)
+        name = body.get("name") if isinstance(body, dict) else None
+        price = body.get("price") if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name or not isinstance(price, int | float):
+            return _error(400, 'expected JSON {"name": <non-empty string>, "price": <number>}')
+        cur = db().execute("INSERT INTO items (name, price) VALUES (?, ?)", (name, price))
+        return jsonify(id=cur.lastrowid, name=name, price=price), 201
+
+    return app
+
+
+def wsgi() -> Flask:
+    """The app configured from the environment, for gunicorn's ``module:wsgi()`` syntax."""
+    missing = [name for name in (DB_ENV, PROBE_LOG_ENV) if not os.environ.get(name)]
+    if missing:
+        raise RuntimeError(f"pinchpoint demo app: set {' and '.join(missing)}")
+    return create_app(os.environ[DB_ENV], os.environ[PROBE_LOG_ENV])
+
+
+def init_db(db_path: Path) -> None:
+    """Creates the items table and seeds it once, safe when several workers start together."""
+    conn = _connect(db_path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        # BEGIN IMMEDIATE takes the write lock up front, so only one worker seeds.
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(_SCHEMA)
+        if conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 0:
+            rows = [(f"item {i}", 1 + (i * 37 % 1000) / 10) for i in range(1, SEED_ROWS + 1)]
+            conn.executemany("INSERT INTO items (name, price) VALUES (?, ?)", rows)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _error(status: int, message: str) -> ResponseReturnValue:
+    return jsonify(error=message), status

@@ -1,0 +1,4 @@
+"""Environment variables through which the stack tells the app where its files are."""
+
+DB_ENV = "PINCHPOINT_DEMO_DB"
+PROBE_LOG_ENV = "PINCHPOINT_PROBE_LOG"

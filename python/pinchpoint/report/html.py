@@ -1,0 +1,370 @@
+"""`report.html`: one self-contained page (plotly inlined once, no network) per run."""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from pinchpoint.report import charts, fmt, summary
+from pinchpoint.report.load import RunData, load_run
+from pinchpoint.report.table import StepTable, step_table
+
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+TIME_KEYS = {"start", "end", "start_s", "end_s", "started_at", "ended_at"}
+TIME_PLOTS = ["pp-latency-time", "pp-cpu-time", "pp-memory-time"]
+
+CSS = """
+:root { --fg: #1d2330; --muted: #5b6475; --line: #dfe3ea; --bg: #f6f7f9;
+        --bad: #b42318; --good: #157f3b; --warn: #9a6700; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+       font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+main { max-width: 1280px; margin: 0 auto; padding: 24px; }
+header h1 { margin: 0; font-size: 22px; }
+header p { margin: 4px 0 0; color: var(--muted); }
+section { background: #fff; border: 1px solid var(--line); border-radius: 8px;
+          padding: 16px 20px; margin: 18px 0; }
+h2 { font-size: 18px; margin: 0 0 10px; }
+.verdict { border-left: 6px solid var(--good); }
+.verdict.found { border-left-color: var(--bad); }
+.headline { font-size: 22px; font-weight: 700; margin: 0 0 6px; color: var(--good); }
+.found .headline { color: var(--bad); }
+.facts { display: flex; flex-wrap: wrap; gap: 4px 28px; margin: 8px 0; }
+.facts div { display: flex; gap: 6px; }
+.facts dt { color: var(--muted); }
+.facts dd { margin: 0; font-weight: 600; }
+.warning { background: #fff8e1; border: 1px solid #f0d58a; color: var(--warn);
+           border-radius: 6px; padding: 8px 12px; margin: 10px 0 0; font-weight: 600; }
+.note { color: var(--muted); font-style: italic; margin: 8px 0; }
+.chart { margin: 6px 0 14px; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 14px; }
+th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: right;
+         white-space: nowrap; }
+th { background: #f0f2f5; font-weight: 600; }
+th.group { text-align: center; border-left: 1px solid var(--line); }
+td.text, th.text { text-align: left; }
+tr.bottleneck td { background: #fdecea; font-weight: 600; }
+.scroll { overflow-x: auto; }
+pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px;
+      padding: 12px; overflow-x: auto; font-size: 13px; }
+"""
+
+# Zooming one time chart zooms the others, so latency and resources stay aligned.
+SYNC_SCRIPT = """
+(function () {
+  var plots = %s.map(function (id) { return document.getElementById(id); })
+    .filter(function (el) { return el && el.on; });
+  var busy = false;
+  plots.forEach(function (plot) {
+    plot.on("plotly_relayout", function (ev) {
+      if (busy) { return; }
+      var update = {};
+      if ("xaxis.range[0]" in ev) {
+        update["xaxis.range"] = [ev["xaxis.range[0]"], ev["xaxis.range[1]"]];
+      } else if ("xaxis.range" in ev) {
+        update["xaxis.range"] = ev["xaxis.range"];
+      } else if (ev["xaxis.autorange"]) {
+        update["xaxis.autorange"] = true;
+      } else { return; }
+      busy = true;
+      Promise.all(plots.filter(function (p) { return p !== plot; })
+        .map(function (p) { return Plotly.relayout(p, update); }))
+        .finally(function () { busy = false; });
+    });
+  });
+})();
+"""
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write `run_dir/report.html` from the run folder and return its path.
+
+    verdict.json is required; a chart whose data is missing becomes a short note."""
+    run_dir = Path(run_dir)
+    page = render_page(load_run(run_dir))
+    out = run_dir / "report.html"
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def render_page(data: RunData) -> str:
+    """The whole page as a string."""
+    verdict = data.verdict
+    run_id = _run_id(data)
+    body = [
+        _header(data, run_id),
+        _verdict_section(verdict),
+        _users_section(data),
+        _throughput_section(data),
+        *_time_sections(data),
+        _table_section(verdict),
+        _plan_section(data),
+        _facts_section(data),
+    ]
+    plotly_js = get_plotlyjs().replace("</script", "<\\/script")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>pinchpoint · {escape(run_id)}</title>",
+            f"<style>{CSS}</style>",
+            f'<script type="text/javascript">{plotly_js}</script>',
+            "</head>",
+            "<body>",
+            "<main>",
+            *body,
+            "</main>",
+            f"<script>{SYNC_SCRIPT % _js_list(TIME_PLOTS)}</script>",
+            "</body>",
+            "</html>",
+        ]
+    )
+
+
+def _js_list(items: list[str]) -> str:
+    return "[" + ", ".join(f'"{item}"' for item in items) + "]"
+
+
+def _run_id(data: RunData) -> str:
+    for value in (data.verdict.get("run_id"), data.run.get("run_id")):
+        if isinstance(value, str) and value:
+            return value
+    return data.run_dir.name
+
+
+def _figure(fig: go.Figure | None, missing: str, div_id: str | None = None) -> str:
+    if fig is None:
+        return f'<p class="note">{escape(missing)}</p>'
+    height = fig.layout.height or 450
+    div = fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        config=PLOT_CONFIG,
+        div_id=div_id,
+        default_height=f"{height}px",
+    )
+    return f'<div class="chart">{div}</div>'
+
+
+def _unavailable(data: RunData, name: str, what: str) -> str:
+    why = data.problems.get(name, "empty")
+    return f"{what} not shown: {name} {why}."
+
+
+def _header(data: RunData, run_id: str) -> str:
+    start = data.start_s()
+    end = data.end_s()
+    duration = end - start if start is not None and end is not None else None
+    parts = [f"run {escape(run_id)}"]
+    parts.append(f"started {escape(fmt.timestamp(start))}")
+    if duration is not None:
+        parts.append(f"lasted {escape(fmt.duration(duration))}")
+    lines = [
+        "<header>",
+        "<h1>pinchpoint report</h1>",
+        f"<p>{' · '.join(parts)}</p>",
+    ]
+    if data.run.get("interrupted"):
+        lines.append('<p class="warning">The run was interrupted: later steps are missing.</p>')
+    lines.append("</header>")
+    return "\n".join(lines)
+
+
+def _verdict_section(verdict: dict[str, Any]) -> str:
+    found = summary.bottleneck(verdict) is not None
+    lines = [
+        f'<section class="verdict{" found" if found else ""}" id="verdict">',
+        f'<p class="headline">{escape(summary.headline(verdict))}</p>',
+    ]
+    text = summary.summary(verdict)
+    if text:
+        lines.append(f"<p>{escape(text)}</p>")
+    facts = summary.facts(verdict)
+    if facts:
+        lines.append('<dl class="facts">')
+        lines += [
+            f"<div><dt>{escape(label)}</dt><dd>{escape(value)}</dd></div>"
+            for label, value in facts
+        ]
+        lines.append("</dl>")
+    evidence = summary.evidence(verdict)
+    if evidence:
+        lines.append("<h2>Evidence</h2>")
+        lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in evidence) + "</ul>")
+    warning = summary.generator_warning(verdict)
+    if warning:
+        lines.append(f'<p class="warning">{escape(warning)}</p>')
+    lines.append("</section>")
+    return "\n".join(lines)
+
+
+def _users_section(data: RunData) -> str:
+    no_steps = "Latency vs users not shown: the verdict has no steps."
+    return "\n".join(
+        [
+            '<section id="latency-users">',
+            "<h2>Latency vs users, per tier</h2>",
+            _figure(charts.latency_vs_users(data.verdict), no_steps),
+            _figure(charts.self_queue_vs_users(data.verdict), no_steps),
+            "</section>",
+        ]
+    )
+
+
+def _throughput_section(data: RunData) -> str:
+    return "\n".join(
+        [
+            '<section id="throughput">',
+            "<h2>Throughput vs users</h2>",
+            _figure(
+                charts.throughput_vs_users(data.verdict),
+                "Throughput not shown: the verdict has no steps.",
+            ),
+            "</section>",
+        ]
+    )
+
+
+def _time_sections(data: RunData) -> list[str]:
+    t0 = data.start_s() or 0.0
+    windows = charts.step_windows(data.requests, t0)
+    x_range = _time_range(data, t0, windows)
+    latency = charts.latency_over_time(data.requests, t0, windows, x_range)
+    cpu = charts.resource_over_time(
+        data.resources, data.verdict, "cpu_cores", t0, windows, x_range
+    )
+    memory = charts.resource_over_time(
+        data.resources, data.verdict, "rss_bytes", t0, windows, x_range
+    )
+    return [
+        "\n".join(
+            [
+                '<section id="latency-time">',
+                "<h2>Latency over time</h2>",
+                _figure(
+                    latency,
+                    _unavailable(data, "requests.parquet", "Latency over time"),
+                    TIME_PLOTS[0],
+                ),
+                "</section>",
+            ]
+        ),
+        "\n".join(
+            [
+                '<section id="resources">',
+                "<h2>Resources over time</h2>",
+                _figure(cpu, _unavailable(data, "resources.parquet", "CPU"), TIME_PLOTS[1]),
+                _figure(memory, _unavailable(data, "resources.parquet", "Memory"), TIME_PLOTS[2]),
+                "</section>",
+            ]
+        ),
+    ]
+
+
+def _time_range(
+    data: RunData, t0: float, windows: list[charts.Window]
+) -> tuple[float, float] | None:
+    """One x range for every time chart, so they line up."""
+    lows, highs = [0.0], []
+    if windows:
+        lows.append(windows[0].start)
+        highs.append(windows[-1].end)
+    if data.resources is not None and data.resources.height:
+        lows.append(float(data.resources["ts"].min()) - t0)  # type: ignore[arg-type]
+        highs.append(float(data.resources["ts"].max()) - t0)  # type: ignore[arg-type]
+    end = data.end_s()
+    if end is not None:
+        highs.append(end - t0)
+    if not highs:
+        return None
+    return (min(lows), max(highs))
+
+
+def _table_section(verdict: dict[str, Any]) -> str:
+    table = step_table(verdict)
+    body = _html_table(table) if table.rows else '<p class="note">The verdict has no steps.</p>'
+    return "\n".join(
+        [
+            '<section id="steps">',
+            "<h2>Steps</h2>",
+            '<p class="note">Latencies in ms; tiers as “p50 / p95”.</p>' if table.rows else "",
+            body,
+            "</section>",
+        ]
+    )
+
+
+def _html_table(table: StepTable) -> str:
+    groups: list[tuple[str, int]] = []
+    for column in table.columns:
+        if groups and groups[-1][0] == column.group:
+            groups[-1] = (column.group, groups[-1][1] + 1)
+        else:
+            groups.append((column.group, 1))
+    top = "".join(
+        f'<th class="group" colspan="{span}">{escape(group)}</th>' for group, span in groups
+    )
+    labels = "".join(f"<th>{escape(c.label)}</th>" for c in table.columns)
+    rows = []
+    for i, row in enumerate(table.rows):
+        cls = ' class="bottleneck"' if i == table.highlight else ""
+        cells = "".join(f"<td>{escape(cell)}</td>" for cell in row)
+        rows.append(f"<tr{cls}>{cells}</tr>")
+    return (
+        '<div class="scroll"><table>'
+        f"<thead><tr>{top}</tr><tr>{labels}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody>"
+        "</table></div>"
+    )
+
+
+def _plan_section(data: RunData) -> str:
+    if data.plan_text is None:
+        content = f'<p class="note">{escape(_unavailable(data, "plan.toml", "The plan"))}</p>'
+    else:
+        content = f"<pre>{escape(data.plan_text)}</pre>"
+    return f'<section id="plan">\n<h2>Plan</h2>\n{content}\n</section>'
+
+
+def _facts_section(data: RunData) -> str:
+    rows = [(key, _fact_value(key, value)) for key, value in _flatten(data.run)]
+    if data.tier_records is not None:
+        records = ", ".join(f"{name} {n:,}" for name, n in data.tier_records.items())
+        rows.append(("tier log records", records or "none"))
+    for name, why in sorted(data.problems.items()):
+        rows.append((f"not used: {name}", why))
+    body = "".join(
+        f'<tr><th class="text">{escape(key)}</th><td class="text">{escape(value)}</td></tr>'
+        for key, value in rows
+    )
+    content = f"<table>{body}</table>" if rows else '<p class="note">run.json is empty.</p>'
+    return f'<section id="facts">\n<h2>Run</h2>\n{content}\n</section>'
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        items: list[tuple[str, Any]] = []
+        for key, inner in value.items():
+            items += _flatten(inner, f"{prefix}.{key}" if prefix else str(key))
+        return items
+    return [(prefix, value)]
+
+
+def _fact_value(key: str, value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_fact_value("", v) for v in value)
+    if value is None:
+        return fmt.DASH
+    if key.rsplit(".", 1)[-1] in TIME_KEYS and fmt.is_number(value):
+        return f"{value} ({fmt.timestamp(value)})"
+    return str(value)

@@ -1,0 +1,127 @@
+"""Reads a run folder for the reports: the verdict (required) and whatever else is there."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+REQUEST_COLUMNS = ["step", "users", "start_us", "latency_us", "status", "error"]
+RESOURCE_COLUMNS = ["ts", "component", "cpu_cores", "rss_bytes", "processes"]
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    verdict: dict[str, Any]
+    run: dict[str, Any] = field(default_factory=dict)
+    plan_text: str | None = None
+    requests: pl.DataFrame | None = None
+    resources: pl.DataFrame | None = None
+    tier_records: dict[str, int] | None = None  # tagged log records per component
+    problems: dict[str, str] = field(default_factory=dict)  # file name -> why it is unused
+
+    def start_s(self) -> float | None:
+        """Run start in unix seconds: run.json, else the first request or sample."""
+        start = _unix_seconds(self.run, ("start", "start_s", "started_at", "start_time"))
+        if start is not None:
+            return start
+        candidates = []
+        if self.requests is not None and self.requests.height:
+            candidates.append(float(self.requests["start_us"].min()) / 1e6)  # type: ignore[arg-type]
+        if self.resources is not None and self.resources.height:
+            candidates.append(float(self.resources["ts"].min()))  # type: ignore[arg-type]
+        return min(candidates) if candidates else None
+
+    def end_s(self) -> float | None:
+        return _unix_seconds(self.run, ("end", "end_s", "ended_at", "end_time"))
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read `run_dir`. Raises if verdict.json is missing or unreadable; every other file
+    is optional and a problem with it is recorded in `problems` instead."""
+    run_dir = Path(run_dir)
+    verdict_path = run_dir / "verdict.json"
+    if not verdict_path.is_file():
+        raise FileNotFoundError(f"{verdict_path}: not found; analyze the run first")
+    try:
+        verdict = json.loads(verdict_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{verdict_path}: cannot read the verdict: {exc}") from exc
+    if not isinstance(verdict, dict):
+        raise ValueError(f"{verdict_path}: expected a JSON object")
+
+    data = RunData(run_dir=run_dir, verdict=verdict)
+    data.run = _read_json(run_dir / "run.json", data.problems)
+    data.plan_text = _read_text(run_dir / "plan.toml", data.problems)
+    data.requests = _read_parquet(run_dir / "requests.parquet", REQUEST_COLUMNS, data.problems)
+    data.resources = _read_parquet(
+        run_dir / "resources.parquet", RESOURCE_COLUMNS, data.problems
+    )
+    tiers = _read_parquet(run_dir / "tiers.parquet", ["component"], data.problems)
+    if tiers is not None:
+        counts = tiers.group_by("component").len().sort("component")
+        data.tier_records = {str(c): int(n) for c, n in counts.iter_rows()}
+    return data
+
+
+def _read_json(path: Path, problems: dict[str, str]) -> dict[str, Any]:
+    if not path.is_file():
+        problems[path.name] = "not found"
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems[path.name] = f"unreadable: {exc}"
+        return {}
+    if not isinstance(value, dict):
+        problems[path.name] = "not a JSON object"
+        return {}
+    return value
+
+
+def _read_text(path: Path, problems: dict[str, str]) -> str | None:
+    if not path.is_file():
+        problems[path.name] = "not found"
+        return None
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        problems[path.name] = f"unreadable: {exc}"
+        return None
+
+
+def _read_parquet(
+    path: Path, columns: list[str], problems: dict[str, str]
+) -> pl.DataFrame | None:
+    if not path.is_file():
+        problems[path.name] = "not found"
+        return None
+    # A damaged or foreign file must cost one chart, not the whole report.
+    try:
+        schema = pl.read_parquet_schema(path)
+        missing = [c for c in columns if c not in schema]
+        if missing:
+            problems[path.name] = f"lacks columns {', '.join(missing)}"
+            return None
+        return pl.read_parquet(path, columns=columns)
+    except Exception as exc:
+        problems[path.name] = f"unreadable: {exc}"
+        return None
+
+
+def _unix_seconds(run: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        value = run.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value).timestamp()
+            except ValueError:
+                continue
+    return None

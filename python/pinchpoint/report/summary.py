@@ -1,0 +1,62 @@
+"""The verdict's words: headline, bottleneck facts, evidence, generator warning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinchpoint.report import fmt
+
+
+def bottleneck(verdict: dict[str, Any]) -> dict[str, Any] | None:
+    found = verdict.get("bottleneck")
+    return found if isinstance(found, dict) else None
+
+
+def headline(verdict: dict[str, Any]) -> str:
+    text = verdict.get("headline")
+    if isinstance(text, str) and text.strip():
+        return text.strip()
+    found = bottleneck(verdict)
+    if found is None:
+        return "No bottleneck found in the tested range"
+    return (
+        f"Bottleneck: {found.get('component', '?')} ({found.get('resource', '?')})"
+        f" from {found.get('starts_at_users', '?')} users"
+    )
+
+
+def summary(verdict: dict[str, Any]) -> str | None:
+    found = bottleneck(verdict)
+    text = found.get("summary") if found else None
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def evidence(verdict: dict[str, Any]) -> list[str]:
+    found = bottleneck(verdict)
+    items = found.get("evidence") if found else None
+    return [str(e) for e in items] if isinstance(items, list) else []
+
+
+def facts(verdict: dict[str, Any]) -> list[tuple[str, str]]:
+    """The bottleneck as (label, value) pairs; empty when there is none."""
+    found = bottleneck(verdict)
+    if found is None:
+        return []
+    users = found.get("starts_at_users")
+    return [
+        ("component", str(found.get("component", fmt.DASH))),
+        ("resource", str(found.get("resource", fmt.DASH))),
+        ("starts at", f"{fmt.count(users)} users" if fmt.is_number(users) else fmt.DASH),
+    ]
+
+
+def generator_warning(verdict: dict[str, Any]) -> str | None:
+    generator = verdict.get("generator")
+    if not isinstance(generator, dict) or not generator.get("saturated"):
+        return None
+    cores = generator.get("cpu_cores_max")
+    used = f" (up to {cores:.2f} CPU cores)" if fmt.is_number(cores) else ""
+    return (
+        f"Warning: the load generator was saturated{used}; the limit measured may be"
+        " the generator's, not the stack's."
+    )

@@ -1,0 +1,31 @@
+import pytest
+
+from pinchpoint.collect.formats import FormatError, get_parser, known_formats
+from pinchpoint.collect.formats.gunicorn import GunicornParser
+from pinchpoint.collect.formats.nginx import NGINX_FORMAT, NginxParser
+from pinchpoint.collect.formats.probe import ProbeParser
+
+
+def test_known_formats() -> None:
+    assert known_formats() == ["gunicorn", "nginx", "probe"]
+
+
+def test_names_give_their_parsers_with_default_formats() -> None:
+    nginx = get_parser("nginx", None)
+    assert isinstance(nginx, NginxParser)
+    assert nginx.log_format == NGINX_FORMAT
+    assert isinstance(get_parser("gunicorn"), GunicornParser)
+    assert isinstance(get_parser("probe"), ProbeParser)
+
+
+def test_custom_format_string_is_compiled() -> None:
+    parser = get_parser("nginx", "$status $request_time")
+    record = parser.parse("200 0.5")
+    assert record is not None
+    assert record.duration_s == 0.5
+
+
+def test_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(FormatError, match="unknown log format 'apache'; known formats: "
+                       "gunicorn, nginx, probe"):
+        get_parser("apache", None)
