@@ -1,5 +1,4 @@
 import pytest
-
 from pinchpoint.collect.formats import FormatError, get_parser, known_formats
 from pinchpoint.collect.formats.gunicorn import GunicornParser
 from pinchpoint.collect.formats.nginx import NGINX_FORMAT, NginxParser
@@ -26,6 +25,7 @@ def test_custom_format_string_is_compiled() -> None:
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(FormatError, match="unknown log format 'apache'; known formats: "
-                       "gunicorn, nginx, probe"):
+    with pytest.raises(
+        FormatError, match="unknown log format 'apache'; known formats: gunicorn, nginx, probe"
+    ):
         get_parser("apache", None)

@@ -1,5 +1,4 @@
 import pytest
-
 from pinchpoint.collect.formats.nginx import (
     COMBINED_FORMAT,
     NGINX_FORMAT,

@@ -1,5 +1,4 @@
 import pytest
-
 from pinchpoint.collect.formats.probe import parser_for
 from pinchpoint.collect.tag import Tag, find_tag
 

@@ -1,5 +1,4 @@
 import pytest
-
 from pinchpoint.collect.tag import (
     Tag,
     check_run_id,

@@ -143,7 +143,9 @@ def probe_call(
         return call_wsgi(
             ProbeWSGI(inner_wsgi, **options), wsgi_environ(request_path, query, method, headers)
         )
-    return call_asgi(ProbeASGI(inner_asgi, **options), asgi_scope(request_path, query, method, headers))
+    return call_asgi(
+        ProbeASGI(inner_asgi, **options), asgi_scope(request_path, query, method, headers)
+    )
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

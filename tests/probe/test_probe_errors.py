@@ -6,9 +6,8 @@ import math
 import time
 
 import pytest
-from probe_helpers import inner_asgi, inner_wsgi, probe_call
-
 from pinchpoint.probe import ProbeASGI, ProbeWSGI
+from probe_helpers import inner_asgi, inner_wsgi, probe_call
 
 KINDS = ["wsgi", "asgi"]
 

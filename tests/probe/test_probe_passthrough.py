@@ -6,9 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from probe_helpers import INNER_BODY, asgi_scope, call_asgi, probe_call, wsgi_environ
-
 from pinchpoint.probe import PROBE_PATH, ProbeASGI, ProbeWSGI
+from probe_helpers import INNER_BODY, asgi_scope, call_asgi, probe_call, wsgi_environ
 
 
 class RecordingWSGI:
@@ -29,7 +28,9 @@ class RecordingASGI:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         self.calls.append((scope, receive, send))
         if scope["type"] == "http":
-            await send({"type": "http.response.start", "status": 418, "headers": [(b"x-app", b"1")]})
+            await send(
+                {"type": "http.response.start", "status": 418, "headers": [(b"x-app", b"1")]}
+            )
             await send({"type": "http.response.body", "body": b"from the app"})
 
 

@@ -1,5 +1,7 @@
 """Resource sampling: CPU and memory of each component's processes, the host and the generator.
 
+Usage::
+
     sampler = ResourceSampler({"nginx": ProcessSelector(pid_file=Path("nginx.pid"))})
     with sampler:
         ...  # run the load
@@ -36,6 +38,7 @@ SCHEMA = pa.schema(
 )
 
 _ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied)
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 
 
 @dataclass(frozen=True)
@@ -69,13 +72,24 @@ class ProcessSelector:
             name=spec.get("name"),
         )
 
-    def roots(self) -> list[int]:
-        """The pids selected right now, before adding descendants; [] when none is found."""
+    def processes(self) -> list[psutil.Process]:
+        """The processes selected right now, descendants included; [] when none is found."""
         if self.pid_file is not None:
-            return _read_pid_file(self.pid_file)
-        if self.pids:
-            return list(self.pids)
-        return [proc.pid for proc in psutil.process_iter(["name", "cmdline"]) if self._named(proc)]
+            roots = [_process(pid) for pid in _read_pid_file(self.pid_file)]
+        elif self.pids:
+            roots = [_process(pid) for pid in self.pids]
+        else:
+            roots = [proc for proc in psutil.process_iter(["name", "cmdline"]) if self._named(proc)]
+        found: dict[int, psutil.Process] = {}
+        for root in roots:
+            if root is None or root.pid in found:
+                continue
+            found[root.pid] = root
+            try:
+                found.update((child.pid, child) for child in root.children(recursive=True))
+            except _ERRORS:
+                continue
+        return list(found.values())
 
     def _named(self, proc: psutil.Process) -> bool:
         cmdline = proc.info.get("cmdline") or [""]
@@ -126,6 +140,7 @@ class ResourceSampler:
         """Takes the first readings and starts sampling in a daemon thread."""
         if self._thread is not None:
             raise RuntimeError("the sampler is already started")
+        self._stop.clear()
         self._sample(emit=False)
         self._thread = threading.Thread(target=self._run, name="pinchpoint-resources", daemon=True)
         self._thread.start()
@@ -173,98 +188,104 @@ class ResourceSampler:
         now = time.monotonic()
         ts = time.time()
         elapsed = now - self._last_sample
-        rows = [_row(ts, HOST, *self._host.read(elapsed))]
+        readings = {HOST: self._host.read()}
         for name, selector in self.targets.items():
-            pids = _with_descendants(selector.roots())
-            rows.append(_row(ts, name, *self._components[name].read(pids, elapsed, ts)))
-        rows.append(_row(ts, GENERATOR, *self._generator.read([os.getpid()], elapsed, ts)))
+            readings[name] = self._components[name].read(selector.processes())
+        readings[GENERATOR] = self._generator.read([psutil.Process()])
         self._last_sample = now
-        if emit:
-            with self._lock:
-                self._rows.extend(rows)
+        if not emit:
+            return
+        rows = [
+            {
+                "ts": ts,
+                "component": name,
+                "cpu_cores": cpu_s / elapsed,
+                "rss_bytes": rss,
+                "processes": processes,
+            }
+            for name, (cpu_s, rss, processes) in readings.items()
+        ]
+        with self._lock:
+            self._rows.extend(rows)
 
 
 class _Component:
-    """The processes of one component, their psutil objects and CPU totals kept between samples
-    so each sample counts only the CPU used since the previous one."""
+    """The processes of one component, with the psutil objects and CPU totals kept between
+    samples so that each sample counts only the CPU used since the previous one."""
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[psutil.Process, float]] = {}
-        self._last_ts: float | None = None
+        self._last_boot_s: float | None = None
 
-    def read(self, pids: Iterable[int], elapsed: float, ts: float) -> tuple[float, int, int]:
+    def read(self, procs: Iterable[psutil.Process]) -> tuple[float, int, int]:
+        """CPU seconds used since the previous read, resident bytes and process count."""
         cpu_s = 0.0
         rss = 0
         seen: dict[int, tuple[psutil.Process, float]] = {}
-        for pid in pids:
-            proc, previous = self._known(pid)
-            if proc is None:
-                continue
+        for fresh in procs:
+            known = self._seen.get(fresh.pid)
+            # Process equality includes the creation time, so a reused pid is a new process.
+            proc, previous = known if known is not None and known[0] == fresh else (fresh, None)
             try:
                 with proc.oneshot():
                     times = proc.cpu_times()
-                    rss += proc.memory_info().rss
+                    memory = proc.memory_info()
                     total = times.user + times.system
                     if previous is None:
-                        # A process born since the last sample used all its CPU in this
-                        # interval; one already running when first seen gives a baseline.
-                        born = self._last_ts is not None and proc.create_time() > self._last_ts
-                        previous = 0.0 if born else total
+                        previous = 0.0 if self._born_since_last_read(proc) else total
             except _ERRORS:
                 continue
             cpu_s += max(0.0, total - previous)
-            seen[pid] = (proc, total)
+            rss += memory.rss
+            seen[proc.pid] = (proc, total)
         self._seen = seen
-        self._last_ts = ts
-        cores = cpu_s / elapsed if elapsed > 0 else 0.0
-        return cores, rss, len(seen)
+        self._last_boot_s = _since_boot()
+        return cpu_s, rss, len(seen)
 
-    def _known(self, pid: int) -> tuple[psutil.Process | None, float | None]:
-        known = self._seen.get(pid)
-        try:
-            if known is not None and known[0].is_running():
-                return known
-            return psutil.Process(pid), None
-        except _ERRORS:
-            return None, None
+    def _born_since_last_read(self, proc: psutil.Process) -> bool:
+        # A process started since the last read used all its CPU time in this interval; one
+        # already running when first seen only gives a baseline.
+        # Start times are whole clock ticks, rounded down.
+        if self._last_boot_s is None:
+            return False
+        return proc.create_time() - psutil.boot_time() > self._last_boot_s - _TICK_S
 
 
 class _Host:
-    """Whole-machine CPU (cores busy) and used memory."""
+    """Whole-machine CPU and used memory."""
 
     def __init__(self) -> None:
         self._cpus = psutil.cpu_count() or 1
-        self._previous: tuple[float, float] | None = None
+        self._busy_s: float | None = None
 
-    def read(self, elapsed: float) -> tuple[float, int, int]:
-        busy, total = _host_cpu_seconds()
-        cores = 0.0
-        if self._previous is not None and total > self._previous[1]:
-            # Scaled by the kernel's own tick count rather than the wall clock, whose samples
-            # are taken a little before or after /proc/stat is read.
-            share = (busy - self._previous[0]) / (total - self._previous[1])
-            cores = max(0.0, share) * self._cpus
-        self._previous = (busy, total)
-        return cores, psutil.virtual_memory().used, self._cpus
+    def read(self) -> tuple[float, int, int]:
+        """CPU seconds busy (all CPUs) since the previous read, used bytes, CPU count."""
+        busy_s = _host_busy_seconds()
+        used_s = 0.0 if self._busy_s is None else max(0.0, busy_s - self._busy_s)
+        self._busy_s = busy_s
+        return used_s, psutil.virtual_memory().used, self._cpus
 
 
-def _host_cpu_seconds() -> tuple[float, float]:
+def _host_busy_seconds() -> float:
     times = psutil.cpu_times()
-    total = sum(times)
     # On Linux guest time is already counted in user and nice.
-    total -= getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
+    counted_twice = getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
     idle = times.idle + getattr(times, "iowait", 0.0)
-    return total - idle, total
+    return sum(times) - counted_twice - idle
 
 
-def _with_descendants(roots: list[int]) -> list[int]:
-    pids = dict.fromkeys(roots)
-    for pid in roots:
-        try:
-            pids.update(dict.fromkeys(child.pid for child in psutil.Process(pid).children(True)))
-        except _ERRORS:
-            continue
-    return list(pids)
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except _ERRORS:
+        return None
+
+
+def _since_boot() -> float:
+    """Seconds since boot on the clock /proc uses for process start times."""
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.time() - psutil.boot_time()
 
 
 def _read_pid_file(path: Path) -> list[int]:
@@ -273,15 +294,3 @@ def _read_pid_file(path: Path) -> list[int]:
     except OSError:
         return []
     return [int(text)] if text.isdigit() else []
-
-
-def _row(
-    ts: float, component: str, cpu_cores: float, rss_bytes: int, processes: int
-) -> dict[str, Any]:
-    return {
-        "ts": ts,
-        "component": component,
-        "cpu_cores": cpu_cores,
-        "rss_bytes": rss_bytes,
-        "processes": processes,
-    }

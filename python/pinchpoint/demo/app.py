@@ -51,10 +51,10 @@ def create_app(db_path: Path | str, probe_log: Path | str) -> Flask:
 
     @app.get("/api/items")
     def list_items() -> ResponseReturnValue:
-        limit = request.args.get("limit", default=20, type=int)
-        offset = request.args.get("offset", default=0, type=int)
+        limit = _int_arg("limit", 20)
+        offset = _int_arg("offset", 0)
         if limit is None or not 1 <= limit <= MAX_LIMIT or offset is None or offset < 0:
-            return _error(400, f"limit must be 1..{MAX_LIMIT} and offset >= 0")
+            return _error(400, f"limit must be an integer 1..{MAX_LIMIT}, offset one >= 0")
         rows = db().execute(
             "SELECT id, name, price FROM items ORDER BY id LIMIT ? OFFSET ?", (limit, offset)
         )
@@ -108,6 +108,17 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, timeout=30, isolation_level=None)
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def _int_arg(name: str, default: int) -> int | None:
+    """The query argument as an int, default when absent, None when not an integer."""
+    text = request.args.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def _error(status: int, message: str) -> ResponseReturnValue:

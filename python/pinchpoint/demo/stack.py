@@ -3,6 +3,7 @@
 import atexit
 import functools
 import http.client
+import importlib.util
 import os
 import signal
 import socket
@@ -84,6 +85,11 @@ class DemoStack:
         if self._gunicorn is not None:
             raise StackError("the demo stack is already started")
         nginx = find_nginx()
+        missing = [name for name in ("flask", "gunicorn") if importlib.util.find_spec(name) is None]
+        if missing:
+            raise StackError(
+                f"the demo stack needs {' and '.join(missing)}: pip install 'pinchpoint[demo]'"
+            )
         self._nginx_paths.temp_dir.mkdir(parents=True, exist_ok=True)
         self.nginx_conf.write_text(
             render_config(self._nginx_paths, self.nginx_port, self.gunicorn_port, _is_root())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from urllib.parse import quote
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -112,7 +112,7 @@ class _TimedResponse:
         status: str,
         headers: list[tuple[str, str]],
         exc_info: _ExcInfo | None = None,
-    ) -> object:
+    ) -> Callable[[bytes], object]:
         self.status = int(status.split(" ", 1)[0])
         return self._start_response(status, headers, exc_info)
 

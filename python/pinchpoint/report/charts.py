@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,24 +51,20 @@ def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
         title={"text": title, "x": 0, "xanchor": "left"},
         template="plotly_white",
         height=height,
-        margin={"l": 70, "r": 30, "t": 60, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 1, "xanchor": "right"},
+        # Legend under the title, not beside the plot: every time chart keeps the same
+        # plot width, so their x axes line up.
+        margin={"l": 70, "r": 30, "t": 100, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
         hovermode="closest",
     )
     return fig
 
 
-def _users_axis(fig: go.Figure, users: Sequence[int], **where: Any) -> None:
-    """Users on x: log scale when the steps span more than an order of magnitude."""
-    positive = [u for u in users if u > 0]
-    log = len(positive) == len(users) and len(users) > 2 and max(users) / min(users) >= 16
-    fig.update_xaxes(
-        title_text="users",
-        type="log" if log else "linear",
-        tickvals=list(users),
-        ticktext=[str(u) for u in users],
-        **where,
-    )
+def _users_axis(fig: go.Figure, users: Sequence[int]) -> None:
+    """Users on x, on a log scale when the steps grow geometrically (largest ≥ 16× smallest)."""
+    log = len(users) > 2 and min(users) > 0 and max(users) / min(users) >= 16
+    ticks = list(users) if len(users) <= 12 else None
+    fig.update_xaxes(title_text="users", type="log" if log else "linear", tickvals=ticks)
 
 
 def _mark(fig: go.Figure, x: float, text: str, **where: Any) -> None:
@@ -171,7 +168,6 @@ def self_queue_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
                     y=[_num(st.get(p50_key)) for st in stats],
                     name=f"{part} time p50",
                     legendgroup=part,
-                    showlegend=col == 1 or part == "queue",
                     marker_color=color,
                     customdata=[[u, v] for u, v in zip(users, p95, strict=True)],
                     hovertemplate=(
@@ -193,12 +189,17 @@ def self_queue_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
     fig.update_layout(barmode="stack")
     fig.update_yaxes(title_text="ms (p50)", row=1, col=1)
     start = bottleneck_users(verdict)
-    if start is not None:
-        at = next((i for i, u in enumerate(users) if u >= start), None)
-        if at is not None:
-            for col in range(1, len(tier_list) + 1):
-                _mark(fig, at - 0.5, "", row=1, col=col)
-    return _layout(fig, "Self time and queue time per tier vs users (p50, stacked)", 400)
+    at = next((i for i, u in enumerate(users) if u >= start), None) if start else None
+    if at is not None:
+        component = (verdict.get("bottleneck") or {}).get("component")
+        for col, tier in enumerate(tier_list, start=1):
+            # Between the last step before the bottleneck and the first step in it.
+            text = f"from {start} users" if tier == component else ""
+            _mark(fig, at - 0.5, text, row=1, col=col)
+    _layout(fig, "Self time and queue time per tier vs users (p50, stacked)", 420)
+    # Above the tier names, which sit where the legend would.
+    fig.update_layout(legend_y=1.14, margin_t=120)
+    return fig
 
 
 def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
@@ -237,9 +238,11 @@ def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
     _users_axis(fig, users)
     fig.update_yaxes(title_text="requests / s", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(
-        title_text="errors (%)",
+        title_text="errors",
+        ticksuffix="%",
         rangemode="tozero",
         range=None if any(error_pct) else [0, 1],
+        tickmode="auto",
         showgrid=False,
         secondary_y=True,
     )
@@ -249,7 +252,20 @@ def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
     return _layout(fig, "Throughput vs users", 400)
 
 
-def step_windows(requests: pl.DataFrame | None, t0: float) -> list[Window]:
+def step_windows(run: dict[str, Any], requests: pl.DataFrame | None, t0: float) -> list[Window]:
+    """The steps' spans: the engine's windows from run.json, else from the requests."""
+    windows = []
+    for step in run.get("steps") or []:
+        if not isinstance(step, dict):
+            return _request_windows(requests, t0)
+        users, start, end = step.get("users"), step.get("start"), step.get("end")
+        if not (fmt.is_number(users) and fmt.is_number(start) and fmt.is_number(end)):
+            return _request_windows(requests, t0)
+        windows.append(Window(int(users), float(start) - t0, float(end) - t0))
+    return windows or _request_windows(requests, t0)
+
+
+def _request_windows(requests: pl.DataFrame | None, t0: float) -> list[Window]:
     """Each step from its first request to the next step's first (the last: to its end)."""
     if requests is None or requests.height == 0:
         return []
@@ -280,7 +296,7 @@ def sample_requests(
     if total <= limit:
         return requests, f"all {total:,} requests"
     rng = np.random.default_rng(seed)
-    threshold = pl.col("latency_us").quantile(0.99, "higher").over("step")
+    threshold = pl.col("latency_us").quantile(0.99, interpolation="higher").over("step")
     rare = pl.col("error").is_not_null() | (pl.col("latency_us") >= threshold)
     flags = requests.select(rare.alias("rare"))["rare"].to_numpy()
     rare_idx = np.flatnonzero(flags)
@@ -362,8 +378,25 @@ def latency_over_time(
         )
     _shade_steps(fig, windows)
     _time_axis(fig, x_range)
-    fig.update_yaxes(title_text="latency (ms, log)", type="log")
+    ticks = _log_ticks(float(shown["ms"].min()), float(shown["ms"].max()))  # type: ignore[arg-type]
+    fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=ticks)
     return _layout(fig, f"Latency of each request over time: {note}", 460)
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Ticks at 1, 2, 5 × 10^n spanning [low, high] (only 10^n over more than 3 decades):
+    plotly's own crowd a log axis that spans little."""
+    ticks: list[float] = []
+    mantissas = (1, 2, 5) if high < low * 1000 else (1,)
+    exponent = math.floor(math.log10(low))
+    while True:
+        for mantissa in mantissas:
+            tick = mantissa * 10.0**exponent
+            if tick > high * 2:
+                return ticks
+            if tick >= low / 2:
+                ticks.append(round(tick, 6))
+        exponent += 1
 
 
 def _component_order(names: list[str], verdict: dict[str, Any]) -> list[str]:
@@ -415,7 +448,7 @@ def resource_over_time(
             fig.add_hline(
                 y=cpus,
                 line={"color": "#7f7f7f", "dash": "dash", "width": 1},
-                label={"text": f"{cpus} host CPUs", "textposition": "end"},
+                label={"text": f"{cpus} host CPUs", "textposition": "end", "yanchor": "top"},
             )
     _shade_steps(fig, windows)
     _time_axis(fig, x_range)

@@ -15,7 +15,7 @@ from pinchpoint.report.load import RunData, load_run
 from pinchpoint.report.table import StepTable, step_table
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
-TIME_KEYS = {"start", "end", "start_s", "end_s", "started_at", "ended_at"}
+TIME_KEYS = {"started", "ended", "start", "end", "start_s", "end_s", "started_at", "ended_at"}
 TIME_PLOTS = ["pp-latency-time", "pp-cpu-time", "pp-memory-time"]
 
 CSS = """
@@ -25,8 +25,8 @@ CSS = """
 body { margin: 0; background: var(--bg); color: var(--fg);
        font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
 main { max-width: 1280px; margin: 0 auto; padding: 24px; }
-header h1 { margin: 0; font-size: 22px; }
-header p { margin: 4px 0 0; color: var(--muted); }
+.brand { margin: 0; color: var(--muted); font-weight: 600; letter-spacing: .02em; }
+.meta { margin: 12px 0 0; color: var(--muted); font-size: 14px; }
 section { background: #fff; border: 1px solid var(--line); border-radius: 8px;
           padding: 16px 20px; margin: 18px 0; }
 h2 { font-size: 18px; margin: 0 0 10px; }
@@ -99,8 +99,7 @@ def render_page(data: RunData) -> str:
     verdict = data.verdict
     run_id = _run_id(data)
     body = [
-        _header(data, run_id),
-        _verdict_section(verdict),
+        _verdict_section(data, run_id),
         _users_section(data),
         _throughput_section(data),
         *_time_sections(data),
@@ -122,6 +121,7 @@ def render_page(data: RunData) -> str:
             "</head>",
             "<body>",
             "<main>",
+            '<p class="brand">pinchpoint report</p>',
             *body,
             "</main>",
             f"<script>{SYNC_SCRIPT % _js_list(TIME_PLOTS)}</script>",
@@ -157,30 +157,24 @@ def _figure(fig: go.Figure | None, missing: str, div_id: str | None = None) -> s
 
 
 def _unavailable(data: RunData, name: str, what: str) -> str:
-    why = data.problems.get(name, "empty")
+    why = data.problems.get(name, "has no rows")
     return f"{what} not shown: {name} {why}."
 
 
-def _header(data: RunData, run_id: str) -> str:
+def _run_line(data: RunData, run_id: str) -> str:
     start = data.start_s()
     end = data.end_s()
-    duration = end - start if start is not None and end is not None else None
-    parts = [f"run {escape(run_id)}"]
-    parts.append(f"started {escape(fmt.timestamp(start))}")
-    if duration is not None:
-        parts.append(f"lasted {escape(fmt.duration(duration))}")
-    lines = [
-        "<header>",
-        "<h1>pinchpoint report</h1>",
-        f"<p>{' · '.join(parts)}</p>",
-    ]
-    if data.run.get("interrupted"):
-        lines.append('<p class="warning">The run was interrupted: later steps are missing.</p>')
-    lines.append("</header>")
-    return "\n".join(lines)
+    parts = [f"run {escape(run_id)}", f"started {escape(fmt.timestamp(start))}"]
+    if start is not None and end is not None:
+        parts.append(f"lasted {escape(fmt.duration(end - start))}")
+    line = f'<p class="meta">{" · ".join(parts)}</p>'
+    if data.run.get("interrupted") or data.verdict.get("interrupted"):
+        line += '\n<p class="warning">The run was interrupted: later steps are missing.</p>'
+    return line
 
 
-def _verdict_section(verdict: dict[str, Any]) -> str:
+def _verdict_section(data: RunData, run_id: str) -> str:
+    verdict = data.verdict
     found = summary.bottleneck(verdict) is not None
     lines = [
         f'<section class="verdict{" found" if found else ""}" id="verdict">',
@@ -193,8 +187,7 @@ def _verdict_section(verdict: dict[str, Any]) -> str:
     if facts:
         lines.append('<dl class="facts">')
         lines += [
-            f"<div><dt>{escape(label)}</dt><dd>{escape(value)}</dd></div>"
-            for label, value in facts
+            f"<div><dt>{escape(label)}</dt><dd>{escape(value)}</dd></div>" for label, value in facts
         ]
         lines.append("</dl>")
     evidence = summary.evidence(verdict)
@@ -204,6 +197,7 @@ def _verdict_section(verdict: dict[str, Any]) -> str:
     warning = summary.generator_warning(verdict)
     if warning:
         lines.append(f'<p class="warning">{escape(warning)}</p>')
+    lines.append(_run_line(data, run_id))
     lines.append("</section>")
     return "\n".join(lines)
 
@@ -237,12 +231,10 @@ def _throughput_section(data: RunData) -> str:
 
 def _time_sections(data: RunData) -> list[str]:
     t0 = data.start_s() or 0.0
-    windows = charts.step_windows(data.requests, t0)
+    windows = charts.step_windows(data.run, data.requests, t0)
     x_range = _time_range(data, t0, windows)
     latency = charts.latency_over_time(data.requests, t0, windows, x_range)
-    cpu = charts.resource_over_time(
-        data.resources, data.verdict, "cpu_cores", t0, windows, x_range
-    )
+    cpu = charts.resource_over_time(data.resources, data.verdict, "cpu_cores", t0, windows, x_range)
     memory = charts.resource_over_time(
         data.resources, data.verdict, "rss_bytes", t0, windows, x_range
     )
@@ -277,8 +269,12 @@ def _time_range(
     """One x range for every time chart, so they line up."""
     lows, highs = [0.0], []
     if windows:
-        lows.append(windows[0].start)
-        highs.append(windows[-1].end)
+        lows.append(min(w.start for w in windows))
+        highs.append(max(w.end for w in windows))
+    if data.requests is not None and data.requests.height:
+        ends = data.requests["start_us"] + data.requests["latency_us"]
+        lows.append(float(data.requests["start_us"].min()) / 1e6 - t0)  # type: ignore[arg-type]
+        highs.append(float(ends.max()) / 1e6 - t0)  # type: ignore[arg-type]
     if data.resources is not None and data.resources.height:
         lows.append(float(data.resources["ts"].min()) - t0)  # type: ignore[arg-type]
         highs.append(float(data.resources["ts"].max()) - t0)  # type: ignore[arg-type]
@@ -362,9 +358,13 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def _fact_value(key: str, value: Any) -> str:
     if isinstance(value, list):
+        if any(isinstance(v, dict | list) for v in value):
+            return f"{len(value)} entries (see run.json)"
         return ", ".join(_fact_value("", v) for v in value)
     if value is None:
         return fmt.DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if key.rsplit(".", 1)[-1] in TIME_KEYS and fmt.is_number(value):
         return f"{value} ({fmt.timestamp(value)})"
     return str(value)

@@ -27,7 +27,7 @@ class RunData:
 
     def start_s(self) -> float | None:
         """Run start in unix seconds: run.json, else the first request or sample."""
-        start = _unix_seconds(self.run, ("start", "start_s", "started_at", "start_time"))
+        start = _unix_seconds(self.run, ("started", "start", "start_s", "started_at"))
         if start is not None:
             return start
         candidates = []
@@ -38,7 +38,7 @@ class RunData:
         return min(candidates) if candidates else None
 
     def end_s(self) -> float | None:
-        return _unix_seconds(self.run, ("end", "end_s", "ended_at", "end_time"))
+        return _unix_seconds(self.run, ("ended", "end", "end_s", "ended_at"))
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -59,9 +59,7 @@ def load_run(run_dir: Path) -> RunData:
     data.run = _read_json(run_dir / "run.json", data.problems)
     data.plan_text = _read_text(run_dir / "plan.toml", data.problems)
     data.requests = _read_parquet(run_dir / "requests.parquet", REQUEST_COLUMNS, data.problems)
-    data.resources = _read_parquet(
-        run_dir / "resources.parquet", RESOURCE_COLUMNS, data.problems
-    )
+    data.resources = _read_parquet(run_dir / "resources.parquet", RESOURCE_COLUMNS, data.problems)
     tiers = _read_parquet(run_dir / "tiers.parquet", ["component"], data.problems)
     if tiers is not None:
         counts = tiers.group_by("component").len().sort("component")
@@ -95,9 +93,7 @@ def _read_text(path: Path, problems: dict[str, str]) -> str | None:
         return None
 
 
-def _read_parquet(
-    path: Path, columns: list[str], problems: dict[str, str]
-) -> pl.DataFrame | None:
+def _read_parquet(path: Path, columns: list[str], problems: dict[str, str]) -> pl.DataFrame | None:
     if not path.is_file():
         problems[path.name] = "not found"
         return None

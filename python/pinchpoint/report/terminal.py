@@ -20,7 +20,12 @@ def render_steps(verdict: dict[str, Any], console: Console) -> None:
     if not table_data.rows:
         console.print("No steps in this run.", highlight=False)
         return
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", title="Steps (latencies in ms)", title_style="bold")
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        header_style="bold",
+        title="Steps (latencies in ms)",
+        title_style="bold",
+    )
     for column in table_data.columns:
         header = f"{column.group}\n{column.label}" if column.group else f"\n{column.label}"
         table.add_column(header, justify="right" if column.numeric else "left", no_wrap=True)

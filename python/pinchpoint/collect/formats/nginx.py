@@ -68,7 +68,7 @@ _TYPED = {
 }
 # Unquoted variables whose values can hold spaces.
 _SPACED_PREFIXES = ("http_", "sent_http_", "upstream_http_", "cookie_")
-_TAG_TEXT = ("request_uri", "request", "args", "query_string")
+_TAG_GROUPS = ("v_request_uri", "v_request", "v_args", "v_query_string")
 
 
 def _variable_pattern(name: str, quoted: bool) -> str:
@@ -101,27 +101,28 @@ class NginxParser:
         match = self.regex.fullmatch(line)
         if match is None:
             return None
-        values = {name[2:]: value for name, value in match.groupdict().items()}
-        ts = to_float(values.get("msec"))
-        if ts is None and "time_local" in values:
-            ts = parse_clf_time(values["time_local"])
-        if ts is None and "time_iso8601" in values:
-            ts = parse_iso_time(values["time_iso8601"])
-        target = " ".join(values[name] for name in _TAG_TEXT if name in values)
+        values = match.groupdict()
+        ts = to_float(values.get("v_msec"))
+        if ts is None and "v_time_local" in values:
+            ts = parse_clf_time(values["v_time_local"])
+        if ts is None and "v_time_iso8601" in values:
+            ts = parse_iso_time(values["v_time_iso8601"])
         return Record(
-            duration_s=to_float(values.get("request_time")),
-            upstream_s=sum_upstream(values.get("upstream_response_time")),
-            status=to_int(values.get("status")),
+            duration_s=to_float(values.get("v_request_time")),
+            upstream_s=sum_upstream(values.get("v_upstream_response_time")),
+            status=to_int(values.get("v_status")),
             ts=ts,
-            target=target,
-            tag_header=values.get("http_x_pinchpoint"),
+            target=" ".join(values[name] for name in _TAG_GROUPS if name in values),
+            tag_header=values.get("v_http_x_pinchpoint"),
         )
 
 
 def sum_upstream(text: str | None) -> float | None:
     """Sum of a per-upstream time list (`0.010, 0.020 : 0.005`); None if no value is a time."""
-    if text is None:
+    if text is None or text == "-":
         return None
+    if "," not in text and ":" not in text:
+        return to_float(text)
     times = [float(item) for item in _LIST_SPLIT.split(text.strip()) if item not in ("-", "")]
     return sum(times) if times else None
 

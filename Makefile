@@ -1,0 +1,39 @@
+# `make demo` and `make test` set up everything they need on a fresh Debian/Ubuntu machine.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
+
+.PHONY: demo test setup system-deps build lint bench clean
+
+demo: setup
+	$(PY) -m pinchpoint demo
+
+test: setup
+	cargo test --workspace --quiet
+	$(VENV)/bin/ruff check python tests
+	$(PY) -m pytest
+
+setup: system-deps build
+
+system-deps:
+	@bash scripts/install-system-deps.sh
+
+$(UV):
+	python3 -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet uv
+
+build: $(UV)
+	@command -v cargo >/dev/null || { echo "cargo not found: install Rust with https://rustup.rs (rustup default stable)"; exit 1; }
+	$(UV) sync --quiet --group dev --no-install-project --python python3
+	$(UV) pip install --quiet --python $(PY) --no-deps --reinstall-package pinchpoint -e .
+
+lint: setup
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff format --check python tests
+
+clean:
+	rm -rf target $(VENV) $(TOOLS) runs

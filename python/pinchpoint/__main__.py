@@ -1,0 +1,3 @@
+from pinchpoint.cli import main
+
+main()

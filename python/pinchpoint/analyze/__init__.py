@@ -1,0 +1,49 @@
+"""Turns a run folder into a verdict: per-step tables and the bottleneck."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from pinchpoint.analyze.frames import read_run
+from pinchpoint.analyze.steps import step_table
+from pinchpoint.analyze.verdict import Context, decide
+
+SCHEMA = "pinchpoint.verdict/1"
+
+
+def _clean(value: object) -> object:
+    """JSON has no NaN: missing numbers become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def analyze(run_dir: Path) -> dict:
+    """Computes the verdict of a run folder and writes `verdict.json` into it."""
+    data = read_run(run_dir)
+    steps = step_table(data)
+    ctx = Context(
+        order=data.plan.tiers(),
+        calls={c.name: list(c.calls) for c in data.plan.component},
+        workers={c.name: c.workers for c in data.plan.component if c.workers},
+        cpu_count=int(data.run.get("host", {}).get("cpu_count") or 1),
+        generator_threads=int(data.run.get("engine", {}).get("threads") or 1),
+    )
+    verdict = {
+        "schema": SCHEMA,
+        "run_id": data.run["run_id"],
+        "interrupted": bool(data.run.get("interrupted")),
+        "tiers": ctx.order,
+        "calls": ctx.calls,
+        "steps": steps,
+        **decide(steps, ctx),
+    }
+    verdict = _clean(verdict)
+    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2))
+    return verdict

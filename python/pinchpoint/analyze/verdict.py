@@ -1,0 +1,213 @@
+"""Names the bottleneck: the tier whose own time (self plus queue) grows with load,
+the load where it starts, and the resource behind it, with the evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Latency "grows" when it rises by more than this share of its lowest-load value...
+GROWTH_SHARE = 0.25
+# ...and by more than this, so sub-millisecond jitter on fast endpoints is not a finding.
+GROWTH_MIN_MS = 1.0
+# A host is CPU-saturated above this share of its cores.
+CPU_SATURATED = 0.85
+# A worker pool is full when Little's-law concurrency reaches this share of its size.
+POOL_FULL = 0.8
+# Workers using more than this share of a core each are computing, not waiting.
+WORKER_CPU_BOUND = 0.7
+# The generator is saturated when its CPU reaches this share of the threads it runs on.
+GENERATOR_SATURATED = 0.9
+
+
+@dataclass
+class Context:
+    order: list[str]
+    calls: dict[str, list[str]]
+    workers: dict[str, int]
+    cpu_count: int
+    generator_threads: int
+
+
+def tier_cost(step: dict, tier: str) -> float | None:
+    """A tier's own contribution to the latency of a step: self time plus queue time."""
+    t = step.get("tiers", {}).get(tier)
+    if not t or t.get("self_p50_ms") is None:
+        return None
+    return t["self_p50_ms"] + (t.get("queue_p50_ms") or 0.0)
+
+
+def _latency(step: dict) -> float | None:
+    return step["latency_ms"]["p50"]
+
+
+def _fmt(ms: float) -> str:
+    return f"{ms:.1f} ms" if abs(ms) >= 1 else f"{ms:.2f} ms"
+
+
+def _cpu(step: dict, who: str) -> float | None:
+    r = step.get("resources", {}).get(who)
+    return r["cpu_cores"] if r else None
+
+
+def generator_check(steps: list[dict], ctx: Context) -> dict:
+    peak = max((_cpu(s, "generator") or 0.0 for s in steps), default=0.0)
+    saturated = peak >= GENERATOR_SATURATED * ctx.generator_threads
+    return {"saturated": saturated, "cpu_cores_max": round(peak, 3), "threads": ctx.generator_threads}
+
+
+def decide(steps: list[dict], ctx: Context) -> dict:
+    """The verdict's findings, without the per-step table."""
+    generator = generator_check(steps, ctx)
+    usable = [s for s in steps if _latency(s) is not None]
+    if len(usable) < 2:
+        return {
+            "bottleneck": None,
+            "headline": "Not enough steps with responses to judge (need at least two).",
+            "generator": generator,
+        }
+    if generator["saturated"]:
+        return {
+            "bottleneck": None,
+            "headline": (
+                f"The load generator is saturated ({generator['cpu_cores_max']:.2f} cores of "
+                f"{ctx.generator_threads}): these results measure the generator, not the target."
+            ),
+            "generator": generator,
+        }
+    base, top = usable[0], usable[-1]
+    threshold = max(GROWTH_MIN_MS, GROWTH_SHARE * _latency(base))
+    growth = _latency(top) - _latency(base)
+    onset = next((s for s in usable if _latency(s) - _latency(base) > threshold), None)
+    if onset is None:
+        return {"bottleneck": None, "headline": _no_bottleneck(usable, ctx), "generator": generator}
+
+    deltas = {}
+    for tier in ctx.order:
+        a, b = tier_cost(base, tier), tier_cost(top, tier)
+        if a is not None and b is not None:
+            deltas[tier] = b - a
+    if not deltas:
+        headline = (
+            f"Latency grows from {onset['users']} users ({_fmt(_latency(base))} → {_fmt(_latency(top))}), "
+            "but no tier logged records for this run: the growth cannot be attributed."
+        )
+        return {"bottleneck": None, "headline": headline, "generator": generator, "unattributed": True}
+    tier = max(deltas, key=lambda t: deltas[t])
+    tier_onset = next(
+        (s for s in usable if (tier_cost(s, tier) or 0.0) - (tier_cost(base, tier) or 0.0) > threshold),
+        onset,
+    )
+    resource, evidence = _resource(tier, usable, tier_onset, ctx)
+    evidence = [
+        f"client p50 latency grows from {_fmt(_latency(base))} at {base['users']} users "
+        f"to {_fmt(_latency(top))} at {top['users']} users",
+        f"{tier}'s own time (self + queue) grows by {_fmt(deltas[tier])}, "
+        f"{_share(deltas[tier], growth)} of the growth; "
+        + ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier),
+        *evidence,
+    ]
+    bottleneck = {
+        "component": tier,
+        "resource": resource,
+        "starts_at_users": tier_onset["users"],
+        "evidence": evidence,
+    }
+    bottleneck["summary"] = _summary(bottleneck, ctx)
+    headline = f"Bottleneck: {_name(bottleneck, ctx)} from {tier_onset['users']} users"
+    return {"bottleneck": bottleneck, "headline": headline, "generator": generator}
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "all"
+
+
+def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[str, list[str]]:
+    base, top = steps[0], steps[-1]
+    t_top = top["tiers"].get(tier, {})
+    queue_growth = (t_top.get("queue_p50_ms") or 0.0) - (base["tiers"].get(tier, {}).get("queue_p50_ms") or 0.0)
+    self_growth = (t_top.get("self_p50_ms") or 0.0) - (base["tiers"].get(tier, {}).get("self_p50_ms") or 0.0)
+    host_at_onset = _cpu(onset, "host")
+    host_peak = max((_cpu(s, "host") or 0.0 for s in steps), default=0.0)
+    evidence = []
+    if host_peak:
+        evidence.append(
+            f"host CPU {host_at_onset or 0.0:.2f} of {ctx.cpu_count} cores at {onset['users']} users, "
+            f"peak {host_peak:.2f}"
+        )
+    gen = max((_cpu(s, "generator") or 0.0 for s in steps), default=0.0)
+    if gen and host_peak:
+        evidence.append(f"the load generator itself used up to {gen:.2f} cores of this host")
+    host_saturated = host_at_onset is not None and host_at_onset >= CPU_SATURATED * ctx.cpu_count
+    workers = _workers(tier, top, ctx)
+    if queue_growth >= 0.5 * max(queue_growth + self_growth, 1e-9) and workers:
+        busy = _busy(tier, top)
+        evidence.append(
+            f"queue time before {tier} p50 {_fmt(queue_growth)} higher at {top['users']} users: "
+            "requests wait for a free worker"
+        )
+        evidence.append(
+            f"{tier} concurrency by Little's law (throughput × time in {tier}) is {busy:.2f} "
+            f"at {top['users']} users against {workers} workers"
+        )
+        own_cpu = _cpu(top, tier)
+        per_worker = own_cpu / busy if own_cpu is not None and busy > 0 else None
+        if per_worker is not None:
+            evidence.append(
+                f"{tier}'s processes used {own_cpu:.2f} cores: {per_worker:.2f} per busy worker"
+            )
+        # A pool is the limit when it is full while its workers mostly wait, not compute;
+        # workers that compute all the time are limited by the CPU instead.
+        if busy >= POOL_FULL * workers and (per_worker is None or per_worker < WORKER_CPU_BOUND):
+            return "worker_pool", evidence
+    if host_saturated:
+        return "cpu", evidence
+    own_cpu = _cpu(top, tier)
+    if own_cpu is not None:
+        evidence.append(f"{tier} processes used {own_cpu:.2f} cores at {top['users']} users")
+    return "time", evidence
+
+
+def _busy(tier: str, step: dict) -> float:
+    return float(step["tiers"].get(tier, {}).get("concurrency") or 0.0)
+
+
+def _workers(tier: str, step: dict, ctx: Context) -> int | None:
+    if tier in ctx.workers:
+        return ctx.workers[tier]
+    procs = step.get("resources", {}).get(tier, {}).get("processes")
+    # A pre-fork server counts its master among its processes.
+    return procs - 1 if procs and procs > 1 else None
+
+
+def _name(b: dict, ctx: Context) -> str:
+    if b["resource"] == "worker_pool":
+        return f"{b['component']} worker pool"
+    if b["resource"] == "cpu":
+        return f"host CPU ({ctx.cpu_count} cores), seen first in {b['component']}'s time"
+    return f"{b['component']} (its own time grows; no saturated resource found)"
+
+
+def _summary(b: dict, ctx: Context) -> str:
+    if b["resource"] == "worker_pool":
+        return (
+            f"{b['component']}'s worker pool is full from {b['starts_at_users']} users: requests queue "
+            "for a free worker while the CPU has room. Add workers (or make each request shorter)."
+        )
+    if b["resource"] == "cpu":
+        return (
+            f"The host's CPU is saturated from {b['starts_at_users']} users; {b['component']}'s time "
+            "grows as its work waits for a core. More workers will not help; less CPU per request or "
+            "more cores will."
+        )
+    return f"{b['component']}'s own time grows with load from {b['starts_at_users']} users."
+
+
+def _no_bottleneck(steps: list[dict], ctx: Context) -> str:
+    top = steps[-1]
+    host = max((_cpu(s, "host") or 0.0 for s in steps), default=0.0)
+    room = f"; host CPU peaked at {host:.2f} of {ctx.cpu_count} cores" if host else ""
+    return (
+        f"No bottleneck from {steps[0]['users']} to {top['users']} users: latency stays flat "
+        f"(p50 {_fmt(_latency(steps[0]))} → {_fmt(_latency(top))}) while throughput reaches "
+        f"{top['throughput_rps']:.0f} req/s{room}."
+    )

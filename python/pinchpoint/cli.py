@@ -1,0 +1,128 @@
+"""The `pinchpoint` command: a thin layer over the pipeline."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from pinchpoint.plan import PlanError, load_plan, parse_plan
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+err = Console(stderr=True)
+
+RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where run folders are written.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No live progress line.")]
+
+
+def _ticker(console: Console, quiet: bool):
+    if quiet:
+        return None
+    last = {"requests": 0}
+
+    def tick(snapshot: dict) -> None:
+        rate = snapshot["requests"] - last["requests"]
+        last["requests"] = snapshot["requests"]
+        console.print(
+            f"  step {snapshot['step'] + 1}: {snapshot['users']} users · {rate} req/s · "
+            f"{snapshot['requests']} requests · {snapshot['errors']} errors",
+            highlight=False,
+        )
+
+    return tick
+
+
+def _show(outcome, console: Console) -> None:
+    from pinchpoint.report.terminal import render_steps, render_verdict
+
+    console.print()
+    render_steps(outcome.verdict, console)
+    render_verdict(outcome.verdict, console)
+    if outcome.interrupted:
+        console.print("[yellow]The run was interrupted: the results cover the steps it ran.[/]")
+    console.print(f"\nRun folder: {outcome.run_dir}   report: {outcome.run_dir / 'report.html'}")
+
+
+@app.command()
+def run(
+    plan_file: Annotated[Path, typer.Argument(help="The plan (TOML).", exists=True, dir_okay=False)],
+    runs_dir: RunsDir = Path("runs"),
+    quiet: Quiet = False,
+) -> None:
+    """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck."""
+    from pinchpoint.pipeline import execute
+
+    try:
+        plan = load_plan(plan_file)
+    except PlanError as e:
+        err.print(f"[red]{e}[/]", highlight=False)
+        raise typer.Exit(2) from None
+    console = Console()
+    outcome = execute(plan, plan_file.read_text(), runs_dir, on_tick=_ticker(console, quiet))
+    _show(outcome, console)
+    if outcome.interrupted:
+        raise typer.Exit(130)
+
+
+@app.command()
+def demo(
+    lower: Annotated[int, typer.Option("-l", "--lower", help="Users of the first step.")] = 2,
+    upper: Annotated[int, typer.Option("-u", "--upper", help="Users of the last step.")] = 16,
+    step: Annotated[int, typer.Option("-s", "--step", help="Users added at each step.")] = 2,
+    seconds: Annotated[float, typer.Option("-t", "--time", help="Seconds each step lasts.")] = 5.0,
+    workers: Annotated[int, typer.Option("--workers", help="gunicorn sync workers.")] = 2,
+    cpu_ms: Annotated[float, typer.Option("--cpu", help="ms of CPU work per request.")] = 2.0,
+    wait_ms: Annotated[float, typer.Option("--wait", help="ms of waiting per request.")] = 8.0,
+    runs_dir: RunsDir = Path("runs"),
+    quiet: Quiet = False,
+) -> None:
+    """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
+    from pinchpoint.demo import DemoStack, NginxNotFound, StackError
+    from pinchpoint.demo.plan import demo_plan
+    from pinchpoint.pipeline import execute
+
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="pinchpoint-demo-") as tmp:
+        try:
+            stack = DemoStack(Path(tmp), workers=workers)
+            with stack:
+                text = demo_plan(stack.url, stack.components(), lower, upper, step, seconds, cpu_ms, wait_ms)
+                plan = parse_plan(text, "demo plan")
+                console.print(
+                    f"Demo stack up: nginx {stack.url} → gunicorn ({workers} workers) → Flask + probe. "
+                    f"Stepping {lower}→{upper} users by {step}, {seconds:g}s each, "
+                    f"{cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request.",
+                    highlight=False,
+                )
+                outcome = execute(plan, text, runs_dir, on_tick=_ticker(console, quiet))
+        except NginxNotFound as e:
+            err.print(f"[red]{e}[/]", highlight=False)
+            raise typer.Exit(3) from None
+        except StackError as e:
+            err.print(f"[red]The demo stack did not start: {e}[/]", highlight=False)
+            raise typer.Exit(3) from None
+    _show(outcome, console)
+
+
+@app.command()
+def analyze(run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False)]) -> None:
+    """Recompute a run folder's verdict and report from what it holds."""
+    from pinchpoint.analyze import analyze as analyze_run
+    from pinchpoint.load.engine import recover_records
+    from pinchpoint.report.html import write_report
+    from pinchpoint.report.terminal import render_steps, render_verdict
+
+    recover_records(run_dir)
+    verdict = analyze_run(run_dir)
+    write_report(run_dir)
+    console = Console()
+    render_steps(verdict, console)
+    render_verdict(verdict, console)
+
+
+def main() -> None:
+    sys.exit(app())

@@ -1,0 +1,57 @@
+"""The plan the demo runs: the stepped probe load against the demo stack."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def demo_plan(
+    url: str,
+    components: list[dict[str, Any]],
+    lower: int,
+    upper: int,
+    step: int,
+    duration_s: float,
+    cpu_ms: float,
+    wait_ms: float,
+) -> str:
+    """A plan file's text, written so a reader can copy it for a stack of their own."""
+    lines = [
+        "# Written by `pinchpoint demo`: the same file runs with `pinchpoint run`.",
+        "[target]",
+        f"url = {_toml_value(url)}",
+        "",
+        "[load]",
+        f"lower = {lower}",
+        f"upper = {upper}",
+        f"step = {step}",
+        f"duration = {_toml_value(f'{duration_s:g}s')}",
+        f"warmup = {_toml_value(f'{min(0.5, duration_s / 4):g}s')}",
+        'timeout = "10s"',
+        "",
+        "[[request]]",
+        f"path = {_toml_value(f'/sys_perf_check?cpu={cpu_ms:g}&wait={wait_ms:g}')}",
+    ]
+    for c in components:
+        lines += ["", "[[component]]"]
+        for key in ("name", "role", "calls", "workers"):
+            if c.get(key) is not None:
+                lines.append(f"{key} = {_toml_value(c[key])}")
+        for table in ("log", "process"):
+            if c.get(table):
+                lines.append(f"[component.{table}]")
+                lines += [f"{k} = {_toml_value(v)}" for k, v in c[table].items() if v is not None]
+    return "\n".join(lines) + "\n"
