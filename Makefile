@@ -28,7 +28,7 @@ $(UV):
 build: $(UV)
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust with https://rustup.rs (rustup default stable)"; exit 1; }
 	$(UV) sync --quiet --group dev --no-install-project --python python3
-	$(UV) pip install --quiet --python $(PY) --no-deps --reinstall-package pinchpoint -e .
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --uv --quiet
 
 lint: setup
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -1,6 +1,7 @@
 import contextlib
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -97,7 +98,9 @@ def test_busy_process_uses_a_core_and_sleeping_one_none(started: Started) -> Non
     alive = [row for row in of(rows, "busy") if row["processes"] == 1]
     assert len(alive) >= 5
     middle = [row["cpu_cores"] for row in alive[1:-1]]
-    assert all(0.6 < cores < 1.3 for cores in middle), middle
+    # The median, as other work on the machine may take the core away for a moment.
+    assert statistics.median(middle) > 0.6, middle
+    assert all(cores < 1.3 for cores in middle), middle
     assert of(rows, "busy")[-1]["processes"] == 0  # exited, then reaped by wait()
 
     sleepy_rows = of(rows, "sleepy")

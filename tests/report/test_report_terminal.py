@@ -50,6 +50,17 @@ def test_terminal_table_lists_users_and_tiers(verdict: dict[str, Any]) -> None:
     assert "0.30" in text  # gunicorn queue at 4 users
 
 
+def test_narrow_console_splits_the_table_instead_of_truncating(verdict: dict[str, Any]) -> None:
+    console = Console(record=True, width=80)
+    render_steps(verdict, console)
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 80
+    assert text.count("users") == 2  # each table starts with the users
+    for value in ("1002.4", "83.9 / 96.0", "73.6", "10.1 / 11.4", "11 (1.5%)"):
+        assert value in text
+
+
 def test_only_tiers_with_a_queue_get_a_queue_column(verdict: dict[str, Any]) -> None:
     header = verdict_text(verdict).split("─")[0]
     assert header.count("queue p50") == 1

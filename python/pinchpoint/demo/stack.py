@@ -1,6 +1,7 @@
 """The demo stack: nginx → gunicorn → Flask on loopback, owned and always stopped by pinchpoint."""
 
 import atexit
+import contextlib
 import functools
 import http.client
 import importlib.util
@@ -213,15 +214,17 @@ class DemoStack:
     def _wait_workers(self) -> None:
         """Waits until the master has forked all workers, so the first load step gets them all."""
         assert self._gunicorn is not None
-        deadline = time.monotonic() + self.startup_timeout_s
         master = psutil.Process(self._gunicorn.pid)
-        while len(master.children()) < self.workers:
-            if self._gunicorn.exited() or time.monotonic() >= deadline:
-                raise StackError(
-                    f"gunicorn did not start {self.workers} workers within "
-                    f"{self.startup_timeout_s:g} s.\n{_tails(self._gunicorn_logs())}"
-                )
+        deadline = time.monotonic() + self.startup_timeout_s
+        while not self._gunicorn.exited() and time.monotonic() < deadline:
+            with contextlib.suppress(psutil.Error):
+                if len(master.children()) >= self.workers:
+                    return
             time.sleep(0.05)
+        raise StackError(
+            f"gunicorn did not start {self.workers} workers within "
+            f"{self.startup_timeout_s:g} s.\n{_tails(self._gunicorn_logs())}"
+        )
 
     def _install_sigterm_handler(self) -> None:
         # Someone else's handler (or SIG_IGN) wins: they own the process's shutdown.

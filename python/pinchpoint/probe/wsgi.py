@@ -106,6 +106,7 @@ class _TimedResponse:
         self.body: Iterable[bytes] = ()
         self._start_response = start_response
         self._closed = False
+        self._ended: float | None = None
 
     def start_response(
         self,
@@ -117,7 +118,10 @@ class _TimedResponse:
         return self._start_response(status, headers, exc_info)
 
     def __iter__(self) -> Iterator[bytes]:
-        return iter(self.body)
+        yield from self.body
+        # The app's time ends with its last chunk: servers such as gunicorn log their own
+        # time before they close the response, and the app's time must not outlast theirs.
+        self._ended = time.perf_counter()
 
     def close(self) -> None:
         if self._closed:
@@ -128,4 +132,5 @@ class _TimedResponse:
             if close is not None:
                 close()
         finally:
-            self.log.write(self.method, self.uri, self.status, time.perf_counter() - self.started)
+            ended = self._ended or time.perf_counter()
+            self.log.write(self.method, self.uri, self.status, ended - self.started)

@@ -77,7 +77,16 @@ def _mark(fig: go.Figure, x: float, text: str, **where: Any) -> None:
         y1=1,
         yref="y domain",
         line={"color": BOTTLENECK_COLOR, "dash": "dot", "width": 2},
-        label={"text": text, "textposition": "end", "font": {"color": BOTTLENECK_COLOR}},
+        # Horizontal, inside the plot just right of the line's top: along the line it
+        # would run up into the legend.
+        label={
+            "text": text,
+            "textangle": 0,
+            "textposition": "end",
+            "xanchor": "left",
+            "yanchor": "top",
+            "font": {"color": BOTTLENECK_COLOR},
+        },
         **where,
     )
 
@@ -329,6 +338,12 @@ def _shade_steps(fig: go.Figure, windows: list[Window]) -> None:
         )
 
 
+def _headroom(fig: go.Figure, top: float) -> None:
+    """Room above the data for the step labels; still autoranged when traces are toggled."""
+    if top > 0:
+        fig.update_yaxes(autorangeoptions={"include": [top]})
+
+
 def _time_axis(fig: go.Figure, x_range: tuple[float, float] | None) -> None:
     fig.update_xaxes(title_text="seconds since the run started", range=x_range)
 
@@ -378,8 +393,9 @@ def latency_over_time(
         )
     _shade_steps(fig, windows)
     _time_axis(fig, x_range)
-    ticks = _log_ticks(float(shown["ms"].min()), float(shown["ms"].max()))  # type: ignore[arg-type]
+    ticks = _log_ticks(float(shown["ms"].min()), float(shown["ms"].max()))
     fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=ticks)
+    _headroom(fig, float(shown["ms"].max()) * 2.5)
     return _layout(fig, f"Latency of each request over time: {note}", 460)
 
 
@@ -423,18 +439,24 @@ def resource_over_time(
     frame = resources.sort("ts")
     fig = go.Figure()
     names = [str(n) for n in frame["component"].unique().to_list() if n is not None]
+    top = 0.0
     for i, name in enumerate(_component_order(names, verdict)):
         part = frame.filter(pl.col("component") == name)
         values = part[metric].cast(pl.Float64)
+        if memory:
+            values = values / 2**20
+        hidden = memory and name == "host"
+        if not hidden:
+            top = max(top, values.fill_nan(None).max() or 0.0)
         fig.add_trace(
             go.Scatter(
                 x=(part["ts"] - t0).to_numpy(),
-                y=(values / 2**20 if memory else values).to_numpy(),
+                y=values.to_numpy(),
                 name=name,
                 mode="lines",
                 line={"color": palette.get(name, PALETTE[(i + 3) % len(PALETTE)])},
                 # The host's used memory dwarfs every process: shown on demand.
-                visible="legendonly" if memory and name == "host" else True,
+                visible="legendonly" if hidden else True,
                 hovertemplate=(
                     f"{name}: %{{y:.1f}} {'MiB' if memory else 'cores'}"
                     " at %{x:.1f} s<extra></extra>"
@@ -444,7 +466,8 @@ def resource_over_time(
     if not memory:
         host = frame.filter(pl.col("component") == "host")["processes"].drop_nulls()
         if host.len():
-            cpus = int(host.max())  # type: ignore[arg-type]
+            cpus = int(host.max())
+            top = max(top, cpus)
             fig.add_hline(
                 y=cpus,
                 line={"color": "#7f7f7f", "dash": "dash", "width": 1},
@@ -452,6 +475,7 @@ def resource_over_time(
             )
     _shade_steps(fig, windows)
     _time_axis(fig, x_range)
+    _headroom(fig, top * 1.15)
     if memory:
         fig.update_yaxes(title_text="resident memory (MiB)", rangemode="tozero")
         return _layout(fig, "Memory over time", 380)

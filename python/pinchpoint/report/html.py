@@ -273,11 +273,11 @@ def _time_range(
         highs.append(max(w.end for w in windows))
     if data.requests is not None and data.requests.height:
         ends = data.requests["start_us"] + data.requests["latency_us"]
-        lows.append(float(data.requests["start_us"].min()) / 1e6 - t0)  # type: ignore[arg-type]
-        highs.append(float(ends.max()) / 1e6 - t0)  # type: ignore[arg-type]
+        lows.append(float(data.requests["start_us"].min()) / 1e6 - t0)
+        highs.append(float(ends.max()) / 1e6 - t0)
     if data.resources is not None and data.resources.height:
-        lows.append(float(data.resources["ts"].min()) - t0)  # type: ignore[arg-type]
-        highs.append(float(data.resources["ts"].max()) - t0)  # type: ignore[arg-type]
+        lows.append(float(data.resources["ts"].min()) - t0)
+        highs.append(float(data.resources["ts"].max()) - t0)
     end = data.end_s()
     if end is not None:
         highs.append(end - t0)

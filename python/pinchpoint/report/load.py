@@ -32,9 +32,9 @@ class RunData:
             return start
         candidates = []
         if self.requests is not None and self.requests.height:
-            candidates.append(float(self.requests["start_us"].min()) / 1e6)  # type: ignore[arg-type]
+            candidates.append(float(self.requests["start_us"].min()) / 1e6)
         if self.resources is not None and self.resources.height:
-            candidates.append(float(self.resources["ts"].min()))  # type: ignore[arg-type]
+            candidates.append(float(self.resources["ts"].min()))
         return min(candidates) if candidates else None
 
     def end_s(self) -> float | None:

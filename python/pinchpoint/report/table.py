@@ -12,7 +12,6 @@ from pinchpoint.report import fmt
 class Column:
     group: str  # "" for the step's own columns, else "client" or a tier name
     label: str
-    numeric: bool = True
 
 
 @dataclass(frozen=True)

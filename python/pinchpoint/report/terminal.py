@@ -11,27 +11,51 @@ from rich.table import Table
 from rich.text import Text
 
 from pinchpoint.report import summary
-from pinchpoint.report.table import step_table
+from pinchpoint.report.table import StepTable, step_table
 
 
 def render_steps(verdict: dict[str, Any], console: Console) -> None:
-    """Print the per-step table: users, req/s, errors, client and per-tier latencies."""
-    table_data = step_table(verdict)
-    if not table_data.rows:
+    """Print the per-step table: users, req/s, errors, client and per-tier latencies.
+
+    On a console too narrow for it, the columns are split over several tables, each
+    starting with the users, rather than squeezed into ellipses."""
+    data = step_table(verdict)
+    if not data.rows:
         console.print("No steps in this run.", highlight=False)
         return
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        header_style="bold",
-        title="Steps (latencies in ms)",
-        title_style="bold",
-    )
-    for column in table_data.columns:
+    for i, columns in enumerate(_column_groups(data, console)):
+        title = "Steps (latencies in ms)" if i == 0 else None
+        console.print(_table(data, columns, title))
+
+
+def _table(data: StepTable, columns: list[int], title: str | None) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", title=title, title_style="bold")
+    for c in columns:
+        column = data.columns[c]
         header = f"{column.group}\n{column.label}" if column.group else f"\n{column.label}"
-        table.add_column(header, justify="right" if column.numeric else "left", no_wrap=True)
-    for i, row in enumerate(table_data.rows):
-        table.add_row(*row, style="yellow" if i == table_data.highlight else None)
-    console.print(table)
+        table.add_column(header, justify="right", no_wrap=True)
+    for i, row in enumerate(data.rows):
+        table.add_row(*(row[c] for c in columns), style="yellow" if i == data.highlight else None)
+    return table
+
+
+def _column_groups(data: StepTable, console: Console) -> list[list[int]]:
+    """Columns packed greedily into tables that fit the console; column 0 (users) in each."""
+    unbounded = console.options.update_width(10_000)
+
+    def fits(columns: list[int]) -> bool:
+        width = console.measure(_table(data, columns, None), options=unbounded).maximum
+        return width <= console.width
+
+    groups: list[list[int]] = []
+    current = [0]
+    for c in range(1, len(data.columns)):
+        if len(current) > 1 and not fits([*current, c]):
+            groups.append(current)
+            current = [0]
+        current.append(c)
+    groups.append(current)
+    return groups
 
 
 def render_verdict(verdict: dict[str, Any], console: Console) -> None:
@@ -44,8 +68,15 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
     text = summary.summary(verdict)
     if text:
         console.print(Text(text), highlight=False)
-    for item in summary.evidence(verdict):
-        console.print(Text(f"  • {item}"), highlight=False)
+    evidence = summary.evidence(verdict)
+    if evidence:
+        # A grid, so a long item wraps under its own text, not under the bullet.
+        bullets = Table.grid(padding=(0, 1))
+        bullets.add_column(justify="right", width=3, no_wrap=True)
+        bullets.add_column()
+        for item in evidence:
+            bullets.add_row("•", Text(item))
+        console.print(bullets)
     warning = summary.generator_warning(verdict)
     if warning:
         console.print(Text(warning, style="bold yellow"), highlight=False)
