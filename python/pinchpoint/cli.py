@@ -49,7 +49,9 @@ def _show(outcome, console: Console) -> None:
 
 @app.command()
 def run(
-    plan_file: Annotated[Path, typer.Argument(help="The plan (TOML).", exists=True, dir_okay=False)],
+    plan_file: Annotated[
+        Path, typer.Argument(help="The plan (TOML).", exists=True, dir_okay=False)
+    ],
     runs_dir: RunsDir = Path("runs"),
     quiet: Quiet = False,
 ) -> None:
@@ -90,7 +92,9 @@ def demo(
         try:
             stack = DemoStack(Path(tmp), workers=workers)
             with stack:
-                text = demo_plan(stack.url, stack.components(), lower, upper, step, seconds, cpu_ms, wait_ms)
+                text = demo_plan(
+                    stack.url, stack.components(), lower, upper, step, seconds, cpu_ms, wait_ms
+                )
                 plan = parse_plan(text, "demo plan")
                 console.print(
                     f"Demo stack up: nginx {stack.url} → gunicorn ({workers} workers) → Flask + probe. "

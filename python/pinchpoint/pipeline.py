@@ -141,7 +141,9 @@ def execute(
     }
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
     (run_dir / "histograms.json").write_text(
-        json.dumps({str(s["step"]): base64.b64encode(s["hdr_v2"]).decode() for s in summary["steps"]})
+        json.dumps(
+            {str(s["step"]): base64.b64encode(s["hdr_v2"]).decode() for s in summary["steps"]}
+        )
     )
     verdict = analyze(run_dir)
     write_report(run_dir)

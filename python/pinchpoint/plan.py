@@ -80,7 +80,9 @@ class Load(_Strict):
         if self.upper < self.lower:
             raise ValueError(f"upper ({self.upper}) is below lower ({self.lower})")
         if self.warmup >= self.duration:
-            raise ValueError(f"warmup ({self.warmup}s) must be shorter than duration ({self.duration}s)")
+            raise ValueError(
+                f"warmup ({self.warmup}s) must be shorter than duration ({self.duration}s)"
+            )
         return self
 
     def users(self) -> list[int]:
@@ -149,7 +151,9 @@ class Plan(_Strict):
         for c in self.component:
             for callee in c.calls:
                 if callee not in names:
-                    raise ValueError(f"component {c.name!r} calls {callee!r}, which the plan does not list")
+                    raise ValueError(
+                        f"component {c.name!r} calls {callee!r}, which the plan does not list"
+                    )
         return self
 
     def tiers(self) -> list[str]:

@@ -1,4 +1,5 @@
 import pytest
+
 from pinchpoint.collect.formats import FormatError, get_parser, known_formats
 from pinchpoint.collect.formats.gunicorn import GunicornParser
 from pinchpoint.collect.formats.nginx import NGINX_FORMAT, NginxParser

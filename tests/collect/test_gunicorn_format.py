@@ -1,4 +1,5 @@
 import pytest
+
 from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT, compile_format, parser_for
 from pinchpoint.collect.tag import Tag, find_tag, parse_header
 

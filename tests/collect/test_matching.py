@@ -3,6 +3,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from pinchpoint.collect.formats import get_parser
 from pinchpoint.collect.logs import (
     TIERS_SCHEMA,

@@ -1,4 +1,5 @@
 import pytest
+
 from pinchpoint.collect.formats.nginx import (
     COMBINED_FORMAT,
     NGINX_FORMAT,

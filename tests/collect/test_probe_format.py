@@ -1,4 +1,5 @@
 import pytest
+
 from pinchpoint.collect.formats.probe import parser_for
 from pinchpoint.collect.tag import Tag, find_tag
 

@@ -3,6 +3,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from pinchpoint.collect import logs
 from pinchpoint.collect.logs import Position, mark, read_since
 

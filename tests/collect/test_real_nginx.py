@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from pinchpoint.collect.formats import get_parser
 from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.collect.logs import FileCounts, collect_component, mark

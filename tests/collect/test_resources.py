@@ -14,6 +14,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,4 +1,5 @@
 import pytest
+
 from pinchpoint.collect.tag import (
     Tag,
     check_run_id,

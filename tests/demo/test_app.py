@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
+
 from pinchpoint.demo.app import SEED_ROWS, create_app
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.demo import DemoStack, NginxNotFound, StackError, find_nginx

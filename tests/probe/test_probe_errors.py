@@ -6,8 +6,9 @@ import math
 import time
 
 import pytest
-from pinchpoint.probe import ProbeASGI, ProbeWSGI
 from probe_helpers import inner_asgi, inner_wsgi, probe_call
+
+from pinchpoint.probe import ProbeASGI, ProbeWSGI
 
 KINDS = ["wsgi", "asgi"]
 

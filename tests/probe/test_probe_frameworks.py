@@ -8,8 +8,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from pinchpoint.probe import ProbeASGI, ProbeWSGI
 from probe_helpers import call_wsgi, read_log, wsgi_environ
+
+from pinchpoint.probe import ProbeASGI, ProbeWSGI
 
 TAG_QUERY = "pp_run=r1&pp_users=2&pp_req=9"
 

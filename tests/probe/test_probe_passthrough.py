@@ -6,8 +6,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from pinchpoint.probe import PROBE_PATH, ProbeASGI, ProbeWSGI
 from probe_helpers import INNER_BODY, asgi_scope, call_asgi, probe_call, wsgi_environ
+
+from pinchpoint.probe import PROBE_PATH, ProbeASGI, ProbeWSGI
 
 
 class RecordingWSGI:

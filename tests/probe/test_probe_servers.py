@@ -18,8 +18,9 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
-from pinchpoint.probe import ProbeWSGI
 from probe_helpers import PYTHON_DIR, inner_wsgi, read_log
+
+from pinchpoint.probe import ProbeWSGI
 
 HOST = "127.0.0.1"
 

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pinchpoint.probe import ProbeASGI, ProbeWSGI
-from pinchpoint.probe.timing import TimingLog
 from probe_helpers import (
     asgi_scope,
     call_asgi,
@@ -22,6 +20,9 @@ from probe_helpers import (
     read_log,
     wsgi_environ,
 )
+
+from pinchpoint.probe import ProbeASGI, ProbeWSGI
+from pinchpoint.probe.timing import TimingLog
 
 KINDS = ["wsgi", "asgi"]
 TAG_QUERY = "pp_run=20261122-101500-a1b2&pp_users=4&pp_req=17"

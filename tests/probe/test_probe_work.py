@@ -8,8 +8,9 @@ import threading
 import time
 
 import pytest
-from pinchpoint.probe import ProbeASGI
 from probe_helpers import asgi_scope, call_asgi_async, inner_asgi, probe_call
+
+from pinchpoint.probe import ProbeASGI
 
 KINDS = ["wsgi", "asgi"]
 

@@ -11,9 +11,10 @@ import numpy as np
 import polars as pl
 import pytest
 from fake_run import HEADLINE, RUN_ID, START_S, STEPS, TIERS, make_verdict
+from plotly.offline import get_plotlyjs
+
 from pinchpoint.report import write_report
 from pinchpoint.report.charts import MAX_POINTS, sample_requests
-from plotly.offline import get_plotlyjs
 
 
 def _rewrite_verdict(run_dir: Path, verdict: dict[str, Any]) -> None:
@@ -163,6 +164,17 @@ def test_zero_steps(run_dir: Path) -> None:
     assert "Latency vs users not shown: the verdict has no steps." in page
     assert "Throughput not shown: the verdict has no steps." in page
     assert page.count('class="plotly-graph-div"') == 3  # the time charts
+
+
+def test_no_tiers(run_dir: Path) -> None:
+    verdict = make_verdict()
+    verdict["tiers"] = []
+    for step in verdict["steps"]:
+        step["tiers"] = {}
+    _rewrite_verdict(run_dir, verdict)
+    page = write_report(run_dir).read_text(encoding="utf-8")
+    assert "No tier times: no tier in the verdict." in page
+    assert page.count('class="plotly-graph-div"') == 5
 
 
 def test_sampling_keeps_errors_and_the_tail() -> None:

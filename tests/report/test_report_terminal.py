@@ -5,8 +5,9 @@ from typing import Any
 
 import pytest
 from fake_run import HEADLINE
-from pinchpoint.report import fmt, render_steps, render_verdict, verdict_text
 from rich.console import Console
+
+from pinchpoint.report import fmt, render_steps, render_verdict, verdict_text
 
 
 def _row(text: str, users: int) -> list[str]:

@@ -49,13 +49,19 @@ def _ms(values: np.ndarray) -> dict[str, float | None]:
 def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
     """The client's view of one step, and the request ids kept in its steady part."""
     lo, hi = int(w.start * 1e6), int(w.end * 1e6)
-    part = requests.filter((pl.col("step") == w.step) & (pl.col("start_us") >= lo) & (pl.col("start_us") < hi))
+    part = requests.filter(
+        (pl.col("step") == w.step) & (pl.col("start_us") >= lo) & (pl.col("start_us") < hi)
+    )
     failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
     ok = part.filter(~failed)
     errors = part.filter(failed)
     latency = (ok if ok.height else part)["latency_us"].to_numpy() / 1e6
     by_class = {}
-    for row in errors.group_by(pl.coalesce(pl.col("error"), pl.col("status").cast(pl.String))).len().iter_rows():
+    for row in (
+        errors.group_by(pl.coalesce(pl.col("error"), pl.col("status").cast(pl.String)))
+        .len()
+        .iter_rows()
+    ):
         by_class[str(row[0])] = int(row[1])
     step = {
         "step": w.step,
@@ -79,7 +85,10 @@ def _wide(tiers: pl.DataFrame, names: list[str]) -> pl.DataFrame:
         t = (
             tiers.filter((pl.col("component") == name) & pl.col("req_id").is_not_null())
             .group_by("req_id")
-            .agg(pl.col("duration_s").first().alias(f"d:{name}"), pl.col("upstream_s").first().alias(f"u:{name}"))
+            .agg(
+                pl.col("duration_s").first().alias(f"d:{name}"),
+                pl.col("upstream_s").first().alias(f"u:{name}"),
+            )
         )
         frames = t if frames is None else frames.join(t, on="req_id", how="full", coalesce=True)
     return frames if frames is not None else pl.DataFrame()
@@ -120,7 +129,9 @@ def tier_step(
     return out
 
 
-def _self_time(own: pl.DataFrame, wide: pl.DataFrame, name: str, callees: list[str], part: pl.DataFrame) -> dict:
+def _self_time(
+    own: pl.DataFrame, wide: pl.DataFrame, name: str, callees: list[str], part: pl.DataFrame
+) -> dict:
     d = own["duration_s"].to_numpy()
     up = own["upstream_s"].to_numpy() if "upstream_s" in own.columns else np.array([])
     if not callees:
@@ -132,17 +143,30 @@ def _self_time(own: pl.DataFrame, wide: pl.DataFrame, name: str, callees: list[s
         selfs = d[mask] - up[mask]
     else:
         cols = [f"d:{c}" for c in callees if f"d:{c}" in wide.columns]
-        joined = wide.drop_nulls([f"d:{name}", *cols]) if cols and f"d:{name}" in wide.columns else pl.DataFrame()
+        joined = (
+            wide.drop_nulls([f"d:{name}", *cols])
+            if cols and f"d:{name}" in wide.columns
+            else pl.DataFrame()
+        )
         if joined.height >= MIN_JOINED_SHARE * own.height and joined.height:
             selfs = joined[f"d:{name}"].to_numpy() - sum(joined[c].to_numpy() for c in cols)
         else:
             callee_p50 = sum(
-                _pct(part.filter(pl.col("component") == c)["duration_s"].to_numpy(), 50) or 0.0 for c in callees
+                _pct(part.filter(pl.col("component") == c)["duration_s"].to_numpy(), 50) or 0.0
+                for c in callees
             )
             p50 = _pct(d, 50) or 0.0
             p95 = _pct(d, 95) or 0.0
-            return {"self_p50_ms": (p50 - callee_p50) * 1000, "self_p95_ms": (p95 - callee_p50) * 1000, "self_by": "medians"}
-    return {"self_p50_ms": _pct(selfs * 1000, 50), "self_p95_ms": _pct(selfs * 1000, 95), "self_by": "request"}
+            return {
+                "self_p50_ms": (p50 - callee_p50) * 1000,
+                "self_p95_ms": (p95 - callee_p50) * 1000,
+                "self_by": "medians",
+            }
+    return {
+        "self_p50_ms": _pct(selfs * 1000, 50),
+        "self_p95_ms": _pct(selfs * 1000, 95),
+        "self_by": "request",
+    }
 
 
 def _queue_time(wide: pl.DataFrame, caller: str, callee: str) -> dict:
@@ -155,7 +179,11 @@ def _queue_time(wide: pl.DataFrame, caller: str, callee: str) -> dict:
     if joined.height == 0:
         return {}
     q = (joined[f"u:{caller}"].to_numpy() - joined[f"d:{callee}"].to_numpy()) * 1000
-    return {"queue_p50_ms": _pct(q, 50), "queue_p95_ms": _pct(q, 95), "queue_mean_ms": float(q.mean())}
+    return {
+        "queue_p50_ms": _pct(q, 50),
+        "queue_p95_ms": _pct(q, 95),
+        "queue_mean_ms": float(q.mean()),
+    }
 
 
 def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict]:
@@ -184,7 +212,9 @@ def step_table(data: RunData) -> list[dict]:
             break
         step, req_ids = client_step(data.requests, w)
         if data.tiers.height:
-            step["tiers"] = tier_step(data.tiers, req_ids, w.users, order, calls, step["throughput_rps"])
+            step["tiers"] = tier_step(
+                data.tiers, req_ids, w.users, order, calls, step["throughput_rps"]
+            )
         else:
             step["tiers"] = {}
         step["resources"] = resource_step(data.resources, w)

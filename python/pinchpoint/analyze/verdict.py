@@ -52,7 +52,11 @@ def _cpu(step: dict, who: str) -> float | None:
 def generator_check(steps: list[dict], ctx: Context) -> dict:
     peak = max((_cpu(s, "generator") or 0.0 for s in steps), default=0.0)
     saturated = peak >= GENERATOR_SATURATED * ctx.generator_threads
-    return {"saturated": saturated, "cpu_cores_max": round(peak, 3), "threads": ctx.generator_threads}
+    return {
+        "saturated": saturated,
+        "cpu_cores_max": round(peak, 3),
+        "threads": ctx.generator_threads,
+    }
 
 
 def decide(steps: list[dict], ctx: Context) -> dict:
@@ -91,10 +95,19 @@ def decide(steps: list[dict], ctx: Context) -> dict:
             f"Latency grows from {onset['users']} users ({_fmt(_latency(base))} → {_fmt(_latency(top))}), "
             "but no tier logged records for this run: the growth cannot be attributed."
         )
-        return {"bottleneck": None, "headline": headline, "generator": generator, "unattributed": True}
+        return {
+            "bottleneck": None,
+            "headline": headline,
+            "generator": generator,
+            "unattributed": True,
+        }
     tier = max(deltas, key=lambda t: deltas[t])
     tier_onset = next(
-        (s for s in usable if (tier_cost(s, tier) or 0.0) - (tier_cost(base, tier) or 0.0) > threshold),
+        (
+            s
+            for s in usable
+            if (tier_cost(s, tier) or 0.0) - (tier_cost(base, tier) or 0.0) > threshold
+        ),
         onset,
     )
     resource, evidence = _resource(tier, usable, tier_onset, ctx)
@@ -124,8 +137,12 @@ def _share(part: float, whole: float) -> str:
 def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[str, list[str]]:
     base, top = steps[0], steps[-1]
     t_top = top["tiers"].get(tier, {})
-    queue_growth = (t_top.get("queue_p50_ms") or 0.0) - (base["tiers"].get(tier, {}).get("queue_p50_ms") or 0.0)
-    self_growth = (t_top.get("self_p50_ms") or 0.0) - (base["tiers"].get(tier, {}).get("self_p50_ms") or 0.0)
+    queue_growth = (t_top.get("queue_p50_ms") or 0.0) - (
+        base["tiers"].get(tier, {}).get("queue_p50_ms") or 0.0
+    )
+    self_growth = (t_top.get("self_p50_ms") or 0.0) - (
+        base["tiers"].get(tier, {}).get("self_p50_ms") or 0.0
+    )
     host_at_onset = _cpu(onset, "host")
     host_peak = max((_cpu(s, "host") or 0.0 for s in steps), default=0.0)
     evidence = []

@@ -78,7 +78,9 @@ def run_steps(
     rows = _engine.records_to_parquet(str(stream), str(parquet))
     stream.unlink()
     summary["interrupted"] = summary["interrupted"] or interrupted
-    return LoadResult(summary=summary, requests_path=parquet, rows=rows, interrupted=summary["interrupted"])
+    return LoadResult(
+        summary=summary, requests_path=parquet, rows=rows, interrupted=summary["interrupted"]
+    )
 
 
 def recover_records(run_dir: Path) -> int | None:

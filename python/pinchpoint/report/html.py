@@ -204,12 +204,16 @@ def _verdict_section(data: RunData, run_id: str) -> str:
 
 def _users_section(data: RunData) -> str:
     no_steps = "Latency vs users not shown: the verdict has no steps."
+    no_tiers = "No tier times: no tier in the verdict."
     return "\n".join(
         [
             '<section id="latency-users">',
             "<h2>Latency vs users, per tier</h2>",
             _figure(charts.latency_vs_users(data.verdict), no_steps),
-            _figure(charts.self_queue_vs_users(data.verdict), no_steps),
+            _figure(
+                charts.self_queue_vs_users(data.verdict),
+                no_tiers if data.verdict.get("steps") else no_steps,
+            ),
             "</section>",
         ]
     )

@@ -85,7 +85,7 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
 def verdict_text(verdict: dict[str, Any]) -> str:
     """The table and the verdict as plain text, for logs."""
     buffer = io.StringIO()
-    # Wide enough that the table never wraps; plain lines are not padded to the width.
+    # Wide enough that nothing wraps; the padding some lines get is stripped below.
     console = Console(file=buffer, width=400, color_system=None, force_terminal=False)
     render_steps(verdict, console)
     render_verdict(verdict, console)

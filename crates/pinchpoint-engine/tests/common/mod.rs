@@ -1,0 +1,306 @@
+//! A small HTTP/1.1 test server on 127.0.0.1 and helpers to run the engine and read
+//! its records back.
+//!
+//! The server answers by path:
+//! - `/status/<code>`: that status, body [`status_body`];
+//! - `/reset`: reads the request, then closes with SO_LINGER 0 (the client sees ECONNRESET);
+//! - `/close`: reads the request, then closes cleanly without answering (FIN);
+//! - `/stall`: reads the request and never answers;
+//! - anything else: 200 with [`BODY`].
+//!
+//! It counts the requests it read and keeps every request URI and `x-pinchpoint` header.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use arrow_array::cast::AsArray;
+use arrow_array::Array;
+use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use pinchpoint_engine::{Live, RequestSpec, RunConfig, RunSummary, Step};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+pub const BODY: &[u8] = b"hello from the pinchpoint test server\n";
+
+pub fn status_body(code: u16) -> Vec<u8> {
+    format!("status {code}\n").into_bytes()
+}
+
+/// Engine runs measure time and load the machine: one at a time, so timing
+/// assertions of one test are not disturbed by another's load.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub uri: String,
+    pub tag_header: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    requests: AtomicU64,
+    received: Mutex<Vec<Received>>,
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    state: Arc<State>,
+    // Dropping the runtime closes the listener and every connection.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl TestServer {
+    pub fn start() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("server runtime");
+        let listener = runtime
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(State::default());
+        let st = state.clone();
+        runtime.spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                tokio::spawn(serve(stream, st.clone()));
+            }
+        });
+        Self { addr, state, runtime: Some(runtime) }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Requests read completely (request line and headers).
+    pub fn requests(&self) -> u64 {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.received.lock().unwrap().clone()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+struct Head {
+    uri: String,
+    tag: Option<String>,
+    content_length: usize,
+}
+
+/// Reads one request head (and skips its body). None at a clean end of the connection.
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Head> {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            buf.drain(..end + 4);
+            let mut lines = head.split("\r\n");
+            let uri = lines.next()?.split(' ').nth(1)?.to_string();
+            let mut tag = None;
+            let mut content_length = 0;
+            for line in lines {
+                let (k, v) = line.split_once(':')?;
+                let v = v.trim();
+                if k.eq_ignore_ascii_case("x-pinchpoint") {
+                    tag = Some(v.to_string());
+                } else if k.eq_ignore_ascii_case("content-length") {
+                    content_length = v.parse().ok()?;
+                }
+            }
+            while buf.len() < content_length {
+                let mut chunk = [0u8; 4096];
+                let n = stream.read(&mut chunk).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            buf.drain(..content_length);
+            return Some(Head { uri, tag, content_length });
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn serve(mut stream: TcpStream, state: Arc<State>) {
+    let _ = stream.set_nodelay(true);
+    let mut buf = Vec::new();
+    while let Some(head) = read_request(&mut stream, &mut buf).await {
+        let _ = head.content_length;
+        state.received.lock().unwrap().push(Received { uri: head.uri.clone(), tag_header: head.tag });
+        state.requests.fetch_add(1, Ordering::SeqCst);
+        let path = head.uri.split('?').next().unwrap_or("");
+        let (code, body) = match path {
+            "/reset" => {
+                let _ = stream.set_zero_linger();
+                return; // dropped with SO_LINGER 0: RST
+            }
+            "/close" => {
+                let _ = stream.shutdown().await;
+                return; // dropped normally: FIN
+            }
+            "/stall" => {
+                std::future::pending::<()>().await;
+                return;
+            }
+            p if p.starts_with("/status/") => {
+                let code: u16 = p["/status/".len()..].parse().unwrap_or(500);
+                (code, status_body(code))
+            }
+            _ => (200, BODY.to_vec()),
+        };
+        let head = format!(
+            "HTTP/1.1 {code} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+            reason(code),
+            body.len()
+        );
+        let mut out = head.into_bytes();
+        out.extend_from_slice(&body);
+        if stream.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn reason(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        404 => "Not Found",
+        503 => "Service Unavailable",
+        _ => "Whatever",
+    }
+}
+
+/// A port with nothing listening on it.
+pub fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    port
+}
+
+pub fn get(path: &str) -> RequestSpec {
+    RequestSpec { method: "GET".into(), path: path.into(), headers: vec![], body: vec![] }
+}
+
+pub fn steps(spec: &[(u32, u64)]) -> Vec<Step> {
+    spec.iter()
+        .map(|&(users, ms)| Step { users, duration: Duration::from_millis(ms) })
+        .collect()
+}
+
+pub fn config(dir: &Path, port: u16, paths: &[&str], steps: Vec<Step>) -> RunConfig {
+    RunConfig {
+        run_id: "test-run_1.a".into(),
+        host: "127.0.0.1".into(),
+        port,
+        requests: paths.iter().map(|p| get(p)).collect(),
+        steps,
+        think_time: Duration::ZERO,
+        timeout: Duration::from_secs(2),
+        records_path: dir.join("requests.arrows"),
+        threads: 2,
+        tag: true,
+    }
+}
+
+pub fn run(config: &RunConfig) -> RunSummary {
+    run_with_stop(config, Arc::new(AtomicBool::new(false)))
+}
+
+pub fn run_with_stop(config: &RunConfig, stop: Arc<AtomicBool>) -> RunSummary {
+    let summary = pinchpoint_engine::run(config, stop, Arc::new(Live::default())).expect("run");
+    assert_eq!(summary.records_error, None, "records file written completely");
+    summary
+}
+
+/// One request record as read back from Parquet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub req_id: u64,
+    pub step: u32,
+    pub users: u32,
+    pub start_us: i64,
+    pub latency_us: i64,
+    pub status: u16,
+    pub error: Option<String>,
+    pub bytes: u64,
+}
+
+/// Converts the run's records file to Parquet and reads every row back.
+pub fn parquet_rows(config: &RunConfig) -> Vec<Row> {
+    let dst: PathBuf = config.records_path.with_extension("parquet");
+    let n = pinchpoint_engine::records_to_parquet(&config.records_path, &dst).expect("to parquet");
+    let rows = read_parquet(&dst);
+    assert_eq!(rows.len() as u64, n, "rows returned by records_to_parquet");
+    rows
+}
+
+pub fn read_parquet(path: &Path) -> Vec<Row> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).expect("open parquet"))
+        .expect("parquet metadata")
+        .build()
+        .expect("parquet reader");
+    let mut rows = Vec::new();
+    for batch in reader {
+        let b = batch.expect("parquet batch");
+        let col = |name: &str| b.column_by_name(name).unwrap_or_else(|| panic!("column {name}")).clone();
+        let req_id = col("req_id");
+        let step = col("step");
+        let users = col("users");
+        let start = col("start_us");
+        let latency = col("latency_us");
+        let status = col("status");
+        let error = col("error");
+        let bytes = col("bytes");
+        for i in 0..b.num_rows() {
+            let error = error.as_string::<i32>();
+            rows.push(Row {
+                req_id: req_id.as_primitive::<UInt64Type>().value(i),
+                step: step.as_primitive::<UInt32Type>().value(i),
+                users: users.as_primitive::<UInt32Type>().value(i),
+                start_us: start.as_primitive::<Int64Type>().value(i),
+                latency_us: latency.as_primitive::<Int64Type>().value(i),
+                status: status.as_primitive::<UInt16Type>().value(i),
+                error: error.is_valid(i).then(|| error.value(i).to_string()),
+                bytes: bytes.as_primitive::<UInt64Type>().value(i),
+            });
+        }
+    }
+    rows
+}
+
+pub fn count_by<K: std::hash::Hash + Eq, T>(items: &[T], key: impl Fn(&T) -> K) -> HashMap<K, u64> {
+    let mut m = HashMap::new();
+    for it in items {
+        *m.entry(key(it)).or_insert(0) += 1;
+    }
+    m
+}

@@ -1,0 +1,132 @@
+//! Converting the records stream to Parquet, complete or cut short by a killed run.
+
+mod common;
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+
+use arrow_schema::DataType;
+use common::{read_parquet, Row};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use pinchpoint_engine::arrow_io::IpcSink;
+use pinchpoint_engine::record::Record;
+use pinchpoint_engine::{records_to_parquet, ErrorClass};
+
+fn records(first_id: u64, n: usize) -> Vec<Record> {
+    (0..n as u64)
+        .map(|i| Record {
+            req_id: first_id + i,
+            step: (i % 3) as u32,
+            users: 1 + (i % 3) as u32,
+            start_us: 1_700_000_000_000_000 + i as i64,
+            latency_us: 100 + i as i64,
+            status: if i % 5 == 0 { 0 } else { 200 },
+            error: (i % 5 == 0).then_some(ErrorClass::Reset),
+            bytes: if i % 5 == 0 { 0 } else { 42 },
+        })
+        .collect()
+}
+
+/// Writes batches of the given sizes; returns the file length after each batch.
+fn write_stream(path: &Path, sizes: &[usize], finish: bool) -> Vec<u64> {
+    let mut sink = IpcSink::create(path).unwrap();
+    let mut ends = Vec::new();
+    let mut next = 0u64;
+    for &n in sizes {
+        sink.write(&records(next, n)).unwrap();
+        next += n as u64;
+        ends.push(std::fs::metadata(path).unwrap().len());
+    }
+    if finish {
+        sink.finish().unwrap();
+    } else {
+        drop(sink);
+    }
+    ends
+}
+
+fn truncate(path: &Path, len: u64) {
+    OpenOptions::new().write(true).open(path).unwrap().set_len(len).unwrap();
+}
+
+fn convert(src: &Path) -> (u64, Vec<Row>) {
+    let dst = src.with_extension("parquet");
+    let n = records_to_parquet(src, &dst).expect("conversion succeeds");
+    let rows = read_parquet(&dst);
+    assert_eq!(rows.len() as u64, n);
+    (n, rows)
+}
+
+#[test]
+fn complete_stream_converts_every_row_with_the_documented_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("requests.arrows");
+    write_stream(&src, &[100, 200, 50], true);
+    let (n, rows) = convert(&src);
+    assert_eq!(n, 350);
+    assert_eq!(rows.iter().map(|r| r.req_id).collect::<Vec<_>>(), (0..350).collect::<Vec<_>>());
+    let expected = records(0, 100);
+    assert_eq!(rows[5].error.as_deref(), Some("reset"));
+    assert_eq!(rows[6].error, None);
+    assert_eq!((rows[7].step, rows[7].users, rows[7].latency_us), (expected[7].step, expected[7].users, 107));
+
+    let file = File::open(src.with_extension("parquet")).unwrap();
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let fields: Vec<(String, DataType, bool)> = builder
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| (f.name().clone(), f.data_type().clone(), f.is_nullable()))
+        .collect();
+    let want = [
+        ("req_id", DataType::UInt64, false),
+        ("step", DataType::UInt32, false),
+        ("users", DataType::UInt32, false),
+        ("start_us", DataType::Int64, false),
+        ("latency_us", DataType::Int64, false),
+        ("status", DataType::UInt16, false),
+        ("error", DataType::Utf8, true),
+        ("bytes", DataType::UInt64, false),
+    ];
+    let want: Vec<(String, DataType, bool)> = want.iter().map(|(n, t, z)| (n.to_string(), t.clone(), *z)).collect();
+    assert_eq!(fields, want);
+}
+
+#[test]
+fn stream_cut_in_the_last_batch_keeps_the_complete_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("requests.arrows");
+    let ends = write_stream(&src, &[100, 200, 50], false);
+    // The middle of the last batch.
+    truncate(&src, (ends[1] + ends[2]) / 2);
+    let (n, rows) = convert(&src);
+    assert_eq!(n, 300);
+    assert_eq!(rows.last().unwrap().req_id, 299);
+}
+
+#[test]
+fn stream_cut_anywhere_in_the_last_batch_keeps_the_complete_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("requests.arrows");
+    let ends = write_stream(&src, &[100, 200, 50], false);
+    let full = std::fs::read(&src).unwrap();
+    // Every cut from the end of batch 2 (exclusive of a clean end) to just before the
+    // end of batch 3: in the continuation marker, the metadata length, the metadata, the body.
+    for cut in ends[1]..ends[2] {
+        std::fs::write(&src, &full[..cut as usize]).unwrap();
+        let dst = src.with_extension("parquet");
+        let n = records_to_parquet(&src, &dst).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        assert_eq!(n, 300, "cut at {cut} of {}", ends[2]);
+    }
+}
+
+#[test]
+fn stream_cut_at_a_batch_boundary_without_end_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("requests.arrows");
+    let ends = write_stream(&src, &[100, 200], false);
+    truncate(&src, ends[1]);
+    assert_eq!(convert(&src).0, 300);
+    truncate(&src, ends[0]);
+    assert_eq!(convert(&src).0, 100);
+}
