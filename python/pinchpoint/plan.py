@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -43,12 +51,13 @@ class Target(_Strict):
     url: str
     tag: bool = True
 
-    @model_validator(mode="after")
-    def _check_url(self) -> Target:
-        parts = urlsplit(self.url)
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str) -> str:
+        parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"url {self.url!r} must be http://host[:port] (https comes later)")
-        return self
+            raise ValueError(f"{url!r} must be http://host[:port][/path] (https comes later)")
+        return url
 
     @property
     def host(self) -> str:

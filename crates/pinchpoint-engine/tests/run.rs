@@ -309,3 +309,37 @@ fn stop_before_start_runs_nothing() {
     assert_eq!(s.records, 0);
     assert_eq!(parquet_rows(&cfg).len(), 0);
 }
+
+#[test]
+fn connect_that_hangs_is_a_connect_timeout() {
+    let _serial = serial();
+    let (listener, _fill) = full_backlog();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), listener.local_addr().unwrap().port(), &["/"], steps(&[(1, 1000)]));
+    cfg.timeout = Duration::from_millis(200);
+    let s = run(&cfg);
+    let rows = parquet_rows(&cfg);
+    eprintln!("hanging connect: {} records, errors {:?}", s.records, s.steps[0].errors);
+    assert!(!rows.is_empty());
+    assert!(rows.len() <= 6, "{} records", rows.len());
+    assert_eq!(error_total(&s, ErrorClass::ConnectTimeout), s.records);
+    for r in &rows {
+        assert_eq!((r.status, r.error.as_deref()), (0, Some("connect_timeout")), "{r:?}");
+        assert!((190_000..=400_000).contains(&r.latency_us), "latency {} µs", r.latency_us);
+    }
+}
+
+#[test]
+fn records_carry_the_users_of_their_step_across_many_step_changes() {
+    let _serial = serial();
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let plan: Vec<(u32, u64)> = (0..150).map(|i| (if i % 2 == 0 { 8 } else { 3 }, 10)).collect();
+    let cfg = config(dir.path(), server.port(), &["/"], steps(&plan));
+    let s = run(&cfg);
+    let rows = parquet_rows(&cfg);
+    let wrong: Vec<&Row> = rows.iter().filter(|r| r.users != cfg.steps[r.step as usize].users).collect();
+    eprintln!("{} records over {} steps, {} with the users of another step", rows.len(), plan.len(), wrong.len());
+    assert!(wrong.is_empty(), "{:?}", &wrong[..wrong.len().min(5)]);
+    assert_eq!(server.requests(), s.records);
+}

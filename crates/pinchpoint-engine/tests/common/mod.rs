@@ -304,3 +304,25 @@ pub fn count_by<K: std::hash::Hash + Eq, T>(items: &[T], key: impl Fn(&T) -> K) 
     }
     m
 }
+
+/// A listener on 127.0.0.1 whose accept queue is full: the kernel drops further SYNs,
+/// so a connect to it hangs (as to a server whose backlog overflows). Keep the
+/// returned values alive for as long as the port must stay that way.
+pub fn full_backlog() -> (std::net::TcpListener, Vec<std::net::TcpStream>) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let listener = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        socket.listen(0).unwrap().into_std().unwrap()
+    });
+    let addr = listener.local_addr().unwrap();
+    let mut fill = Vec::new();
+    // Connect until one does not complete: the queue is then full.
+    for _ in 0..16 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+            Ok(s) => fill.push(s),
+            Err(_) => return (listener, fill),
+        }
+    }
+    panic!("the accept queue of a listen(0) socket never filled");
+}

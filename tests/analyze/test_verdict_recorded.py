@@ -1,0 +1,79 @@
+"""The verdict on run folders recorded from the real demo stack (tests/data/runs)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pinchpoint.analyze import analyze
+
+DATA = Path(__file__).parent.parent / "data" / "runs"
+
+
+@pytest.fixture
+def recorded(tmp_path: Path):
+    def copy(name: str) -> Path:
+        dst = tmp_path / name
+        shutil.copytree(DATA / name, dst)
+        (dst / "verdict.json").unlink()
+        return dst
+
+    return copy
+
+
+def test_two_workers_recorded_run_names_the_gunicorn_pool(recorded) -> None:
+    verdict = analyze(recorded("demo-pool2"))
+    b = verdict["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 3)
+    assert verdict["headline"] == "Bottleneck: gunicorn worker pool from 3 users"
+    steps = {s["users"]: s for s in verdict["steps"]}
+    # The queue before gunicorn is what grows; gunicorn and the app stay near 10 ms each.
+    assert steps[7]["tiers"]["gunicorn"]["queue_p50_ms"] > 20
+    assert steps[7]["tiers"]["app"]["p50_ms"] < 15
+    assert steps[7]["tiers"]["gunicorn"]["concurrency"] == pytest.approx(2.0, abs=0.3)
+
+
+def test_cpu_bound_recorded_run_names_the_host_cpu(recorded) -> None:
+    verdict = analyze(recorded("demo-cpu24"))
+    b = verdict["bottleneck"]
+    assert b["resource"] == "cpu"
+    onset = next(s for s in verdict["steps"] if s["users"] == b["starts_at_users"])
+    assert onset["resources"]["host"]["cpu_cores"] >= 0.85 * 2
+    assert all(s["tiers"]["gunicorn"]["queue_p50_ms"] < 2 for s in verdict["steps"])
+
+
+def test_healthy_recorded_run_has_no_bottleneck(recorded) -> None:
+    verdict = analyze(recorded("demo-healthy24"))
+    assert verdict["bottleneck"] is None
+    assert verdict["headline"].startswith("No bottleneck from 1 to 4 users")
+
+
+@pytest.mark.parametrize("name", ["demo-pool2", "demo-cpu24", "demo-healthy24"])
+def test_analysis_matches_the_verdict_recorded_with_the_run(recorded, name: str) -> None:
+    stored = json.loads((DATA / name / "verdict.json").read_text())
+    verdict = analyze(recorded(name))
+    assert verdict["bottleneck"] == stored["bottleneck"]
+    assert [s["requests"] for s in verdict["steps"]] == [s["requests"] for s in stored["steps"]]
+
+
+def test_step_counts_come_from_the_steady_part_of_each_step(recorded) -> None:
+    run_dir = recorded("demo-pool2")
+    verdict = analyze(run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    import polars as pl
+
+    requests = pl.read_parquet(run_dir / "requests.parquet")
+    for step, window in zip(verdict["steps"], run["steps"], strict=True):
+        lo = int((window["start"] + run["warmup_s"]) * 1e6)
+        hi = int(window["end"] * 1e6)
+        expected = requests.filter(
+            (pl.col("step") == window["step"])
+            & pl.col("start_us").is_between(lo, hi, closed="left")
+        ).height
+        assert step["requests"] == expected
+        assert step["throughput_rps"] == pytest.approx(
+            expected / (window["end"] - window["start"] - run["warmup_s"]), rel=1e-3
+        )

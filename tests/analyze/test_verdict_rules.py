@@ -1,0 +1,134 @@
+"""Each finding of the verdict, on step tables built to make it fire or not."""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.verdict import Context, decide
+
+CTX = Context(
+    order=["nginx", "gunicorn", "app"],
+    calls={"nginx": ["gunicorn"], "gunicorn": ["app"]},
+    workers={"gunicorn": 2},
+    cpu_count=2,
+    generator_threads=2,
+)
+
+
+def step(
+    users: int,
+    latency: float,
+    queue: float = 0.1,
+    app: float = 10.0,
+    host_cpu: float = 0.5,
+    pool_cpu: float = 0.4,
+    concurrency: float | None = None,
+    generator: float = 0.05,
+) -> dict:
+    throughput = users / (latency / 1000)
+    return {
+        "users": users,
+        "throughput_rps": throughput,
+        "latency_ms": {"p50": latency, "p95": latency * 1.2, "p99": latency * 1.4},
+        "tiers": {
+            "nginx": {"self_p50_ms": 0.1, "p50_ms": latency - 0.2},
+            "gunicorn": {
+                "self_p50_ms": 0.2,
+                "queue_p50_ms": queue,
+                "p50_ms": app + 0.2,
+                "concurrency": concurrency
+                if concurrency is not None
+                else throughput * (app + 0.2) / 1000,
+            },
+            "app": {"self_p50_ms": app, "p50_ms": app},
+        },
+        "resources": {
+            "host": {"cpu_cores": host_cpu},
+            "gunicorn": {"cpu_cores": pool_cpu, "processes": 3},
+            "generator": {"cpu_cores": generator},
+        },
+    }
+
+
+def pool_steps(pool_cpu: float = 0.4, host_cpu: float = 0.6) -> list[dict]:
+    return [
+        step(1, 10.5),
+        step(2, 10.6, queue=0.3),
+        step(4, 21.0, queue=10.5, concurrency=1.95, pool_cpu=pool_cpu, host_cpu=host_cpu),
+        step(8, 42.0, queue=31.5, concurrency=1.97, pool_cpu=pool_cpu, host_cpu=host_cpu),
+    ]
+
+
+def test_full_pool_of_idle_workers_is_the_worker_pool() -> None:
+    v = decide(pool_steps(), CTX)
+    b = v["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 4)
+    assert any("1.97" in e and "2 workers" in e for e in b["evidence"])
+
+
+def test_full_pool_of_computing_workers_on_a_saturated_host_is_the_cpu() -> None:
+    v = decide(pool_steps(pool_cpu=1.9, host_cpu=1.95), CTX)
+    assert v["bottleneck"]["resource"] == "cpu"
+
+
+def test_queue_growth_with_a_half_empty_pool_is_not_the_worker_pool() -> None:
+    ctx = Context(**{**CTX.__dict__, "workers": {"gunicorn": 8}})
+    v = decide(pool_steps(), ctx)
+    assert v["bottleneck"]["component"] == "gunicorn"
+    assert v["bottleneck"]["resource"] != "worker_pool"
+
+
+def test_app_time_growing_on_a_saturated_host_is_the_cpu() -> None:
+    steps = [step(1, 10.5), step(4, 10.8, host_cpu=1.2), step(8, 18.0, app=17.5, host_cpu=1.96)]
+    b = decide(steps, CTX)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("app", "cpu", 8)
+
+
+def test_app_time_growing_without_saturation_names_the_tier_but_no_resource() -> None:
+    steps = [step(1, 10.5), step(4, 10.8), step(8, 18.0, app=17.5, host_cpu=0.9)]
+    b = decide(steps, CTX)["bottleneck"]
+    assert (b["component"], b["resource"]) == ("app", "time")
+
+
+def test_flat_latency_is_no_bottleneck_with_the_headroom() -> None:
+    steps = [step(1, 10.5), step(4, 10.7, host_cpu=0.7), step(8, 10.9, host_cpu=1.1)]
+    v = decide(steps, CTX)
+    assert v["bottleneck"] is None
+    assert v["headline"].startswith("No bottleneck from 1 to 8 users")
+    assert "1.10 of 2 cores" in v["headline"]
+
+
+def test_jitter_below_a_millisecond_is_not_growth() -> None:
+    steps = [step(1, 0.8), step(8, 1.5, app=1.0)]
+    assert decide(steps, CTX)["bottleneck"] is None
+
+
+def test_saturated_generator_names_no_server_tier() -> None:
+    steps = pool_steps()
+    steps[-1]["resources"]["generator"]["cpu_cores"] = 1.9
+    v = decide(steps, CTX)
+    assert v["bottleneck"] is None
+    assert v["generator"]["saturated"] is True
+    assert "measure the generator" in v["headline"]
+
+
+def test_busy_but_unsaturated_generator_is_not_flagged() -> None:
+    steps = pool_steps()
+    steps[-1]["resources"]["generator"]["cpu_cores"] = 1.5
+    v = decide(steps, CTX)
+    assert v["generator"]["saturated"] is False
+    assert v["bottleneck"]["resource"] == "worker_pool"
+
+
+def test_growth_without_tier_records_is_reported_unattributed() -> None:
+    steps = pool_steps()
+    for s in steps:
+        s["tiers"] = {}
+    v = decide(steps, CTX)
+    assert v["bottleneck"] is None
+    assert v["unattributed"] is True
+    assert "cannot be attributed" in v["headline"]
+
+
+def test_a_single_step_is_not_enough_to_judge() -> None:
+    v = decide([step(1, 10.5)], CTX)
+    assert v["bottleneck"] is None
+    assert "at least two" in v["headline"]
