@@ -12,7 +12,7 @@ demo: setup
 	$(PY) -m pinchpoint demo
 
 test: setup
-	cargo test --workspace --quiet
+	cargo test -p pinchpoint-engine --quiet
 	$(VENV)/bin/ruff check python tests
 	$(PY) -m pytest
 
