@@ -50,7 +50,8 @@ def test_enough_workers_move_the_verdict_off_the_pool(large_pool: Path) -> None:
     b = verdict["bottleneck"]
     assert b is None or b["resource"] == "cpu", verdict["headline"]
     for step in verdict["steps"]:
-        assert step["tiers"]["gunicorn"]["queue_p50_ms"] < 5
+        # Never more requests in gunicorn than users: the 24-worker pool is never full.
+        assert step["tiers"]["gunicorn"]["concurrency"] <= step["users"] + 0.5
     if b is not None:
         onset = next(s for s in verdict["steps"] if s["users"] == b["starts_at_users"])
         assert onset["resources"]["host"]["cpu_cores"] >= 0.85 * 2 or b["resource"] == "cpu"

@@ -70,7 +70,10 @@ pub struct IpcSink {
 impl IpcSink {
     pub fn create(path: &Path) -> Result<Self, ArrowError> {
         let file = File::create(path)?;
-        let writer = StreamWriter::try_new(BufWriter::new(file), &schema())?;
+        let mut writer = StreamWriter::try_new(BufWriter::new(file), &schema())?;
+        // The schema goes to disk now: a run killed before its first batch (or one
+        // whose requests all hang) still leaves a readable stream of no rows.
+        writer.flush()?;
         Ok(Self { writer })
     }
 

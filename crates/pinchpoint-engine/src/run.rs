@@ -2,7 +2,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -15,7 +15,7 @@ use crate::config::RunConfig;
 use crate::http::Prepared;
 use crate::recorder::Recorder;
 use crate::stats::{Live, StepStats};
-use crate::user::{run_user, unix_us, Shared};
+use crate::user::{pack_step, run_user, unix_us, Shared};
 
 const STOP_POLL: Duration = Duration::from_millis(20);
 /// Beyond the request timeout, how long users get to finish when the run ends.
@@ -62,8 +62,7 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
         requests,
         think_time: config.think_time,
         timeout: config.timeout,
-        step: AtomicUsize::new(0),
-        step_users: AtomicU32::new(0),
+        current: AtomicU64::new(pack_step(0, 0)),
         next_req_id: AtomicU64::new(0),
     });
     let threads = if config.threads == 0 {
@@ -126,8 +125,7 @@ async fn drive(
             interrupted = true;
             break;
         }
-        shared.step.store(i, Ordering::Release);
-        shared.step_users.store(step.users, Ordering::Release);
+        shared.current.store(pack_step(i as u32, step.users), Ordering::Release);
         live.step.store(i, Ordering::Relaxed);
         live.users.store(step.users, Ordering::Relaxed);
         let start_us = unix_us(SystemTime::now());

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender as RecordTx;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -30,9 +30,19 @@ pub struct Shared {
     pub requests: Vec<Prepared>,
     pub think_time: Duration,
     pub timeout: Duration,
-    pub step: AtomicUsize,
-    pub step_users: AtomicU32,
+    /// The current step and its users, read together: `step << 32 | users`. Two
+    /// separate atomics let a user read the users of one step and the index of the
+    /// next, and tag a request with the wrong load level.
+    pub current: AtomicU64,
     pub next_req_id: AtomicU64,
+}
+
+pub fn pack_step(step: u32, users: u32) -> u64 {
+    (u64::from(step) << 32) | u64::from(users)
+}
+
+pub fn unpack_step(current: u64) -> (u32, u32) {
+    ((current >> 32) as u32, current as u32)
 }
 
 pub fn unix_us(t: SystemTime) -> i64 {
@@ -51,13 +61,12 @@ pub async fn run_user(
     let mut uri = String::with_capacity(256);
     let mut turn = index as usize;
     while !*done.borrow() {
-        let users = shared.step_users.load(Ordering::Acquire);
+        let (step, users) = unpack_step(shared.current.load(Ordering::Acquire));
         if index >= users {
             flush(&tx, &mut batch, &mut last_flush);
             pause(&mut done, PARKED_POLL).await;
             continue;
         }
-        let step = shared.step.load(Ordering::Acquire) as u32;
         let prepared = &shared.requests[turn % shared.requests.len()];
         turn += 1;
         let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);

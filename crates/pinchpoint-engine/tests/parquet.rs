@@ -110,9 +110,11 @@ fn stream_cut_anywhere_in_the_last_batch_keeps_the_complete_batches() {
     let src = dir.path().join("requests.arrows");
     let ends = write_stream(&src, &[100, 200, 50], false);
     let full = std::fs::read(&src).unwrap();
-    // Every cut from the end of batch 2 (exclusive of a clean end) to just before the
-    // end of batch 3: in the continuation marker, the metadata length, the metadata, the body.
-    for cut in ends[1]..ends[2] {
+    // Cuts from the end of batch 2 to just before the end of batch 3: in the continuation
+    // marker, the metadata length, the metadata, the body.
+    // Every byte through the message's head, then a stride through the rest.
+    let cuts = (ends[1]..ends[1] + 64).chain((ends[1] + 64..ends[2]).step_by(29));
+    for cut in cuts {
         std::fs::write(&src, &full[..cut as usize]).unwrap();
         let dst = src.with_extension("parquet");
         let n = records_to_parquet(&src, &dst).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
@@ -129,4 +131,26 @@ fn stream_cut_at_a_batch_boundary_without_end_marker() {
     assert_eq!(convert(&src).0, 300);
     truncate(&src, ends[0]);
     assert_eq!(convert(&src).0, 100);
+}
+
+#[test]
+fn stream_of_a_run_killed_before_its_first_batch_converts_to_no_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("requests.arrows");
+    // A killed process runs no destructor: nothing buffered reaches the file.
+    std::mem::forget(IpcSink::create(&src).unwrap());
+    let (n, rows) = convert(&src);
+    assert_eq!(n, 0);
+    assert!(rows.is_empty());
+}
+
+#[test]
+fn batches_written_are_on_disk_before_the_sink_is_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("requests.arrows");
+    let mut sink = IpcSink::create(&src).unwrap();
+    sink.write(&records(0, 10)).unwrap();
+    sink.write(&records(10, 5)).unwrap();
+    std::mem::forget(sink);
+    assert_eq!(convert(&src).0, 15);
 }

@@ -40,6 +40,10 @@ def _latency(step: dict) -> float | None:
     return step["latency_ms"]["p50"]
 
 
+def _users(n: int) -> str:
+    return f"{n} user" if n == 1 else f"{n} users"
+
+
 def _fmt(ms: float) -> str:
     return f"{ms:.1f} ms" if abs(ms) >= 1 else f"{ms:.2f} ms"
 
@@ -92,7 +96,7 @@ def decide(steps: list[dict], ctx: Context) -> dict:
             deltas[tier] = b - a
     if not deltas:
         headline = (
-            f"Latency grows from {onset['users']} users ({_fmt(_latency(base))} → {_fmt(_latency(top))}), "
+            f"Latency grows from {_users(onset['users'])} ({_fmt(_latency(base))} → {_fmt(_latency(top))}), "
             "but no tier logged records for this run: the growth cannot be attributed."
         )
         return {
@@ -112,8 +116,8 @@ def decide(steps: list[dict], ctx: Context) -> dict:
     )
     resource, evidence = _resource(tier, usable, tier_onset, ctx)
     evidence = [
-        f"client p50 latency grows from {_fmt(_latency(base))} at {base['users']} users "
-        f"to {_fmt(_latency(top))} at {top['users']} users",
+        f"client p50 latency grows from {_fmt(_latency(base))} at {_users(base['users'])} "
+        f"to {_fmt(_latency(top))} at {_users(top['users'])}",
         f"{tier}'s own time (self + queue) grows by {_fmt(deltas[tier])}, "
         f"{_share(deltas[tier], growth)} of the growth; "
         + ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier),
@@ -126,7 +130,7 @@ def decide(steps: list[dict], ctx: Context) -> dict:
         "evidence": evidence,
     }
     bottleneck["summary"] = _summary(bottleneck, ctx)
-    headline = f"Bottleneck: {_name(bottleneck, ctx)} from {tier_onset['users']} users"
+    headline = f"Bottleneck: {_name(bottleneck, ctx)} from {_users(tier_onset['users'])}"
     return {"bottleneck": bottleneck, "headline": headline, "generator": generator}
 
 
@@ -148,7 +152,7 @@ def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[
     evidence = []
     if host_peak:
         evidence.append(
-            f"host CPU {host_at_onset or 0.0:.2f} of {ctx.cpu_count} cores at {onset['users']} users, "
+            f"host CPU {host_at_onset or 0.0:.2f} of {ctx.cpu_count} cores at {_users(onset['users'])}, "
             f"peak {host_peak:.2f}"
         )
     gen = max((_cpu(s, "generator") or 0.0 for s in steps), default=0.0)
@@ -159,12 +163,12 @@ def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[
     if queue_growth >= 0.5 * max(queue_growth + self_growth, 1e-9) and workers:
         busy = _busy(tier, top)
         evidence.append(
-            f"queue time before {tier} p50 {_fmt(queue_growth)} higher at {top['users']} users: "
+            f"queue time before {tier} p50 {_fmt(queue_growth)} higher at {_users(top['users'])}: "
             "requests wait for a free worker"
         )
         evidence.append(
             f"{tier} concurrency by Little's law (throughput × time in {tier}) is {busy:.2f} "
-            f"at {top['users']} users against {workers} workers"
+            f"at {_users(top['users'])} against {workers} workers"
         )
         own_cpu = _cpu(top, tier)
         per_worker = own_cpu / busy if own_cpu is not None and busy > 0 else None
@@ -180,7 +184,7 @@ def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[
         return "cpu", evidence
     own_cpu = _cpu(top, tier)
     if own_cpu is not None:
-        evidence.append(f"{tier} processes used {own_cpu:.2f} cores at {top['users']} users")
+        evidence.append(f"{tier} processes used {own_cpu:.2f} cores at {_users(top['users'])}")
     return "time", evidence
 
 
@@ -207,16 +211,16 @@ def _name(b: dict, ctx: Context) -> str:
 def _summary(b: dict, ctx: Context) -> str:
     if b["resource"] == "worker_pool":
         return (
-            f"{b['component']}'s worker pool is full from {b['starts_at_users']} users: requests queue "
+            f"{b['component']}'s worker pool is full from {_users(b['starts_at_users'])}: requests queue "
             "for a free worker while the CPU has room. Add workers (or make each request shorter)."
         )
     if b["resource"] == "cpu":
         return (
-            f"The host's CPU is saturated from {b['starts_at_users']} users; {b['component']}'s time "
+            f"The host's CPU is saturated from {_users(b['starts_at_users'])}; {b['component']}'s time "
             "grows as its work waits for a core. More workers will not help; less CPU per request or "
             "more cores will."
         )
-    return f"{b['component']}'s own time grows with load from {b['starts_at_users']} users."
+    return f"{b['component']}'s own time grows with load from {_users(b['starts_at_users'])}."
 
 
 def _no_bottleneck(steps: list[dict], ctx: Context) -> str:
@@ -224,7 +228,7 @@ def _no_bottleneck(steps: list[dict], ctx: Context) -> str:
     host = max((_cpu(s, "host") or 0.0 for s in steps), default=0.0)
     room = f"; host CPU peaked at {host:.2f} of {ctx.cpu_count} cores" if host else ""
     return (
-        f"No bottleneck from {steps[0]['users']} to {top['users']} users: latency stays flat "
+        f"No bottleneck from {steps[0]['users']} to {_users(top['users'])}: latency stays flat "
         f"(p50 {_fmt(_latency(steps[0]))} → {_fmt(_latency(top))}) while throughput reaches "
         f"{top['throughput_rps']:.0f} req/s{room}."
     )

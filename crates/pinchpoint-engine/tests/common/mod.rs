@@ -6,6 +6,8 @@
 //! - `/reset`: reads the request, then closes with SO_LINGER 0 (the client sees ECONNRESET);
 //! - `/close`: reads the request, then closes cleanly without answering (FIN);
 //! - `/stall`: reads the request and never answers;
+//! - `/answer-close`: 200 with `Connection: close`, then closes;
+//! - `/answer-eof`: 200 without `Connection: close`, then closes anyway;
 //! - anything else: 200 with [`BODY`].
 //!
 //! It counts the requests it read and keeps every request URI and `x-pinchpoint` header.
@@ -43,8 +45,13 @@ pub fn serial() -> MutexGuard<'static, ()> {
 
 #[derive(Clone, Debug)]
 pub struct Received {
+    pub method: String,
     pub uri: String,
     pub tag_header: Option<String>,
+    pub host: Option<String>,
+    /// Every header as received, names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -105,9 +112,16 @@ impl Drop for TestServer {
 }
 
 struct Head {
+    method: String,
     uri: String,
-    tag: Option<String>,
-    content_length: usize,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Head {
+    fn header(&self, name: &str) -> Option<String> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    }
 }
 
 /// Reads one request head (and skips its body). None at a clean end of the connection.
@@ -117,17 +131,18 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Head>
             let head = String::from_utf8_lossy(&buf[..end]).into_owned();
             buf.drain(..end + 4);
             let mut lines = head.split("\r\n");
-            let uri = lines.next()?.split(' ').nth(1)?.to_string();
-            let mut tag = None;
+            let mut request_line = lines.next()?.split(' ');
+            let method = request_line.next()?.to_string();
+            let uri = request_line.next()?.to_string();
+            let mut headers = Vec::new();
             let mut content_length = 0;
             for line in lines {
                 let (k, v) = line.split_once(':')?;
-                let v = v.trim();
-                if k.eq_ignore_ascii_case("x-pinchpoint") {
-                    tag = Some(v.to_string());
-                } else if k.eq_ignore_ascii_case("content-length") {
+                let (k, v) = (k.to_ascii_lowercase(), v.trim().to_string());
+                if k == "content-length" {
                     content_length = v.parse().ok()?;
                 }
+                headers.push((k, v));
             }
             while buf.len() < content_length {
                 let mut chunk = [0u8; 4096];
@@ -137,8 +152,8 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Head>
                 }
                 buf.extend_from_slice(&chunk[..n]);
             }
-            buf.drain(..content_length);
-            return Some(Head { uri, tag, content_length });
+            let body = buf.drain(..content_length).collect();
+            return Some(Head { method, uri, headers, body });
         }
         let mut chunk = [0u8; 4096];
         let n = stream.read(&mut chunk).await.ok()?;
@@ -153,10 +168,18 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
     let _ = stream.set_nodelay(true);
     let mut buf = Vec::new();
     while let Some(head) = read_request(&mut stream, &mut buf).await {
-        let _ = head.content_length;
-        state.received.lock().unwrap().push(Received { uri: head.uri.clone(), tag_header: head.tag });
+        state.received.lock().unwrap().push(Received {
+            method: head.method.clone(),
+            uri: head.uri.clone(),
+            tag_header: head.header("x-pinchpoint"),
+            host: head.header("host"),
+            headers: head.headers.clone(),
+            body: head.body.clone(),
+        });
         state.requests.fetch_add(1, Ordering::SeqCst);
         let path = head.uri.split('?').next().unwrap_or("");
+        let mut close_after = false;
+        let mut extra = "";
         let (code, body) = match path {
             "/reset" => {
                 let _ = stream.set_zero_linger();
@@ -170,6 +193,15 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
                 std::future::pending::<()>().await;
                 return;
             }
+            "/answer-close" => {
+                close_after = true;
+                extra = "Connection: close\r\n";
+                (200, BODY.to_vec())
+            }
+            "/answer-eof" => {
+                close_after = true;
+                (200, BODY.to_vec())
+            }
             p if p.starts_with("/status/") => {
                 let code: u16 = p["/status/".len()..].parse().unwrap_or(500);
                 (code, status_body(code))
@@ -177,13 +209,13 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
             _ => (200, BODY.to_vec()),
         };
         let head = format!(
-            "HTTP/1.1 {code} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+            "HTTP/1.1 {code} {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{extra}\r\n",
             reason(code),
             body.len()
         );
         let mut out = head.into_bytes();
         out.extend_from_slice(&body);
-        if stream.write_all(&out).await.is_err() {
+        if stream.write_all(&out).await.is_err() || close_after {
             return;
         }
     }
