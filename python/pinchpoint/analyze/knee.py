@@ -99,21 +99,41 @@ def _fit_many(x: np.ndarray, ys: np.ndarray, grid: np.ndarray) -> list[_Fit]:
 class _Segments:
     fitted: np.ndarray
     slope_before: float
-    slope_after: float
+    slope_change: float
     at_knee: float
+    p_value: float
 
 
 def _latency_fit(x: np.ndarray, lat: np.ndarray, knee: float) -> _Segments:
-    """Latency as two segments joined at `knee`."""
+    """Latency as two segments joined at `knee`, with the one-sided p-value of its slope
+    growing there."""
     after = np.maximum(x - knee, 0.0)
-    if np.count_nonzero(x < knee) >= 2:
-        design = np.column_stack([np.ones_like(x), np.minimum(x, knee), after])
-        coef = np.linalg.lstsq(design, lat, rcond=None)[0]
-        return _Segments(design @ coef, coef[1], coef[2], coef[0] + coef[1] * knee)
-    # One step before the knee cannot give a slope: take latency as flat there.
-    design = np.column_stack([np.ones_like(x), after])
-    coef = np.linalg.lstsq(design, lat, rcond=None)[0]
-    return _Segments(design @ coef, 0.0, coef[1], coef[0])
+    before_knee = np.count_nonzero(x < knee) >= 2
+    # With one step before the knee its slope is unknown: take latency as flat there.
+    cols = [np.ones_like(x), x, after] if before_knee else [np.ones_like(x), after]
+    design = np.column_stack(cols)
+    coef, *_ = np.linalg.lstsq(design, lat, rcond=None)
+    fitted = design @ coef
+    slope_before = float(coef[1]) if before_knee else 0.0
+    change = float(coef[-1])
+    return _Segments(
+        fitted=fitted,
+        slope_before=slope_before,
+        slope_change=change,
+        at_knee=float(coef[0] + slope_before * knee),
+        p_value=_t_p_value(design, lat - fitted, change),
+    )
+
+
+def _t_p_value(design: np.ndarray, resid: np.ndarray, coef: float) -> float:
+    """One-sided p-value of the last coefficient of a least-squares fit being > 0."""
+    dof = design.shape[0] - design.shape[1]
+    if dof <= 0:
+        return 1.0
+    var = float(resid @ resid) / dof * np.linalg.pinv(design.T @ design)[-1, -1]
+    if var <= 0:
+        return 0.0 if coef > 0 else 1.0
+    return float(stats.t.sf(coef / np.sqrt(var), dof))
 
 
 def _latency_bend(x: np.ndarray, lat: np.ndarray, knee: float) -> float:
@@ -121,7 +141,7 @@ def _latency_bend(x: np.ndarray, lat: np.ndarray, knee: float) -> float:
     seg = _latency_fit(x, lat, knee)
     if seg.at_knee <= 0:
         return 0.0
-    return float((seg.slope_after - seg.slope_before) / (seg.at_knee / knee))
+    return seg.slope_change / (seg.at_knee / knee)
 
 
 def _p_value(x: np.ndarray, y: np.ndarray, fit: _Fit) -> float:
@@ -157,7 +177,7 @@ def find_knee(
     fit = _fit_many(x, y[None], grid)[0]
     if not _is_knee(fit, _latency_bend(x, lat, fit.knee)):
         return None
-    if _p_value(x, y, fit) > MAX_P_VALUE:
+    if _p_value(x, y, fit) > MAX_P_VALUE or _latency_fit(x, lat, fit.knee).p_value > MAX_P_VALUE:
         return None
     knees, confidence = _bootstrap(x, y, lat, fit, grid)
     if confidence < MIN_CONFIDENCE:

@@ -211,8 +211,9 @@ def _name(b: dict, ctx: Context) -> str:
 def _summary(b: dict, ctx: Context) -> str:
     if b["resource"] == "worker_pool":
         return (
-            f"{b['component']}'s worker pool is full from {_users(b['starts_at_users'])}: requests queue "
-            "for a free worker while the CPU has room. Add workers (or make each request shorter)."
+            f"{b['component']}'s worker pool is full from {_users(b['starts_at_users'])}: requests "
+            "queue for a free worker while the workers themselves mostly wait rather than compute. "
+            "Add workers (or make each request shorter)."
         )
     if b["resource"] == "cpu":
         return (
