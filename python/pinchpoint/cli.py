@@ -113,6 +113,47 @@ def demo(
 
 
 @app.command()
+def load(
+    url: Annotated[str, typer.Argument(help="http://host:port/path to load.")],
+    connections: Annotated[
+        int,
+        typer.Option(
+            "-c", "--connections", help="Closed-loop users, one keep-alive connection each."
+        ),
+    ] = 50,
+    seconds: Annotated[float, typer.Option("-d", "--duration", help="Seconds to run.")] = 10.0,
+    threads: Annotated[
+        int, typer.Option("--threads", help="Engine threads (0: one per core).")
+    ] = 0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Per-request timeout, seconds.")
+    ] = 10.0,
+    tag: Annotated[
+        bool, typer.Option("--tag/--no-tag", help="Add the pinchpoint tag to each request.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Keep the run folder (requests.parquet, summary) here."),
+    ] = None,
+) -> None:
+    """A plain load test with no diagnosis: throughput, latency percentiles and errors."""
+    from pinchpoint.load.plain import plain_load, render_summary
+
+    try:
+        summary = plain_load(url, connections, seconds, threads, timeout, tag, out)
+    except PlanError as e:
+        err.print(f"[red]{e}[/]", highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        import json
+
+        print(json.dumps(summary, indent=2))
+    else:
+        render_summary(summary, Console())
+
+
+@app.command()
 def analyze(run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False)]) -> None:
     """Recompute a run folder's verdict and report from what it holds."""
     from pinchpoint.analyze import analyze as analyze_run
