@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -20,6 +20,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from pinchpoint.collect.formats import known_formats
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -113,8 +115,16 @@ class Request(_Strict):
 
 class Log(_Strict):
     path: str
-    format: Literal["nginx", "gunicorn", "probe"]
+    format: str
     log_format: str | None = None
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, name: str) -> str:
+        known = known_formats()
+        if name not in known:
+            raise ValueError(f"unknown log format {name!r}; known formats: {', '.join(known)}")
+        return name
 
 
 class Process(_Strict):
