@@ -79,7 +79,11 @@ def test_bad_durations_are_refused(bad: object) -> None:
             "step = 4\nsteps = 3",
             "plan.toml:8: load.steps: Extra inputs are not permitted",
         ),
-        ('format = "nginx"', 'format = "apache"', "plan.toml:24: component[1].log.format"),
+        (
+            'format = "nginx"',
+            'format = "nginxx"',
+            "plan.toml:24: component[1].log.format: Value error, unknown log format 'nginxx'",
+        ),
         ("workers = 2", "workers = 0", "plan.toml:29: component[2].workers"),
         ('duration = "1.5s"', 'duration = "soon"', "plan.toml:8: load.duration"),
         ('url = "http://127.0.0.1:8080/base"', 'url = "ftp://x"', "plan.toml:2: target.url"),
