@@ -8,13 +8,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         _Handler.seen.append(self.path)

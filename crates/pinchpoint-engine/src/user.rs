@@ -85,15 +85,20 @@ pub async fn run_user(
 
         let sent_at = SystemTime::now();
         let started = Instant::now();
+        // Whether the request's time ran out while connecting: connect's own timeout is
+        // the same length, so which of the two timers fires first is a matter of chance.
+        let mut connecting = false;
         let outcome = tokio::time::timeout(shared.timeout, async {
             if conn.as_ref().is_none_or(|c| c.is_closed()) {
+                connecting = true;
                 conn = Some(http::connect(shared.addr, shared.timeout).await?);
+                connecting = false;
             }
             let req = http::build(prepared, &uri, &shared.host, tag)?;
             http::exchange(conn.as_mut().expect("connected above"), req).await
         })
         .await
-        .unwrap_or(Err(ErrorClass::Timeout));
+        .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));
         let latency_us = started.elapsed().as_micros() as i64;
 
         let mut record = Record {

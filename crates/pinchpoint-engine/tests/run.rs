@@ -313,22 +313,26 @@ fn stop_before_start_runs_nothing() {
     assert_eq!(parquet_rows(&cfg).len(), 0);
 }
 
+/// Connecting to a listener whose accept queue is full hangs: each attempt must end as
+/// `connect_timeout` at the request timeout (not `timeout`: the connect's own timer and
+/// the request's have the same length, and either may fire first).
 #[test]
 fn connect_that_hangs_is_a_connect_timeout() {
     let _serial = serial();
     let (listener, _fill) = full_backlog();
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), listener.local_addr().unwrap().port(), &["/"], steps(&[(1, 1000)]));
-    cfg.timeout = Duration::from_millis(200);
+    let users = 10;
+    let mut cfg = config(dir.path(), listener.local_addr().unwrap().port(), &["/"], steps(&[(users, 1000)]));
+    cfg.timeout = Duration::from_millis(100);
     let s = run(&cfg);
     let rows = parquet_rows(&cfg);
     eprintln!("hanging connect: {} records, errors {:?}", s.records, s.steps[0].errors);
-    assert!(!rows.is_empty());
-    assert!(rows.len() <= 6, "{} records", rows.len());
-    assert_eq!(error_total(&s, ErrorClass::ConnectTimeout), s.records);
+    assert!(rows.len() >= users as usize);
+    assert!(rows.len() <= users as usize * 12, "{} records", rows.len());
+    assert_eq!(error_total(&s, ErrorClass::ConnectTimeout), s.records, "errors {:?}", s.steps[0].errors);
     for r in &rows {
         assert_eq!((r.status, r.error.as_deref()), (0, Some("connect_timeout")), "{r:?}");
-        assert!((190_000..=400_000).contains(&r.latency_us), "latency {} µs", r.latency_us);
+        assert!((95_000..=300_000).contains(&r.latency_us), "latency {} µs", r.latency_us);
     }
 }
 
