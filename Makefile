@@ -6,12 +6,12 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
-.PHONY: demo test setup system-deps build lint bench clean
+.PHONY: demo test setup system-deps system-deps-test build lint clean
 
-demo: setup
+demo: system-deps build
 	$(PY) -m pinchpoint demo
 
-test: setup
+test: system-deps-test build
 	cargo test -p pinchpoint-engine --quiet
 	$(VENV)/bin/ruff check python tests
 	$(PY) -m pytest
@@ -19,7 +19,10 @@ test: setup
 setup: system-deps build
 
 system-deps:
-	@bash scripts/install-system-deps.sh
+	@bash scripts/install-system-deps.sh demo
+
+system-deps-test:
+	@bash scripts/install-system-deps.sh test
 
 $(UV):
 	python3 -m venv $(TOOLS)
@@ -30,7 +33,7 @@ build: $(UV)
 	$(UV) sync --quiet --group dev --no-install-project --python python3
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --uv --quiet
 
-lint: setup
+lint: build
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests
 	$(VENV)/bin/ruff format --check python tests

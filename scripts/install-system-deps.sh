@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs the system packages pinchpoint's demo and tests start for real.
+# Installs the system packages pinchpoint starts for real: `demo` needs nginx; `test` also
+# needs what the tests run against (a browser for the report, wrk for the benchmarks).
 set -euo pipefail
+mode=${1:-demo}
 
 need=()
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+have nginx || need+=(nginx-light)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+if [ "$mode" = test ]; then
+  have chromium || need+=(chromium)
+  have wrk || need+=(wrk)
+fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
