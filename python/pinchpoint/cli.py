@@ -153,6 +153,57 @@ def load(
         render_summary(summary, Console())
 
 
+@app.command("import")
+def import_(
+    path: Annotated[
+        Path, typer.Argument(help="The other tool's result file (or Locust CSV prefix).")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="csv, vegeta, k6, locust, wrk2 or hdr[:unit].")
+    ],
+    runs_dir: RunsDir = Path("runs"),
+) -> None:
+    """Turn another load tool's results into a run folder that can be compared."""
+    from pinchpoint.imports import ImportFormatError, import_results
+
+    try:
+        run_dir = import_results(path, fmt, runs_dir)
+    except (ImportFormatError, ValueError, FileNotFoundError) as e:
+        err.print(f"[red]{e}[/]", highlight=False)
+        raise typer.Exit(2) from None
+    Console().print(f"Imported {path} as {run_dir}", highlight=False)
+
+
+@app.command()
+def compare(
+    a: Annotated[Path, typer.Argument(help="Before: a run folder or a timestamp,latency CSV.")],
+    b: Annotated[Path, typer.Argument(help="After: a run folder or a timestamp,latency CSV.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the HTML comparison here.")
+    ] = None,
+    sla_ms: Annotated[
+        float | None,
+        typer.Option("--sla-ms", help="Responses slower than this count as SLA errors."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Compare two runs: percentile ladder, SLA error rate, significance, QQ plot."""
+    from pinchpoint.compare import compare as compare_runs
+    from pinchpoint.compare import render_comparison
+
+    try:
+        result = compare_runs(a, b, out, sla_ms)
+    except (ValueError, FileNotFoundError) as e:
+        err.print(f"[red]{e}[/]", highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        import json
+
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        render_comparison(result, Console())
+
+
 @app.command()
 def analyze(run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False)]) -> None:
     """Recompute a run folder's verdict and report from what it holds."""

@@ -7,7 +7,9 @@ import math
 from pathlib import Path
 
 from pinchpoint.analyze.frames import read_run
+from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.steps import step_table
+from pinchpoint.analyze.usl import fit_usl
 from pinchpoint.analyze.verdict import Context, decide
 
 SCHEMA = "pinchpoint.verdict/1"
@@ -22,6 +24,19 @@ def _clean(value: object) -> object:
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
     return value
+
+
+def _curve(steps: list[dict]) -> dict:
+    """The knee and the scalability law fitted to throughput and p50 latency by users."""
+    measured = [s for s in steps if s["latency_ms"]["p50"] is not None]
+    users = [s["users"] for s in measured]
+    throughput = [s["throughput_rps"] for s in measured]
+    knee = find_knee(users, throughput, [s["latency_ms"]["p50"] for s in measured])
+    scalability = fit_usl(users, throughput)
+    return {
+        "knee": knee.as_dict() if knee else None,
+        "scalability": scalability.as_dict() if scalability else None,
+    }
 
 
 def analyze(run_dir: Path) -> dict:
@@ -43,6 +58,7 @@ def analyze(run_dir: Path) -> dict:
         "calls": ctx.calls,
         "steps": steps,
         **decide(steps, ctx),
+        **_curve(steps),
     }
     verdict = _clean(verdict)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2))

@@ -1,0 +1,203 @@
+"""The comparison as one self-contained page: plotly.js inlined once, no network."""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from pinchpoint.compare import charts, fmt
+from pinchpoint.compare.result import UNRESOLVED, ComparisonResult, SideSummary
+
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+THIN = ' class="thin"'
+
+CSS = """
+:root { --fg: #1d2330; --muted: #5b6475; --line: #dfe3ea; --bg: #f6f7f9;
+        --slower: #b42318; --faster: #157f3b; --same: #5b6475; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+       font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+main { max-width: 1280px; margin: 0 auto; padding: 24px; }
+.brand { margin: 0; color: var(--muted); font-weight: 600; letter-spacing: .02em; }
+section { background: #fff; border: 1px solid var(--line); border-radius: 8px;
+          padding: 16px 20px; margin: 18px 0; }
+h2 { font-size: 18px; margin: 0 0 10px; }
+.verdict { border-left: 6px solid var(--same); }
+.verdict.slower { border-left-color: var(--slower); }
+.verdict.faster { border-left-color: var(--faster); }
+.headline { font-size: 20px; font-weight: 700; margin: 0 0 6px; }
+.slower .headline { color: var(--slower); }
+.faster .headline { color: var(--faster); }
+.meta { color: var(--muted); font-size: 14px; margin: 4px 0; }
+.note { color: var(--muted); font-style: italic; margin: 8px 0; }
+.chart { margin: 6px 0 14px; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 14px;
+        margin: 0 0 14px; }
+th, td { padding: 4px 12px; border-bottom: 1px solid var(--line); text-align: right;
+         white-space: nowrap; }
+th { background: #f0f2f5; font-weight: 600; }
+td.text, th.text { text-align: left; }
+tr.thin td { color: var(--muted); }
+.scroll { overflow-x: auto; }
+"""
+
+
+def write_html(result: ComparisonResult, out: Path) -> Path:
+    """Write the page to `out` (through a temporary file) and return its path."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(render_page(result), encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def render_page(result: ComparisonResult) -> str:
+    title = f"pinchpoint compare · {result.a.label} vs {result.b.label}"
+    sections = [_verdict_section(result), _ladder_section(result), _table_section(result)]
+    if result.sides is not None:
+        a, b = result.sides
+        sections.append(
+            _section(
+                "qq",
+                "Quantiles of B against A (above the line: B slower)",
+                _figure(charts.qq(result, a, b)),
+            )
+        )
+        sections.append(
+            _section("latency-time", "Latency over time", _figure(charts.over_time(result, a, b)))
+        )
+    plotly_js = get_plotlyjs().replace("</script", "<\\/script")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{escape(title)}</title>",
+            f"<style>{CSS}</style>",
+            f'<script type="text/javascript">{plotly_js}</script>',
+            "</head>",
+            "<body>",
+            "<main>",
+            '<p class="brand">pinchpoint compare</p>',
+            *sections,
+            "</main>",
+            "</body>",
+            "</html>",
+        ]
+    )
+
+
+def _figure(fig: go.Figure) -> str:
+    height = fig.layout.height or 450
+    div = fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        config=PLOT_CONFIG,
+        default_height=f"{height}px",
+    )
+    return f'<div class="chart">{div}</div>'
+
+
+def _section(section_id: str, title: str, body: str) -> str:
+    return f'<section id="{section_id}">\n<h2>{escape(title)}</h2>\n{body}\n</section>'
+
+
+def _direction(result: ComparisonResult) -> str:
+    if not result.p99_significant or result.p99_change == 0:
+        return ""
+    return "slower" if result.p99_change > 0 else "faster"
+
+
+def _verdict_section(result: ComparisonResult) -> str:
+    a, b = result.a, result.b
+    sides = "".join(
+        f'<p class="meta">{name}: {escape(s.label)} · {escape(s.path)} · '
+        f"{s.used:,} successful of {s.requests:,} requests compared</p>"
+        for name, s in (("A", a), ("B", b))
+    )
+    return (
+        f'<section class="verdict {_direction(result)}" id="verdict">\n'
+        f'<p class="headline">{escape(result.verdict)}</p>\n{sides}\n</section>'
+    )
+
+
+def _ladder_section(result: ComparisonResult) -> str:
+    return _section("ladder", "Percentile ladder", _figure(charts.ladder(result)))
+
+
+def _table_section(result: ComparisonResult) -> str:
+    a, b = result.a.label, result.b.label
+    head = f"<th>A: {escape(a)} (ms)</th><th>B: {escape(b)} (ms)</th>"
+    rows = [
+        f'<tr{"" if r.resolved else THIN}><td class="text">'
+        f"{r.label}{'' if r.resolved else ' *'}</td><td>{fmt.ms(r.a_ms)}</td>"
+        f"<td>{fmt.ms(r.b_ms)}</td><td>{fmt.ratio(r.ratio)}</td></tr>"
+        for r in result.ladder
+    ]
+    ladder = (
+        f'<table><thead><tr><th class="text">percentile</th>{head}<th>B / A</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+    if not all(r.resolved for r in result.ladder):
+        ladder += f'<p class="note">* {escape(UNRESOLVED)}.</p>'
+    pct = f"{result.confidence * 100:.0f}%"
+    interval_rows = [
+        f'<tr><td class="text">{i.label}</td>'
+        f"<td>{fmt.ms(i.a_ms)} ({fmt.interval(i.a_low_ms, i.a_high_ms)})</td>"
+        f"<td>{fmt.ms(i.b_ms)} ({fmt.interval(i.b_low_ms, i.b_high_ms)})</td>"
+        f'<td class="text">{"yes" if i.overlap else "no"}</td></tr>'
+        for i in result.intervals
+    ]
+    intervals = (
+        f'<table><thead><tr><th class="text">percentile</th>'
+        f"<th>A ({pct} interval)</th><th>B ({pct} interval)</th>"
+        '<th class="text">overlap</th></tr></thead>'
+        f"<tbody>{''.join(interval_rows)}</tbody></table>"
+    )
+    facts = [
+        ("requests compared (successful)", f"{result.a.used:,}", f"{result.b.used:,}"),
+        ("requests left out (failed)", f"{result.a.excluded:,}", f"{result.b.excluded:,}"),
+        ("mean (ms)", fmt.ms(result.a.mean_ms), fmt.ms(result.b.mean_ms)),
+        ("min – max (ms)", _range(result.a), _range(result.b)),
+    ]
+    if result.sla_ms is not None:
+        facts.append(
+            (
+                f"slower than the SLA of {fmt.ms(result.sla_ms)} ms",
+                fmt.share(result.a.sla_error_rate),
+                fmt.share(result.b.sla_error_rate),
+            )
+        )
+    fact_rows = "".join(
+        f'<tr><td class="text">{escape(name)}</td><td>{va}</td><td>{vb}</td></tr>'
+        for name, va, vb in facts
+    )
+    fact_table = (
+        f'<table><thead><tr><th class="text"></th><th>A: {escape(a)}</th>'
+        f"<th>B: {escape(b)}</th></tr></thead><tbody>{fact_rows}</tbody></table>"
+    )
+    test = (
+        f'<p class="meta">Mann–Whitney U test (two-sided): p {_p_text(result.mann_whitney_p)} '
+        f"({'the distributions differ' if result.distributions_differ else 'no difference'} "
+        f"at α = {result.alpha:g}). Intervals: percentile bootstrap, nearest-rank percentiles.</p>"
+    )
+    body = "\n".join(
+        [f'<div class="scroll">{t}</div>' for t in (ladder, intervals, fact_table)] + [test]
+    )
+    return _section("numbers", "Numbers", body)
+
+
+def _range(side: SideSummary) -> str:
+    return f"{fmt.ms(side.min_ms)} – {fmt.ms(side.max_ms)}"
+
+
+def _p_text(value: float) -> str:
+    text = fmt.p_value(value)
+    return text if text.startswith("<") else f"= {text}"

@@ -1,0 +1,98 @@
+"""One side of a comparison: the latencies of its successful requests, from a run
+folder, a requests.parquet file, or a `timestamp, latency` CSV file read on the fly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pinchpoint.imports import csv_plain
+from pinchpoint.imports.common import ImportFormatError
+
+
+class CompareInputError(ValueError):
+    """A side cannot be compared; the message names the path and why."""
+
+
+@dataclass
+class Side:
+    label: str
+    path: Path
+    requests: int  # all requests the source holds
+    latency_us: np.ndarray  # successful requests, in file order
+    start_us: np.ndarray  # their start times, same order
+
+    @property
+    def used(self) -> int:
+        return int(self.latency_us.size)
+
+    @property
+    def excluded(self) -> int:
+        return self.requests - self.used
+
+
+def load_side(path: Path) -> Side:
+    path = Path(path)
+    if path.is_dir():
+        parquet = path / "requests.parquet"
+        if not parquet.is_file():
+            if (path / "summary.json").is_file():
+                raise CompareInputError(
+                    f"{path}: holds aggregates only (summary.json, no requests.parquet); "
+                    "compare needs per-request latencies"
+                )
+            raise CompareInputError(f"{parquet}: not found; is {path} a run folder?")
+        return _from_parquet(parquet, path.name)
+    if not path.is_file():
+        raise CompareInputError(f"{path}: no such file or run folder")
+    if path.suffix == ".parquet":
+        return _from_parquet(path, path.parent.name or path.stem)
+    try:
+        rows, _, _ = csv_plain.read_rows(path)
+    except ImportFormatError as exc:
+        raise CompareInputError(str(exc)) from None
+    if not len(rows):
+        raise CompareInputError(f"{path}: no `timestamp, latency` rows (seconds, comma-separated)")
+    return Side(
+        label=path.stem,
+        path=path,
+        requests=len(rows),
+        latency_us=np.asarray(rows.latency_us, dtype=np.int64),
+        start_us=np.asarray(rows.start_us, dtype=np.int64),
+    )
+
+
+def _from_parquet(path: Path, label: str) -> Side:
+    try:
+        schema = pl.read_parquet_schema(path)
+    except Exception as exc:
+        raise CompareInputError(f"{path}: unreadable: {exc}") from None
+    missing = [c for c in ("latency_us", "start_us") if c not in schema]
+    if missing:
+        raise CompareInputError(f"{path}: lacks column(s) {', '.join(missing)}")
+    frame = pl.read_parquet(path)
+    ok = frame.filter(_succeeded(frame))
+    return Side(
+        label=label,
+        path=path,
+        requests=frame.height,
+        latency_us=ok["latency_us"].cast(pl.Int64).to_numpy(),
+        start_us=ok["start_us"].cast(pl.Int64).to_numpy(),
+    )
+
+
+def _succeeded(frame: pl.DataFrame) -> pl.Expr:
+    """A response with a 1xx-3xx status (or none recorded) and no error; where the source
+    said which requests failed (k6's `failed`), that word wins."""
+    ok = pl.col("latency_us").is_not_null()
+    if "error" in frame.columns:
+        ok = ok & pl.col("error").is_null()
+    if "status" in frame.columns:
+        status = pl.col("status")
+        ok = ok & (status.is_null() | ((status >= 100) & (status < 400)))
+    if "failed" in frame.columns:
+        ok = pl.when(pl.col("failed").is_not_null()).then(~pl.col("failed")).otherwise(ok)
+    return ok

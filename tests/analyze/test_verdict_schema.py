@@ -1,0 +1,49 @@
+"""verdict.json as analyze() writes it matches docs/verdict.schema.json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pinchpoint.analyze import analyze
+
+jsonschema = pytest.importorskip("jsonschema")
+
+ROOT = Path(__file__).parent.parent.parent
+RUNS = ROOT / "tests" / "data" / "runs"
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads((ROOT / "docs" / "verdict.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def fresh_verdict(tmp_path: Path, name: str) -> dict:
+    run_dir = tmp_path / name
+    shutil.copytree(RUNS / name, run_dir)
+    (run_dir / "verdict.json").unlink()
+    analyze(run_dir)
+    # What is on disk, not the dict in memory: that is what readers of the file get.
+    return json.loads((run_dir / "verdict.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["demo-pool2", "demo-cpu24", "demo-healthy24"])
+def test_recorded_runs_verdicts_match_the_schema(validator, tmp_path: Path, name: str) -> None:
+    verdict = fresh_verdict(tmp_path, name)
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(verdict)]
+    assert errors == []
+
+
+def test_schema_rejects_a_verdict_without_the_new_keys(validator, tmp_path: Path) -> None:
+    verdict = fresh_verdict(tmp_path, "demo-pool2")
+    assert verdict["knee"] is not None and verdict["scalability"] is not None
+    del verdict["knee"]
+    assert not validator.is_valid(verdict)
+    verdict = fresh_verdict(tmp_path / "again", "demo-pool2")
+    verdict["scalability"]["kappa"] = -1.0
+    assert not validator.is_valid(verdict)
