@@ -159,3 +159,29 @@ def test_ms_format(value: float | None, text: str) -> None:
 )
 def test_errors_format(count: int, rate: float, text: str) -> None:
     assert fmt.errors(count, rate) == text
+
+
+def test_knee_and_scalability_are_told_in_words() -> None:
+    from pinchpoint.report.summary import curve
+
+    verdict = {
+        "knee": {
+            "load": 2.08,
+            "ci_low": 2.0,
+            "ci_high": 2.16,
+            "confidence": 0.98,
+            "throughput_at_knee": 185.2,
+        },
+        "scalability": {
+            "sigma": 0.143,
+            "kappa": 0.0406,
+            "peak_throughput": 192.5,
+            "peak_load": 4.6,
+            "r_squared": 0.989,
+        },
+    }
+    assert curve(verdict) == [
+        "Knee at 2.1 users (95% interval 2.0–2.2, confidence 0.98): throughput stops scaling near 185 req/s",
+        "Scalability (USL): predicted peak 192 req/s at 4.6 users; contention σ 0.143, coherency κ 0.0406, fit R² 0.99",
+    ]
+    assert curve({"knee": None, "scalability": None}) == []

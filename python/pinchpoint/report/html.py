@@ -194,6 +194,9 @@ def _verdict_section(data: RunData, run_id: str) -> str:
     if evidence:
         lines.append("<h2>Evidence</h2>")
         lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in evidence) + "</ul>")
+    curve = summary.curve(verdict)
+    if curve:
+        lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in curve) + "</ul>")
     warning = summary.generator_warning(verdict)
     if warning:
         lines.append(f'<p class="warning">{escape(warning)}</p>')

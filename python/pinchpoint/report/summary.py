@@ -60,3 +60,30 @@ def generator_warning(verdict: dict[str, Any]) -> str | None:
         f"Warning: the load generator was saturated{used}; the limit measured may be"
         " the generator's, not the stack's."
     )
+
+
+def curve(verdict: dict[str, Any]) -> list[str]:
+    """The knee and the scalability fit, in words; empty when the verdict has neither."""
+    lines = []
+    knee = verdict.get("knee")
+    if isinstance(knee, dict) and fmt.is_number(knee.get("load")):
+        lines.append(
+            f"Knee at {knee['load']:.1f} users (95% interval {knee['ci_low']:.1f}–{knee['ci_high']:.1f}, "
+            f"confidence {knee['confidence']:.2f}): throughput stops scaling near "
+            f"{knee['throughput_at_knee']:.0f} req/s"
+        )
+    usl = verdict.get("scalability")
+    if isinstance(usl, dict) and fmt.is_number(usl.get("sigma")):
+        peak = usl.get("peak_throughput")
+        at = usl.get("peak_load")
+        where = f" at {at:.1f} users" if fmt.is_number(at) else ""
+        top = (
+            f"predicted peak {peak:.0f} req/s{where}; "
+            if fmt.is_number(peak)
+            else "no peak in sight; "
+        )
+        lines.append(
+            f"Scalability (USL): {top}contention σ {usl['sigma']:.3f}, coherency κ {usl['kappa']:.4f}, "
+            f"fit R² {usl['r_squared']:.2f}"
+        )
+    return lines

@@ -77,6 +77,8 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
         for item in evidence:
             bullets.add_row("•", Text(item))
         console.print(bullets)
+    for line in summary.curve(verdict):
+        console.print(Text(line), highlight=False)
     warning = summary.generator_warning(verdict)
     if warning:
         console.print(Text(warning, style="bold yellow"), highlight=False)
