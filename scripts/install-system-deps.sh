@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages pinchpoint starts for real: `demo` needs nginx; `test` also
-# needs what the tests run against (a browser for the report, wrk for the benchmarks).
+# needs what the tests run against: a browser for the report, wrk for the benchmarks, and
+# the servers whose own log lines the format tests parse.
 set -euo pipefail
 mode=${1:-demo}
 
@@ -11,6 +12,11 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ "$mode" = test ]; then
   have chromium || need+=(chromium)
   have wrk || need+=(wrk)
+  # Real programs whose log lines the format tests read.
+  have haproxy || need+=(haproxy)
+  have apache2 || need+=(apache2)
+  have uwsgi || need+=(uwsgi-core uwsgi-plugin-python3)
+  [ -x /usr/lib/postgresql/15/bin/initdb ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0

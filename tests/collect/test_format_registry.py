@@ -7,7 +7,9 @@ from pinchpoint.collect.formats.probe import ProbeParser
 
 
 def test_known_formats() -> None:
-    assert known_formats() == ["gunicorn", "nginx", "probe"]
+    assert known_formats() == [
+        "apache", "envoy", "gunicorn", "haproxy", "jsonlines", "nginx", "postgresql", "probe", "uwsgi",
+    ]  # fmt: skip
 
 
 def test_names_give_their_parsers_with_default_formats() -> None:
@@ -27,6 +29,8 @@ def test_custom_format_string_is_compiled() -> None:
 
 def test_unknown_name_lists_the_known_ones() -> None:
     with pytest.raises(
-        FormatError, match="unknown log format 'apache'; known formats: gunicorn, nginx, probe"
+        FormatError,
+        match="unknown log format 'lighttpd'; known formats: apache, envoy, gunicorn, haproxy, "
+        "jsonlines, nginx, postgresql, probe, uwsgi",
     ):
-        get_parser("apache", None)
+        get_parser("lighttpd", None)

@@ -75,6 +75,14 @@ def read_since(path: str | Path, position: Position | None) -> Iterator[str]:
         yield from _read(path, 0)
 
 
+def read_from(path: str | Path, offset: int) -> Iterator[str]:
+    """The lines of a file from byte `offset` on (0 if the file is now shorter).
+
+    A line cut by the offset predates it and is skipped; lines are decoded as in read_since.
+    """
+    yield from _read(Path(path), offset)
+
+
 def _find_inode(folder: Path, inode: int) -> Path | None:
     try:
         with os.scandir(folder) as entries:
@@ -167,8 +175,20 @@ def collect_component(
     """The records of run `run_id` in one log file of component `name`, and the counts."""
     check_run_id(run_id)
     counts = FileCounts(component=name, path=str(path))
-    rows: list[TierRow] = []
-    for line in read_since(path, since):
+    rows = list(match_lines(name, read_since(path, since), parser, run_id, counts))
+    return rows, counts
+
+
+def match_lines(
+    name: str,
+    lines: Iterable[str],
+    parser: LineParser,
+    run_id: str,
+    counts: FileCounts,
+) -> Iterator[TierRow]:
+    """The records of run `run_id` among `lines`, one at a time; `counts` is updated as
+    lines are read, so it is complete once the iterator is exhausted."""
+    for line in lines:
         if not line.strip():
             continue
         counts.lines += 1
@@ -187,18 +207,15 @@ def collect_component(
             _unparseable(counts)
         else:
             counts.matched += 1
-            rows.append(
-                TierRow(
-                    component=name,
-                    users=tag.users,
-                    req_id=tag.req_id,
-                    ts=record.ts,
-                    duration_s=record.duration_s,
-                    upstream_s=record.upstream_s,
-                    status=record.status,
-                )
+            yield TierRow(
+                component=name,
+                users=tag.users,
+                req_id=tag.req_id,
+                ts=record.ts,
+                duration_s=record.duration_s,
+                upstream_s=record.upstream_s,
+                status=record.status,
             )
-    return rows, counts
 
 
 def _unparseable(counts: FileCounts) -> None:

@@ -7,7 +7,17 @@ _FACTORIES.
 
 from collections.abc import Callable
 
-from pinchpoint.collect.formats import gunicorn, nginx, probe
+from pinchpoint.collect.formats import (
+    apache,
+    envoy,
+    gunicorn,
+    haproxy,
+    jsonlines,
+    nginx,
+    postgresql,
+    probe,
+    uwsgi,
+)
 from pinchpoint.collect.formats.base import FormatError, LineParser, Record
 
 __all__ = ["FormatError", "LineParser", "Record", "get_parser", "known_formats"]
@@ -16,6 +26,12 @@ _FACTORIES: dict[str, Callable[[str | None], LineParser]] = {
     "nginx": nginx.parser_for,
     "gunicorn": gunicorn.parser_for,
     "probe": probe.parser_for,
+    "uwsgi": uwsgi.parser_for,
+    "postgresql": postgresql.parser_for,
+    "haproxy": haproxy.parser_for,
+    "apache": apache.parser_for,
+    "envoy": envoy.parser_for,
+    "jsonlines": jsonlines.parser_for,
 }
 
 

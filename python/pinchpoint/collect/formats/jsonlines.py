@@ -1,0 +1,205 @@
+"""JSON lines: one JSON object a line, read through a field mapping given as the log_format.
+
+The mapping is a comma-separated list of `field=path`, e.g.
+
+    uri=request.path,duration_ms=latency,status=code
+
+where `path` names a value in the object: a key, or keys joined by dots to reach into
+nested objects (`request.path` is `{"request": {"path": ...}}`; a key that itself holds
+dots, such as `{"http.status": 200}`, is found as well; a number picks a list item).
+The fields pinchpoint knows:
+
+| field | meaning |
+|---|---|
+| `uri` | text holding the tag: URI, request line or query string (an object of query fields is joined as `k=v&...`) |
+| `header` | the logged `X-Pinchpoint` header value |
+| `duration_s`, `duration_ms`, `duration_us` | the tier's time for the request (one of them is required) |
+| `upstream_s`, `upstream_ms`, `upstream_us` | the time it waited on the component it calls |
+| `status` | HTTP status |
+| `ts`, `ts_ms`, `ts_us` | when the request ended: unix time in that unit, or an ISO 8601 string (UTC if no offset) |
+| `start`, `start_ms`, `start_us` | when the request started, same forms; ts = start + duration when no `ts` is mapped |
+
+`uri` or `header` is required. Numbers may be JSON numbers or numeric strings. Text
+before the first `{` of a line (a logging prefix) is ignored. A line that is not a JSON
+object, or whose duration is missing, does not parse.
+"""
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pinchpoint.collect.formats.base import FormatError, Record, parse_iso_time
+from pinchpoint.collect.formats.clock import scaled
+
+_NUMERIC = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_SCALES = {"s": 0, "ms": -3, "us": -6}  # decimal exponents
+_TIMES = ("duration", "upstream", "ts", "start")
+FIELDS = (
+    "uri",
+    "header",
+    "status",
+    *(f"{time}_{unit}" for time in ("duration", "upstream") for unit in _SCALES),
+    "ts",
+    "ts_ms",
+    "ts_us",
+    "start",
+    "start_ms",
+    "start_us",
+)
+
+
+def _unit_exponent(field: str) -> int:
+    if field in ("ts", "start"):
+        return 0
+    return _SCALES[field.rsplit("_", 1)[1]]
+
+
+def lookup(data: object, path: str) -> object:
+    """The value at a dotted path (None if absent); literal keys with dots win."""
+    if isinstance(data, Mapping):
+        if path in data:
+            return data[path]
+        for at in range(len(path)):
+            if path[at] == "." and path[:at] in data:
+                found = lookup(data[path[:at]], path[at + 1 :])
+                if found is not None:
+                    return found
+        return None
+    if isinstance(data, list):
+        head, _, rest = path.partition(".")
+        if head.isdigit() and int(head) < len(data):
+            return data[int(head)] if not rest else lookup(data[int(head)], rest)
+    return None
+
+
+def _number_text(value: object) -> str | None:
+    """The decimal text of a JSON number or numeric string, None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str) and _NUMERIC.fullmatch(value.strip()):
+        return value.strip()
+    return None
+
+
+def _amount(value: object, exponent: int) -> float | None:
+    """A duration: a non-negative number (or numeric string) in its unit."""
+    seconds = scaled(_number_text(value), exponent)
+    return None if seconds is None or seconds < 0 else seconds
+
+
+def _time(value: object, exponent: int) -> float | None:
+    """A time: unix time in its unit, or an ISO 8601 string."""
+    seconds = scaled(_number_text(value), exponent)
+    if seconds is None and isinstance(value, str):
+        return parse_iso_time(value)
+    return seconds
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):  # query fields as an object
+        return "&".join(f"{key}={item}" for key, item in value.items())
+    return None
+
+
+def parse_mapping(mapping: str) -> dict[str, str]:
+    """The `field=path` pairs of a mapping string, checked."""
+    fields: dict[str, str] = {}
+    for item in mapping.split(","):
+        if not item.strip():
+            continue
+        field, sep, path = item.partition("=")
+        field, path = field.strip(), path.strip()
+        if not sep or not path:
+            raise FormatError(f"jsonlines mapping item {item.strip()!r} is not field=path")
+        if field not in FIELDS:
+            raise FormatError(
+                f"jsonlines mapping has unknown field {field!r}; known fields: {', '.join(FIELDS)}"
+            )
+        if field in fields:
+            raise FormatError(f"jsonlines mapping gives {field!r} twice")
+        fields[field] = path
+    for time in _TIMES:
+        given = [field for field in fields if field.split("_")[0] == time]
+        if len(given) > 1:
+            raise FormatError(f"jsonlines mapping gives {time} twice: {', '.join(given)}")
+    if not any(field.startswith("duration_") for field in fields):
+        raise FormatError(
+            "jsonlines mapping has no duration_s, duration_ms or duration_us, so it gives no duration"
+        )
+    if "uri" not in fields and "header" not in fields:
+        raise FormatError("jsonlines mapping has no uri or header, so it gives no tag")
+    return fields
+
+
+@dataclass(frozen=True)
+class JsonLinesParser:
+    log_format: str
+    fields: dict[str, str]  # field -> path
+
+    @property
+    def gives_duration(self) -> bool:
+        return True
+
+    def _get(self, data: dict[str, Any], prefix: str) -> tuple[object, int] | None:
+        for field, path in self.fields.items():
+            if field == prefix or field.startswith(prefix + "_"):
+                return lookup(data, path), _unit_exponent(field)
+        return None
+
+    def parse(self, line: str) -> Record | None:
+        start = line.find("{")
+        if start < 0:
+            return None
+        try:
+            data = json.loads(line[start:])
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        found = self._get(data, "duration")
+        duration = None if found is None else _amount(*found)
+        if duration is None:
+            return None
+        found = self._get(data, "upstream")
+        upstream = None if found is None else _amount(*found)
+        status = lookup(data, self.fields["status"]) if "status" in self.fields else None
+        if isinstance(status, str) and status.isdigit():
+            status = int(status)
+        return Record(
+            duration_s=duration,
+            upstream_s=upstream,
+            status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+            ts=self._ts(data, duration),
+            target=self._field_text(data, "uri") or "",
+            tag_header=self._field_text(data, "header"),
+        )
+
+    def _field_text(self, data: dict[str, Any], field: str) -> str | None:
+        return _text(lookup(data, self.fields[field])) if field in self.fields else None
+
+    def _ts(self, data: dict[str, Any], duration: float) -> float | None:
+        found = self._get(data, "ts")
+        if found is not None:
+            return _time(*found)
+        found = self._get(data, "start")
+        if found is not None:
+            begin = _time(*found)
+            return None if begin is None else begin + duration
+        return None
+
+
+def parser_for(log_format: str | None) -> JsonLinesParser:
+    """The parser for a field mapping; jsonlines has no default mapping."""
+    if log_format is None or not log_format.strip():
+        raise FormatError(
+            "the jsonlines format needs a field mapping as its log_format, "
+            "e.g. 'uri=request.path,duration_ms=latency,status=code'"
+        )
+    return JsonLinesParser(log_format, parse_mapping(log_format))

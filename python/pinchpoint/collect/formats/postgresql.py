@@ -1,0 +1,286 @@
+"""PostgreSQL statement durations (`log_min_duration_statement`, or `log_duration`).
+
+The log_format says how the server writes its log:
+
+- a `log_line_prefix` (default `%m [%p] `, PostgreSQL's own): stderr lines such as
+  `2026-11-22 09:15:00.123 UTC [4242] LOG:  duration: 12.345 ms  statement: SELECT 1`.
+  Escapes `%a %u %d %b %c %p %P %l %m %t %n %s %i %r %h %e %v %x %Q %q %%` compile,
+  with padding (`%-20a`);
+- `csvlog`: the CSV log (`log_destination = 'csvlog'`), columns in the order of
+  PostgreSQL 13 to 17 (log_time first, message 14th, application_name 23rd);
+- `jsonlog`: the JSON log of PostgreSQL 15+ (`log_destination = 'jsonlog'`).
+
+Records are the `LOG` messages `duration: N ms` with `statement: ...` (simple
+protocol), `execute <name>: ...` (extended protocol) or nothing after them. The
+extended protocol's `parse` and `bind` duration lines, every other message, and the
+continuation lines of a statement written over several lines give None. duration_s
+is the logged duration; there is no upstream time and no status.
+
+The run tag, in either place (the statement's comment wins when both have one):
+
+- `application_name` (`%a` in the prefix; a column of csvlog and jsonlog) holding the
+  query form `pp_run=<id>&pp_users=<n>&pp_req=<id>` or the header form
+  `run=<id>; users=<n>; req=<id>`, e.g. `PGAPPNAME=pp_run=r1&pp_users=4&pp_req=17`.
+  PostgreSQL keeps the first 63 bytes of an application_name;
+- a comment in the statement: sqlcommenter style `/*pp_run='r1',pp_users='4',pp_req='17'*/`
+  (values URL-encoded, other keys ignored), or a query string `/* pp_run=r1&pp_users=4 */`.
+  In the stderr log a statement written over several lines has its later lines on
+  lines of their own, so a comment at its end is not seen there: use application_name,
+  csvlog or jsonlog for such statements.
+
+ts is the time the line was logged (the statement's end): `%n`, else `%m` / `%t`
+(log_time / timestamp in csvlog and jsonlog) when the zone is UTC, a numeric offset or
+this machine's own zone abbreviation; otherwise None. Messages are read in English
+(`lc_messages = 'C'` or an English locale).
+"""
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import unquote
+
+from pinchpoint.collect.formats.base import ANY, FormatError, Record, to_float
+from pinchpoint.collect.formats.clock import scaled, zoned_timestamp
+from pinchpoint.collect.tag import find_tag
+
+# PostgreSQL's default log_line_prefix.
+POSTGRESQL_PREFIX = "%m [%p] "
+CSVLOG = "csvlog"
+JSONLOG = "jsonlog"
+
+_DATE_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+_ZONED = rf"{_DATE_TIME}(?:\.\d+)? \S+"
+_ESCAPE = re.compile(r"%(-?\d*)([A-Za-z%])")
+_ESCAPES = {
+    "a": ANY,
+    "u": ANY,
+    "d": ANY,
+    "b": ANY,
+    "i": ANY,
+    "r": r"\S*",
+    "h": r"\S*",
+    "c": r"[0-9a-f]+\.[0-9a-f]+",
+    "p": r"\d+",
+    "P": r"\d*",
+    "l": r"\d+",
+    "m": _ZONED,
+    "t": _ZONED,
+    "s": _ZONED,
+    "n": r"\d+(?:\.\d+)?",
+    "e": r"[0-9A-Z]{5}",
+    "v": r"(?:\d+/\d+)?",
+    "x": r"\d+",
+    "Q": r"-?\d+",
+}
+_SEVERITY = r"(?P<severity>[A-Z]+[1-5]?):  (?:[0-9A-Z]{5}: )?(?P<message>.*)"
+
+_DURATION = re.compile(r"duration: (\d+(?:\.\d+)?) ms(?:  (.*))?", re.DOTALL)
+_EXECUTE = re.compile(r"execute [^:]*: (.*)", re.DOTALL)
+_SKIPPED = re.compile(r"(?:parse|bind) [^:]*: |plan:")
+_ZONED_TIME = re.compile(rf"({_DATE_TIME}(?:\.\d+)?) (\S+)")
+
+_COMMENT = re.compile(r"/\*(.*?)\*/", re.DOTALL)
+_SQLCOMMENTER = re.compile(r"\s*([^=,'\s]+)='((?:[^'\\]|\\.)*)'\s*(?:,|$)")
+_TAG_KEYS = ("pp_run", "pp_users", "pp_req")
+_TAG_VALUE = re.compile(r"[A-Za-z0-9_.-]*")
+
+# csvlog columns (0-based) that pinchpoint reads; application_name from PostgreSQL 9.0.
+_CSV_LOG_TIME, _CSV_SEVERITY, _CSV_MESSAGE, _CSV_APPLICATION = 0, 11, 13, 22
+_CSV_MAX_LINES = 1000
+
+
+def comment_tag(statement: str) -> str | None:
+    """The tag of a statement's comment as a query string (`pp_run=r1&pp_users=4&pp_req=17`),
+    or None when no comment holds a valid one."""
+    if "pp_run" not in statement:
+        return None
+    for comment in _COMMENT.findall(statement):
+        if "pp_run" not in comment:
+            continue
+        if "='" not in comment:
+            text = comment.strip()  # a query string in the comment
+        else:
+            fields: dict[str, str] = {}
+            for key, value in _SQLCOMMENTER.findall(comment):
+                key = unquote(key)
+                if key in _TAG_KEYS:
+                    fields.setdefault(key, unquote(value.replace("\\'", "'")))
+            if not all(_TAG_VALUE.fullmatch(value) for value in fields.values()):
+                continue  # a damaged tag is no tag
+            text = "&".join(f"{key}={fields[key]}" for key in _TAG_KEYS if key in fields)
+        if find_tag(text) is not None:
+            return text
+    return None
+
+
+def _timestamp(text: str | None) -> float | None:
+    if not text:
+        return None
+    match = _ZONED_TIME.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        when = datetime.fromisoformat(match.group(1))
+    except ValueError:
+        return None
+    return zoned_timestamp(when, match.group(2))
+
+
+def duration_record(message: str, application_name: str | None, ts: float | None) -> Record | None:
+    """The record of a `duration: ...` LOG message, or None for any other message."""
+    match = _DURATION.fullmatch(message)
+    if match is None:
+        return None
+    millis, rest = match.groups()
+    statement = ""
+    if rest:
+        if _SKIPPED.match(rest):
+            return None
+        if rest.startswith("statement: "):
+            statement = rest[len("statement: ") :]
+        elif (execute := _EXECUTE.fullmatch(rest)) is not None:
+            statement = execute.group(1)
+    tag = comment_tag(statement)
+    app = application_name if application_name not in (None, "", "[unknown]") else None
+    return Record(
+        duration_s=scaled(millis, -3),
+        ts=ts,
+        target=tag if tag is not None else (app or ""),
+        tag_header=app,
+    )
+
+
+@dataclass(frozen=True)
+class StderrParser:
+    """Lines of the stderr log, after a log_line_prefix."""
+
+    log_format: str
+    regex: re.Pattern[str]
+    groups: dict[str, str]  # escape letter -> its group name
+
+    @property
+    def gives_duration(self) -> bool:
+        return True
+
+    def parse(self, line: str) -> Record | None:
+        if line.startswith("\t"):
+            return None  # continuation of a message written over several lines
+        match = self.regex.fullmatch(line)
+        if match is None or match.group("severity") != "LOG":
+            return None
+        values = {letter: match.group(group) for letter, group in self.groups.items()}
+        ts = to_float(values.get("n"))
+        if ts is None:
+            ts = _timestamp(values.get("m")) or _timestamp(values.get("t"))
+        app = values.get("a")
+        return duration_record(match.group("message"), app.strip() if app else None, ts)
+
+
+def compile_prefix(prefix: str) -> StderrParser:
+    """Compile a `log_line_prefix` into a parser of stderr log lines."""
+    parts: list[str] = []
+    groups: dict[str, str] = {}
+    optional_from: int | None = None
+    end = 0
+    for match in _ESCAPE.finditer(prefix):
+        parts.append(re.escape(prefix[end : match.start()]))
+        end = match.end()
+        padding, letter = match.groups()
+        if letter == "%":
+            parts.append("%")
+            continue
+        if letter == "q":  # what follows is written only by session processes
+            optional_from = optional_from if optional_from is not None else len(parts)
+            continue
+        pattern = _ESCAPES.get(letter)
+        if pattern is None:
+            continue  # PostgreSQL writes nothing for an unknown escape
+        if padding not in ("", "-"):
+            pattern = f" *{pattern}" if not padding.startswith("-") else f"{pattern} *"
+        if letter in groups:
+            parts.append(f"(?:{pattern})")
+        else:
+            groups[letter] = f"e_{letter}"
+            parts.append(f"(?P<e_{letter}>{pattern})")
+    parts.append(re.escape(prefix[end:]))
+    if optional_from is not None:
+        parts[optional_from:] = ["(?:" + "".join(parts[optional_from:]) + ")?"]
+    regex = re.compile("".join(parts) + _SEVERITY, re.DOTALL)
+    return StderrParser(prefix, regex, groups)
+
+
+@dataclass
+class CsvlogParser:
+    """Lines of the csvlog. A record whose quoted fields hold line breaks spans several
+    lines: its earlier lines give None and its last line gives the record."""
+
+    log_format: str = CSVLOG
+    _pending: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def gives_duration(self) -> bool:
+        return True
+
+    def parse(self, line: str) -> Record | None:
+        if re.match(r"\d{4}-\d{2}-\d{2} ", line):
+            self._pending = [line]  # a record starts
+        elif self._pending and len(self._pending) < _CSV_MAX_LINES:
+            self._pending.append(line)
+        else:
+            self._pending = []
+            return None
+        text = "\n".join(self._pending)
+        if text.count('"') % 2 == 1:
+            return None  # a quoted field goes on on the next line
+        self._pending = []
+        try:
+            row = next(csv.reader([text], strict=True))
+        except (csv.Error, StopIteration):
+            return None
+        if len(row) <= _CSV_APPLICATION or row[_CSV_SEVERITY] != "LOG":
+            return None
+        return duration_record(
+            row[_CSV_MESSAGE], row[_CSV_APPLICATION], _timestamp(row[_CSV_LOG_TIME])
+        )
+
+
+@dataclass(frozen=True)
+class JsonlogParser:
+    """Lines of the jsonlog (PostgreSQL 15+)."""
+
+    log_format: str = JSONLOG
+
+    @property
+    def gives_duration(self) -> bool:
+        return True
+
+    def parse(self, line: str) -> Record | None:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or data.get("error_severity") != "LOG":
+            return None
+        message, app, ts = data.get("message"), data.get("application_name"), data.get("timestamp")
+        if not isinstance(message, str):
+            return None
+        return duration_record(
+            message,
+            app if isinstance(app, str) else None,
+            _timestamp(ts) if isinstance(ts, str) else None,
+        )
+
+
+def parser_for(log_format: str | None) -> StderrParser | CsvlogParser | JsonlogParser:
+    """`csvlog`, `jsonlog`, or a log_line_prefix (default POSTGRESQL_PREFIX)."""
+    if log_format is None:
+        return compile_prefix(POSTGRESQL_PREFIX)
+    if log_format.strip().lower() == CSVLOG:
+        return CsvlogParser()
+    if log_format.strip().lower() == JSONLOG:
+        return JsonlogParser()
+    if "\n" in log_format:
+        raise FormatError(f"a log_line_prefix holds no line break: {log_format!r}")
+    return compile_prefix(log_format)

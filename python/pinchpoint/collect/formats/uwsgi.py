@@ -1,0 +1,207 @@
+"""uWSGI request logs: the default request line, or a `--logformat` string.
+
+Without a log_format, lines are uWSGI's default request line:
+
+    [pid: 1234|app: 0|req: 1/1] 127.0.0.1 () {34 vars in 456 bytes} [Sat Nov 22 03:00:00 2026]
+    GET /p?pp_run=r1&pp_users=4&pp_req=17 => generated 12 bytes in 10 msecs (HTTP/1.1 200)
+    2 headers in 79 bytes (1 switches on core 0)
+
+(one line), with `in N msecs`, or `in N micros` under `--log-micros`. Text before
+`[pid: ` (the `--vhost` host, a `--memory-report` block, a logger's prefix) is ignored.
+What pinchpoint reads: duration_s from the msecs or micros, status, the tag from the
+URI, and ts = the logged start of the request (one-second resolution, this machine's
+local time) plus the duration.
+
+A log_format is a `--logformat` string (`%(method) %(uri) %(status) %(micros)` ...),
+compiled into a regex with one group per variable. What pinchpoint reads from it:
+
+- duration_s from `%(micros)`, else `%(msecs)`, else `%(secs)`;
+- status from `%(status)`;
+- ts from `%(tmicros)` or `%(tmsecs)` (start of the request) plus the duration, else
+  `%(epoch)` (when the line was logged), else `%(time)`, `%(ltime)` or `%(ctime)`
+  (start, in seconds) plus the duration;
+- the tag from `%(uri)`, or the header `%(var.HTTP_X_PINCHPOINT)`.
+
+uWSGI logs `-` for an empty value and escapes nothing; uWSGI gives no upstream time.
+Lines that are not request lines (uWSGI's own messages) do not parse.
+"""
+
+import re
+from dataclasses import dataclass
+
+from pinchpoint.collect.formats.base import (
+    ANY,
+    CLF_TIME,
+    WORD,
+    FormatError,
+    Record,
+    parse_clf_time,
+    to_float,
+    to_int,
+)
+from pinchpoint.collect.formats.clock import local_timestamp, month_number, scaled
+
+# `ctime` without its newline: `Sat Nov 22 03:00:00 2026`, day padded with a space.
+CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
+_CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})")
+
+_DEFAULT = re.compile(
+    r".*?\[pid: \d+\|app: -?\d+\|req: -?\d+/\d+\] (?P<addr>\S*) \((?P<user>.*?)\) "
+    rf"\{{\d+ vars in \d+ bytes\}} \[(?P<ctime>{CTIME})\] (?P<method>\S*) (?P<uri>.*?) "
+    r"=> generated \d+ bytes in (?P<time>\d+) (?P<unit>msecs|micros)(?: via [a-z]+\(\))? "
+    r"\((?P<proto>\S*) (?P<status>-?\d+)\) \d+ headers in \d+ bytes "
+    r"\(\d+ switches on core \d+\)"
+)
+
+_VARIABLE = re.compile(r"%\(([^)]*)\)")
+_INTEGER = r"(?:-?\d+|-)"
+_INTEGERS = {
+    "status", "micros", "msecs", "rsize", "hsize", "size", "cl", "epoch", "time", "tmsecs",
+    "tmicros", "pid", "wid", "switches", "vars", "core", "vsz", "rss", "vszM", "rssM",
+    "pktsize", "modifier1", "modifier2", "headers", "werr", "rerr", "ioerr",
+}  # fmt: skip
+_TYPED = {
+    "secs": r"(?:\d+(?:\.\d+)?|-)",
+    "ltime": CLF_TIME,
+    "ctime": CTIME,
+}
+_WORDS = {"uri", "method", "addr", "proto"}
+_DURATIONS = (("micros", -6), ("msecs", -3), ("secs", 0))  # name, decimal exponent
+# Start-of-request times, with their unit, after the precise ones.
+_STARTS = (("tmicros", -6), ("tmsecs", -3))
+_HEADER = "var.HTTP_X_PINCHPOINT"
+
+
+def parse_ctime(text: str) -> float | None:
+    """Unix seconds of a `ctime` time (`Sat Nov 22 03:00:00 2026`) in local time, or None."""
+    match = _CTIME.fullmatch(text)
+    if match is None:
+        return None
+    month, day, hour, minute, second, year = match.groups()
+    month_n = month_number(month)
+    if month_n is None:
+        return None
+    return local_timestamp(int(year), month_n, int(day), int(hour), int(minute), int(second))
+
+
+def _plus(start: float | None, duration: float | None) -> float | None:
+    if start is None:
+        return None
+    return start + (duration or 0.0)
+
+
+@dataclass(frozen=True)
+class UwsgiDefaultParser:
+    """uWSGI's default request line."""
+
+    log_format: None = None
+
+    @property
+    def gives_duration(self) -> bool:
+        return True
+
+    def parse(self, line: str) -> Record | None:
+        match = _DEFAULT.fullmatch(line)
+        if match is None:
+            return None
+        exponent = -3 if match.group("unit") == "msecs" else -6
+        duration = scaled(match.group("time"), exponent)
+        status = int(match.group("status"))
+        return Record(
+            duration_s=duration,
+            status=status if status > 0 else None,
+            ts=_plus(parse_ctime(match.group("ctime")), duration),
+            target=match.group("uri"),
+        )
+
+
+@dataclass(frozen=True)
+class UwsgiFormatParser:
+    """Lines of a `--logformat` string."""
+
+    log_format: str
+    regex: re.Pattern[str]
+    groups: dict[str, str]  # variable -> its group name
+
+    @property
+    def gives_duration(self) -> bool:
+        return any(name in self.groups for name, _ in _DURATIONS)
+
+    def parse(self, line: str) -> Record | None:
+        match = self.regex.fullmatch(line)
+        if match is None:
+            return None
+        values = {name: match.group(group) for name, group in self.groups.items()}
+        duration = None
+        for name, exponent in _DURATIONS:
+            duration = scaled(values.get(name), exponent)
+            if duration is not None:
+                break
+        status = to_int(values.get("status"))
+        header = values.get(_HEADER)
+        return Record(
+            duration_s=duration,
+            status=status if status is not None and status > 0 else None,
+            ts=self._ts(values, duration),
+            target=values.get("uri", ""),
+            tag_header=header if header not in (None, "-") else None,
+        )
+
+    @staticmethod
+    def _ts(values: dict[str, str], duration: float | None) -> float | None:
+        for name, exponent in _STARTS:
+            start = scaled(values.get(name), exponent)
+            if start is not None:
+                return start + (duration or 0.0)
+        epoch = to_float(values.get("epoch"))
+        if epoch is not None:
+            return epoch
+        start = to_float(values.get("time"))
+        if start is None and "ltime" in values:
+            start = parse_clf_time(values["ltime"])
+        if start is None and "ctime" in values:
+            start = parse_ctime(values["ctime"])
+        return _plus(start, duration)
+
+
+def _variable_pattern(name: str) -> str:
+    if name in _INTEGERS or name.startswith("metric."):
+        return _INTEGER
+    if name in _TYPED:
+        return _TYPED[name]
+    return WORD if name in _WORDS else ANY
+
+
+def compile_format(logformat: str) -> UwsgiFormatParser:
+    """Compile a uWSGI `--logformat` string into a line parser."""
+    parts: list[str] = []
+    groups: dict[str, str] = {}
+    end = 0
+    for match in _VARIABLE.finditer(logformat):
+        parts.append(re.escape(logformat[end : match.start()]))
+        end = match.end()
+        name = match.group(1)
+        pattern = _variable_pattern(name)
+        if name in groups:
+            parts.append(f"(?:{pattern})")
+        else:
+            groups[name] = f"v{len(groups)}"
+            parts.append(f"(?P<{groups[name]}>{pattern})")
+    if not groups:
+        raise FormatError(f"uWSGI logformat has no %(variable): {logformat!r}")
+    parts.append(re.escape(logformat[end:].rstrip("\n")))
+    return UwsgiFormatParser(logformat, re.compile("".join(parts)), groups)
+
+
+def parser_for(log_format: str | None) -> UwsgiDefaultParser | UwsgiFormatParser:
+    """The default request line's parser, or a `--logformat` string's; the latter must
+    log %(micros), %(msecs) or %(secs)."""
+    if log_format is None:
+        return UwsgiDefaultParser()
+    parser = compile_format(log_format)
+    if not parser.gives_duration:
+        raise FormatError(
+            "uWSGI logformat has no %(micros), %(msecs) or %(secs), so it gives no duration; "
+            "add %(micros)"
+        )
+    return parser

@@ -1,0 +1,123 @@
+"""What every collector offers, and writing what they collected into the run folder.
+
+A collector covers some components: LocalCollector those on this host, RemoteCollector
+those behind one agent. The pipeline starts and stops them all around the load, then
+writes resources.parquet, tiers.parquet and collection.json from what they give.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pinchpoint.collect.logs import TIERS_SCHEMA, FileCounts, TierRow, collection_json
+from pinchpoint.collect.resources import SCHEMA
+
+_ZERO = {"lines": 0, "matched": 0, "other_run": 0, "untagged": 0, "unparseable": 0}
+
+
+class Collector(Protocol):
+    """Collection for a set of components. Only start() of a local collector may raise."""
+
+    name: str | None  # the agent's name; None on this host
+    problems: list[str]
+
+    def start(self, run_id: str, interval_s: float) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def resources(self) -> pa.Table: ...
+
+    def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]: ...
+
+    def report(self) -> dict[str, Any] | None: ...
+
+    def log_marks(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class TierWriter:
+    """Writes tiers.parquet in row groups, so rows are never all held in memory."""
+
+    def __init__(self, path: Path, group_rows: int = 65536) -> None:
+        self._writer = pq.ParquetWriter(path, TIERS_SCHEMA)
+        self._group_rows = group_rows
+        self._pending: list[TierRow] = []
+        self.rows = 0
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def add(self, rows: Sequence[TierRow]) -> None:
+        self._pending.extend(rows)
+        self.rows += len(rows)
+        if len(self._pending) >= self._group_rows:
+            self._flush()
+
+    def close(self) -> None:
+        if self._pending or self.rows == 0:
+            self._flush()
+        self._writer.close()
+
+    def _flush(self) -> None:
+        columns: dict[str, list[Any]] = {name: [] for name in TIERS_SCHEMA.names}
+        for row in self._pending:
+            for name, values in columns.items():
+                values.append(getattr(row, name))
+        self._writer.write_table(pa.Table.from_pydict(columns, schema=TIERS_SCHEMA))
+        self._pending = []
+
+
+def write_resources(collectors: Sequence[Collector], path: Path) -> None:
+    """resources.parquet from the samples of every collector."""
+    tables = [c.resources().cast(SCHEMA) for c in collectors]
+    pq.write_table(pa.concat_tables(tables) if tables else SCHEMA.empty_table(), path)
+
+
+def write_logs(
+    collectors: Sequence[Collector], run_id: str, run_dir: Path, components: Sequence[str]
+) -> dict[str, Any]:
+    """tiers.parquet and collection.json from every collector; returns collection.json.
+
+    Components of an agent are marked with its name, and those it could not give with an
+    `error`; any of `components` (those with a log, or on an agent) that no collector
+    gave counts for is listed with zero counts and an error.
+    """
+    counts: list[FileCounts] = []
+    with TierWriter(run_dir / "tiers.parquet") as writer:
+        for collector in collectors:
+            counts.extend(collector.collect_logs(writer.add))
+    collected = collection_json(run_id, counts)
+    entries = collected["components"]
+    agents = {c.name: c.report() or {} for c in collectors if c.name is not None}
+    if agents:
+        collected["agents"] = agents
+    for agent_name, report in agents.items():
+        for name in report.get("components", []):
+            entries.setdefault(name, _empty())["agent"] = agent_name
+        for name, error in report.get("component_errors", {}).items():
+            entries.setdefault(name, _empty())["error"] = error
+    for name in components:
+        if name not in entries:
+            entries[name] = {**_empty(), "error": "not collected"}
+    (run_dir / "collection.json").write_text(json.dumps(collected, indent=2))
+    return collected
+
+
+def _empty() -> dict[str, Any]:
+    return {**_ZERO, "files": {}}

@@ -1,0 +1,141 @@
+"""Collection on this host: log marks, resource sampling and tagged records of components.
+
+The same class serves `pinchpoint run` for the plan's local components and the agent for
+the components of its config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from pinchpoint.collect.formats import LineParser, get_parser
+from pinchpoint.collect.logs import FileCounts, TierRow, match_lines, read_from
+from pinchpoint.collect.logset import LogMark, log_sources, mark_logs
+from pinchpoint.collect.resources import SCHEMA, ProcessSelector, ResourceSampler
+from pinchpoint.collect.tag import check_run_id
+from pinchpoint.plan import Component
+
+# How many lines are read between two calls of a log reader's `tick`.
+TICK_LINES = 4096
+BATCH_ROWS = 8192
+
+
+class LocalCollector:
+    """Collects the given components on this host for one run at a time.
+
+    start() marks every log and starts sampling; stop() stops sampling; then resources()
+    and collect_logs() give what was collected. `problems` lists what went wrong, and
+    `name` is None: these components need no agent.
+    """
+
+    name: str | None = None
+
+    def __init__(self, components: Sequence[Component]) -> None:
+        self.components = {c.name: c for c in components}
+        # Compiled up front: a log format that does not compile fails before any load.
+        self._parsers: dict[str, LineParser] = {
+            c.name: get_parser(c.log.format, c.log.log_format)
+            for c in components
+            if c.log is not None
+        }
+        self._targets = {
+            c.name: ProcessSelector.from_dict(c.process.model_dump(exclude_defaults=True))
+            for c in components
+            if c.process is not None
+        }
+        self.run_id: str | None = None
+        self.marks: dict[str, LogMark] = {}
+        self.problems: list[str] = []
+        self._sampler: ResourceSampler | None = None
+
+    def start(self, run_id: str, interval_s: float) -> None:
+        """Marks the end of every log, then starts sampling every `interval_s` seconds."""
+        sampler = ResourceSampler(self._targets, interval_s=interval_s)
+        self.run_id = check_run_id(run_id)
+        self.marks = {
+            name: mark_logs(c.log.path) for name, c in self.components.items() if c.log is not None
+        }
+        self._sampler = sampler
+        sampler.start()
+
+    def stop(self) -> None:
+        """Stops sampling (idempotent); an error that stopped it early becomes a problem."""
+        if self._sampler is None:
+            return
+        try:
+            self._sampler.stop(raise_errors=True)
+        except RuntimeError as e:
+            self.problems.append(str(e))
+
+    def resources(self) -> pa.Table:
+        """The samples: the components', the host's and this process's (`generator`)."""
+        if self._sampler is None:
+            return SCHEMA.empty_table()
+        return self._sampler.table()
+
+    def component_rows(
+        self,
+        name: str,
+        counts_out: list[FileCounts],
+        tick: Callable[[], None] | None = None,
+    ) -> Iterator[TierRow]:
+        """The run's records in the log of component `name`, one at a time.
+
+        Each file read adds its FileCounts to `counts_out` (complete once the iterator is
+        exhausted); `tick` is called every TICK_LINES lines read, matched or not.
+        """
+        if self.run_id is None:
+            raise RuntimeError("the collector was not started")
+        component = self.components[name]
+        if component.log is None:
+            return
+        sources = log_sources(component.log.path, self.marks.get(name))
+        if not sources:
+            counts_out.append(FileCounts(component=name, path=component.log.path))
+        for source in sources:
+            counts = FileCounts(component=name, path=source.path)
+            counts_out.append(counts)
+            lines = read_from(source.path, source.offset)
+            if tick is not None:
+                lines = _ticking(lines, tick)
+            yield from match_lines(name, lines, self._parsers[name], self.run_id, counts)
+
+    def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
+        """Sends the run's records of every component to `sink` in batches; the counts."""
+        counts: list[FileCounts] = []
+        for name, component in self.components.items():
+            if component.log is not None:
+                _batched(self.component_rows(name, counts), sink)
+        return counts
+
+    def report(self) -> dict[str, Any] | None:
+        """What collection.json says about this collector beyond its counts: nothing."""
+        return None
+
+    def log_marks(self) -> dict[str, Any]:
+        """Where each log was marked, for run.json."""
+        return {name: mark.as_dict() for name, mark in self.marks.items()}
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _ticking(lines: Iterable[str], tick: Callable[[], None]) -> Iterator[str]:
+    for n, line in enumerate(lines, start=1):
+        if n % TICK_LINES == 0:
+            tick()
+        yield line
+
+
+def _batched(rows: Iterable[TierRow], sink: Callable[[list[TierRow]], None]) -> None:
+    batch: list[TierRow] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= BATCH_ROWS:
+            sink(batch)
+            batch = []
+    if batch:
+        sink(batch)

@@ -1,0 +1,188 @@
+"""A component's log as a set of files: a path or a glob, followed across rotations.
+
+`mark_logs` notes, for every file the pattern matches, its inode, its size and the bytes
+just before its end. `log_sources` then says which files to read, and from where, so that
+every line written after the mark is read exactly once:
+
+- a marked file still growing is read from its mark, wherever it now is (renamed files are
+  found by inode in the folder they were in);
+- a marked file that was truncated (copytruncate) is read from its start, and the copy
+  taken before the truncation (a file in the same folder whose name starts with the marked
+  file's name and that holds the marked tail bytes at the mark) is read from the mark;
+- a file the pattern matches that did not exist at the mark is read whole, unless it is a
+  plain copy of a marked file (already read there) or compressed.
+
+Only files the pattern matches, or that held such a file's content, are ever opened.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TAIL_BYTES = 256
+_GLOB_CHARS = frozenset("*?[")
+# gzip, zstd, bzip2, xz: rotated files compressed since the mark are not text.
+_COMPRESSED = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"BZh", b"\xfd7zXZ")
+
+
+@dataclass(frozen=True)
+class FileMark:
+    """One file at the mark: where it was, its inode, its size and its last bytes."""
+
+    path: str
+    inode: int
+    size: int
+    tail: bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "inode": self.inode, "size": self.size}
+
+
+@dataclass(frozen=True)
+class LogMark:
+    """The files of a log pattern at the mark."""
+
+    pattern: str
+    files: tuple[FileMark, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "files": [f.as_dict() for f in self.files]}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file to read from `offset`; `why` says how it relates to the mark."""
+
+    path: str
+    offset: int
+    why: str  # appended, rotated, truncated, copy, new
+
+
+def is_glob(pattern: str) -> bool:
+    return any(ch in _GLOB_CHARS for ch in pattern)
+
+
+def log_files(pattern: str) -> list[Path]:
+    """The regular files a path or glob names right now, sorted."""
+    names = sorted(glob.glob(pattern)) if is_glob(pattern) else [pattern]
+    return [Path(name) for name in names if os.path.isfile(name)]
+
+
+def mark_logs(pattern: str) -> LogMark:
+    """The current end of every file of a log pattern."""
+    files = []
+    for path in log_files(pattern):
+        found = _mark_file(path)
+        if found is not None:
+            files.append(found)
+    return LogMark(pattern, tuple(files))
+
+
+def log_sources(pattern: str, mark: LogMark | None) -> list[Source]:
+    """Which files to read, and from which byte, to get every line written since `mark`."""
+    if mark is None:
+        return [Source(str(p), 0, "new") for p in log_files(pattern)]
+    current = _inodes(log_files(pattern))
+    marked = {f.inode for f in mark.files}
+    sources: list[Source] = []
+    used: set[int] = set()
+    for fm in mark.files:
+        where = current.get(fm.inode) or _find_inode(Path(fm.path).parent, fm.inode)
+        if where is None:
+            continue  # deleted or moved to another folder: what it held since the mark is lost
+        used.add(fm.inode)
+        if _holds_tail(where, fm):
+            why = "appended" if str(where) == fm.path else "rotated"
+            sources.append(Source(str(where), fm.size, why))
+            continue
+        copy = _find_copy(fm, marked | used, current)
+        if copy is not None:
+            used.add(copy[0])
+            sources.append(Source(str(copy[1]), fm.size, "copy"))
+        sources.append(Source(str(where), 0, "truncated"))
+    tails = [fm for fm in mark.files if fm.tail]
+    for inode, path in current.items():
+        if inode in used or inode in marked:
+            continue
+        if any(_holds_tail(path, fm) for fm in tails) or _compressed(path):
+            continue  # a plain copy of a marked file, read there; or not text
+        sources.append(Source(str(path), 0, "new"))
+    return sources
+
+
+def _mark_file(path: Path) -> FileMark | None:
+    try:
+        with open(path, "rb") as file:
+            info = os.fstat(file.fileno())
+            start = max(0, info.st_size - TAIL_BYTES)
+            tail = os.pread(file.fileno(), info.st_size - start, start)
+    except OSError:
+        return None
+    return FileMark(str(path), info.st_ino, start + len(tail), tail)
+
+
+def _holds_tail(path: Path, fm: FileMark) -> bool:
+    """Whether the file holds fm's tail bytes just before fm's size (so it was not truncated)."""
+    try:
+        with open(path, "rb") as file:
+            if os.fstat(file.fileno()).st_size < fm.size:
+                return False
+            start = fm.size - len(fm.tail)
+            return os.pread(file.fileno(), len(fm.tail), start) == fm.tail
+    except OSError:
+        return False
+
+
+def _find_copy(
+    fm: FileMark, excluded: set[int], current: dict[int, Path]
+) -> tuple[int, Path] | None:
+    """The copy of fm taken before it was truncated: in its folder, named after it."""
+    if not fm.tail:
+        return None
+    folder, name = Path(fm.path).parent, Path(fm.path).name
+    candidates = dict(current)
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(name) and entry.is_file(follow_symlinks=False):
+                    candidates.setdefault(entry.inode(), Path(entry.path))
+    except OSError:
+        pass
+    for inode, path in sorted(candidates.items(), key=lambda item: str(item[1])):
+        if inode not in excluded and _holds_tail(path, fm):
+            return inode, path
+    return None
+
+
+def _inodes(paths: list[Path]) -> dict[int, Path]:
+    found: dict[int, Path] = {}
+    for path in paths:
+        try:
+            found.setdefault(os.stat(path).st_ino, path)
+        except OSError:
+            continue
+    return found
+
+
+def _find_inode(folder: Path, inode: int) -> Path | None:
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.inode() == inode and entry.is_file(follow_symlinks=False):
+                    return Path(entry.path)
+    except OSError:
+        pass
+    return None
+
+
+def _compressed(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            head = file.read(6)
+    except OSError:
+        return True
+    return head.startswith(_COMPRESSED)
