@@ -43,9 +43,9 @@ pid_file = "gunicorn.pid"
 
 def test_good_plan_loads_with_its_steps_and_durations() -> None:
     plan = parse_plan(GOOD)
-    assert plan.load.users() == [2, 6, 10]
+    assert plan.load.step_users() == [2, 6, 10]
     assert plan.load.duration == 1.5
-    assert plan.load.think_time == 0.25
+    assert plan.load.think_time.constant == 0.25
     assert (plan.target.host, plan.target.port, plan.target.base_path) == (
         "127.0.0.1",
         8080,

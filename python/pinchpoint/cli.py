@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from pinchpoint.plan import PlanError, load_plan, parse_plan
 
@@ -27,8 +28,12 @@ def _ticker(console: Console, quiet: bool):
     def tick(snapshot: dict) -> None:
         rate = snapshot["requests"] - last["requests"]
         last["requests"] = snapshot["requests"]
+        if snapshot.get("kind") == "rate":
+            level = f"target {snapshot['level']:g} req/s · {snapshot.get('late', 0)} late"
+        else:
+            level = f"{snapshot['users']} users"
         console.print(
-            f"  step {snapshot['step'] + 1}: {snapshot['users']} users · {rate} req/s · "
+            f"  step {snapshot['step'] + 1}: {level} · {rate} req/s · "
             f"{snapshot['requests']} requests · {snapshot['errors']} errors",
             highlight=False,
         )
@@ -44,6 +49,8 @@ def _show(outcome, console: Console) -> None:
     render_verdict(outcome.verdict, console)
     if outcome.interrupted:
         console.print("[yellow]The run was interrupted: the results cover the steps it ran.[/]")
+    for warning in getattr(outcome, "warnings", []):
+        console.print(f"[yellow]Not collected: {warning}[/]", highlight=False)
     console.print(f"\nRun folder: {outcome.run_dir}   report: {outcome.run_dir / 'report.html'}")
 
 
@@ -54,8 +61,16 @@ def run(
     ],
     runs_dir: RunsDir = Path("runs"),
     quiet: Quiet = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the verdict and the SLA results as JSON (the rest to stderr)."
+        ),
+    ] = False,
 ) -> None:
-    """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck."""
+    """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
+
+    Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
     from pinchpoint.pipeline import execute
 
     try:
@@ -63,11 +78,55 @@ def run(
     except PlanError as e:
         err.print(f"[red]{e}[/]", highlight=False)
         raise typer.Exit(2) from None
-    console = Console()
-    outcome = execute(plan, plan_file.read_text(), runs_dir, on_tick=_ticker(console, quiet))
+    console = Console(stderr=True) if as_json else Console()
+    try:
+        outcome = execute(plan, plan_file.read_text(), runs_dir, on_tick=_ticker(console, quiet))
+    except PlanError as e:
+        err.print(f"[red]{e}[/]", highlight=False)
+        raise typer.Exit(2) from None
     _show(outcome, console)
+    sla_met = _sla_outcome(plan.sla, outcome, console, as_json)
     if outcome.interrupted:
         raise typer.Exit(130)
+    if not sla_met:
+        raise typer.Exit(1)
+
+
+def _sla_json(results: list | None) -> dict | None:
+    from pinchpoint.sla import broken
+
+    if results is None:
+        return None
+    return {"passed": not broken(results), "results": [r.to_dict() for r in results]}
+
+
+def _sla_outcome(objectives, outcome, console: Console, as_json: bool) -> bool:
+    """Check the plan's [sla] on the run, print it (and the JSON); False when broken."""
+    import json
+
+    from pinchpoint.sla import broken, check_sla, render_sla
+
+    results = None
+    met = True
+    if objectives is not None and not objectives.is_empty():
+        try:
+            results = check_sla(objectives, outcome.run_dir)
+        except FileNotFoundError as e:
+            err.print(Text(f"The SLA was not checked: {e}", style="red"), highlight=False)
+            met = False
+        else:
+            console.print()
+            render_sla(results, console)
+            met = not broken(results)
+    if as_json:
+        document = {
+            "run_dir": str(outcome.run_dir),
+            "interrupted": outcome.interrupted,
+            "verdict": outcome.verdict,
+            "sla": _sla_json(results),
+        }
+        print(json.dumps(document, indent=2))
+    return met
 
 
 @app.command()
@@ -218,6 +277,67 @@ def analyze(run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False
     console = Console()
     render_steps(verdict, console)
     render_verdict(verdict, console)
+
+
+@app.command()
+def sla(
+    run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False)],
+    plan_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help="Take the SLA table from this plan, not from the run's plan.toml.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Check a run folder against its plan's SLA table: exits 1 when an objective is broken."""
+    import json
+
+    from pinchpoint.sla import broken, check_sla, render_sla, sla_of_plan_text
+
+    source = plan_file or run_dir / "plan.toml"
+    try:
+        objectives = sla_of_plan_text(source.read_text(encoding="utf-8"), str(source))
+        if objectives is None or objectives.is_empty():
+            raise ValueError(f"{source}: no [sla] table to check")
+        results = check_sla(objectives, run_dir)
+    except (OSError, ValueError) as e:
+        err.print(Text(str(e), style="red"), highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps({"run_dir": str(run_dir), "sla": _sla_json(results)}, indent=2))
+    else:
+        render_sla(results, Console())
+    if broken(results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def agent(
+    config: Annotated[
+        Path, typer.Option("--config", "-c", help="The agent's config (TOML).", dir_okay=False)
+    ],
+    check: Annotated[
+        bool, typer.Option("--check", help="Check the config and exit without serving.")
+    ] = False,
+) -> None:
+    """Serve the logs and resource usage of this host's components to `pinchpoint run`."""
+    from pinchpoint.agent import ConfigError, check_config, load_config, make_server, serve
+
+    try:
+        settings = load_config(config)
+        if check:
+            check_config(settings)
+            Console().print(f"{config}: OK", highlight=False)
+            return
+        server = make_server(settings)
+    except ConfigError as e:
+        err.print(f"[red]{e}[/]", highlight=False)
+        raise typer.Exit(2) from None
+    serve(server)
 
 
 def main() -> None:

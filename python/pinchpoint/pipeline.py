@@ -12,15 +12,15 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pinchpoint.analyze import analyze
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.logs import Position, collect_component, collection_json, mark, write_tiers
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
-from pinchpoint.load.engine import run_steps
+from pinchpoint.collect.gather import Collector, write_logs, write_resources
+from pinchpoint.collect.local import LocalCollector
+from pinchpoint.collect.remote import RemoteCollector, redact_tokens
+from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.plan import Plan
 from pinchpoint.report.html import write_report
 
@@ -33,6 +33,8 @@ class RunOutcome:
     run_dir: Path
     verdict: dict
     interrupted: bool
+    # What could not be collected (an agent unreachable or lost), for the terminal.
+    warnings: list[str] = field(default_factory=list)
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -58,33 +60,19 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _sampler(plan: Plan) -> ResourceSampler:
-    targets = {
-        c.name: ProcessSelector.from_dict(c.process.model_dump(exclude_defaults=True))
-        for c in plan.component
-        if c.process is not None
-    }
-    return ResourceSampler(targets, interval_s=plan.sampling.interval)
+def collectors(plan: Plan) -> list[Collector]:
+    """One collector for the components on this host, one per agent of the plan."""
+    local: Collector = LocalCollector([c for c in plan.component if c.host is None])
+    remote: list[Collector] = [
+        RemoteCollector(a, [c for c in plan.component if c.host == a.name]) for a in plan.agent
+    ]
+    return [local, *remote]
 
 
-def _mark_logs(plan: Plan) -> dict[str, Position]:
-    return {c.name: mark(Path(c.log.path)) for c in plan.component if c.log is not None}
-
-
-def collect_logs(plan: Plan, run_id: str, run_dir: Path, marks: dict[str, Position]) -> dict:
+def collect_logs(plan: Plan, run_id: str, run_dir: Path, using: list[Collector]) -> dict:
     """Writes `tiers.parquet` and `collection.json` from each component's log."""
-    rows, counts = [], []
-    for c in plan.component:
-        if c.log is None:
-            continue
-        parser = get_parser(c.log.format, c.log.log_format)
-        got, n = collect_component(c.name, Path(c.log.path), parser, run_id, marks.get(c.name))
-        rows.extend(got)
-        counts.append(n)
-    write_tiers(rows, run_dir / "tiers.parquet")
-    collected = collection_json(run_id, counts)
-    (run_dir / "collection.json").write_text(json.dumps(collected, indent=2))
-    return collected
+    names = [c.name for c in plan.component if c.log is not None or c.host is not None]
+    return write_logs(using, run_id, run_dir, names)
 
 
 def _host_facts() -> dict:
@@ -104,26 +92,26 @@ def execute(
     run_id: str | None = None,
 ) -> RunOutcome:
     run_id = run_id or new_run_id()
+    using = collectors(plan)
     run_dir = runs_dir / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
-    (run_dir / "plan.toml").write_text(plan_text)
-    marks = _mark_logs(plan)
+    (run_dir / "plan.toml").write_text(redact_tokens(plan_text, plan.agent))
     started = time.time()
     with sigterm_as_interrupt():
-        sampler = _sampler(plan)
-        sampler.start()
+        for collector in using:
+            collector.start(run_id, plan.sampling.interval)
         try:
             result = run_steps(plan, run_id, run_dir, on_tick=on_tick)
         finally:
-            sampler.stop(raise_errors=False)
-            sampler.write(run_dir / "resources.parquet")
+            for collector in using:
+                collector.stop()
+            write_resources(using, run_dir / "resources.parquet")
     time.sleep(LOG_SETTLE_S)
-    collect_logs(plan, run_id, run_dir, marks)
+    collect_logs(plan, run_id, run_dir, using)
+    for collector in using:
+        collector.close()
     summary = result.summary
-    steps = [
-        {"step": i, "users": summary["steps"][i]["users"], "start": a / 1e6, "end": b / 1e6}
-        for i, (a, b) in enumerate(summary["windows"])
-    ]
+    steps = step_windows(plan, summary)
     threads = plan.load.threads or (os.cpu_count() or 1)
     run = {
         "run_id": run_id,
@@ -136,7 +124,7 @@ def execute(
         "records_error": summary.get("records_error"),
         "engine": {"threads": threads},
         "host": _host_facts(),
-        "log_marks": {name: vars(pos) for name, pos in marks.items()},
+        "log_marks": {name: m for c in using for name, m in c.log_marks().items()},
         "load_steps": [{k: v for k, v in s.items() if k != "hdr_v2"} for s in summary["steps"]],
     }
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
@@ -147,4 +135,5 @@ def execute(
     )
     verdict = analyze(run_dir)
     write_report(run_dir)
-    return RunOutcome(run_dir=run_dir, verdict=verdict, interrupted=result.interrupted)
+    warnings = [problem for collector in using for problem in collector.problems]
+    return RunOutcome(run_dir, verdict, result.interrupted, warnings)

@@ -198,8 +198,15 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
     path = sampler.write(tmp_path)
     assert path == tmp_path / "resources.parquet"
     schema = pq.read_schema(path)
-    assert schema.names == ["ts", "component", "cpu_cores", "rss_bytes", "processes"]
-    assert schema.types == [pa.float64(), pa.string(), pa.float64(), pa.int64(), pa.int32()]
+    assert schema.names[:5] == ["ts", "component", "cpu_cores", "rss_bytes", "processes"]
+    assert schema.types[:5] == [pa.float64(), pa.string(), pa.float64(), pa.int64(), pa.int32()]
+    assert schema.names[5:] == [
+        "cpu_quota_cores",
+        "cpu_periods",
+        "cpu_throttled",
+        "cpu_throttled_s",
+        "lock_waits",
+    ]
     frame = pl.read_parquet(path)
     assert frame.height == len(sampler.rows())
     assert set(frame["component"]) == {"host", "app", "generator"}

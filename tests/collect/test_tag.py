@@ -68,3 +68,26 @@ def test_building_with_bad_run_id_raises(run_id: str) -> None:
         query_suffix(run_id, 1, 1)
     with pytest.raises(ValueError, match="invalid run id"):
         check_run_id(run_id)
+
+
+def test_open_loop_tag_carries_the_rate_instead_of_users() -> None:
+    line = "GET /p?x=1&pp_run=r1&pp_rate=7.5&pp_req=17 HTTP/1.1"
+    assert find_tag(line) == Tag("r1", 0, 17, 7.5)
+    assert find_tag("/p?pp_run=r1&pp_rate=5&pp_req=3") == Tag("r1", 0, 3, 5.0)
+    assert parse_header("run=r1; rate=0.833; req=9") == Tag("r1", 0, 9, 0.833)
+    # A closed-loop tag has no rate.
+    assert find_tag("/p?pp_run=r1&pp_users=4&pp_req=3").rate is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/p?pp_run=r1&pp_rate=fast&pp_req=1",
+        "/p?pp_run=r1&pp_rate=-5&pp_req=1",
+        "/p?pp_run=r1&pp_rate=5.&pp_req=1",
+        "/p?pp_run=r1&pp_rate=&pp_req=1",
+        "/p?pp_run=r1&pp_rate=5&pp_req=x",
+    ],
+)
+def test_malformed_rate_tag_is_none(text: str) -> None:
+    assert find_tag(text) is None

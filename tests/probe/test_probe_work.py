@@ -140,3 +140,6 @@ def test_tag_parameters_are_ignored_by_the_work(kind: str) -> None:
     result = probe_call(kind, "cpu=1&wait=0&pp_run=r-1.x&pp_users=8&pp_req=12345")
     assert result.status == 200
     assert json.loads(result.body)["cpu_ms"] == 1.0
+    # Open-loop runs tag with the rate of the phase instead of the users.
+    result = probe_call(kind, "cpu=1&wait=0&pp_run=r-1.x&pp_rate=7.5&pp_req=12345")
+    assert result.status == 200

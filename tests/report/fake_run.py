@@ -111,6 +111,24 @@ def make_verdict() -> dict[str, Any]:
         },
         "headline": HEADLINE,
         "generator": {"saturated": False, "cpu_cores_max": 0.31},
+        # What pinchpoint.analyze fits to STEPS.
+        "knee": {
+            "load": 4.05,
+            "ci_low": 3.96,
+            "ci_high": 4.15,
+            "confidence": 0.98,
+            "throughput_at_knee": 383.0,
+            "method": "two-segment fit of throughput through the origin",
+        },
+        "scalability": {
+            "lambda": 145.46,
+            "sigma": 0.2514,
+            "kappa": 0.004049,
+            "peak_throughput": 406.9,
+            "peak_load": 13.6,
+            "r_squared": 0.80,
+            "rms_relative_error": 0.12,
+        },
     }
 
 

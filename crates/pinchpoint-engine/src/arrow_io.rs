@@ -12,8 +12,9 @@ use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use crate::record::Record;
 
@@ -23,7 +24,9 @@ pub fn schema() -> SchemaRef {
         Field::new("step", DataType::UInt32, false),
         Field::new("users", DataType::UInt32, false),
         Field::new("start_us", DataType::Int64, false),
+        Field::new("intended_us", DataType::Int64, false),
         Field::new("latency_us", DataType::Int64, false),
+        Field::new("service_us", DataType::Int64, false),
         Field::new("status", DataType::UInt16, false),
         Field::new("error", DataType::Utf8, true),
         Field::new("bytes", DataType::UInt64, false),
@@ -36,7 +39,9 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
     let mut step = UInt32Builder::with_capacity(n);
     let mut users = UInt32Builder::with_capacity(n);
     let mut start = Int64Builder::with_capacity(n);
+    let mut intended = Int64Builder::with_capacity(n);
     let mut latency = Int64Builder::with_capacity(n);
+    let mut service = Int64Builder::with_capacity(n);
     let mut status = UInt16Builder::with_capacity(n);
     let mut error = StringBuilder::with_capacity(n, n * 4);
     let mut bytes = UInt64Builder::with_capacity(n);
@@ -45,7 +50,9 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
         step.append_value(r.step);
         users.append_value(r.users);
         start.append_value(r.start_us);
+        intended.append_value(r.intended_us);
         latency.append_value(r.latency_us);
+        service.append_value(r.service_us);
         status.append_value(r.status);
         error.append_option(r.error.map(|e| e.name()));
         bytes.append_value(r.bytes);
@@ -55,7 +62,9 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
         Arc::new(step.finish()),
         Arc::new(users.finish()),
         Arc::new(start.finish()),
+        Arc::new(intended.finish()),
         Arc::new(latency.finish()),
+        Arc::new(service.finish()),
         Arc::new(status.finish()),
         Arc::new(error.finish()),
         Arc::new(bytes.finish()),
@@ -95,9 +104,15 @@ impl IpcSink {
 /// number of rows. A stream cut short (a killed run) yields the batches before the cut.
 pub fn ipc_to_parquet(src: &Path, dst: &Path) -> Result<u64, ArrowError> {
     let reader = StreamReader::try_new(BufReader::new(File::open(src)?), None)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .build();
+    let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY);
+    // Ids, times and latencies are nearly all distinct: a dictionary only costs time
+    // there. Delta encoding halves the conversion's CPU and makes the file ~3x smaller.
+    for column in ["req_id", "start_us", "intended_us", "latency_us", "service_us"] {
+        props = props
+            .set_column_dictionary_enabled(ColumnPath::from(column), false)
+            .set_column_encoding(ColumnPath::from(column), Encoding::DELTA_BINARY_PACKED);
+    }
+    let props = props.build();
     let mut writer = ArrowWriter::try_new(File::create(dst)?, reader.schema(), Some(props))
         .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
     let mut rows = 0u64;

@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::rng::Rng;
+use crate::schedule::{Arrivals, Phase};
+use crate::weights::MAX_CYCLE;
+
 /// One request of the plan. The path may carry its own query; the tag is appended.
 #[derive(Clone, Debug)]
 pub struct RequestSpec {
@@ -10,13 +14,93 @@ pub struct RequestSpec {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// How often this request is sent against the others (0: never).
+    pub weight: u32,
+    /// This request's own timeout, instead of the run's.
+    pub timeout: Option<Duration>,
 }
 
-/// A load level held for a fixed time.
+impl RequestSpec {
+    /// A GET of weight 1 with the run's timeout.
+    pub fn get(path: &str) -> Self {
+        Self {
+            method: "GET".into(),
+            path: path.into(),
+            headers: vec![],
+            body: vec![],
+            weight: 1,
+            timeout: None,
+        }
+    }
+}
+
+/// A closed-loop load level held for a fixed time: `users` users, or, with
+/// `ramp_from`, users going linearly from `ramp_from` to `users` over the duration.
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
     pub users: u32,
     pub duration: Duration,
+    pub ramp_from: Option<u32>,
+}
+
+impl Step {
+    pub fn hold(users: u32, duration: Duration) -> Self {
+        Self { users, duration, ramp_from: None }
+    }
+
+    pub fn ramp(from: u32, to: u32, duration: Duration) -> Self {
+        Self { users: to, duration, ramp_from: Some(from) }
+    }
+
+    /// Users active `elapsed` into the step.
+    pub fn users_at(&self, elapsed: Duration) -> u32 {
+        match self.ramp_from {
+            None => self.users,
+            Some(from) => {
+                let f = (elapsed.as_secs_f64() / self.duration.as_secs_f64()).clamp(0.0, 1.0);
+                (f64::from(from) + (f64::from(self.users) - f64::from(from)) * f).round() as u32
+            }
+        }
+    }
+
+    /// The step's load level: its users, or their mean over a ramp.
+    pub fn level(&self) -> f64 {
+        match self.ramp_from {
+            None => f64::from(self.users),
+            Some(from) => (f64::from(from) + f64::from(self.users)) / 2.0,
+        }
+    }
+}
+
+/// How long a closed-loop user waits between the end of a response and its next request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Think {
+    Constant(Duration),
+    Uniform { min: Duration, max: Duration },
+    Exponential { mean: Duration },
+}
+
+impl Think {
+    pub fn sample(&self, rng: &mut Rng) -> Duration {
+        match *self {
+            Think::Constant(d) => d,
+            Think::Uniform { min, max } => min + (max - min).mul_f64(1.0 - rng.unit()),
+            // Capped at 50 means: an unlucky draw does not park a user for the run.
+            Think::Exponential { mean } => mean.mul_f64(rng.exp1().min(50.0)),
+        }
+    }
+}
+
+/// An open-loop run: requests sent at the times the phases schedule, whether or not
+/// earlier ones were answered.
+#[derive(Clone, Debug)]
+pub struct OpenLoop {
+    pub phases: Vec<Phase>,
+    pub arrivals: Arrivals,
+    /// At most this many requests in flight (and connections open). A request due
+    /// while all are busy waits for one and is counted late; one still waiting when
+    /// the run ends is counted unsent.
+    pub max_in_flight: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -25,8 +109,13 @@ pub struct RunConfig {
     pub host: String,
     pub port: u16,
     pub requests: Vec<RequestSpec>,
+    /// Closed loop: the steps of users. Empty for an open-loop run.
     pub steps: Vec<Step>,
-    pub think_time: Duration,
+    pub think: Think,
+    /// Open loop: the arrival phases; `steps` must then be empty.
+    pub open: Option<OpenLoop>,
+    /// Seeds Poisson arrivals and random think times.
+    pub seed: u64,
     pub timeout: Duration,
     /// Arrow IPC stream of request records, written while the run goes.
     pub records_path: PathBuf,
@@ -41,11 +130,34 @@ impl RunConfig {
         if self.requests.is_empty() {
             return Err("no request to send".into());
         }
-        if self.steps.is_empty() {
-            return Err("no step to run".into());
+        match &self.open {
+            None => {
+                if self.steps.is_empty() {
+                    return Err("no step to run".into());
+                }
+                if let Some(i) = self.steps.iter().position(|s| s.duration.is_zero()) {
+                    return Err(format!("step {i}: duration must be above zero"));
+                }
+            }
+            Some(open) => {
+                if !self.steps.is_empty() {
+                    return Err("an open-loop run has phases, not steps of users".into());
+                }
+                if open.phases.is_empty() {
+                    return Err("no phase to run".into());
+                }
+                for (i, p) in open.phases.iter().enumerate() {
+                    p.validate().map_err(|e| format!("phase {i}: {e}"))?;
+                }
+                if open.max_in_flight == 0 {
+                    return Err("max_in_flight must be at least 1".into());
+                }
+            }
         }
-        if let Some(i) = self.steps.iter().position(|s| s.duration.is_zero()) {
-            return Err(format!("step {i}: duration must be above zero"));
+        if let Think::Uniform { min, max } = self.think {
+            if min > max {
+                return Err(format!("think time: uniform minimum {min:?} is above its maximum {max:?}"));
+            }
         }
         if self.timeout.is_zero() {
             return Err("timeout must be above zero".into());
@@ -62,7 +174,30 @@ impl RunConfig {
             if !r.path.starts_with('/') {
                 return Err(format!("request path {:?} must start with '/'", r.path));
             }
+            if r.timeout.is_some_and(|t| t.is_zero()) {
+                return Err(format!("request {:?}: timeout must be above zero", r.path));
+            }
+        }
+        let total: u64 = self.requests.iter().map(|r| u64::from(r.weight)).sum();
+        if total == 0 {
+            return Err("every request has weight 0: nothing to send".into());
+        }
+        if total > MAX_CYCLE {
+            return Err(format!("request weights sum to {total}, above {MAX_CYCLE}"));
         }
         Ok(())
+    }
+
+    /// The load level of each step or phase: users (closed loop) or requests per second.
+    pub fn levels(&self) -> Vec<f64> {
+        match &self.open {
+            None => self.steps.iter().map(Step::level).collect(),
+            Some(open) => open.phases.iter().map(Phase::level).collect(),
+        }
+    }
+
+    /// The longest time a request may take: the run's timeout or a request's own.
+    pub fn max_timeout(&self) -> Duration {
+        self.requests.iter().filter_map(|r| r.timeout).fold(self.timeout, Duration::max)
     }
 }

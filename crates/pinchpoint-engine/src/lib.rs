@@ -1,17 +1,23 @@
-//! pinchpoint's load engine: closed-loop HTTP/1.1 users stepping through a plan,
-//! an HdrHistogram per step, and one record per request streamed to disk.
+//! pinchpoint's load engine: closed-loop HTTP/1.1 users stepping through a plan, or
+//! open-loop arrivals sent at their scheduled times; an HdrHistogram per step or phase,
+//! and one record per request streamed to disk.
 
 pub mod arrow_io;
 pub mod config;
 pub mod http;
+pub mod open_loop;
 pub mod outcome;
 pub mod record;
 pub mod recorder;
+pub mod rng;
 pub mod run;
+pub mod schedule;
 pub mod stats;
 pub mod user;
+pub mod weights;
 
-pub use config::{RequestSpec, RunConfig, Step};
+pub use config::{OpenLoop, RequestSpec, RunConfig, Step, Think};
 pub use outcome::ErrorClass;
-pub use run::{records_to_parquet, run, RunSummary, Window};
+pub use run::{records_to_parquet, run, Level, RunSummary, Window};
+pub use schedule::{Arrivals, Phase, PhaseKind};
 pub use stats::{Live, StepStats};

@@ -1,6 +1,5 @@
 //! How a request ended: a response with a status, or a classified transport error.
 
-use std::error::Error as StdError;
 use std::io;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,27 +50,14 @@ pub fn classify_connect(err: &io::Error) -> ErrorClass {
     }
 }
 
-/// Classifies a failure on an established connection, walking the error's sources
-/// down to the io::Error that hyper wraps.
-pub fn classify_exchange(err: &hyper::Error) -> ErrorClass {
-    let mut source: Option<&(dyn StdError + 'static)> = err.source();
-    while let Some(e) = source {
-        if let Some(io_err) = e.downcast_ref::<io::Error>() {
-            return match io_err.kind() {
-                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => ErrorClass::Reset,
-                io::ErrorKind::ConnectionAborted => ErrorClass::Reset,
-                io::ErrorKind::UnexpectedEof => ErrorClass::Closed,
-                io::ErrorKind::TimedOut => ErrorClass::Timeout,
-                _ => ErrorClass::Io,
-            };
+/// Classifies a failure on an established connection.
+pub fn classify_io(err: &io::Error) -> ErrorClass {
+    match err.kind() {
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
+            ErrorClass::Reset
         }
-        source = e.source();
-    }
-    if err.is_incomplete_message() || err.is_closed() || err.is_canceled() {
-        ErrorClass::Closed
-    } else if err.is_timeout() {
-        ErrorClass::Timeout
-    } else {
-        ErrorClass::Io
+        io::ErrorKind::UnexpectedEof => ErrorClass::Closed,
+        io::ErrorKind::TimedOut => ErrorClass::Timeout,
+        _ => ErrorClass::Io,
     }
 }

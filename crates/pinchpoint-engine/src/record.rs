@@ -6,10 +6,16 @@ use crate::outcome::ErrorClass;
 pub struct Record {
     pub req_id: u64,
     pub step: u32,
+    /// Closed loop: users of the step (as in the tag). Open loop: 0.
     pub users: u32,
     /// When the request was sent, unix epoch microseconds.
     pub start_us: i64,
+    /// When the schedule meant it to be sent (open loop); `start_us` in closed loop.
+    pub intended_us: i64,
+    /// From the intended send time to the end of the response (or the error).
     pub latency_us: i64,
+    /// From the actual send to the end of the response (or the error).
+    pub service_us: i64,
     /// 0 when no response arrived.
     pub status: u16,
     pub error: Option<ErrorClass>,

@@ -7,12 +7,12 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use hyper::header::HeaderValue;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::RunConfig;
 use crate::http::Prepared;
+use crate::open_loop::{self, OpenShared, PhaseCounts};
 use crate::recorder::Recorder;
 use crate::stats::{Live, StepStats};
 use crate::user::{pack_step, run_user, unix_us, Shared};
@@ -27,8 +27,26 @@ pub struct Window {
     pub end_us: i64,
 }
 
+/// A step or phase as a load level, with what the open-loop schedule could not send on time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Level {
+    pub step: u32,
+    pub open_loop: bool,
+    /// Users (closed loop; their mean over a ramp) or target requests per second
+    /// (open loop; the mean over a ramp).
+    pub level: f64,
+    /// Open loop: requests the schedule emitted in the part of the phase that ran.
+    pub intended: u64,
+    /// Open loop: requests that waited for a connection because `max_in_flight` were busy.
+    pub late: u64,
+    /// Open loop: late requests still waiting when the run ended, never sent.
+    pub unsent: u64,
+}
+
 pub struct RunSummary {
     pub steps: Vec<StepStats>,
+    /// One per step or phase of the plan.
+    pub levels: Vec<Level>,
     /// When each step that ran began and ended; shorter than `steps` if interrupted.
     pub windows: Vec<Window>,
     pub records: u64,
@@ -51,27 +69,33 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
 pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result<RunSummary, String> {
     config.validate()?;
     let addr = resolve(&config.host, config.port)?;
-    let requests = config.requests.iter().map(Prepared::new).collect::<Result<Vec<_>, _>>()?;
-    let host = HeaderValue::from_str(&format!("{}:{}", config.host, config.port))
-        .map_err(|_| format!("bad host {:?}", config.host))?;
-    let shared = Arc::new(Shared {
-        addr,
-        host,
-        run_id: config.run_id.clone(),
-        tag: config.tag,
-        requests,
-        think_time: config.think_time,
-        timeout: config.timeout,
-        current: AtomicU64::new(pack_step(0, 0)),
-        next_req_id: AtomicU64::new(0),
-    });
+    let requests = config
+        .requests
+        .iter()
+        .map(|r| Prepared::new(r, config.timeout))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cycle = crate::weights::cycle(&config.requests.iter().map(|r| r.weight).collect::<Vec<_>>());
+    if config.host.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!("bad host {:?}", config.host));
+    }
+    let host = format!("{}:{}", config.host, config.port);
+    let levels = config.levels();
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
     } else {
         config.threads
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+    // Closed loop on one thread: a current-thread runtime runs the users on this thread,
+    // without the multi-thread scheduler's cross-thread bookkeeping. (The open-loop
+    // scheduler blocks this thread, so its connections need worker threads.)
+    let mut builder = if threads == 1 && config.open.is_none() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads);
+        b
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
@@ -80,12 +104,10 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
     let recorder = Recorder {
         rx,
         path: config.records_path.clone(),
-        steps: config
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| StepStats::new(i as u32, s.users))
-            .collect(),
+        steps: match &config.open {
+            None => config.steps.iter().enumerate().map(|(i, s)| StepStats::new(i as u32, s.users)).collect(),
+            Some(open) => (0..open.phases.len()).map(|i| StepStats::new(i as u32, 0)).collect(),
+        },
         live: live.clone(),
     };
     let recorder = std::thread::Builder::new()
@@ -94,12 +116,71 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
         .map_err(|e| format!("cannot start the recorder: {e}"))?;
 
     let started_us = unix_us(SystemTime::now());
-    let (windows, interrupted) = runtime.block_on(drive(config, shared, tx, &stop, &live));
+    let mut counts = vec![PhaseCounts::default(); levels.len()];
+    let (windows, interrupted) = match &config.open {
+        None => {
+            let shared = Arc::new(Shared {
+                addr,
+                host,
+                run_id: config.run_id.clone(),
+                tag: config.tag,
+                requests,
+                cycle,
+                think: config.think,
+                seed: config.seed,
+                timeout: config.timeout,
+                current: AtomicU64::new(pack_step(0, 0)),
+                next_req_id: AtomicU64::new(0),
+            });
+            runtime.block_on(drive(config, shared, tx, &stop, &live))
+        }
+        Some(open) => {
+            let base = Instant::now();
+            let base_unix_us = unix_us(SystemTime::now());
+            let shared = Arc::new(OpenShared::new(
+                addr,
+                host,
+                config.run_id.clone(),
+                config.tag,
+                requests,
+                cycle,
+                &levels,
+                base,
+                base_unix_us,
+            ));
+            let driven =
+                open_loop::drive(open, config.seed, &levels, shared, runtime.handle(), tx, &stop, &live);
+            counts = driven.counts;
+            let end_by = tokio::time::Instant::now() + config.max_timeout() + END_GRACE;
+            runtime.block_on(async {
+                for mut task in driven.tasks {
+                    if tokio::time::timeout_at(end_by, &mut task).await.is_err() {
+                        task.abort();
+                    }
+                }
+            });
+            (driven.windows, driven.interrupted)
+        }
+    };
     runtime.shutdown_timeout(Duration::from_secs(1));
     let ended_us = unix_us(SystemTime::now());
     let (recorded, written) = recorder.join().map_err(|_| "the recorder thread panicked".to_string())?;
+    let levels = levels
+        .iter()
+        .zip(&counts)
+        .enumerate()
+        .map(|(i, (&level, c))| Level {
+            step: i as u32,
+            open_loop: config.open.is_some(),
+            level,
+            intended: c.intended,
+            late: c.late,
+            unsent: c.unsent,
+        })
+        .collect();
     Ok(RunSummary {
         steps: recorded.steps,
+        levels,
         windows,
         records: recorded.records,
         interrupted,
@@ -125,17 +206,25 @@ async fn drive(
             interrupted = true;
             break;
         }
-        shared.current.store(pack_step(i as u32, step.users), Ordering::Release);
         live.step.store(i, Ordering::Relaxed);
-        live.users.store(step.users, Ordering::Relaxed);
+        live.level_milli.store((step.level() * 1000.0).round() as u64, Ordering::Relaxed);
         let start_us = unix_us(SystemTime::now());
-        while users.len() < step.users as usize {
-            let index = users.len() as u32;
-            users.push(tokio::spawn(run_user(index, shared.clone(), tx.clone(), done_rx.clone())));
-        }
-        let deadline = Instant::now() + step.duration;
+        let began = Instant::now();
+        let deadline = began + step.duration;
+        let mut active = None;
         loop {
             let now = Instant::now();
+            // A ramp changes its users as it goes; a held step sets them once.
+            let want = step.users_at(now - began);
+            if active != Some(want) {
+                active = Some(want);
+                shared.current.store(pack_step(i as u32, want), Ordering::Release);
+                live.users.store(want, Ordering::Relaxed);
+                while users.len() < want as usize {
+                    let index = users.len() as u32;
+                    users.push(tokio::spawn(run_user(index, shared.clone(), tx.clone(), done_rx.clone())));
+                }
+            }
             if now >= deadline {
                 break;
             }
@@ -152,7 +241,7 @@ async fn drive(
     }
     let _ = done_tx.send(true);
     drop(tx);
-    let end_by = tokio::time::Instant::now() + config.timeout + END_GRACE;
+    let end_by = tokio::time::Instant::now() + config.max_timeout() + END_GRACE;
     for mut handle in users {
         if tokio::time::timeout_at(end_by, &mut handle).await.is_err() {
             handle.abort();

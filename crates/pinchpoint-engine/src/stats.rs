@@ -65,6 +65,10 @@ pub struct Live {
     pub step: AtomicUsize,
     pub users: AtomicU32,
     pub latency_sum_us: AtomicU64,
+    /// The current step's load level × 1000: users, or requests per second (open loop).
+    pub level_milli: AtomicU64,
+    /// Open loop: requests that waited for a free connection (the cap was reached).
+    pub late: AtomicU64,
 }
 
 impl Live {

@@ -1,18 +1,22 @@
 //! A closed-loop user: send, wait for the whole response, think, repeat, on one
 //! keep-alive connection that it reopens after an error.
 
-use std::fmt::Write as _;
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender as RecordTx;
+use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hyper::header::HeaderValue;
 use tokio::sync::watch;
+use tokio::time::Sleep;
 
-use crate::http::{self, Prepared, Sender};
+use crate::config::Think;
+use crate::http::{self, Conn, Level, Prepared, Tag};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
+use crate::rng::Rng;
 
 const BATCH_ROWS: usize = 128;
 const BATCH_EVERY: Duration = Duration::from_millis(100);
@@ -24,11 +28,15 @@ const PARKED_POLL: Duration = Duration::from_millis(20);
 /// What every user reads: the target, the plan's requests and the current step.
 pub struct Shared {
     pub addr: SocketAddr,
-    pub host: HeaderValue,
+    /// The `Host` header's value.
+    pub host: String,
     pub run_id: String,
     pub tag: bool,
     pub requests: Vec<Prepared>,
-    pub think_time: Duration,
+    /// Request indices in the order the weights give, cycled through.
+    pub cycle: Vec<u32>,
+    pub think: Think,
+    pub seed: u64,
     pub timeout: Duration,
     /// The current step and its users, read together: `step << 32 | users`. Two
     /// separate atomics let a user read the users of one step and the index of the
@@ -55,58 +63,62 @@ pub async fn run_user(
     tx: RecordTx<Vec<Record>>,
     mut done: watch::Receiver<bool>,
 ) {
-    let mut conn: Option<Sender> = None;
-    let mut batch: Vec<Record> = Vec::with_capacity(BATCH_ROWS);
+    let mut conn: Option<Conn> = None;
+    let mut batch: Vec<Record> = Vec::new();
     let mut last_flush = Instant::now();
-    let mut uri = String::with_capacity(256);
+    let mut request: Vec<u8> = Vec::new();
     let mut turn = index as usize;
+    let mut rng = Rng::stream(shared.seed, u64::from(index));
+    // Send times in unix microseconds from the monotonic clock: one clock read at the
+    // send and one at the end of each request.
+    let (epoch, epoch_us) = (Instant::now(), unix_us(SystemTime::now()));
+    // One timer for all the user's requests rather than one registered and removed per
+    // request (see `until`).
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
     while !*done.borrow() {
         let (step, users) = unpack_step(shared.current.load(Ordering::Acquire));
         if index >= users {
-            flush(&tx, &mut batch, &mut last_flush);
+            flush(&tx, &mut batch, &mut last_flush, Instant::now());
             pause(&mut done, PARKED_POLL).await;
             continue;
         }
-        let prepared = &shared.requests[turn % shared.requests.len()];
+        let prepared = &shared.requests[shared.cycle[turn % shared.cycle.len()] as usize];
         turn += 1;
         let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);
-        uri.clear();
-        uri.push_str(&prepared.path);
-        let tag = if shared.tag {
-            let _ = write!(
-                uri,
-                "{}pp_run={}&pp_users={}&pp_req={}",
-                prepared.query_sep, shared.run_id, users, req_id
-            );
-            HeaderValue::from_str(&format!("run={}; users={}; req={}", shared.run_id, users, req_id)).ok()
-        } else {
-            None
-        };
+        let tag = Tag { run_id: &shared.run_id, level: Level::Users(users), req_id };
+        http::build(prepared, &shared.host, shared.tag.then_some(&tag), &mut request);
+        if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
+            conn = None;
+        }
 
-        let sent_at = SystemTime::now();
         let started = Instant::now();
+        let deadline = (started + prepared.timeout).into();
         // Whether the request's time ran out while connecting: connect's own timeout is
         // the same length, so which of the two timers fires first is a matter of chance.
         let mut connecting = false;
-        let outcome = tokio::time::timeout(shared.timeout, async {
-            if conn.as_ref().is_none_or(|c| c.is_closed()) {
+        let outcome = until(timer.as_mut(), deadline, async {
+            if conn.is_none() {
                 connecting = true;
-                conn = Some(http::connect(shared.addr, shared.timeout).await?);
+                conn = Some(http::connect(shared.addr, prepared.timeout).await?);
                 connecting = false;
             }
-            let req = http::build(prepared, &uri, &shared.host, tag)?;
-            http::exchange(conn.as_mut().expect("connected above"), req).await
+            http::exchange(conn.as_mut().expect("connected above"), &request, prepared.head).await
         })
         .await
         .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));
-        let latency_us = started.elapsed().as_micros() as i64;
+        let ended = Instant::now();
+        let start_us = epoch_us + (started - epoch).as_micros() as i64;
+        let latency_us = (ended - started).as_micros() as i64;
 
         let mut record = Record {
             req_id,
             step,
             users,
-            start_us: unix_us(sent_at),
+            start_us,
+            intended_us: start_us,
             latency_us,
+            service_us: latency_us,
             status: 0,
             error: None,
             bytes: 0,
@@ -132,23 +144,55 @@ pub async fn run_user(
             }
         }
         batch.push(record);
-        if batch.len() >= BATCH_ROWS || last_flush.elapsed() >= BATCH_EVERY {
-            flush(&tx, &mut batch, &mut last_flush);
+        if batch.len() >= BATCH_ROWS || ended - last_flush >= BATCH_EVERY {
+            flush(&tx, &mut batch, &mut last_flush, ended);
         }
-        let wait = shared.think_time.max(backoff);
+        let wait = shared.think.sample(&mut rng).max(backoff);
         if !wait.is_zero() {
             pause(&mut done, wait).await;
         }
     }
-    flush(&tx, &mut batch, &mut last_flush);
+    flush(&tx, &mut batch, &mut last_flush, Instant::now());
 }
 
-fn flush(tx: &RecordTx<Vec<Record>>, batch: &mut Vec<Record>, last_flush: &mut Instant) {
+/// Runs `work` until it ends (Some) or `deadline` passes (None). The timer is moved
+/// only when it would fire after `deadline`, or when it fires before it (it was set for
+/// an earlier request): with a steady timeout it is reset about once per timeout, not
+/// once per request.
+async fn until<F: Future>(
+    mut timer: Pin<&mut Sleep>,
+    deadline: tokio::time::Instant,
+    work: F,
+) -> Option<F::Output> {
+    if timer.deadline() > deadline {
+        timer.as_mut().reset(deadline);
+    }
+    let mut work = std::pin::pin!(work);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        while timer.as_mut().poll(cx).is_ready() {
+            if timer.deadline() >= deadline {
+                return Poll::Ready(None);
+            }
+            timer.as_mut().reset(deadline);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Sends the batch to the recorder. The next batch starts with room for as many rows
+/// as this one held: a busy user does not grow its batch row by row, and an idle one
+/// (most of 10,000 users thinking) holds no room for rows it will not fill.
+fn flush(tx: &RecordTx<Vec<Record>>, batch: &mut Vec<Record>, last_flush: &mut Instant, now: Instant) {
     if !batch.is_empty() {
-        let full = std::mem::replace(batch, Vec::with_capacity(BATCH_ROWS));
+        let room = batch.len().next_power_of_two().min(BATCH_ROWS);
+        let full = std::mem::replace(batch, Vec::with_capacity(room));
         let _ = tx.send(full);
     }
-    *last_flush = Instant::now();
+    *last_flush = now;
 }
 
 /// Sleeps, but wakes at once when the run ends.

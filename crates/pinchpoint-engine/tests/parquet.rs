@@ -19,7 +19,9 @@ fn records(first_id: u64, n: usize) -> Vec<Record> {
             step: (i % 3) as u32,
             users: 1 + (i % 3) as u32,
             start_us: 1_700_000_000_000_000 + i as i64,
+            intended_us: 1_700_000_000_000_000 + i as i64 - 7,
             latency_us: 100 + i as i64,
+            service_us: 93 + i as i64,
             status: if i % 5 == 0 { 0 } else { 200 },
             error: (i % 5 == 0).then_some(ErrorClass::Reset),
             bytes: if i % 5 == 0 { 0 } else { 42 },
@@ -69,6 +71,7 @@ fn complete_stream_converts_every_row_with_the_documented_schema() {
     assert_eq!(rows[5].error.as_deref(), Some("reset"));
     assert_eq!(rows[6].error, None);
     assert_eq!((rows[7].step, rows[7].users, rows[7].latency_us), (expected[7].step, expected[7].users, 107));
+    assert_eq!((rows[7].start_us - rows[7].intended_us, rows[7].service_us), (7, 100));
 
     let file = File::open(src.with_extension("parquet")).unwrap();
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
@@ -83,7 +86,9 @@ fn complete_stream_converts_every_row_with_the_documented_schema() {
         ("step", DataType::UInt32, false),
         ("users", DataType::UInt32, false),
         ("start_us", DataType::Int64, false),
+        ("intended_us", DataType::Int64, false),
         ("latency_us", DataType::Int64, false),
+        ("service_us", DataType::Int64, false),
         ("status", DataType::UInt16, false),
         ("error", DataType::Utf8, true),
         ("bytes", DataType::UInt64, false),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use pinchpoint_engine::{ErrorClass, RequestSpec, RunSummary};
+use pinchpoint_engine::{ErrorClass, RequestSpec, RunSummary, Think};
 
 fn error_total(s: &RunSummary, class: ErrorClass) -> u64 {
     s.steps.iter().map(|st| st.errors[class.index()]).sum()
@@ -87,7 +87,7 @@ fn every_request_carries_the_tag() {
     let dir = tempfile::tempdir().unwrap();
     let paths = ["/plain", "/search?q=a%20b&n=1"];
     let mut cfg = config(dir.path(), server.port(), &paths, steps(&[(1, 500), (3, 500)]));
-    cfg.think_time = Duration::from_millis(5);
+    cfg.think = Think::Constant(Duration::from_millis(5));
     let s = run(&cfg);
     let rows = parquet_rows(&cfg);
     let by_id: HashMap<u64, &Row> = rows.iter().map(|r| (r.req_id, r)).collect();
@@ -129,7 +129,7 @@ fn no_tag_when_tagging_is_off() {
     let paths = ["/plain", "/search?q=1"];
     let mut cfg = config(dir.path(), server.port(), &paths, steps(&[(2, 300)]));
     cfg.tag = false;
-    cfg.think_time = Duration::from_millis(5);
+    cfg.think = Think::Constant(Duration::from_millis(5));
     let s = run(&cfg);
     let received = server.received();
     assert!(!received.is_empty());
@@ -146,7 +146,7 @@ fn error_statuses_are_responses() {
     let server = TestServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), server.port(), &["/status/503", "/status/404"], steps(&[(2, 500)]));
-    cfg.think_time = Duration::from_millis(2);
+    cfg.think = Think::Constant(Duration::from_millis(2));
     let s = run(&cfg);
     let rows = parquet_rows(&cfg);
     let st = &s.steps[0];
@@ -257,7 +257,7 @@ fn think_time_paces_a_user() {
     let server = TestServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), server.port(), &["/"], steps(&[(1, 1000)]));
-    cfg.think_time = Duration::from_millis(100);
+    cfg.think = Think::Constant(Duration::from_millis(100));
     let s = run(&cfg);
     let rows = parquet_rows(&cfg);
     eprintln!("think time: {} requests in 1 s", s.records);
@@ -276,7 +276,7 @@ fn stop_flag_ends_the_run_early_and_keeps_the_records() {
     let server = TestServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), server.port(), &["/"], steps(&[(2, 30_000), (4, 30_000)]));
-    cfg.think_time = Duration::from_millis(1);
+    cfg.think = Think::Constant(Duration::from_millis(1));
     let stop = Arc::new(AtomicBool::new(false));
     let setter = {
         let stop = stop.clone();
@@ -371,12 +371,14 @@ fn method_body_and_plan_headers_reach_the_server() {
     let server = TestServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), server.port(), &["/"], steps(&[(1, 200)]));
-    cfg.think_time = Duration::from_millis(20);
+    cfg.think = Think::Constant(Duration::from_millis(20));
     cfg.requests = vec![RequestSpec {
         method: "POST".into(),
         path: "/submit".into(),
         headers: vec![("Content-Type".into(), "application/json".into()), ("X-Custom".into(), "yes".into())],
         body: br#"{"a": 1}"#.to_vec(),
+        weight: 1,
+        timeout: None,
     }];
     let s = run(&cfg);
     let received = server.received();

@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hdrhistogram::serialization::{Serializer, V2Serializer};
-use pinchpoint_engine::{ErrorClass, Live, RequestSpec, RunConfig, RunSummary, Step, StepStats};
+use pinchpoint_engine::{
+    Arrivals, ErrorClass, Level, Live, OpenLoop, Phase, RequestSpec, RunConfig, RunSummary, Step, StepStats,
+    Think,
+};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -20,6 +23,46 @@ struct PyRequest {
     path: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    weight: u32,
+    timeout_s: Option<f64>,
+}
+
+/// A closed-loop step: users held, or ramped from `ramp_from`.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PyStep {
+    users: u32,
+    duration_s: f64,
+    ramp_from: Option<u32>,
+}
+
+/// `kind` is constant (`value_s`), uniform (`min_s` to `max_s`) or exponential (mean `value_s`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PyThink {
+    kind: String,
+    value_s: f64,
+    min_s: f64,
+    max_s: f64,
+}
+
+/// `kind` is rate (`rate`, to `ramp_to` if set), pause, or count (`count`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PyPhase {
+    kind: String,
+    duration_s: f64,
+    rate: f64,
+    ramp_to: Option<f64>,
+    count: u64,
+}
+
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PyOpen {
+    phases: Vec<PyPhase>,
+    arrivals: String,
+    max_in_flight: u32,
 }
 
 #[derive(FromPyObject)]
@@ -29,8 +72,10 @@ struct PyConfig {
     host: String,
     port: u16,
     requests: Vec<PyRequest>,
-    steps: Vec<(u32, f64)>,
-    think_time_s: f64,
+    steps: Vec<PyStep>,
+    think: PyThink,
+    open: Option<PyOpen>,
+    seed: u64,
     timeout_s: f64,
     records_path: PathBuf,
     threads: usize,
@@ -42,25 +87,75 @@ fn seconds(name: &str, value: f64) -> PyResult<Duration> {
         .map_err(|_| PyValueError::new_err(format!("{name}: {value} is not a duration in seconds")))
 }
 
+impl PyThink {
+    fn into_think(self) -> PyResult<Think> {
+        Ok(match self.kind.as_str() {
+            "constant" => Think::Constant(seconds("think time", self.value_s)?),
+            "uniform" => Think::Uniform { min: seconds("think time min", self.min_s)?, max: seconds("think time max", self.max_s)? },
+            "exponential" => Think::Exponential { mean: seconds("think time mean", self.value_s)? },
+            other => return Err(PyValueError::new_err(format!("unknown think time distribution {other:?}"))),
+        })
+    }
+}
+
+impl PyOpen {
+    fn into_open(self) -> PyResult<OpenLoop> {
+        let phases = self
+            .phases
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let d = seconds(&format!("phase {i}"), p.duration_s)?;
+                Ok(match p.kind.as_str() {
+                    "rate" => Phase::ramp(p.rate, p.ramp_to.unwrap_or(p.rate), d),
+                    "pause" => Phase::pause(d),
+                    "count" => Phase::count(p.count, d),
+                    other => return Err(PyValueError::new_err(format!("phase {i}: unknown kind {other:?}"))),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let arrivals = match self.arrivals.as_str() {
+            "uniform" => Arrivals::Uniform,
+            "poisson" => Arrivals::Poisson,
+            other => return Err(PyValueError::new_err(format!("unknown arrivals {other:?}"))),
+        };
+        Ok(OpenLoop { phases, arrivals, max_in_flight: self.max_in_flight })
+    }
+}
+
 impl PyConfig {
     fn into_config(self) -> PyResult<RunConfig> {
         let steps = self
             .steps
             .iter()
             .enumerate()
-            .map(|(i, &(users, d))| Ok(Step { users, duration: seconds(&format!("step {i}"), d)? }))
+            .map(|(i, s)| {
+                Ok(Step { users: s.users, duration: seconds(&format!("step {i}"), s.duration_s)?, ramp_from: s.ramp_from })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let requests = self
+            .requests
+            .into_iter()
+            .map(|r| {
+                Ok(RequestSpec {
+                    timeout: r.timeout_s.map(|t| seconds("request timeout", t)).transpose()?,
+                    method: r.method,
+                    path: r.path,
+                    headers: r.headers,
+                    body: r.body,
+                    weight: r.weight,
+                })
+            })
             .collect::<PyResult<Vec<_>>>()?;
         Ok(RunConfig {
             run_id: self.run_id,
             host: self.host,
             port: self.port,
-            requests: self
-                .requests
-                .into_iter()
-                .map(|r| RequestSpec { method: r.method, path: r.path, headers: r.headers, body: r.body })
-                .collect(),
+            requests,
             steps,
-            think_time: seconds("think_time_s", self.think_time_s)?,
+            think: self.think.into_think()?,
+            open: self.open.map(PyOpen::into_open).transpose()?,
+            seed: self.seed,
             timeout: seconds("timeout_s", self.timeout_s)?,
             records_path: self.records_path,
             threads: self.threads,
@@ -72,6 +167,8 @@ impl PyConfig {
 /// A load run going on in the background.
 #[pyclass]
 struct LoadRun {
+    /// Open loop: the live level is a target rate, not users.
+    open_loop: bool,
     stop: Arc<AtomicBool>,
     live: Arc<Live>,
     result: Mutex<Option<Receiver<Result<RunSummary, String>>>>,
@@ -84,7 +181,8 @@ impl LoadRun {
         self.stop.store(true, Ordering::Relaxed);
     }
 
-    /// Live counters: requests and errors so far, the current step and its users.
+    /// Live counters: requests and errors so far, the current step, its users and its
+    /// level (`kind` users, or rate: target requests/s), requests late so far (open loop).
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("requests", self.live.requests.load(Ordering::Relaxed))?;
@@ -92,6 +190,9 @@ impl LoadRun {
         d.set_item("step", self.live.step.load(Ordering::Relaxed))?;
         d.set_item("users", self.live.users.load(Ordering::Relaxed))?;
         d.set_item("latency_sum_us", self.live.latency_sum_us.load(Ordering::Relaxed))?;
+        d.set_item("kind", if self.open_loop { "rate" } else { "users" })?;
+        d.set_item("level", self.live.level_milli.load(Ordering::Relaxed) as f64 / 1000.0)?;
+        d.set_item("late", self.live.late.load(Ordering::Relaxed))?;
         Ok(d)
     }
 
@@ -123,10 +224,17 @@ impl LoadRun {
     }
 }
 
-fn step_dict<'py>(py: Python<'py>, s: &StepStats) -> PyResult<Bound<'py, PyDict>> {
+fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("step", s.step)?;
     d.set_item("users", s.users)?;
+    if let Some(l) = level {
+        d.set_item("kind", if l.open_loop { "rate" } else { "users" })?;
+        d.set_item("level", l.level)?;
+        d.set_item("intended", l.intended)?;
+        d.set_item("late", l.late)?;
+        d.set_item("unsent", l.unsent)?;
+    }
     d.set_item("requests", s.requests)?;
     d.set_item("responses", s.responses)?;
     d.set_item("bytes", s.bytes)?;
@@ -166,7 +274,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
     let d = PyDict::new(py);
     let steps = PyList::empty(py);
     for st in &s.steps {
-        steps.append(step_dict(py, st)?)?;
+        steps.append(step_dict(py, st, s.levels.get(st.step as usize))?)?;
     }
     d.set_item("steps", steps)?;
     let windows: Vec<(i64, i64)> = s.windows.iter().map(|w| (w.start_us, w.end_us)).collect();
@@ -184,6 +292,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
 fn start(config: PyConfig) -> PyResult<LoadRun> {
     let config = config.into_config()?;
     config.validate().map_err(PyValueError::new_err)?;
+    let open_loop = config.open.is_some();
     let stop = Arc::new(AtomicBool::new(false));
     let live = Arc::new(Live::default());
     let (tx, rx) = mpsc::channel();
@@ -194,7 +303,7 @@ fn start(config: PyConfig) -> PyResult<LoadRun> {
             let _ = tx.send(pinchpoint_engine::run(&config, stop2, live2));
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the engine thread: {e}")))?;
-    Ok(LoadRun { stop, live, result: Mutex::new(Some(rx)) })
+    Ok(LoadRun { open_loop, stop, live, result: Mutex::new(Some(rx)) })
 }
 
 /// Converts a records stream (complete, or cut short by a killed run) to Parquet;

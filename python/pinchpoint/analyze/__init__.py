@@ -6,7 +6,9 @@ import json
 import math
 from pathlib import Path
 
-from pinchpoint.analyze.frames import read_run
+import polars as pl
+
+from pinchpoint.analyze.frames import RunData, read_run
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.steps import step_table
 from pinchpoint.analyze.usl import fit_usl
@@ -29,14 +31,31 @@ def _clean(value: object) -> object:
 def _curve(steps: list[dict]) -> dict:
     """The knee and the scalability law fitted to throughput and p50 latency by users."""
     measured = [s for s in steps if s["latency_ms"]["p50"] is not None]
-    users = [s["users"] for s in measured]
+    # The load of each step: its users, or its target rate (open loop); the scalability
+    # law models concurrency, so it is fitted to closed-loop steps only.
+    users = [s.get("level", s["users"]) for s in measured]
     throughput = [s["throughput_rps"] for s in measured]
     knee = find_knee(users, throughput, [s["latency_ms"]["p50"] for s in measured])
-    scalability = fit_usl(users, throughput)
+    closed = all(s.get("kind", "users") == "users" for s in measured)
+    scalability = fit_usl(users, throughput) if closed else None
     return {
         "knee": knee.as_dict() if knee else None,
         "scalability": scalability.as_dict() if scalability else None,
     }
+
+
+def min_latency_ms(data: RunData) -> float | None:
+    """The shortest latency of an answered request of the run, in ms."""
+    if data.requests.height == 0:
+        return None
+    answered = data.requests.filter(pl.col("error").is_null() & (pl.col("status") < 400))
+    return float(answered["latency_us"].min()) / 1000 if answered.height else None
+
+
+def _endpoint(data: RunData) -> str:
+    # Requests of several kinds are not told apart in requests.parquet: one estimate for all.
+    paths = {f"{r.method} {r.path}" for r in data.plan.request}
+    return paths.pop() if len(paths) == 1 else "all requests"
 
 
 def analyze(run_dir: Path) -> dict:
@@ -49,6 +68,8 @@ def analyze(run_dir: Path) -> dict:
         workers={c.name: c.workers for c in data.plan.component if c.workers},
         cpu_count=int(data.run.get("host", {}).get("cpu_count") or 1),
         generator_threads=int(data.run.get("engine", {}).get("threads") or 1),
+        min_latency_ms=min_latency_ms(data),
+        endpoint=_endpoint(data),
     )
     verdict = {
         "schema": SCHEMA,

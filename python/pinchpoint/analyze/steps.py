@@ -21,6 +21,12 @@ class Window:
     users: int
     start: float
     end: float
+    # The load level: "users" (closed loop) or "rate" (open loop, target requests/s).
+    kind: str = "users"
+    level: float | None = None
+    # Open loop: requests that waited for a free connection, and those never sent.
+    late: int | None = None
+    unsent: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -33,7 +39,18 @@ def steady_windows(run: dict) -> list[Window]:
     out = []
     for s in run["steps"]:
         start = min(s["start"] + warmup, s["end"])
-        out.append(Window(step=s["step"], users=s["users"], start=start, end=s["end"]))
+        out.append(
+            Window(
+                step=s["step"],
+                users=s["users"],
+                start=start,
+                end=s["end"],
+                kind=s.get("kind", "users"),
+                level=s.get("level", s["users"]),
+                late=s.get("late"),
+                unsent=s.get("unsent"),
+            )
+        )
     return out
 
 
@@ -47,11 +64,12 @@ def _ms(values: np.ndarray) -> dict[str, float | None]:
 
 
 def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
-    """The client's view of one step, and the request ids kept in its steady part."""
+    """The client's view of one step, and the request ids kept in its steady part. A
+    request belongs by its intended send time (open loop: one sent late because the
+    target stalled still counts in its phase, with its latency from that time)."""
     lo, hi = int(w.start * 1e6), int(w.end * 1e6)
-    part = requests.filter(
-        (pl.col("step") == w.step) & (pl.col("start_us") >= lo) & (pl.col("start_us") < hi)
-    )
+    at = pl.col("intended_us" if "intended_us" in requests.columns else "start_us")
+    part = requests.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi))
     failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
     ok = part.filter(~failed)
     errors = part.filter(failed)
@@ -66,6 +84,9 @@ def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
     step = {
         "step": w.step,
         "users": w.users,
+        "kind": w.kind,
+        "level": w.level,
+        **({"late": w.late, "unsent": w.unsent} if w.kind == "rate" else {}),
         "duration_s": round(w.seconds, 3),
         "requests": part.height,
         "errors": errors.height,
@@ -74,6 +95,8 @@ def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
         "throughput_rps": ok.height / w.seconds,
         "latency_ms": _ms(latency),
         "latency_mean_ms": float(latency.mean() * 1000) if latency.size else None,
+        # How long the failed requests took: a limit that refuses answers fast.
+        "error_latency_p50_ms": _pct(errors["latency_us"].to_numpy() / 1e3, 50),
     }
     return step, part["req_id"]
 
@@ -82,13 +105,10 @@ def _wide(tiers: pl.DataFrame, names: list[str]) -> pl.DataFrame:
     """One row per request id, with each tier's duration and upstream time."""
     frames = None
     for name in names:
-        t = (
-            tiers.filter((pl.col("component") == name) & pl.col("req_id").is_not_null())
-            .group_by("req_id")
-            .agg(
-                pl.col("duration_s").first().alias(f"d:{name}"),
-                pl.col("upstream_s").first().alias(f"u:{name}"),
-            )
+        t = tiers.filter((pl.col("component") == name) & pl.col("req_id").is_not_null()).select(
+            "req_id",
+            pl.col("duration_s").alias(f"d:{name}"),
+            pl.col("upstream_s").alias(f"u:{name}"),
         )
         frames = t if frames is None else frames.join(t, on="req_id", how="full", coalesce=True)
     return frames if frames is not None else pl.DataFrame()
@@ -97,14 +117,19 @@ def _wide(tiers: pl.DataFrame, names: list[str]) -> pl.DataFrame:
 def tier_step(
     tiers: pl.DataFrame,
     req_ids: pl.Series,
-    users: int,
+    users: int | None,
     order: list[str],
     calls: dict[str, list[str]],
     throughput: float,
 ) -> dict[str, dict]:
-    """Each tier's time, self time and queue time in one step."""
-    tagged = tiers.filter(pl.col("req_id").is_in(req_ids.implode()))
-    untagged = tiers.filter(pl.col("req_id").is_null() & (pl.col("users") == users))
+    """Each tier's time, self time and queue time in one step. Records without a request
+    id join the step by its users; open-loop steps (users None) take none of them."""
+    tagged = per_request(tiers.filter(pl.col("req_id").is_in(req_ids.implode())))
+    untagged = (
+        tiers.clear()
+        if users is None
+        else tiers.filter(pl.col("req_id").is_null() & (pl.col("users") == users))
+    )
     part = pl.concat([tagged, untagged]) if untagged.height else tagged
     wide = _wide(tagged, order)
     out: dict[str, dict] = {}
@@ -119,6 +144,7 @@ def tier_step(
             "p95_ms": _pct(d * 1000, 95),
             "mean_ms": float(d.mean() * 1000),
             "concurrency": throughput * float(d.mean()),
+            **_statuses(own, bool(calls.get(name))),
         }
         entry.update(_self_time(own, wide, name, calls.get(name, []), part))
         out[name] = entry
@@ -126,6 +152,41 @@ def tier_step(
         for callee in calls.get(caller, []):
             if callee in out and caller in out:
                 out[callee].update(_queue_time(wide, caller, callee))
+    return out
+
+
+def per_request(tagged: pl.DataFrame) -> pl.DataFrame:
+    """One record per component and request: a tier that logs several lines for one request
+    (a database, one per statement) counts the sum of their times."""
+    if tagged.height == 0:
+        return tagged
+    upstream = pl.col("upstream_s")
+    return (
+        tagged.group_by("component", "req_id", maintain_order=True)
+        .agg(
+            pl.col("users").first(),
+            pl.col("ts").max(),
+            pl.col("duration_s").sum(),
+            pl.when(upstream.is_null().all())
+            .then(None)
+            .otherwise(upstream.sum())
+            .alias("upstream_s"),
+            pl.col("status").max(),
+        )
+        .select(tagged.columns)
+        .cast(tagged.schema)
+    )
+
+
+def _statuses(own: pl.DataFrame, calls_others: bool) -> dict:
+    """Server errors the tier logged and, for a tier that calls others, how many of them it
+    answered itself without waiting on what it calls (a proxy refusing: 503 of limit_conn)."""
+    if "status" not in own.columns:
+        return {}
+    failed = own.filter((pl.col("status") >= 500) | (pl.col("status") == 429))
+    out = {"errors": failed.height}
+    if calls_others:
+        out["rejected"] = failed.filter(pl.col("upstream_s").is_null()).height
     return out
 
 
@@ -199,8 +260,35 @@ def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict]:
             "cpu_cores": float(frame["cpu_cores"].mean()),
             "rss_bytes": int(frame["rss_bytes"].max()),
             "processes": int(frame["processes"].median()),
+            **_quota(frame),
+            **_lock_waits(frame),
         }
     return out
+
+
+def _measured(frame: pl.DataFrame, column: str) -> pl.Series | None:
+    if column not in frame.columns:
+        return None
+    values = frame[column].drop_nulls()
+    return values if values.len() else None
+
+
+def _quota(frame: pl.DataFrame) -> dict:
+    """The cgroup CPU quota over the step and the share of its periods that were throttled."""
+    quota = _measured(frame, "cpu_quota_cores")
+    if quota is None:
+        return {}
+    periods = int(frame["cpu_periods"].sum())
+    return {
+        "cpu_quota_cores": float(quota.max()),
+        "cpu_throttled_share": int(frame["cpu_throttled"].sum()) / periods if periods else 0.0,
+        "cpu_throttled_s": float(frame["cpu_throttled_s"].sum()),
+    }
+
+
+def _lock_waits(frame: pl.DataFrame) -> dict:
+    waits = _measured(frame, "lock_waits")
+    return {"lock_waits": float(waits.mean())} if waits is not None else {}
 
 
 def step_table(data: RunData) -> list[dict]:
@@ -213,7 +301,12 @@ def step_table(data: RunData) -> list[dict]:
         step, req_ids = client_step(data.requests, w)
         if data.tiers.height:
             step["tiers"] = tier_step(
-                data.tiers, req_ids, w.users, order, calls, step["throughput_rps"]
+                data.tiers,
+                req_ids,
+                w.users if w.kind == "users" else None,
+                order,
+                calls,
+                step["throughput_rps"],
             )
         else:
             step["tiers"] = {}

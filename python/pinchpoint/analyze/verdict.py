@@ -3,7 +3,27 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pinchpoint.analyze.context import (
+    Context,
+    busy_of,
+    cpu_of,
+    load_text,
+    ms_text,
+    rate_of,
+    start_text,
+    users_text,
+    workers_of,
+)
+from pinchpoint.analyze.findings import (
+    Finding,
+    cpu_quota,
+    db_lock,
+    estimate_line,
+    proxy_limit,
+    workers_estimate,
+)
+
+__all__ = ["Context", "decide", "tier_cost"]
 
 # Latency "grows" when it rises by more than this share of its lowest-load value...
 GROWTH_SHARE = 0.25
@@ -19,15 +39,6 @@ WORKER_CPU_BOUND = 0.7
 GENERATOR_SATURATED = 0.9
 
 
-@dataclass
-class Context:
-    order: list[str]
-    calls: dict[str, list[str]]
-    workers: dict[str, int]
-    cpu_count: int
-    generator_threads: int
-
-
 def tier_cost(step: dict, tier: str) -> float | None:
     """A tier's own contribution to the latency of a step: self time plus queue time."""
     t = step.get("tiers", {}).get(tier)
@@ -40,17 +51,9 @@ def _latency(step: dict) -> float | None:
     return step["latency_ms"]["p50"]
 
 
-def _users(n: int) -> str:
-    return f"{n} user" if n == 1 else f"{n} users"
-
-
-def _fmt(ms: float) -> str:
-    return f"{ms:.1f} ms" if abs(ms) >= 1 else f"{ms:.2f} ms"
-
-
-def _cpu(step: dict, who: str) -> float | None:
-    r = step.get("resources", {}).get(who)
-    return r["cpu_cores"] if r else None
+_users = users_text
+_fmt = ms_text
+_cpu = cpu_of
 
 
 def generator_check(steps: list[dict], ctx: Context) -> dict:
@@ -65,6 +68,13 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
 
 def decide(steps: list[dict], ctx: Context) -> dict:
     """The verdict's findings, without the per-step table."""
+    estimate = workers_estimate(steps, ctx.min_latency_ms, ctx.endpoint)
+    verdict = _decide(steps, ctx, estimate)
+    verdict["workers_estimate"] = [estimate] if estimate else []
+    return verdict
+
+
+def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
     generator = generator_check(steps, ctx)
     usable = [s for s in steps if _latency(s) is not None]
     if len(usable) < 2:
@@ -82,6 +92,9 @@ def decide(steps: list[dict], ctx: Context) -> dict:
             ),
             "generator": generator,
         }
+    refusing = None if generator["saturated"] else proxy_limit(usable, ctx)
+    if refusing is not None:
+        return _verdict(refusing, generator)
     base, top = usable[0], usable[-1]
     threshold = max(GROWTH_MIN_MS, GROWTH_SHARE * _latency(base))
     growth = _latency(top) - _latency(base)
@@ -96,7 +109,7 @@ def decide(steps: list[dict], ctx: Context) -> dict:
             deltas[tier] = b - a
     if not deltas:
         headline = (
-            f"Latency grows from {_users(onset['users'])} ({_fmt(_latency(base))} → {_fmt(_latency(top))}), "
+            f"Latency grows from {load_text(onset)} ({_fmt(_latency(base))} → {_fmt(_latency(top))}), "
             "but no tier logged records for this run: the growth cannot be attributed."
         )
         return {
@@ -114,23 +127,45 @@ def decide(steps: list[dict], ctx: Context) -> dict:
         ),
         onset,
     )
-    resource, evidence = _resource(tier, usable, tier_onset, ctx)
-    evidence = [
-        f"client p50 latency grows from {_fmt(_latency(base))} at {_users(base['users'])} "
-        f"to {_fmt(_latency(top))} at {_users(top['users'])}",
+    growth_lines = [
+        f"client p50 latency grows from {_fmt(_latency(base))} at {load_text(base)} "
+        f"to {_fmt(_latency(top))} at {load_text(top)}",
         f"{tier}'s own time (self + queue) grows by {_fmt(deltas[tier])}, "
         f"{_share(deltas[tier], growth)} of the growth; "
         + ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier),
-        *evidence,
     ]
+    special = cpu_quota(tier, usable, ctx) or db_lock(tier, usable, ctx, tier_onset["users"])
+    if special is not None:
+        special.evidence = [*growth_lines, *special.evidence]
+        return _verdict(special, generator)
+    resource, evidence = _resource(tier, usable, tier_onset, ctx)
+    if resource == "worker_pool" and estimate is not None:
+        evidence.append(estimate_line(estimate))
+    evidence = [*growth_lines, *evidence]
     bottleneck = {
         "component": tier,
         "resource": resource,
         "starts_at_users": tier_onset["users"],
+        **({"starts_at_rate": rate_of(tier_onset)} if rate_of(tier_onset) is not None else {}),
         "evidence": evidence,
     }
     bottleneck["summary"] = _summary(bottleneck, ctx)
-    headline = f"Bottleneck: {_name(bottleneck, ctx)} from {_users(tier_onset['users'])}"
+    headline = f"Bottleneck: {_name(bottleneck, ctx)} from {load_text(tier_onset)}"
+    return {"bottleneck": bottleneck, "headline": headline, "generator": generator}
+
+
+def _verdict(finding: Finding, generator: dict) -> dict:
+    bottleneck = {
+        "component": finding.component,
+        "resource": finding.resource,
+        "starts_at_users": finding.starts_at_users,
+        **(
+            {"starts_at_rate": finding.starts_at_rate} if finding.starts_at_rate is not None else {}
+        ),
+        "evidence": finding.evidence,
+        "summary": finding.summary,
+    }
+    headline = f"Bottleneck: {finding.name} from {start_text(bottleneck)}"
     return {"bottleneck": bottleneck, "headline": headline, "generator": generator}
 
 
@@ -152,23 +187,27 @@ def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[
     evidence = []
     if host_peak:
         evidence.append(
-            f"host CPU {host_at_onset or 0.0:.2f} of {ctx.cpu_count} cores at {_users(onset['users'])}, "
+            f"host CPU {host_at_onset or 0.0:.2f} of {ctx.cpu_count} cores at {load_text(onset)}, "
             f"peak {host_peak:.2f}"
         )
     gen = max((_cpu(s, "generator") or 0.0 for s in steps), default=0.0)
     if gen and host_peak:
         evidence.append(f"the load generator itself used up to {gen:.2f} cores of this host")
-    host_saturated = host_at_onset is not None and host_at_onset >= CPU_SATURATED * ctx.cpu_count
+    # Latency bends while a host nears full use, so the CPU counts as the limit when it
+    # saturates at the onset or at any heavier step after it.
+    after_onset = next((steps[i:] for i, s in enumerate(steps) if s is onset), [onset])
+    host_after = max((_cpu(s, "host") or 0.0 for s in after_onset), default=0.0)
+    host_saturated = host_after >= CPU_SATURATED * ctx.cpu_count
     workers = _workers(tier, top, ctx)
     if queue_growth >= 0.5 * max(queue_growth + self_growth, 1e-9) and workers:
         busy = _busy(tier, top)
         evidence.append(
-            f"queue time before {tier} p50 {_fmt(queue_growth)} higher at {_users(top['users'])}: "
+            f"queue time before {tier} p50 {_fmt(queue_growth)} higher at {load_text(top)}: "
             "requests wait for a free worker"
         )
         evidence.append(
             f"{tier} concurrency by Little's law (throughput × time in {tier}) is {busy:.2f} "
-            f"at {_users(top['users'])} against {workers} workers"
+            f"at {load_text(top)} against {workers} workers"
         )
         own_cpu = _cpu(top, tier)
         per_worker = own_cpu / busy if own_cpu is not None and busy > 0 else None
@@ -184,20 +223,12 @@ def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[
         return "cpu", evidence
     own_cpu = _cpu(top, tier)
     if own_cpu is not None:
-        evidence.append(f"{tier} processes used {own_cpu:.2f} cores at {_users(top['users'])}")
+        evidence.append(f"{tier} processes used {own_cpu:.2f} cores at {load_text(top)}")
     return "time", evidence
 
 
-def _busy(tier: str, step: dict) -> float:
-    return float(step["tiers"].get(tier, {}).get("concurrency") or 0.0)
-
-
-def _workers(tier: str, step: dict, ctx: Context) -> int | None:
-    if tier in ctx.workers:
-        return ctx.workers[tier]
-    procs = step.get("resources", {}).get(tier, {}).get("processes")
-    # A pre-fork server counts its master among its processes.
-    return procs - 1 if procs and procs > 1 else None
+_busy = busy_of
+_workers = workers_of
 
 
 def _name(b: dict, ctx: Context) -> str:
@@ -211,17 +242,17 @@ def _name(b: dict, ctx: Context) -> str:
 def _summary(b: dict, ctx: Context) -> str:
     if b["resource"] == "worker_pool":
         return (
-            f"{b['component']}'s worker pool is full from {_users(b['starts_at_users'])}: requests "
+            f"{b['component']}'s worker pool is full from {start_text(b)}: requests "
             "queue for a free worker while the workers themselves mostly wait rather than compute. "
             "Add workers (or make each request shorter)."
         )
     if b["resource"] == "cpu":
         return (
-            f"The host's CPU is saturated from {_users(b['starts_at_users'])}; {b['component']}'s time "
+            f"The host's CPU is saturated from {start_text(b)}; {b['component']}'s time "
             "grows as its work waits for a core. More workers will not help; less CPU per request or "
             "more cores will."
         )
-    return f"{b['component']}'s own time grows with load from {_users(b['starts_at_users'])}."
+    return f"{b['component']}'s own time grows with load from {start_text(b)}."
 
 
 def _no_bottleneck(steps: list[dict], ctx: Context) -> str:
@@ -229,7 +260,7 @@ def _no_bottleneck(steps: list[dict], ctx: Context) -> str:
     host = max((_cpu(s, "host") or 0.0 for s in steps), default=0.0)
     room = f"; host CPU peaked at {host:.2f} of {ctx.cpu_count} cores" if host else ""
     return (
-        f"No bottleneck from {steps[0]['users']} to {_users(top['users'])}: latency stays flat "
+        f"No bottleneck from {load_text(steps[0]).split()[0]} to {load_text(top)}: latency stays flat "
         f"(p50 {_fmt(_latency(steps[0]))} → {_fmt(_latency(top))}) while throughput reaches "
         f"{top['throughput_rps']:.0f} req/s{room}."
     )

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pinchpoint.collect.logs import TIERS_SCHEMA, FileCounts, TierRow, collection_json
-from pinchpoint.collect.resources import SCHEMA
+from pinchpoint.collect.resources import SCHEMA, conform
 
 _ZERO = {"lines": 0, "matched": 0, "other_run": 0, "untagged": 0, "unparseable": 0}
 
@@ -85,7 +85,7 @@ class TierWriter:
 
 def write_resources(collectors: Sequence[Collector], path: Path) -> None:
     """resources.parquet from the samples of every collector."""
-    tables = [c.resources().cast(SCHEMA) for c in collectors]
+    tables = [conform(c.resources()) for c in collectors]
     pq.write_table(pa.concat_tables(tables) if tables else SCHEMA.empty_table(), path)
 
 

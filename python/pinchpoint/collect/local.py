@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pinchpoint.collect.formats import LineParser, get_parser
+from pinchpoint.collect.formats import get_parser
 from pinchpoint.collect.logs import FileCounts, TierRow, match_lines, read_from
 from pinchpoint.collect.logset import LogMark, log_sources, mark_logs
 from pinchpoint.collect.resources import SCHEMA, ProcessSelector, ResourceSampler
@@ -36,11 +36,9 @@ class LocalCollector:
     def __init__(self, components: Sequence[Component]) -> None:
         self.components = {c.name: c for c in components}
         # Compiled up front: a log format that does not compile fails before any load.
-        self._parsers: dict[str, LineParser] = {
-            c.name: get_parser(c.log.format, c.log.log_format)
-            for c in components
-            if c.log is not None
-        }
+        for c in components:
+            if c.log is not None:
+                get_parser(c.log.format, c.log.log_format)
         self._targets = {
             c.name: ProcessSelector.from_dict(c.process.model_dump(exclude_defaults=True))
             for c in components
@@ -101,7 +99,10 @@ class LocalCollector:
             lines = read_from(source.path, source.offset)
             if tick is not None:
                 lines = _ticking(lines, tick)
-            yield from match_lines(name, lines, self._parsers[name], self.run_id, counts)
+            # A parser may hold a record across lines (csvlog): a fresh one for each file,
+            # and for each reader when several read at once (the agent).
+            parser = get_parser(component.log.format, component.log.log_format)
+            yield from match_lines(name, lines, parser, self.run_id, counts)
 
     def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
         """Sends the run's records of every component to `sink` in batches; the counts."""

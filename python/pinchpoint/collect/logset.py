@@ -1,18 +1,20 @@
 """A component's log as a set of files: a path or a glob, followed across rotations.
 
-`mark_logs` notes, for every file the pattern matches, its inode, its size and the bytes
-just before its end. `log_sources` then says which files to read, and from where, so that
-every line written after the mark is read exactly once:
+A log is the files its pattern matches and their rotations: the files in the same folder
+whose name starts with a matched file's name (`access.log.1`, `access.log-20260101`).
+Only those files are ever opened, and any file they were renamed to (found by inode).
 
-- a marked file still growing is read from its mark, wherever it now is (renamed files are
-  found by inode in the folder they were in);
+`mark_logs` notes, for each of these files, its inode, its size and the bytes just before
+its end. `log_sources` then says which files to read, and from where, so that every line
+written after the mark is read exactly once:
+
+- a marked file is read from its mark, wherever it now is (renamed files are found by
+  inode in their folder);
 - a marked file that was truncated (copytruncate) is read from its start, and the copy
-  taken before the truncation (a file in the same folder whose name starts with the marked
-  file's name and that holds the marked tail bytes at the mark) is read from the mark;
-- a file the pattern matches that did not exist at the mark is read whole, unless it is a
-  plain copy of a marked file (already read there) or compressed.
-
-Only files the pattern matches, or that held such a file's content, are ever opened.
+  taken before the truncation (a new file of the log holding the marked tail bytes at the
+  mark) from the mark;
+- a file of the log that did not exist at the mark is read whole, unless it is a plain
+  copy of a marked file that was not truncated (read there) or it is compressed.
 """
 
 from __future__ import annotations
@@ -72,10 +74,30 @@ def log_files(pattern: str) -> list[Path]:
     return [Path(name) for name in names if os.path.isfile(name)]
 
 
+def log_set(pattern: str) -> dict[int, Path]:
+    """The files of a log now, by inode: those the pattern matches and their rotations."""
+    matched = log_files(pattern)
+    found = _inodes(matched)
+    names: dict[Path, set[str]] = {}
+    for path in matched or ([] if is_glob(pattern) else [Path(pattern)]):
+        names.setdefault(path.parent, set()).add(path.name)
+    for folder, prefixes in names.items():
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(tuple(prefixes)) and entry.is_file(
+                        follow_symlinks=False
+                    ):
+                        found.setdefault(entry.inode(), Path(entry.path))
+        except OSError:
+            continue
+    return found
+
+
 def mark_logs(pattern: str) -> LogMark:
-    """The current end of every file of a log pattern."""
+    """The current end of every file of a log."""
     files = []
-    for path in log_files(pattern):
+    for _, path in sorted(log_set(pattern).items(), key=lambda item: str(item[1])):
         found = _mark_file(path)
         if found is not None:
             files.append(found)
@@ -86,7 +108,7 @@ def log_sources(pattern: str, mark: LogMark | None) -> list[Source]:
     """Which files to read, and from which byte, to get every line written since `mark`."""
     if mark is None:
         return [Source(str(p), 0, "new") for p in log_files(pattern)]
-    current = _inodes(log_files(pattern))
+    current = log_set(pattern)
     marked = {f.inode for f in mark.files}
     sources: list[Source] = []
     used: set[int] = set()
@@ -105,7 +127,7 @@ def log_sources(pattern: str, mark: LogMark | None) -> list[Source]:
             sources.append(Source(str(copy[1]), fm.size, "copy"))
         sources.append(Source(str(where), 0, "truncated"))
     tails = [fm for fm in mark.files if fm.tail]
-    for inode, path in current.items():
+    for inode, path in sorted(current.items(), key=lambda item: str(item[1])):
         if inode in used or inode in marked:
             continue
         if any(_holds_tail(path, fm) for fm in tails) or _compressed(path):
@@ -140,19 +162,10 @@ def _holds_tail(path: Path, fm: FileMark) -> bool:
 def _find_copy(
     fm: FileMark, excluded: set[int], current: dict[int, Path]
 ) -> tuple[int, Path] | None:
-    """The copy of fm taken before it was truncated: in its folder, named after it."""
+    """The copy of fm taken before it was truncated: a new file of the log holding its tail."""
     if not fm.tail:
         return None
-    folder, name = Path(fm.path).parent, Path(fm.path).name
-    candidates = dict(current)
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.startswith(name) and entry.is_file(follow_symlinks=False):
-                    candidates.setdefault(entry.inode(), Path(entry.path))
-    except OSError:
-        pass
-    for inode, path in sorted(candidates.items(), key=lambda item: str(item[1])):
+    for inode, path in sorted(current.items(), key=lambda item: str(item[1])):
         if inode not in excluded and _holds_tail(path, fm):
             return inode, path
     return None

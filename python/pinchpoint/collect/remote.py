@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pinchpoint.collect.logs import FileCounts, TierRow
-from pinchpoint.collect.resources import GENERATOR, HOST, SCHEMA
-from pinchpoint.plan import Agent, Component
+from pinchpoint.collect.resources import GENERATOR, HOST, SCHEMA, conform
+from pinchpoint.plan import Agent, Component, PlanError
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 # What the agent calls its own process and its host in resource samples.
@@ -49,7 +49,10 @@ class RemoteCollector:
             headers["Authorization"] = f"Bearer {token}"
         verify: ssl.SSLContext | bool = True
         if agent.ca_file:
-            verify = ssl.create_default_context(cafile=agent.ca_file)
+            try:
+                verify = ssl.create_default_context(cafile=agent.ca_file)
+            except (OSError, ssl.SSLError) as e:
+                raise PlanError(f"agent {agent.name!r}: ca_file {agent.ca_file}: {e}") from None
         self._client = httpx.Client(
             base_url=agent.url,
             headers=headers,
@@ -104,7 +107,7 @@ class RemoteCollector:
                 f"/v1/runs/{self.run_id}/resources", headers={"Accept": ARROW_STREAM}
             )
             _check(response)
-            table = pa.ipc.open_stream(response.content).read_all().cast(SCHEMA)
+            table = conform(pa.ipc.open_stream(response.content).read_all())
         except (httpx.HTTPError, AgentError, pa.ArrowException, ValueError) as e:
             self._lose("resources", e)
             return SCHEMA.empty_table()

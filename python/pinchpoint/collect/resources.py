@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -20,6 +20,8 @@ from typing import Any, Self
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from pinchpoint.collect.cgroups import Mount, Throttling, limiting_cgroup, read_mounts
 
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 10.0
@@ -34,11 +36,32 @@ SCHEMA = pa.schema(
         ("cpu_cores", pa.float64()),
         ("rss_bytes", pa.int64()),
         ("processes", pa.int32()),
+        # The CPU quota of the cgroups the component's processes run in (null: none), and
+        # in this interval the CFS periods, the throttled ones and the time throttled.
+        ("cpu_quota_cores", pa.float64()),
+        ("cpu_periods", pa.int64()),
+        ("cpu_throttled", pa.int64()),
+        ("cpu_throttled_s", pa.float64()),
+        # Processes whose title says they wait for a lock (PostgreSQL backends: "... waiting").
+        ("lock_waits", pa.int32()),
     ]
 )
+# Columns added after the first five: a table without them (an older agent) gets nulls.
+OPTIONAL_COLUMNS = SCHEMA.names[5:]
 
 _ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied)
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+_WAITING = " waiting"
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """A samples table in SCHEMA, the columns it lacks of OPTIONAL_COLUMNS filled with nulls."""
+    for name in OPTIONAL_COLUMNS:
+        if name not in table.column_names:
+            table = table.append_column(
+                SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type)
+            )
+    return table.select(SCHEMA.names).cast(SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -114,8 +137,9 @@ class ResourceSampler:
             raise ValueError(f"component names reserved for the sampler: {sorted(reserved)}")
         self.targets = dict(targets)
         self.interval_s = interval_s
-        self._components = {name: _Component() for name in self.targets}
-        self._generator = _Component()
+        mounts = read_mounts()
+        self._components = {name: _Component(mounts) for name in self.targets}
+        self._generator = _Component([])
         self._host = _Host()
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -158,7 +182,7 @@ class ResourceSampler:
             raise RuntimeError(f"resource sampling failed: {self._error}") from self._error
 
     def rows(self) -> list[dict[str, Any]]:
-        """The samples so far: dicts with ts, component, cpu_cores, rss_bytes, processes."""
+        """The samples so far: dicts with the SCHEMA's columns (None where not measured)."""
         with self._lock:
             return [dict(row) for row in self._rows]
 
@@ -186,12 +210,13 @@ class ResourceSampler:
 
     def _sample(self, emit: bool) -> None:
         now = time.monotonic()
-        ts = time.time()
         elapsed = now - self._last_sample
         readings = {HOST: self._host.read()}
         for name, selector in self.targets.items():
             readings[name] = self._components[name].read(selector.processes())
         readings[GENERATOR] = self._generator.read([psutil.Process()])
+        # Stamped when read: states such as lock waits belong to this moment, not the start.
+        ts = time.time()
         self._last_sample = now
         if not emit:
             return
@@ -199,28 +224,70 @@ class ResourceSampler:
             {
                 "ts": ts,
                 "component": name,
-                "cpu_cores": cpu_s / elapsed,
-                "rss_bytes": rss,
-                "processes": processes,
+                "cpu_cores": reading.cpu_s / elapsed,
+                "rss_bytes": reading.rss,
+                "processes": reading.processes,
+                **reading.extra,
             }
-            for name, (cpu_s, rss, processes) in readings.items()
+            for name, reading in readings.items()
         ]
         with self._lock:
             self._rows.extend(rows)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    cpu_s: float  # CPU seconds used since the previous read
+    rss: int
+    processes: int
+    extra: dict[str, Any] = field(default_factory=dict)  # the optional columns
+
+
+class _Quota:
+    """The CPU quota of the cgroups a component's processes run in, and the throttling
+    counters at the previous read, so each read gives what happened since."""
+
+    def __init__(self, mounts: list[Mount]) -> None:
+        self._mounts = mounts
+        self._last: dict[Path, Throttling] = {}
+
+    def read(self, pids: Iterable[int]) -> dict[str, Any]:
+        """The quota columns of one sample; all None when no process has a quota."""
+        groups = {}
+        for pid in pids if self._mounts else ():
+            group = limiting_cgroup(pid, self._mounts)
+            if group is not None:
+                groups[group.path] = group
+        now = {path: t for path, g in groups.items() if (t := g.throttling()) is not None}
+        before, self._last = self._last, now
+        if not now:
+            return dict.fromkeys(
+                ("cpu_quota_cores", "cpu_periods", "cpu_throttled", "cpu_throttled_s")
+            )
+        deltas = [(t, before.get(path, t)) for path, t in now.items()]
+        return {
+            "cpu_quota_cores": sum(groups[path].quota_cores for path in now),
+            "cpu_periods": sum(t.periods - b.periods for t, b in deltas),
+            "cpu_throttled": sum(t.throttled - b.throttled for t, b in deltas),
+            "cpu_throttled_s": sum(t.throttled_s - b.throttled_s for t, b in deltas),
+        }
 
 
 class _Component:
     """The processes of one component, with the psutil objects and CPU totals kept between
     samples so that each sample counts only the CPU used since the previous one."""
 
-    def __init__(self) -> None:
+    def __init__(self, mounts: list[Mount]) -> None:
         self._seen: dict[int, tuple[psutil.Process, float]] = {}
         self._last_boot_s: float | None = None
+        self._quota = _Quota(mounts)
 
-    def read(self, procs: Iterable[psutil.Process]) -> tuple[float, int, int]:
-        """CPU seconds used since the previous read, resident bytes and process count."""
+    def read(self, procs: Iterable[psutil.Process]) -> _Reading:
+        """CPU seconds used since the previous read, resident bytes, process count, and the
+        cgroup quota and lock-wait columns."""
         cpu_s = 0.0
         rss = 0
+        waiting = 0
         seen: dict[int, tuple[psutil.Process, float]] = {}
         for fresh in procs:
             known = self._seen.get(fresh.pid)
@@ -233,14 +300,17 @@ class _Component:
                     total = times.user + times.system
                     if previous is None:
                         previous = 0.0 if self._born_since_last_read(proc) else total
+                title = " ".join(proc.cmdline()).rstrip()
             except _ERRORS:
                 continue
             cpu_s += max(0.0, total - previous)
             rss += memory.rss
+            waiting += title.endswith(_WAITING)
             seen[proc.pid] = (proc, total)
         self._seen = seen
         self._last_boot_s = _since_boot()
-        return cpu_s, rss, len(seen)
+        extra = {**self._quota.read(seen), "lock_waits": waiting}
+        return _Reading(cpu_s, rss, len(seen), extra)
 
     def _born_since_last_read(self, proc: psutil.Process) -> bool:
         # A process started since the last read used all its CPU time in this interval; one
@@ -258,12 +328,12 @@ class _Host:
         self._cpus = psutil.cpu_count() or 1
         self._busy_s: float | None = None
 
-    def read(self) -> tuple[float, int, int]:
+    def read(self) -> _Reading:
         """CPU seconds busy (all CPUs) since the previous read, used bytes, CPU count."""
         busy_s = _host_busy_seconds()
         used_s = 0.0 if self._busy_s is None else max(0.0, busy_s - self._busy_s)
         self._busy_s = busy_s
-        return used_s, psutil.virtual_memory().used, self._cpus
+        return _Reading(used_s, psutil.virtual_memory().used, self._cpus)
 
 
 def _host_busy_seconds() -> float:

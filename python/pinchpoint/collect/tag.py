@@ -1,7 +1,12 @@
-"""The tag every request carries: run id, users of the step, request id.
+"""The tag every request carries: run id, load level of the step, request id.
 
 In the URL query it is `pp_run=<run id>&pp_users=<users>&pp_req=<request id>`, in the
 header `X-Pinchpoint: run=<run id>; users=<users>; req=<request id>`.
+
+Open-loop runs send `pp_rate=<rate>` (header `rate=<rate>`) instead of the users: the
+phase's target rate in requests per second, a decimal such as `5`, `7.5` or `0.833`.
+Such a tag parses with `users` 0 and `rate` set; its records join their phase by
+request id.
 
 `req_id` is optional when parsing: a record holding `pp_run` and `pp_users` but no
 `pp_req` still belongs to a run and a load level (tiers.parquet allows a null req_id).
@@ -20,7 +25,8 @@ _MAX_USERS = 2**32 - 1  # tiers.parquet: users is uint32
 _MAX_REQ_ID = 2**64 - 1  # req_id is uint64
 
 # A query field starts the text or follows a query separator, whitespace or a quote.
-_QUERY_FIELD = re.compile(r"(?:^|(?<=[?&;\s\"']))pp_(run|users|req)=([^&;\s\"'#]*)")
+_QUERY_FIELD = re.compile(r"(?:^|(?<=[?&;\s\"']))pp_(run|users|rate|req)=([^&;\s\"'#]*)")
+_RATE = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,6})?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +34,8 @@ class Tag:
     run_id: str
     users: int
     req_id: int | None
+    # Open loop: the phase's target rate (requests per second); users is then 0.
+    rate: float | None = None
 
 
 def check_run_id(run_id: str) -> str:
@@ -44,7 +52,7 @@ def find_tag(text: str) -> Tag | None:
     fields: dict[str, str] = {}
     for match in _QUERY_FIELD.finditer(text):
         fields.setdefault(match.group(1), match.group(2))
-    return _tag(fields.get("run"), fields.get("users"), fields.get("req"))
+    return _tag(fields.get("run"), fields.get("users"), fields.get("req"), fields.get("rate"))
 
 
 def parse_header(value: str) -> Tag | None:
@@ -54,7 +62,7 @@ def parse_header(value: str) -> Tag | None:
         key, sep, field = part.partition("=")
         if sep:
             fields.setdefault(key.strip().lower(), field.strip())
-    return _tag(fields.get("run"), fields.get("users"), fields.get("req"))
+    return _tag(fields.get("run"), fields.get("users"), fields.get("req"), fields.get("rate"))
 
 
 def query_suffix(run_id: str, users: int, req_id: int) -> str:
@@ -77,18 +85,26 @@ def _check(run_id: str, users: int, req_id: int) -> None:
         raise ValueError(f"request id out of range: {req_id}")
 
 
-def _tag(run_id: str | None, users: str | None, req_id: str | None) -> Tag | None:
-    if run_id is None or users is None or not RUN_ID.fullmatch(run_id):
+def _tag(
+    run_id: str | None, users: str | None, req_id: str | None, rate: str | None = None
+) -> Tag | None:
+    if run_id is None or not RUN_ID.fullmatch(run_id):
         return None
-    users_n = _integer(users, _MAX_USERS)
+    rate_n: float | None = None
+    if users is not None:
+        users_n = _integer(users, _MAX_USERS)
+    elif rate is not None and _RATE.fullmatch(rate):
+        users_n, rate_n = 0, float(rate)
+    else:
+        return None
     if users_n is None:
         return None
     if req_id is None:
-        return Tag(run_id, users_n, None)
+        return Tag(run_id, users_n, None, rate_n)
     req_n = _integer(req_id, _MAX_REQ_ID)
     if req_n is None:
         return None
-    return Tag(run_id, users_n, req_n)
+    return Tag(run_id, users_n, req_n, rate_n)
 
 
 def _integer(text: str, maximum: int) -> int | None:

@@ -12,7 +12,8 @@ from typing import Any
 from flask import Flask, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
+from pinchpoint.demo import hot
+from pinchpoint.demo.env import DB_ENV, PG_DSN_ENV, PROBE_LOG_ENV
 from pinchpoint.probe import ProbeWSGI
 
 SEED_ROWS = 500
@@ -27,8 +28,9 @@ CREATE TABLE IF NOT EXISTS items (
 """
 
 
-def create_app(db_path: Path | str, probe_log: Path | str) -> Flask:
-    """The demo app, its database created and seeded if new, the probe logging to probe_log."""
+def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = None) -> Flask:
+    """The demo app, its database created and seeded if new, the probe logging to probe_log;
+    with pg_dsn, `POST /api/hot` updates a hot row in that PostgreSQL database."""
     db_path = Path(db_path)
     init_db(db_path)
     app = Flask("pinchpoint.demo")
@@ -77,6 +79,7 @@ def create_app(db_path: Path | str, probe_log: Path | str) -> Flask:
         cur = db().execute("INSERT INTO items (name, price) VALUES (?, ?)", (name, price))
         return jsonify(id=cur.lastrowid, name=name, price=price), 201
 
+    hot.register(app, pg_dsn)
     return app
 
 
@@ -85,7 +88,7 @@ def wsgi() -> Flask:
     missing = [name for name in (DB_ENV, PROBE_LOG_ENV) if not os.environ.get(name)]
     if missing:
         raise RuntimeError(f"pinchpoint demo app: set {' and '.join(missing)}")
-    return create_app(os.environ[DB_ENV], os.environ[PROBE_LOG_ENV])
+    return create_app(os.environ[DB_ENV], os.environ[PROBE_LOG_ENV], os.environ.get(PG_DSN_ENV))
 
 
 def init_db(db_path: Path) -> None:

@@ -2,3 +2,5 @@
 
 DB_ENV = "PINCHPOINT_DEMO_DB"
 PROBE_LOG_ENV = "PINCHPOINT_PROBE_LOG"
+# A PostgreSQL connection string (libpq form); the database endpoints answer 503 without it.
+PG_DSN_ENV = "PINCHPOINT_DEMO_PG"

@@ -11,6 +11,24 @@ from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.demo.errors import NginxNotFound, StackError
 
 _FALLBACK_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin")
+HOST = "127.0.0.1"
+# What nginx's own uwsgi_params file passes, written out: the file's place differs by system.
+_UWSGI_PARAMS = (
+    ("QUERY_STRING", "$query_string"),
+    ("REQUEST_METHOD", "$request_method"),
+    ("CONTENT_TYPE", "$content_type"),
+    ("CONTENT_LENGTH", "$content_length"),
+    ("REQUEST_URI", "$request_uri"),
+    ("PATH_INFO", "$document_uri"),
+    ("DOCUMENT_ROOT", "$document_root"),
+    ("SERVER_PROTOCOL", "$server_protocol"),
+    ("REQUEST_SCHEME", "$scheme"),
+    ("HTTPS", "$https if_not_empty"),
+    ("REMOTE_ADDR", "$remote_addr"),
+    ("REMOTE_PORT", "$remote_port"),
+    ("SERVER_PORT", "$server_port"),
+    ("SERVER_NAME", "$server_name"),
+)
 # Long enough for any /sys_perf_check a plan can ask for; the load engine has its own timeouts.
 PROXY_READ_TIMEOUT_S = 300
 
@@ -56,8 +74,70 @@ class NginxPaths:
         return self.workdir / "nginx-temp"
 
 
-def render_config(paths: NginxPaths, port: int, upstream_port: int, run_as_root: bool) -> str:
-    """The nginx.conf text: one worker in the foreground, proxying 127.0.0.1:port to upstream."""
+@dataclass(frozen=True)
+class ProxyOptions:
+    """How the demo nginx passes requests on, and whether it limits them.
+
+    protocol: "http" (proxy_pass, to gunicorn) or "uwsgi" (uwsgi_pass, to uWSGI's own
+    protocol). limit_conn: how many requests nginx lets through at once (limit_conn);
+    it answers the others 503 at once, without calling the upstream.
+    """
+
+    protocol: str = "http"
+    limit_conn: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.protocol not in ("http", "uwsgi"):
+            raise ValueError(f"protocol must be http or uwsgi, got {self.protocol!r}")
+        if self.limit_conn is not None and self.limit_conn < 1:
+            raise ValueError(f"limit_conn must be at least 1, got {self.limit_conn}")
+
+
+def _pass_lines(options: ProxyOptions, upstream_port: int) -> str:
+    if options.protocol == "uwsgi":
+        params = "\n".join(
+            f"            uwsgi_param {name} {value};" for name, value in _UWSGI_PARAMS
+        )
+        return f"""\
+            uwsgi_pass {HOST}:{upstream_port};
+{params}
+            uwsgi_connect_timeout 10s;
+            uwsgi_send_timeout {PROXY_READ_TIMEOUT_S}s;
+            uwsgi_read_timeout {PROXY_READ_TIMEOUT_S}s;"""
+    return f"""\
+            proxy_pass http://{HOST}:{upstream_port};
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Pinchpoint $http_x_pinchpoint;
+            proxy_connect_timeout 10s;
+            proxy_send_timeout {PROXY_READ_TIMEOUT_S}s;
+            proxy_read_timeout {PROXY_READ_TIMEOUT_S}s;"""
+
+
+def _limit_lines(options: ProxyOptions) -> tuple[str, str]:
+    """The http-level and location-level lines of the connection limit."""
+    if options.limit_conn is None:
+        return "", ""
+    # Every request of the load comes from 127.0.0.1: one key, so one limit for them all.
+    zone = "    limit_conn_zone $binary_remote_addr zone=pinchpoint_conn:1m;\n"
+    location = (
+        f"            limit_conn pinchpoint_conn {options.limit_conn};\n"
+        "            limit_conn_status 503;\n"
+        "            limit_conn_log_level warn;\n"
+    )
+    return zone, location
+
+
+def render_config(
+    paths: NginxPaths,
+    port: int,
+    upstream_port: int,
+    run_as_root: bool,
+    options: ProxyOptions | None = None,
+) -> str:
+    """The nginx.conf text: one worker in the foreground, passing 127.0.0.1:port upstream."""
+    options = options or ProxyOptions()
+    zone, limit = _limit_lines(options)
     temp = paths.temp_dir
     temp_paths = "\n".join(
         f"    {kind}_temp_path {temp / kind};"
@@ -84,18 +164,12 @@ http {{
 
     keepalive_timeout 75s;
     keepalive_requests 1000000;
-
+{zone}
     server {{
-        listen 127.0.0.1:{port} backlog=4096;
+        listen {HOST}:{port} backlog=4096;
 
         location / {{
-            proxy_pass http://127.0.0.1:{upstream_port};
-            proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Pinchpoint $http_x_pinchpoint;
-            proxy_connect_timeout 10s;
-            proxy_send_timeout {PROXY_READ_TIMEOUT_S}s;
-            proxy_read_timeout {PROXY_READ_TIMEOUT_S}s;
+{limit}{_pass_lines(options, upstream_port)}
         }}
     }}
 }}

@@ -45,6 +45,12 @@ def demo_plan(
         "[[request]]",
         f"path = {_toml_value(f'/sys_perf_check?cpu={cpu_ms:g}&wait={wait_ms:g}')}",
     ]
+    return "\n".join(lines + component_lines(components)) + "\n"
+
+
+def component_lines(components: list[dict[str, Any]]) -> list[str]:
+    """The `[[component]]` tables of a plan."""
+    lines: list[str] = []
     for c in components:
         lines += ["", "[[component]]"]
         for key in ("name", "role", "calls", "workers"):
@@ -54,4 +60,39 @@ def demo_plan(
             if c.get(table):
                 lines.append(f"[component.{table}]")
                 lines += [f"{k} = {_toml_value(v)}" for k, v in c[table].items() if v is not None]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def stack_plan(
+    url: str,
+    components: list[dict[str, Any]],
+    users: tuple[int, int, int],
+    duration_s: float,
+    path: str,
+    method: str = "GET",
+    sampling_s: float = 1.0,
+    think_time_s: float = 0.0,
+) -> str:
+    """A plan stepping `users` (lower, upper, step) on one request of a stack's components."""
+    lower, upper, step = users
+    lines = [
+        "[target]",
+        f"url = {_toml_value(url)}",
+        "",
+        "[load]",
+        f"lower = {lower}",
+        f"upper = {upper}",
+        f"step = {step}",
+        f"duration = {_toml_value(f'{duration_s:g}s')}",
+        f"warmup = {_toml_value(f'{min(0.5, duration_s / 4):g}s')}",
+        'timeout = "10s"',
+        f"think_time = {_toml_value(f'{think_time_s * 1000:g}ms')}",
+        "",
+        "[sampling]",
+        f"interval = {_toml_value(f'{sampling_s:g}s')}",
+        "",
+        "[[request]]",
+        f"path = {_toml_value(path)}",
+        f"method = {_toml_value(method)}",
+    ]
+    return "\n".join(lines + component_lines(components)) + "\n"

@@ -12,9 +12,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import psutil
 
@@ -23,7 +24,14 @@ from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
 from pinchpoint.demo.errors import StackError, StackTerminated
-from pinchpoint.demo.nginx import NginxPaths, check_config, find_nginx, nginx_argv, render_config
+from pinchpoint.demo.nginx import (
+    NginxPaths,
+    ProxyOptions,
+    check_config,
+    find_nginx,
+    nginx_argv,
+    render_config,
+)
 from pinchpoint.demo.procs import Child
 
 HOST = "127.0.0.1"
@@ -36,7 +44,14 @@ class DemoStack:
 
     Use as a context manager: the processes are stopped on exit, on exceptions, on Ctrl-C and
     on SIGTERM (turned into StackTerminated, a KeyboardInterrupt, while the stack runs).
+
+    `proxy` sets how nginx passes requests on (and a connection limit); `app_env` adds
+    environment variables for the app (a database's address). Subclasses run another
+    application server by overriding server_name, _server_argv, _server_env and
+    _server_component.
     """
+
+    server_name: ClassVar[str] = "gunicorn"
 
     def __init__(
         self,
@@ -46,6 +61,8 @@ class DemoStack:
         gunicorn_port: int | None = None,
         startup_timeout_s: float = 30.0,
         stop_timeout_s: float = 10.0,
+        proxy: ProxyOptions | None = None,
+        app_env: Mapping[str, str] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -54,6 +71,8 @@ class DemoStack:
         self.nginx_port, self.gunicorn_port = _ports(nginx_port, gunicorn_port)
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
+        self.proxy = proxy or ProxyOptions()
+        self.app_env = dict(app_env or {})
         self._nginx_paths = NginxPaths(self.workdir)
         self.url = f"http://{HOST}:{self.nginx_port}"
         self.gunicorn_url = f"http://{HOST}:{self.gunicorn_port}"
@@ -86,23 +105,26 @@ class DemoStack:
         if self._gunicorn is not None:
             raise StackError("the demo stack is already started")
         nginx = find_nginx()
-        missing = [name for name in ("flask", "gunicorn") if importlib.util.find_spec(name) is None]
-        if missing:
-            raise StackError(
-                f"the demo stack needs {' and '.join(missing)}: pip install 'pinchpoint[demo]'"
-            )
+        self._check_server()
         self._nginx_paths.temp_dir.mkdir(parents=True, exist_ok=True)
         self.nginx_conf.write_text(
-            render_config(self._nginx_paths, self.nginx_port, self.gunicorn_port, _is_root())
+            render_config(
+                self._nginx_paths, self.nginx_port, self.gunicorn_port, _is_root(), self.proxy
+            )
         )
         check_config(nginx, self._nginx_paths)
         atexit.register(self.stop)
         self._install_sigterm_handler()
         try:
             self._gunicorn = Child(
-                "gunicorn", self._gunicorn_argv(), self.workdir / "gunicorn.out", self._app_env()
+                self.server_name,
+                self._server_argv(),
+                self.workdir / f"{self.server_name}.out",
+                self._server_env(),
             )
-            self._wait_ready(self._gunicorn, self.gunicorn_port, self._gunicorn_logs())
+            self._wait_ready(
+                self._gunicorn, self.gunicorn_port, self._server_logs(), self._server_answers
+            )
             self._wait_workers()
             self._nginx = Child(
                 "nginx",
@@ -132,11 +154,12 @@ class DemoStack:
 
     def components(self) -> list[dict[str, Any]]:
         """The stack's components as the plan describes them."""
+        server = self._server_component()
         return [
             {
                 "name": "nginx",
                 "role": "proxy",
-                "calls": ["gunicorn"],
+                "calls": [server["name"]],
                 "log": {
                     "path": str(self.nginx_access_log),
                     "format": "nginx",
@@ -144,18 +167,7 @@ class DemoStack:
                 },
                 "process": {"pid_file": str(self.nginx_pid_file)},
             },
-            {
-                "name": "gunicorn",
-                "role": "app_server",
-                "calls": ["app"],
-                "workers": self.workers,
-                "log": {
-                    "path": str(self.gunicorn_access_log),
-                    "format": "gunicorn",
-                    "log_format": GUNICORN_FORMAT,
-                },
-                "process": {"pid_file": str(self.gunicorn_pid_file)},
-            },
+            server,
             {
                 "name": "app",
                 "role": "app",
@@ -163,6 +175,33 @@ class DemoStack:
                 "log": {"path": str(self.probe_log), "format": "probe"},
             },
         ]
+
+    def _check_server(self) -> None:
+        missing = [name for name in ("flask", "gunicorn") if importlib.util.find_spec(name) is None]
+        if missing:
+            raise StackError(
+                f"the demo stack needs {' and '.join(missing)}: pip install 'pinchpoint[demo]'"
+            )
+
+    def _server_component(self) -> dict[str, Any]:
+        return {
+            "name": "gunicorn",
+            "role": "app_server",
+            "calls": ["app"],
+            "workers": self.workers,
+            "log": {
+                "path": str(self.gunicorn_access_log),
+                "format": "gunicorn",
+                "log_format": GUNICORN_FORMAT,
+            },
+            "process": {"pid_file": str(self.gunicorn_pid_file)},
+        }
+
+    def _server_argv(self) -> list[str]:
+        return self._gunicorn_argv()
+
+    def _server_env(self) -> dict[str, str]:
+        return self._app_env()
 
     def _gunicorn_argv(self) -> list[str]:
         argv = [
@@ -192,20 +231,32 @@ class DemoStack:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         env[DB_ENV] = str(self.db_path)
         env[PROBE_LOG_ENV] = str(self.probe_log)
+        env.update(self.app_env)
         return env
 
-    def _gunicorn_logs(self) -> list[Path]:
+    def _server_logs(self) -> list[Path]:
         return [self.workdir / "gunicorn-error.log", self.workdir / "gunicorn.out"]
 
     def _nginx_logs(self) -> list[Path]:
         return [self._nginx_paths.error_log, self.workdir / "nginx.out"]
 
-    def _wait_ready(self, child: Child, port: int, logs: list[Path]) -> None:
+    def _server_answers(self, port: int) -> bool:
+        """Whether the application server answers on port (over HTTP for gunicorn)."""
+        return _answers(port)
+
+    def _wait_ready(
+        self,
+        child: Child,
+        port: int,
+        logs: list[Path],
+        answers: Callable[[int], bool] | None = None,
+    ) -> None:
+        answers = answers or _answers
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
             if child.exited():
                 raise StackError(f"{child.name} exited while starting.\n{_tails(logs)}")
-            if _answers(port):
+            if answers(port):
                 return
             if time.monotonic() >= deadline:
                 raise StackError(
@@ -225,8 +276,8 @@ class DemoStack:
                     return
             time.sleep(0.05)
         raise StackError(
-            f"gunicorn did not start {self.workers} workers within "
-            f"{self.startup_timeout_s:g} s.\n{_tails(self._gunicorn_logs())}"
+            f"{self.server_name} did not start {self.workers} workers within "
+            f"{self.startup_timeout_s:g} s.\n{_tails(self._server_logs())}"
         )
 
     def _install_sigterm_handler(self) -> None:

@@ -15,7 +15,7 @@ DEFAULT_CPU_MS = 10.0
 DEFAULT_MAX_MS = 1000.0
 MAX_BYTES = 10 * 1024 * 1024
 WORK_PARAMS = ("cpu", "wait", "bytes")
-TAG_PARAMS = frozenset({"pp_run", "pp_users", "pp_req"})
+TAG_PARAMS = frozenset({"pp_run", "pp_users", "pp_rate", "pp_req"})
 ALLOWED_METHODS = ("GET", "HEAD")
 
 

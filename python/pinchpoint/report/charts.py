@@ -27,6 +27,25 @@ SELF_COLOR = "#1f77b4"
 QUEUE_COLOR = "#ff7f0e"
 ERROR_COLOR = "#d62728"
 BOTTLENECK_COLOR = "#d62728"
+KNEE_COLOR = "#6a3d9a"
+USL_COLOR = "#e377c2"
+# p50 … p99.99 of each step, light to dark.
+PERCENTILES = [
+    ("p50", 50.0, "#9ecae1"),
+    ("p90", 90.0, "#6baed6"),
+    ("p95", 95.0, "#4292c6"),
+    ("p99", 99.0, "#2171b5"),
+    ("p99.9", 99.9, "#08519c"),
+    ("p99.99", 99.99, "#08306b"),
+]
+# Errors by class: the engine's transport errors first, then HTTP statuses.
+ERROR_CLASSES = [
+    "timeout", "connect_timeout", "connect_refused", "connect_error", "reset", "closed", "io",
+]  # fmt: skip
+ERROR_PALETTE = [
+    "#d62728", "#ff7f0e", "#8c564b", "#e377c2", "#9467bd", "#bcbd22", "#7f7f7f",
+    "#17becf", "#1f77b4", "#2ca02c",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,11 +79,16 @@ def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     return fig
 
 
-def _users_axis(fig: go.Figure, users: Sequence[int]) -> None:
-    """Users on x, on a log scale when the steps grow geometrically (largest ≥ 16× smallest)."""
-    log = len(users) > 2 and min(users) > 0 and max(users) / min(users) >= 16
+def _log_users(users: Sequence[int]) -> bool:
+    """A log users axis when the steps grow geometrically (largest ≥ 16× smallest)."""
+    return len(users) > 2 and min(users) > 0 and max(users) / min(users) >= 16
+
+
+def _users_axis(fig: go.Figure, users: Sequence[float], title: str = "users") -> None:
+    """Users on x, on a log scale when the steps grow geometrically."""
+    log = _log_users(users)
     ticks = list(users) if len(users) <= 12 else None
-    fig.update_xaxes(title_text="users", type="log" if log else "linear", tickvals=ticks)
+    fig.update_xaxes(title_text=title, type="log" if log else "linear", tickvals=ticks)
 
 
 def _mark(fig: go.Figure, x: float, text: str, **where: Any) -> None:
@@ -91,6 +115,75 @@ def _mark(fig: go.Figure, x: float, text: str, **where: Any) -> None:
     )
 
 
+def _knee(verdict: dict[str, Any]) -> dict[str, Any] | None:
+    knee = verdict.get("knee")
+    return knee if isinstance(knee, dict) and fmt.is_number(knee.get("load")) else None
+
+
+def _mark_knee(fig: go.Figure, verdict: dict[str, Any]) -> None:
+    """The knee as a dashed line, its confidence interval as a shaded band."""
+    knee = _knee(verdict)
+    if knee is None:
+        return
+    load = float(knee["load"])
+    low, high = _num(knee.get("ci_low")), _num(knee.get("ci_high"))
+    if low is not None and high is not None and high > low:
+        fig.add_shape(
+            type="rect",
+            x0=low,
+            x1=high,
+            y0=0,
+            y1=1,
+            yref="y domain",
+            fillcolor=KNEE_COLOR,
+            opacity=0.15,
+            line_width=0,
+            layer="below",
+        )
+    fig.add_shape(
+        type="line",
+        x0=load,
+        x1=load,
+        y0=0,
+        y1=1,
+        yref="y domain",
+        line={"color": KNEE_COLOR, "dash": "dash", "width": 2},
+        # At the bottom, so it never meets the bottleneck's label at the top.
+        label={
+            "text": f"knee {load:.1f} users",
+            "textangle": 0,
+            "textposition": "start",
+            "xanchor": "left",
+            "yanchor": "bottom",
+            "font": {"color": KNEE_COLOR},
+        },
+    )
+
+
+def _usl_curve(verdict: dict[str, Any], users: Sequence[int], log: bool) -> go.Scatter | None:
+    """X(N) = λN / (1 + σ(N − 1) + κN(N − 1)) over the tested users."""
+    usl = verdict.get("scalability")
+    if not isinstance(usl, dict):
+        return None
+    lam, sigma, kappa = (_num(usl.get(k)) for k in ("lambda", "sigma", "kappa"))
+    tested = [u for u in users if u > 0]
+    if lam is None or sigma is None or kappa is None or not tested:
+        return None
+    low, high = min(tested), max(tested)
+    n = np.geomspace(low, high, 200) if log and high > low else np.linspace(low, high, 200)
+    x = lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+    r2 = _num(usl.get("r_squared"))
+    fit = f" (R² {r2:.2f})" if r2 is not None else ""
+    return go.Scatter(
+        x=n,
+        y=x,
+        name=f"USL fit{fit}",
+        mode="lines",
+        line={"color": USL_COLOR, "dash": "dot", "width": 2},
+        hovertemplate="USL: %{y:.1f} req/s at %{x:.1f} users<extra></extra>",
+    )
+
+
 def _bottleneck_text(verdict: dict[str, Any]) -> str:
     found = verdict.get("bottleneck") or {}
     return f"{found.get('component', 'bottleneck')} from {bottleneck_users(verdict)} users"
@@ -100,8 +193,16 @@ def _num(value: Any) -> float | None:
     return float(value) if fmt.is_number(value) else None
 
 
-def _users(verdict: dict[str, Any]) -> list[int]:
-    return [int(s.get("users") or 0) for s in steps(verdict)]
+def _users(verdict: dict[str, Any]) -> list[float]:
+    """Each step's load: its users, or in open loop its target rate."""
+    return [
+        float(s.get("level") or 0) if s.get("kind") == "rate" else int(s.get("users") or 0)
+        for s in steps(verdict)
+    ]
+
+
+def _load_title(verdict: dict[str, Any]) -> str:
+    return "target req/s" if any(s.get("kind") == "rate" for s in steps(verdict)) else "users"
 
 
 def latency_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
@@ -141,8 +242,9 @@ def latency_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
                     hovertemplate=f"{name} {label}: %{{y:.3g}} ms at %{{x}} users<extra></extra>",
                 )
             )
-    _users_axis(fig, users)
+    _users_axis(fig, users, _load_title(verdict))
     fig.update_yaxes(title_text="latency (ms)", rangemode="tozero")
+    _mark_knee(fig, verdict)
     start = bottleneck_users(verdict)
     if start is not None:
         _mark(fig, start, _bottleneck_text(verdict))
@@ -188,7 +290,11 @@ def self_queue_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
                 col=col,
             )
         fig.update_xaxes(
-            tickvals=index, ticktext=[str(u) for u in users], title_text="users", row=1, col=col
+            tickvals=index,
+            ticktext=[f"{u:g}" for u in users],
+            title_text=_load_title(verdict),
+            row=1,
+            col=col,
         )
     # One legend entry per part, however many tiers have a queue.
     seen: set[str] = set()
@@ -229,6 +335,9 @@ def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
         ),
         secondary_y=False,
     )
+    curve = _usl_curve(verdict, users, _log_users(users))
+    if curve is not None:
+        fig.add_trace(curve, secondary_y=False)
     error_pct = [
         (float(s["error_rate"]) * 100 if fmt.is_number(s.get("error_rate")) else None)
         for s in step_list
@@ -244,7 +353,7 @@ def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
         ),
         secondary_y=True,
     )
-    _users_axis(fig, users)
+    _users_axis(fig, users, _load_title(verdict))
     fig.update_yaxes(title_text="requests / s", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(
         title_text="errors",
@@ -255,10 +364,12 @@ def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
         showgrid=False,
         secondary_y=True,
     )
+    _mark_knee(fig, verdict)
     start = bottleneck_users(verdict)
     if start is not None:
         _mark(fig, start, _bottleneck_text(verdict))
-    return _layout(fig, "Throughput vs users", 400)
+    title = "Throughput vs users" + (" with the USL fit" if curve is not None else "")
+    return _layout(fig, title, 400)
 
 
 def step_windows(run: dict[str, Any], requests: pl.DataFrame | None, t0: float) -> list[Window]:
@@ -481,3 +592,146 @@ def resource_over_time(
         return _layout(fig, "Memory over time", 380)
     fig.update_yaxes(title_text="CPU (cores)", rangemode="tozero")
     return _layout(fig, "CPU over time (1.0 = one core busy)", 420)
+
+
+def step_percentiles(requests: pl.DataFrame | None) -> pl.DataFrame | None:
+    """Per step: users, successful responses (`n`) and the latency percentiles in ms of
+    `PERCENTILES`, linearly interpolated as the verdict's. None without a response."""
+    if requests is None or requests.height == 0:
+        return None
+    ok = requests.filter(pl.col("error").is_null() & (pl.col("status") < 400))
+    if ok.height == 0:
+        return None
+    return (
+        ok.group_by("step")
+        .agg(
+            pl.col("users").first(),
+            pl.len().alias("n"),
+            *(
+                (pl.col("latency_us").quantile(q / 100, interpolation="linear") / 1000).alias(name)
+                for name, q, _color in PERCENTILES
+            ),
+        )
+        .sort("step")
+    )
+
+
+def percentiles_vs_users(
+    table: pl.DataFrame | None, thresholds: Sequence[tuple[str, float]] = ()
+) -> go.Figure | None:
+    """p50 … p99.99 of each step's successful responses against users, on a log axis;
+    `thresholds` (label, ms), such as the plan's SLA, as horizontal lines."""
+    if table is None or table.height == 0:
+        return None
+    users = [int(u) for u in table["users"].to_list()]
+    counts = table["n"].to_numpy()
+    fig = go.Figure()
+    for name, _q, color in PERCENTILES:
+        fig.add_trace(
+            go.Scatter(
+                x=users,
+                y=table[name].to_numpy(),
+                name=name,
+                mode="lines+markers",
+                line={"color": color, "width": 2},
+                customdata=counts,
+                hovertemplate=(
+                    f"{name}: %{{y:.3g}} ms at %{{x}} users"
+                    " (of %{customdata:,} responses)<extra></extra>"
+                ),
+            )
+        )
+    values = table.select(name for name, _q, _c in PERCENTILES).to_numpy().ravel()
+    values = values[np.isfinite(values) & (values > 0)]
+    low, high = float(values.min()), float(values.max())
+    for label, ms in thresholds:
+        low, high = min(low, ms), max(high, ms)
+        fig.add_hline(
+            y=ms,
+            line={"color": BOTTLENECK_COLOR, "dash": "dash", "width": 1},
+            label={
+                "text": label,
+                # Under the line: above it, the top one would run into the legend.
+                "textposition": "start",
+                "yanchor": "top",
+                "font": {"color": BOTTLENECK_COLOR, "size": 11},
+            },
+        )
+    _users_axis(fig, users)
+    fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=_log_ticks(low, high))
+    return _layout(fig, "Latency percentiles per step (successful responses)", 460)
+
+
+def _error_class(frame: pl.DataFrame) -> pl.DataFrame:
+    """The failed requests (an error, or HTTP ≥ 400) with their class: the engine's error,
+    else "HTTP <status>"."""
+    failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
+    return frame.filter(failed).with_columns(
+        pl.when(pl.col("error").is_not_null())
+        .then(pl.col("error"))
+        .otherwise(pl.lit("HTTP ") + pl.col("status").cast(pl.String))
+        .alias("class")
+    )
+
+
+def _class_order(classes: list[str]) -> list[str]:
+    rank = {name: i for i, name in enumerate(ERROR_CLASSES)}
+
+    def key(name: str) -> tuple[int, int, str]:
+        if name in rank:
+            return (0, rank[name], name)
+        if name.startswith("HTTP ") and name[5:].isdigit():
+            return (1, int(name[5:]), name)
+        return (2, 0, name)
+
+    return sorted(classes, key=key)
+
+
+def errors_over_time(
+    requests: pl.DataFrame | None,
+    t0: float,
+    windows: list[Window],
+    x_range: tuple[float, float] | None,
+) -> go.Figure | None:
+    """Failed requests per second by class (error or HTTP status), stacked, by send time.
+    None when no request failed."""
+    if requests is None or requests.height == 0:
+        return None
+    failed = _error_class(requests)
+    if failed.height == 0:
+        return None
+    counts = (
+        failed.with_columns(((pl.col("start_us") / 1e6 - t0).floor()).alias("second"))
+        .group_by("second", "class")
+        .agg(pl.len().alias("n"), pl.col("users").first())
+        .sort("second")
+    )
+    classes = _class_order([str(c) for c in counts["class"].unique().to_list()])
+    fig = go.Figure()
+    for i, name in enumerate(classes):
+        part = counts.filter(pl.col("class") == name)
+        fig.add_trace(
+            go.Bar(
+                x=(part["second"] + 0.5).to_numpy(),
+                y=part["n"].to_numpy(),
+                width=1.0,
+                name=name,
+                marker={"color": ERROR_PALETTE[i % len(ERROR_PALETTE)], "line": {"width": 0}},
+                customdata=np.column_stack([part["second"].to_numpy(), part["users"].to_numpy()]),
+                hovertemplate=(
+                    f"{name}: %{{y}} in second %{{customdata[0]:.0f}}"
+                    " (%{customdata[1]} users)<extra></extra>"
+                ),
+            )
+        )
+    # A legend even for one class: it names the class.
+    fig.update_layout(barmode="stack", bargap=0, showlegend=True)
+    _shade_steps(fig, windows)
+    _time_axis(fig, x_range)
+    top = counts.group_by("second").agg(pl.col("n").sum())["n"].max()
+    _headroom(fig, float(top or 0) * 1.25)
+    fig.update_yaxes(title_text="failed requests / s", rangemode="tozero")
+    total = failed.height
+    return _layout(
+        fig, f"Errors over time by class: {total:,} failed of {requests.height:,} requests", 380
+    )

@@ -10,13 +10,14 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from pinchpoint import sla as slas
 from pinchpoint.report import charts, fmt, summary
-from pinchpoint.report.load import RunData, load_run
+from pinchpoint.report.load import RunData, load_run, steady_requests
 from pinchpoint.report.table import StepTable, step_table
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 TIME_KEYS = {"started", "ended", "start", "end", "start_s", "end_s", "started_at", "ended_at"}
-TIME_PLOTS = ["pp-latency-time", "pp-cpu-time", "pp-memory-time"]
+TIME_PLOTS = ["pp-latency-time", "pp-errors-time", "pp-cpu-time", "pp-memory-time"]
 
 CSS = """
 :root { --fg: #1d2330; --muted: #5b6475; --line: #dfe3ea; --bg: #f6f7f9;
@@ -49,6 +50,10 @@ th { background: #f0f2f5; font-weight: 600; }
 th.group { text-align: center; border-left: 1px solid var(--line); }
 td.text, th.text { text-align: left; }
 tr.bottleneck td { background: #fdecea; font-weight: 600; }
+td.met { color: var(--good); font-weight: 700; }
+td.broken { color: var(--bad); font-weight: 700; }
+.sla { border-left: 6px solid var(--good); }
+.sla.broken { border-left-color: var(--bad); }
 .scroll { overflow-x: auto; }
 pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px;
       padding: 12px; overflow-x: auto; font-size: 13px; }
@@ -98,15 +103,20 @@ def render_page(data: RunData) -> str:
     """The whole page as a string."""
     verdict = data.verdict
     run_id = _run_id(data)
-    body = [
+    objectives, sla_problem = _sla_of(data)
+    results = _sla_results(data, objectives)
+    sections = [
         _verdict_section(data, run_id),
+        _sla_section(results, sla_problem),
         _users_section(data),
+        _percentiles_section(data, objectives),
         _throughput_section(data),
         *_time_sections(data),
         _table_section(verdict),
         _plan_section(data),
         _facts_section(data),
     ]
+    body = [section for section in sections if section]
     plotly_js = get_plotlyjs().replace("</script", "<\\/script")
     return "\n".join(
         [
@@ -236,6 +246,99 @@ def _throughput_section(data: RunData) -> str:
     )
 
 
+def _percentiles_section(data: RunData, objectives: slas.Sla | None) -> str:
+    steady = steady_requests(data.requests, data.run) if data.requests is not None else None
+    table = charts.step_percentiles(steady)
+    thresholds = (
+        [(f"SLA p{q:g} {limit:g} ms", limit) for _key, q, limit in objectives.percentiles()]
+        if objectives is not None
+        else []
+    )
+    if data.requests is None:
+        missing = _unavailable(data, "requests.parquet", "Percentiles")
+    else:
+        missing = "Percentiles not shown: no successful response."
+    lines = [
+        '<section id="percentiles">',
+        "<h2>Latency percentiles per step</h2>",
+        _figure(charts.percentiles_vs_users(table, thresholds), missing),
+    ]
+    if table is not None:
+        fewest, most = int(table["n"].min()), int(table["n"].max())
+        if fewest < 10_000:
+            counts = f"{fewest:,}" if fewest == most else f"{fewest:,} to {most:,}"
+            lines.append(
+                '<p class="note">Each step\'s steady part, as in the table. p99.9 needs 1,000'
+                " responses in a step and p99.99 10,000 to say more than the slowest response;"
+                f" these steps have {counts}.</p>"
+            )
+    lines.append("</section>")
+    return "\n".join(lines)
+
+
+def _sla_of(data: RunData) -> tuple[slas.Sla | None, str | None]:
+    """The plan's [sla] table, or why it cannot be checked."""
+    if data.plan_text is None:
+        return None, None
+    try:
+        objectives = slas.sla_of_plan_text(data.plan_text)
+    except ValueError as exc:
+        return None, str(exc)
+    if objectives is not None and not objectives.is_empty() and data.requests is None:
+        why = data.problems.get("requests.parquet", "has no rows")
+        return objectives, f"requests.parquet {why}."
+    return objectives, None
+
+
+def _sla_results(data: RunData, objectives: slas.Sla | None) -> list[slas.SlaResult] | None:
+    if objectives is None or objectives.is_empty() or data.requests is None:
+        return None
+    return slas.evaluate(objectives, data.requests, data.run)
+
+
+def _sla_section(results: list[slas.SlaResult] | None, problem: str | None) -> str:
+    if problem is not None:
+        return (
+            '<section class="sla broken" id="sla">\n<h2>SLA</h2>\n'
+            f'<p class="note">The SLA was not checked: {escape(problem)}</p>\n</section>'
+        )
+    if not results:
+        return ""
+    broken = slas.broken(results)
+    rows = []
+    for result in results:
+        worst = slas.worst_step(result)
+        where = (
+            f"{result.describe(worst.value)} at {slas.users_text(worst.users)}"
+            if worst
+            else fmt.DASH
+        )
+        steps = ", ".join(str(s.users) for s in result.broken_steps) or fmt.DASH
+        cls, word = ("broken", "BROKEN") if not result.passed else ("met", "met")
+        rows.append(
+            f'<tr><td class="text">{escape(result.objective)}</td>'
+            f"<td>{escape(result.describe(result.value))}</td><td>{escape(where)}</td>"
+            f"<td>{escape(steps)}</td>"
+            f'<td class="{cls}">{word}</td></tr>'
+        )
+    head = (
+        '<tr><th class="text">objective</th><th>whole run</th><th>worst step</th>'
+        "<th>broken at users</th><th></th></tr>"
+    )
+    headline = "SLA broken" if broken else "SLA met"
+    return "\n".join(
+        [
+            f'<section class="sla{" broken" if broken else ""}" id="sla">',
+            f"<h2>{headline}</h2>",
+            "<p class=\"note\">The plan's [sla], over the whole run and at each step's steady"
+            " part; latencies of the successful responses.</p>",
+            f'<div class="scroll"><table><thead>{head}</thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>",
+            "</section>",
+        ]
+    )
+
+
 def _time_sections(data: RunData) -> list[str]:
     t0 = data.start_s() or 0.0
     windows = charts.step_windows(data.run, data.requests, t0)
@@ -245,6 +348,11 @@ def _time_sections(data: RunData) -> list[str]:
     memory = charts.resource_over_time(
         data.resources, data.verdict, "rss_bytes", t0, windows, x_range
     )
+    errors = charts.errors_over_time(data.requests, t0, windows, x_range)
+    if data.requests is None:
+        no_errors = _unavailable(data, "requests.parquet", "Errors over time")
+    else:
+        no_errors = "No errors: every request got a response below HTTP 400."
     return [
         "\n".join(
             [
@@ -260,10 +368,18 @@ def _time_sections(data: RunData) -> list[str]:
         ),
         "\n".join(
             [
+                '<section id="errors">',
+                "<h2>Errors over time</h2>",
+                _figure(errors, no_errors, TIME_PLOTS[1]),
+                "</section>",
+            ]
+        ),
+        "\n".join(
+            [
                 '<section id="resources">',
                 "<h2>Resources over time</h2>",
-                _figure(cpu, _unavailable(data, "resources.parquet", "CPU"), TIME_PLOTS[1]),
-                _figure(memory, _unavailable(data, "resources.parquet", "Memory"), TIME_PLOTS[2]),
+                _figure(cpu, _unavailable(data, "resources.parquet", "CPU"), TIME_PLOTS[2]),
+                _figure(memory, _unavailable(data, "resources.parquet", "Memory"), TIME_PLOTS[3]),
                 "</section>",
             ]
         ),

@@ -21,8 +21,17 @@ def headline(verdict: dict[str, Any]) -> str:
         return "No bottleneck found in the tested range"
     return (
         f"Bottleneck: {found.get('component', '?')} ({found.get('resource', '?')})"
-        f" from {found.get('starts_at_users', '?')} users"
+        f" from {_start(found)}"
     )
+
+
+def _start(found: dict[str, Any]) -> str:
+    """Where the bottleneck starts: users, or in open loop a target rate."""
+    rate = found.get("starts_at_rate")
+    if fmt.is_number(rate):
+        return f"{fmt.rate(rate)} req/s"
+    users = found.get("starts_at_users")
+    return f"{fmt.count(users)} users" if fmt.is_number(users) else fmt.DASH
 
 
 def summary(verdict: dict[str, Any]) -> str | None:
@@ -42,11 +51,10 @@ def facts(verdict: dict[str, Any]) -> list[tuple[str, str]]:
     found = bottleneck(verdict)
     if found is None:
         return []
-    users = found.get("starts_at_users")
     return [
         ("component", str(found.get("component", fmt.DASH))),
         ("resource", str(found.get("resource", fmt.DASH))),
-        ("starts at", f"{fmt.count(users)} users" if fmt.is_number(users) else fmt.DASH),
+        ("starts at", _start(found)),
     ]
 
 

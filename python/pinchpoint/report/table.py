@@ -55,8 +55,11 @@ def bottleneck_users(verdict: dict[str, Any]) -> int | None:
 
 def step_table(verdict: dict[str, Any]) -> StepTable:
     queued = set(queued_tiers(verdict))
+    # Open loop: each step is a target rate, and requests that waited for a connection count.
+    open_loop = any(step.get("kind") == "rate" for step in steps(verdict))
     columns = [
-        Column("", "users"),
+        Column("", "target req/s" if open_loop else "users"),
+        *([Column("", "late")] if open_loop else []),
         Column("", "req/s"),
         Column("", "errors"),
         Column("client", "p50"),
@@ -74,7 +77,8 @@ def step_table(verdict: dict[str, Any]) -> StepTable:
     for i, step in enumerate(steps(verdict)):
         latency = step.get("latency_ms") or {}
         row = [
-            fmt.count(step.get("users")),
+            fmt.rate(step.get("level")) if open_loop else fmt.count(step.get("users")),
+            *([fmt.count(step.get("late"))] if open_loop else []),
             fmt.rate(step.get("throughput_rps")),
             fmt.errors(step.get("errors"), step.get("error_rate")),
             fmt.ms(latency.get("p50")),
@@ -90,6 +94,10 @@ def step_table(verdict: dict[str, Any]) -> StepTable:
             if tier in queued:
                 row.append(fmt.ms(stats.get("queue_p50_ms")))
         rows.append(row)
-        if highlight is None and start_users is not None and step.get("users") == start_users:
+        start_rate = (verdict.get("bottleneck") or {}).get("starts_at_rate")
+        if open_loop:
+            if highlight is None and start_rate is not None and step.get("level") == start_rate:
+                highlight = i
+        elif highlight is None and start_users is not None and step.get("users") == start_users:
             highlight = i
     return StepTable(columns, rows, highlight)

@@ -8,9 +8,11 @@
 //! - `/stall`: reads the request and never answers;
 //! - `/answer-close`: 200 with `Connection: close`, then closes;
 //! - `/answer-eof`: 200 without `Connection: close`, then closes anyway;
+//! - `/slow/<ms>`: 200 with [`BODY`] after that many milliseconds;
 //! - anything else: 200 with [`BODY`].
 //!
-//! It counts the requests it read and keeps every request URI and `x-pinchpoint` header.
+//! It counts the requests it read and keeps every request URI and `x-pinchpoint` header,
+//! with when it read each. [`TestServer::pause_for`] holds every answer for a while.
 
 #![allow(dead_code)]
 
@@ -20,13 +22,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
 use arrow_array::types::{Int64Type, UInt16Type, UInt32Type, UInt64Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use pinchpoint_engine::{Live, RequestSpec, RunConfig, RunSummary, Step};
+use pinchpoint_engine::{Live, RequestSpec, RunConfig, RunSummary, Step, Think};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -52,12 +54,20 @@ pub struct Received {
     /// Every header as received, names lowercased.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the server read the request, unix epoch microseconds.
+    pub at_us: i64,
 }
 
 #[derive(Default)]
 struct State {
     requests: AtomicU64,
     received: Mutex<Vec<Received>>,
+    /// No answer leaves before this instant.
+    paused_until: Mutex<Option<tokio::time::Instant>>,
+}
+
+pub fn now_us() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_micros() as i64
 }
 
 pub struct TestServer {
@@ -100,6 +110,12 @@ impl TestServer {
 
     pub fn received(&self) -> Vec<Received> {
         self.state.received.lock().unwrap().clone()
+    }
+
+    /// Holds every answer, to requests read before or during the pause, until `d` from now.
+    pub fn pause_for(&self, d: Duration) {
+        let until = Instant::now() + d;
+        *self.state.paused_until.lock().unwrap() = Some(tokio::time::Instant::from_std(until));
     }
 }
 
@@ -175,6 +191,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
             host: head.header("host"),
             headers: head.headers.clone(),
             body: head.body.clone(),
+            at_us: now_us(),
         });
         state.requests.fetch_add(1, Ordering::SeqCst);
         let path = head.uri.split('?').next().unwrap_or("");
@@ -202,6 +219,11 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
                 close_after = true;
                 (200, BODY.to_vec())
             }
+            p if p.starts_with("/slow/") => {
+                let ms: u64 = p["/slow/".len()..].parse().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                (200, BODY.to_vec())
+            }
             p if p.starts_with("/status/") => {
                 let code: u16 = p["/status/".len()..].parse().unwrap_or(500);
                 (code, status_body(code))
@@ -215,6 +237,10 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
         );
         let mut out = head.into_bytes();
         out.extend_from_slice(&body);
+        let paused = *state.paused_until.lock().unwrap();
+        if let Some(until) = paused {
+            tokio::time::sleep_until(until).await;
+        }
         if stream.write_all(&out).await.is_err() || close_after {
             return;
         }
@@ -239,12 +265,12 @@ pub fn dead_port() -> u16 {
 }
 
 pub fn get(path: &str) -> RequestSpec {
-    RequestSpec { method: "GET".into(), path: path.into(), headers: vec![], body: vec![] }
+    RequestSpec::get(path)
 }
 
 pub fn steps(spec: &[(u32, u64)]) -> Vec<Step> {
     spec.iter()
-        .map(|&(users, ms)| Step { users, duration: Duration::from_millis(ms) })
+        .map(|&(users, ms)| Step::hold(users, Duration::from_millis(ms)))
         .collect()
 }
 
@@ -255,7 +281,9 @@ pub fn config(dir: &Path, port: u16, paths: &[&str], steps: Vec<Step>) -> RunCon
         port,
         requests: paths.iter().map(|p| get(p)).collect(),
         steps,
-        think_time: Duration::ZERO,
+        think: Think::Constant(Duration::ZERO),
+        open: None,
+        seed: 1,
         timeout: Duration::from_secs(2),
         records_path: dir.join("requests.arrows"),
         threads: 2,
@@ -280,7 +308,9 @@ pub struct Row {
     pub step: u32,
     pub users: u32,
     pub start_us: i64,
+    pub intended_us: i64,
     pub latency_us: i64,
+    pub service_us: i64,
     pub status: u16,
     pub error: Option<String>,
     pub bytes: u64,
@@ -308,7 +338,9 @@ pub fn read_parquet(path: &Path) -> Vec<Row> {
         let step = col("step");
         let users = col("users");
         let start = col("start_us");
+        let intended = col("intended_us");
         let latency = col("latency_us");
+        let service = col("service_us");
         let status = col("status");
         let error = col("error");
         let bytes = col("bytes");
@@ -319,7 +351,9 @@ pub fn read_parquet(path: &Path) -> Vec<Row> {
                 step: step.as_primitive::<UInt32Type>().value(i),
                 users: users.as_primitive::<UInt32Type>().value(i),
                 start_us: start.as_primitive::<Int64Type>().value(i),
+                intended_us: intended.as_primitive::<Int64Type>().value(i),
                 latency_us: latency.as_primitive::<Int64Type>().value(i),
+                service_us: service.as_primitive::<Int64Type>().value(i),
                 status: status.as_primitive::<UInt16Type>().value(i),
                 error: error.is_valid(i).then(|| error.value(i).to_string()),
                 bytes: bytes.as_primitive::<UInt64Type>().value(i),
@@ -357,4 +391,25 @@ pub fn full_backlog() -> (std::net::TcpListener, Vec<std::net::TcpStream>) {
         }
     }
     panic!("the accept queue of a listen(0) socket never filled");
+}
+
+/// An open-loop run of `phases` against `paths`, with at most `max_in_flight` in flight.
+pub fn open_config(
+    dir: &Path,
+    port: u16,
+    paths: &[&str],
+    phases: Vec<pinchpoint_engine::Phase>,
+    arrivals: pinchpoint_engine::Arrivals,
+    max_in_flight: u32,
+) -> RunConfig {
+    let mut cfg = config(dir, port, paths, vec![]);
+    cfg.open = Some(pinchpoint_engine::OpenLoop { phases, arrivals, max_in_flight });
+    cfg
+}
+
+/// The value at quantile `q` (0..=1) of `values`, sorted in place.
+pub fn quantile(values: &mut [i64], q: f64) -> i64 {
+    assert!(!values.is_empty());
+    values.sort_unstable();
+    values[((values.len() - 1) as f64 * q).round() as usize]
 }

@@ -83,7 +83,7 @@ _ZONED_TIME = re.compile(rf"({_DATE_TIME}(?:\.\d+)?) (\S+)")
 
 _COMMENT = re.compile(r"/\*(.*?)\*/", re.DOTALL)
 _SQLCOMMENTER = re.compile(r"\s*([^=,'\s]+)='((?:[^'\\]|\\.)*)'\s*(?:,|$)")
-_TAG_KEYS = ("pp_run", "pp_users", "pp_req")
+_TAG_KEYS = ("pp_run", "pp_users", "pp_rate", "pp_req")
 _TAG_VALUE = re.compile(r"[A-Za-z0-9_.-]*")
 
 # csvlog columns (0-based) that pinchpoint reads; application_name from PostgreSQL 9.0.

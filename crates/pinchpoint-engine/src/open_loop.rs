@@ -1,0 +1,391 @@
+//! Open-loop load: a scheduler emits every request at its intended send time, whether
+//! or not earlier ones were answered, and a pool of connections sends them.
+//!
+//! The scheduler runs on the engine's own thread and sleeps with the OS timer (tokio's
+//! timer ticks in whole milliseconds, too coarse for thousands of requests a second).
+//! At each intended time it hands the request to an idle connection (the one idle
+//! last: keep-alive connections are reused before new ones are opened), or opens a new
+//! connection while fewer than `max_in_flight` exist, or else queues the request: it is
+//! counted late and sent as soon as a connection frees. Requests still queued when the
+//! run ends are counted unsent. Each connection is a task that sends one request at a
+//! time, so requests in flight never exceed the cap.
+//!
+//! Each record keeps the intended time: latency is measured from it (what a user
+//! arriving then would see, the stall of a saturated server included — no coordinated
+//! omission), service time from the actual send.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender as RecordTx;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::task::JoinHandle;
+
+use crate::config::OpenLoop;
+use crate::http::{self, Conn, Level, Prepared, Tag};
+use crate::outcome::ErrorClass;
+use crate::record::Record;
+use crate::run::Window;
+use crate::schedule::{Arrival, Schedule};
+use crate::stats::Live;
+
+const BATCH_ROWS: usize = 128;
+const BATCH_EVERY: Duration = Duration::from_millis(100);
+/// Longest single sleep of the scheduler, so a stop is seen quickly.
+const STOP_POLL: Duration = Duration::from_millis(20);
+/// Requests queued behind the cap beyond this many are counted unsent at once, to
+/// bound memory when the target stops answering.
+pub const MAX_BACKLOG: usize = 1_000_000;
+
+/// What every connection task reads.
+pub struct OpenShared {
+    pub addr: SocketAddr,
+    /// The `Host` header's value.
+    pub host: String,
+    pub run_id: String,
+    pub tag: bool,
+    pub requests: Vec<Prepared>,
+    pub cycle: Vec<u32>,
+    /// Each phase's load level as it appears in the tag (`pp_rate=`).
+    pub rates: Vec<String>,
+    /// The start of the schedule, and the same moment in unix microseconds.
+    pub base: Instant,
+    pub base_unix_us: i64,
+    pool: Mutex<Pool>,
+}
+
+impl OpenShared {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        addr: SocketAddr,
+        host: String,
+        run_id: String,
+        tag: bool,
+        requests: Vec<Prepared>,
+        cycle: Vec<u32>,
+        levels: &[f64],
+        base: Instant,
+        base_unix_us: i64,
+    ) -> Self {
+        Self {
+            addr,
+            host,
+            run_id,
+            tag,
+            requests,
+            cycle,
+            rates: levels.iter().map(|&r| rate_text(r)).collect(),
+            base,
+            base_unix_us,
+            pool: Mutex::new(Pool::default()),
+        }
+    }
+
+    fn unix_us(&self, t: Instant) -> i64 {
+        self.base_unix_us + t.saturating_duration_since(self.base).as_micros() as i64
+    }
+}
+
+/// A rate for the tag: a whole number, or up to three decimals (`5`, `7.5`, `0.833`).
+pub fn rate_text(rate: f64) -> String {
+    let s = format!("{:.3}", rate.max(0.0));
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    req_id: u64,
+    phase: u32,
+    intended: Instant,
+    intended_us: i64,
+}
+
+#[derive(Default)]
+struct Pool {
+    /// Connections waiting for a request, the one idle last at the end.
+    idle: Vec<UnboundedSender<Option<Job>>>,
+    /// Requests due while every connection was busy and the cap reached.
+    backlog: VecDeque<Job>,
+    workers: u32,
+    closed: bool,
+}
+
+/// Per phase: requests the schedule emitted, those that waited for the cap, and
+/// those still waiting when the run ended (never sent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseCounts {
+    pub intended: u64,
+    pub late: u64,
+    pub unsent: u64,
+}
+
+pub struct Driven {
+    pub windows: Vec<Window>,
+    pub interrupted: bool,
+    pub counts: Vec<PhaseCounts>,
+    pub tasks: Vec<JoinHandle<()>>,
+}
+
+/// Runs the schedule on the calling thread until its end or `stop`, spawning the
+/// connection tasks on `runtime`. Returns once every request was handed out; the
+/// caller then waits for `tasks`.
+#[allow(clippy::too_many_arguments)]
+pub fn drive(
+    open: &OpenLoop,
+    seed: u64,
+    levels: &[f64],
+    shared: Arc<OpenShared>,
+    runtime: &Handle,
+    tx: RecordTx<Vec<Record>>,
+    stop: &AtomicBool,
+    live: &Live,
+) -> Driven {
+    precise_sleep();
+    let bounds = Schedule::bounds(&open.phases);
+    let mut schedule = Schedule::new(open.phases.clone(), open.arrivals, seed).peekable();
+    let mut counts = vec![PhaseCounts::default(); open.phases.len()];
+    let mut tasks = Vec::new();
+    let end = shared.base + Duration::from_secs_f64(bounds.last().map_or(0.0, |b| b.1));
+    // Phases whose start time has come.
+    let mut began = 0usize;
+    let mut interrupted = false;
+    let mut next_id = 0u64;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(shared.base).as_secs_f64();
+        while began < bounds.len() && elapsed >= bounds[began].0 {
+            live.step.store(began, Ordering::Relaxed);
+            live.level_milli.store((levels[began] * 1000.0).round() as u64, Ordering::Relaxed);
+            began += 1;
+        }
+        let due = match schedule.peek() {
+            None if now >= end => break,
+            None => end,
+            Some(a) => shared.base + Duration::from_secs_f64(a.at),
+        };
+        if due > now {
+            std::thread::sleep((due - now).min(STOP_POLL));
+            continue;
+        }
+        let Some(Arrival { phase: p, at }) = schedule.next() else { continue };
+        let intended = shared.base + Duration::from_secs_f64(at);
+        let job = Job { req_id: next_id, phase: p, intended, intended_us: shared.unix_us(intended) };
+        next_id += 1;
+        let c = &mut counts[p as usize];
+        c.intended += 1;
+        match dispatch(&shared, job, open.max_in_flight) {
+            Dispatch::Given => {}
+            Dispatch::Spawn(job) => {
+                tasks.push(runtime.spawn(connection(shared.clone(), job, tx.clone())));
+            }
+            Dispatch::Late => {
+                c.late += 1;
+                live.late.fetch_add(1, Ordering::Relaxed);
+            }
+            Dispatch::Unsent => {
+                c.late += 1;
+                c.unsent += 1;
+                live.late.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let stopped_at = Instant::now();
+    {
+        let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+        pool.closed = true;
+        for job in pool.backlog.drain(..) {
+            counts[job.phase as usize].unsent += 1;
+        }
+        for idle in pool.idle.drain(..) {
+            let _ = idle.send(None);
+        }
+    }
+    drop(tx);
+    // Every phase that began, at its scheduled times; the one a stop cut short ends then.
+    let windows = bounds[..began]
+        .iter()
+        .map(|&(a, b)| {
+            let start = shared.base + Duration::from_secs_f64(a);
+            let end = (shared.base + Duration::from_secs_f64(b)).min(stopped_at.max(start));
+            Window { start_us: shared.unix_us(start), end_us: shared.unix_us(end) }
+        })
+        .collect();
+    Driven { windows, interrupted, counts, tasks }
+}
+
+/// Lets this thread's sleeps end within a microsecond of their time instead of the
+/// default 50 µs timer slack (Linux): the scheduler's lag is then its wake-up alone.
+fn precise_sleep() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer and changes only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+enum Dispatch {
+    /// Handed to an idle connection.
+    Given,
+    /// No idle connection, below the cap: open a new one for it.
+    Spawn(Job),
+    /// Queued until a connection frees.
+    Late,
+    /// The queue is full: never sent.
+    Unsent,
+}
+
+fn dispatch(shared: &OpenShared, job: Job, cap: u32) -> Dispatch {
+    let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+    while let Some(idle) = pool.idle.pop() {
+        if idle.send(Some(job)).is_ok() {
+            return Dispatch::Given;
+        }
+        // That connection's task is gone (it panicked): it no longer counts.
+        pool.workers = pool.workers.saturating_sub(1);
+    }
+    if pool.workers < cap {
+        pool.workers += 1;
+        Dispatch::Spawn(job)
+    } else if pool.backlog.len() < MAX_BACKLOG {
+        pool.backlog.push_back(job);
+        Dispatch::Late
+    } else {
+        Dispatch::Unsent
+    }
+}
+
+enum Next {
+    Job(Job),
+    Wait,
+    Exit,
+}
+
+/// One connection: sends the request it was opened for, then the queued ones, then
+/// waits idle for the scheduler to hand it more.
+async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record>>) {
+    let (job_tx, mut job_rx) = unbounded_channel::<Option<Job>>();
+    let mut conn: Option<Conn> = None;
+    let mut batch: Vec<Record> = Vec::with_capacity(BATCH_ROWS);
+    let mut last_flush = Instant::now();
+    let mut request: Vec<u8> = Vec::new();
+    let mut job = first;
+    loop {
+        batch.push(send(&shared, &mut conn, &job, &mut request).await);
+        if batch.len() >= BATCH_ROWS || last_flush.elapsed() >= BATCH_EVERY {
+            flush(&tx, &mut batch, &mut last_flush);
+        }
+        let next = {
+            let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(j) = pool.backlog.pop_front() {
+                Next::Job(j)
+            } else if pool.closed {
+                Next::Exit
+            } else {
+                pool.idle.push(job_tx.clone());
+                Next::Wait
+            }
+        };
+        job = match next {
+            Next::Job(j) => j,
+            Next::Exit => break,
+            Next::Wait => {
+                let got = if batch.is_empty() {
+                    job_rx.recv().await
+                } else {
+                    let left = BATCH_EVERY.saturating_sub(last_flush.elapsed());
+                    match tokio::time::timeout(left, job_rx.recv()).await {
+                        Ok(got) => got,
+                        Err(_) => {
+                            flush(&tx, &mut batch, &mut last_flush);
+                            job_rx.recv().await
+                        }
+                    }
+                };
+                match got {
+                    Some(Some(j)) => j,
+                    _ => break,
+                }
+            }
+        };
+    }
+    flush(&tx, &mut batch, &mut last_flush);
+}
+
+async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: &mut Vec<u8>) -> Record {
+    let prepared = &shared.requests[shared.cycle[(job.req_id % shared.cycle.len() as u64) as usize] as usize];
+    let rate = &shared.rates[job.phase as usize];
+    let tag = Tag { run_id: &shared.run_id, level: Level::Rate(rate), req_id: job.req_id };
+    http::build(prepared, &shared.host, shared.tag.then_some(&tag), request);
+    if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
+        *conn = None;
+    }
+    let sent = Instant::now();
+    let mut connecting = false;
+    let outcome = tokio::time::timeout(prepared.timeout, async {
+        if conn.is_none() {
+            connecting = true;
+            *conn = Some(http::connect(shared.addr, prepared.timeout).await?);
+            connecting = false;
+        }
+        http::exchange(conn.as_mut().expect("connected above"), request, prepared.head).await
+    })
+    .await
+    .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));
+    let done = Instant::now();
+    let mut record = Record {
+        req_id: job.req_id,
+        step: job.phase,
+        users: 0,
+        start_us: shared.unix_us(sent),
+        intended_us: job.intended_us,
+        latency_us: done.saturating_duration_since(job.intended).as_micros() as i64,
+        service_us: done.saturating_duration_since(sent).as_micros() as i64,
+        status: 0,
+        error: None,
+        bytes: 0,
+    };
+    match outcome {
+        Ok(resp) => {
+            record.status = resp.status;
+            record.bytes = resp.bytes;
+            if resp.closing {
+                *conn = None;
+            }
+        }
+        Err(class) => {
+            record.error = Some(class);
+            *conn = None;
+        }
+    }
+    record
+}
+
+fn flush(tx: &RecordTx<Vec<Record>>, batch: &mut Vec<Record>, last_flush: &mut Instant) {
+    if !batch.is_empty() {
+        let full = std::mem::replace(batch, Vec::with_capacity(BATCH_ROWS));
+        let _ = tx.send(full);
+    }
+    *last_flush = Instant::now();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_text;
+
+    #[test]
+    fn rates_in_the_tag() {
+        assert_eq!(rate_text(5.0), "5");
+        assert_eq!(rate_text(7.5), "7.5");
+        assert_eq!(rate_text(100.0 / 120.0), "0.833");
+        assert_eq!(rate_text(0.0), "0");
+        assert_eq!(rate_text(2000.0), "2000");
+    }
+}

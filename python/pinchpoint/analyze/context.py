@@ -1,0 +1,70 @@
+"""What the verdict's rules know about the stack, and how they word numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Context:
+    order: list[str]
+    calls: dict[str, list[str]]
+    workers: dict[str, int]
+    cpu_count: int
+    generator_threads: int
+    # The shortest latency of an answered request, for Little's-law worker estimates.
+    min_latency_ms: float | None = None
+    endpoint: str = "all requests"
+
+
+def users_text(n: int) -> str:
+    return f"{n} user" if n == 1 else f"{n} users"
+
+
+def rate_of(step: dict) -> float | None:
+    """An open-loop step's target rate (requests per second); None in closed loop."""
+    return float(step.get("level") or 0.0) if step.get("kind") == "rate" else None
+
+
+def load_text(step: dict) -> str:
+    """A step's load level in words: "4 users", or in open loop "250 req/s"."""
+    rate = rate_of(step)
+    return users_text(step["users"]) if rate is None else f"{rate:g} req/s"
+
+
+def start_text(bottleneck: dict) -> str:
+    """Where a bottleneck starts: its users, or in open loop its target rate."""
+    rate = bottleneck.get("starts_at_rate")
+    return users_text(bottleneck["starts_at_users"]) if rate is None else f"{rate:g} req/s"
+
+
+def ms_text(ms: float) -> str:
+    return f"{ms:.1f} ms" if abs(ms) >= 1 else f"{ms:.2f} ms"
+
+
+def cpu_of(step: dict, who: str) -> float | None:
+    """The CPU a component (or `host`, `generator`) used in a step, in cores."""
+    r = step.get("resources", {}).get(who)
+    return r["cpu_cores"] if r else None
+
+
+def resource_of(step: dict, who: str, key: str) -> float | None:
+    value = step.get("resources", {}).get(who, {}).get(key)
+    return float(value) if value is not None else None
+
+
+def workers_of(tier: str, step: dict, ctx: Context) -> int | None:
+    """The tier's worker count: from the plan, else its processes less a pre-fork master."""
+    if tier in ctx.workers:
+        return ctx.workers[tier]
+    procs = step.get("resources", {}).get(tier, {}).get("processes")
+    return procs - 1 if procs and procs > 1 else None
+
+
+def busy_of(tier: str, step: dict) -> float:
+    """Requests in the tier at a time, by Little's law."""
+    return float(step["tiers"].get(tier, {}).get("concurrency") or 0.0)
+
+
+def callers_of(tier: str, ctx: Context) -> list[str]:
+    return [caller for caller in ctx.order if tier in ctx.calls.get(caller, [])]

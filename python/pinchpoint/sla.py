@@ -1,0 +1,345 @@
+"""Service level objectives of a plan (its `[sla]` table), checked against a run folder.
+
+```toml
+[sla]
+p50_ms = 15         # any percentile: p90_ms, p99_ms, "p99.9_ms" (quoted: a bare dot splits a key)
+p99_ms = 50
+error_rate = 0.01   # at most 1% of requests failed (a transport error or HTTP >= 400)
+slow_ms = 20        # at most 0.1% of the responses slower than 20 ms
+slow_share = 0.001
+```
+
+Each threshold is checked over the whole run (every step's steady part, the requests the
+verdict's table covers) and at each step on its own: a threshold broken at any step is
+broken, and the result names the steps. Percentiles and the slow share are of the
+successful responses (no error, HTTP status below 400), as in the verdict and in
+`pinchpoint compare --sla-ms`; failures count in `error_rate`.
+
+Importing this module loads pydantic only: the plan imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import Console
+
+PERCENTILE_KEY = re.compile(r"^p(\d{1,2}(?:\.\d+)?)_ms$")
+KEYS_HELP = 'pNN_ms (p50_ms, p99_ms, "p99.9_ms"), error_rate, slow_ms with slow_share'
+
+
+class Sla(BaseModel):
+    """The `[sla]` table: percentile thresholds in ms (`pNN_ms`, the extra keys), the
+    highest share of failed requests, and the highest share of responses slower than
+    `slow_ms`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    __pydantic_extra__: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]]
+
+    error_rate: Annotated[float, Field(ge=0, le=1)] | None = None
+    slow_ms: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    slow_share: Annotated[float, Field(ge=0, le=1)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dotted_percentile(cls, data: Any) -> Any:
+        # `p99.9_ms = 5` unquoted is the TOML table p99 holding `9_ms`.
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if isinstance(value, dict) and re.fullmatch(r"p\d{1,2}", str(key)):
+                    from pinchpoint.plan import FieldError
+
+                    inner = next(iter(value), "")
+                    raise FieldError(
+                        key, f'write "{key}.{inner}" in quotes: a bare dot splits a TOML key'
+                    )
+        return data
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> Sla:
+        # Imported here: the plan imports this module. A FieldError names the key, so a
+        # plan error points at its line.
+        from pinchpoint.plan import FieldError
+
+        for key in self.__pydantic_extra__ or {}:
+            match = PERCENTILE_KEY.match(key)
+            if not match:
+                raise FieldError(key, f"unknown SLA key {key!r}; the keys are {KEYS_HELP}")
+            if not 0 < float(match.group(1)) < 100:
+                raise FieldError(key, "the percentile must be above 0 and below 100")
+        if (self.slow_ms is None) != (self.slow_share is None):
+            raise FieldError(
+                "slow_ms" if self.slow_share is None else "slow_share",
+                "slow_ms and slow_share go together: the share of responses slower than "
+                "slow_ms must stay at or below slow_share",
+            )
+        return self
+
+    def percentiles(self) -> list[tuple[str, float, float]]:
+        """(key, percentile, limit in ms) of each percentile threshold, lowest first."""
+        found = []
+        for key, limit in (self.__pydantic_extra__ or {}).items():
+            match = PERCENTILE_KEY.match(key)
+            if match:
+                found.append((key, float(match.group(1)), float(limit)))
+        return sorted(found, key=lambda item: item[1])
+
+    def is_empty(self) -> bool:
+        return not self.percentiles() and self.error_rate is None and self.slow_ms is None
+
+
+@dataclass(frozen=True)
+class StepValue:
+    """One threshold's value at one step."""
+
+    step: int
+    users: int
+    requests: int  # the requests the value comes from (successful ones for latencies)
+    value: float | None  # None: nothing to measure (no successful response)
+    passed: bool
+
+
+@dataclass(frozen=True)
+class SlaResult:
+    key: str  # "p99_ms", "error_rate" or "slow_share"
+    objective: str  # "p99 ≤ 50 ms"
+    limit: float
+    unit: str  # "ms" or "share"
+    value: float | None  # over all steps
+    requests: int
+    passed: bool
+    steps: list[StepValue] = field(default_factory=list)
+
+    @property
+    def broken_steps(self) -> list[StepValue]:
+        return [s for s in self.steps if not s.passed]
+
+    def describe(self, value: float | None) -> str:
+        if value is None:
+            return "no successful response" if self.unit == "ms" else "no requests"
+        if self.unit == "ms":
+            return f"{_ms(value)} ms"
+        return _share(value)
+
+    def message(self) -> str:
+        """One line: the objective, the value over the run, and where it broke."""
+        verdict = "met" if self.passed else "BROKEN"
+        text = f"{self.objective}: {verdict} — {self.describe(self.value)} over the run"
+        broken = self.broken_steps
+        if broken:
+            where = ", ".join(f"{users_text(s.users)} ({self.describe(s.value)})" for s in broken)
+            text += f"; broken at {where}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["broken_at_users"] = [s.users for s in self.broken_steps]
+        out["message"] = self.message()
+        return out
+
+
+class _PlanSla(BaseModel):
+    """A plan's text read for its [sla] table alone."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    sla: Sla | None = None
+
+
+def sla_of_plan_text(text: str, source: str = "plan.toml") -> Sla | None:
+    """The `[sla]` table of a plan's text alone (the rest of the plan is not checked),
+    None when there is none. Raises ValueError naming the file, line and key."""
+    from pinchpoint.plan import parse_toml
+
+    return parse_toml(_PlanSla, text, source, ValueError).sla
+
+
+def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaResult]:
+    """Every threshold of `plan_sla` checked on the run folder's requests: over all steps
+    and at each step. Raises FileNotFoundError without requests.parquet."""
+    import polars as pl
+
+    if plan_sla is None:
+        return []
+    sla = plan_sla if isinstance(plan_sla, Sla) else Sla.model_validate(plan_sla)
+    run_dir = Path(run_dir)
+    path = run_dir / "requests.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found")
+    requests = pl.read_parquet(
+        path, columns=["step", "users", "start_us", "latency_us", "status", "error"]
+    )
+    run: dict[str, Any] = {}
+    run_json = run_dir / "run.json"
+    if run_json.is_file():
+        loaded = json.loads(run_json.read_text(encoding="utf-8"))
+        run = loaded if isinstance(loaded, dict) else {}
+    return evaluate(sla, requests, run)
+
+
+def evaluate(sla: Sla, requests: pl.DataFrame, run: dict[str, Any]) -> list[SlaResult]:
+    """The thresholds checked on `requests` (the columns of requests.parquet), cut to each
+    step's steady part by run.json's step windows and warm-up."""
+    import numpy as np
+    import polars as pl
+
+    from pinchpoint.report.load import steady_requests
+
+    failed = (pl.col("error").is_not_null() | (pl.col("status") >= 400)).fill_null(False)
+    steady = steady_requests(requests, run).with_columns(failed.alias("_failed"))
+    whole = _Part(step=-1, users=0, frame=steady)
+    parts = [
+        _Part(step=int(key[0]), users=int(frame["users"][0]), frame=frame)
+        for key, frame in steady.group_by("step")
+    ]
+    parts.sort(key=lambda part: part.step)
+
+    results = []
+    for key, q, limit in sla.percentiles():
+
+        def percentile(ms: np.ndarray, frame: pl.DataFrame, q: float = q) -> float | None:
+            return float(np.percentile(ms, q)) if ms.size else None
+
+        objective = f"p{q:g} ≤ {limit:g} ms"
+        results.append(_result(key, objective, limit, "ms", whole, parts, percentile))
+    if sla.error_rate is not None:
+
+        def error_rate(ms: np.ndarray, frame: pl.DataFrame) -> float | None:
+            return float(frame["_failed"].sum()) / frame.height if frame.height else None
+
+        objective = f"errors ≤ {_share(sla.error_rate)} of requests"
+        results.append(
+            _result("error_rate", objective, sla.error_rate, "share", whole, parts, error_rate)
+        )
+    if sla.slow_ms is not None and sla.slow_share is not None:
+        slow_ms = sla.slow_ms
+
+        def slow_share(ms: np.ndarray, frame: pl.DataFrame) -> float | None:
+            return float(np.count_nonzero(ms > slow_ms)) / ms.size if ms.size else None
+
+        objective = f"responses slower than {slow_ms:g} ms ≤ {_share(sla.slow_share)}"
+        results.append(
+            _result("slow_share", objective, sla.slow_share, "share", whole, parts, slow_share)
+        )
+    return results
+
+
+@dataclass(frozen=True)
+class _Part:
+    step: int
+    users: int
+    frame: pl.DataFrame
+
+
+def _result(
+    key: str,
+    objective: str,
+    limit: float,
+    unit: str,
+    whole: _Part,
+    parts: list[_Part],
+    measure: Callable[[Any, pl.DataFrame], float | None],
+) -> SlaResult:
+    import polars as pl
+
+    def judge(part: _Part) -> tuple[float | None, int, bool]:
+        """The value, the requests it comes from, and whether it meets the limit. A step
+        that sent nothing is not judged; one whose every request failed has no latency to
+        meet a latency objective with, which breaks it."""
+        frame = part.frame
+        ms = frame.filter(~pl.col("_failed"))["latency_us"].to_numpy() / 1000.0
+        value = measure(ms, frame)
+        count = frame.height if key == "error_rate" else int(ms.size)
+        if value is None:
+            return None, count, frame.height == 0 and part is not whole
+        return value, count, value <= limit
+
+    value, count, whole_passed = judge(whole)
+    steps = []
+    for part in parts:
+        v, n, ok = judge(part)
+        steps.append(StepValue(step=part.step, users=part.users, requests=n, value=v, passed=ok))
+    return SlaResult(
+        key=key,
+        objective=objective,
+        limit=limit,
+        unit=unit,
+        value=value,
+        requests=count,
+        passed=whole_passed and all(s.passed for s in steps),
+        steps=steps,
+    )
+
+
+def _ms(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 1:
+        return f"{value:.3g}" if value < 10 else f"{value:.1f}"
+    return f"{value:.2g}"
+
+
+def users_text(n: int) -> str:
+    return f"{n} user" if n == 1 else f"{n} users"
+
+
+def _share(value: float) -> str:
+    p = value * 100
+    if p == 0:
+        return "0%"
+    if math.isclose(p, round(p)) and p >= 1:
+        return f"{round(p)}%"
+    return f"{p:.3g}%"
+
+
+def broken(results: list[SlaResult]) -> bool:
+    return any(not r.passed for r in results)
+
+
+def render_sla(results: list[SlaResult], console: Console) -> None:
+    """The results as a table: objective, value over the run, worst step, met or broken."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    if not results:
+        return
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", title="SLA", title_style="bold")
+    table.add_column("objective", no_wrap=True)
+    table.add_column("whole run", justify="right", no_wrap=True)
+    table.add_column("worst step", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for r in results:
+        worst = worst_step(r)
+        table.add_row(
+            r.objective,
+            r.describe(r.value),
+            f"{r.describe(worst.value)} at {users_text(worst.users)}" if worst else "–",
+            Text("met", style="bold green") if r.passed else Text("BROKEN", style="bold red"),
+        )
+    console.print(table)
+    for r in results:
+        if not r.passed:
+            console.print(Text(r.message(), style="red"), highlight=False)
+    if broken(results):
+        console.print(Text("SLA broken", style="bold red"), highlight=False)
+    else:
+        console.print(Text("SLA met", style="bold green"), highlight=False)
+
+
+def worst_step(result: SlaResult) -> StepValue | None:
+    """The broken step furthest over its limit, else the step closest to it."""
+    broken_steps = result.broken_steps
+    if broken_steps:
+        return max(broken_steps, key=lambda s: -math.inf if s.value is None else s.value)
+    measured = [s for s in result.steps if s.value is not None]
+    return max(measured, key=lambda s: s.value or 0.0) if measured else None
