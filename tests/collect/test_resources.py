@@ -206,6 +206,10 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
         "cpu_throttled",
         "cpu_throttled_s",
         "lock_waits",
+        "cpu_pressure",
+        "memory_pressure",
+        "io_pressure",
+        "run_queue",
     ]
     frame = pl.read_parquet(path)
     assert frame.height == len(sampler.rows())
@@ -234,3 +238,34 @@ def test_reserved_names_and_selectors_are_validated() -> None:
     assert ProcessSelector.from_dict({"pids": [3, 4]}).pids == (3, 4)
     with pytest.raises(ValueError, match="unknown"):
         ProcessSelector.from_dict({"pidfile": "/x.pid"})
+
+
+def test_pressure_and_run_queue_files_are_read(tmp_path: Path) -> None:
+    from pinchpoint.collect.resources import _run_queue, _stall_seconds
+
+    (tmp_path / "cpu").write_text(
+        "some avg10=9.35 avg60=2.77 avg300=0.62 total=5467726\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    assert _stall_seconds(tmp_path / "cpu") == pytest.approx(5.467726)
+    (tmp_path / "garbled").write_text("full total=12\n")
+    assert _stall_seconds(tmp_path / "garbled") is None
+    assert _stall_seconds(tmp_path / "absent") is None
+    (tmp_path / "stat").write_text("cpu  1 2 3 4\nprocs_running 5\nprocs_blocked 0\n")
+    assert _run_queue(tmp_path / "stat") == 4  # the reading process itself is left out
+    assert _run_queue(tmp_path / "absent") is None
+
+
+@pytest.mark.skipif(not Path("/proc/pressure/cpu").exists(), reason="the kernel keeps no PSI")
+def test_more_busy_processes_than_cores_show_as_cpu_pressure(started: Started) -> None:
+    cpus = psutil.cpu_count() or 1
+    with ResourceSampler({}, interval_s=0.2) as sampler:
+        for _ in range(2 * cpus):
+            started(_BUSY)
+        time.sleep(1.0)
+    host = [row for row in of(sampler.rows(), "host") if row["cpu_pressure"] is not None]
+    assert host, "no host sample carried a CPU pressure share"
+    assert all(0.0 <= row["cpu_pressure"] <= 1.0 for row in host)
+    # Twice as many runnable processes as cores: some task waits for a CPU nearly always.
+    assert max(row["cpu_pressure"] for row in host) >= 0.5
+    assert max(row["run_queue"] for row in host) >= cpus

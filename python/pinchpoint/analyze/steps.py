@@ -262,6 +262,7 @@ def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict]:
             "processes": int(frame["processes"].median()),
             **_quota(frame),
             **_lock_waits(frame),
+            **_pressure(frame),
         }
     return out
 
@@ -284,6 +285,16 @@ def _quota(frame: pl.DataFrame) -> dict:
         "cpu_throttled_share": int(frame["cpu_throttled"].sum()) / periods if periods else 0.0,
         "cpu_throttled_s": float(frame["cpu_throttled_s"].sum()),
     }
+
+
+def _pressure(frame: pl.DataFrame) -> dict:
+    """Mean pressure-stall shares and run queue over the step, where the host gave them."""
+    out = {}
+    for column in ("cpu_pressure", "memory_pressure", "io_pressure", "run_queue"):
+        values = _measured(frame, column)
+        if values is not None:
+            out[column] = float(values.mean())
+    return out
 
 
 def _lock_waits(frame: pl.DataFrame) -> dict:

@@ -44,6 +44,12 @@ SCHEMA = pa.schema(
         ("cpu_throttled_s", pa.float64()),
         # Processes whose title says they wait for a lock (PostgreSQL backends: "... waiting").
         ("lock_waits", pa.int32()),
+        # Host rows only: the share of the interval in which some task waited for a CPU,
+        # for memory and for I/O (pressure stall information), and the runnable tasks.
+        ("cpu_pressure", pa.float64()),
+        ("memory_pressure", pa.float64()),
+        ("io_pressure", pa.float64()),
+        ("run_queue", pa.int32()),
     ]
 )
 # Columns added after the first five: a table without them (an older agent) gets nulls.
@@ -322,18 +328,63 @@ class _Component:
 
 
 class _Host:
-    """Whole-machine CPU and used memory."""
+    """Whole-machine CPU, used memory, pressure stalls and run queue."""
 
-    def __init__(self) -> None:
+    def __init__(self, proc: Path = Path("/proc")) -> None:
         self._cpus = psutil.cpu_count() or 1
         self._busy_s: float | None = None
+        self._proc = proc
+        self._stalls: dict[str, float] = {}
+        self._at = time.monotonic()
 
     def read(self) -> _Reading:
-        """CPU seconds busy (all CPUs) since the previous read, used bytes, CPU count."""
+        """CPU seconds busy (all CPUs) since the previous read, used bytes, CPU count, and
+        the pressure and run-queue columns."""
         busy_s = _host_busy_seconds()
         used_s = 0.0 if self._busy_s is None else max(0.0, busy_s - self._busy_s)
         self._busy_s = busy_s
-        return _Reading(used_s, psutil.virtual_memory().used, self._cpus)
+        return _Reading(used_s, psutil.virtual_memory().used, self._cpus, self._extra())
+
+    def _extra(self) -> dict[str, Any]:
+        now = time.monotonic()
+        elapsed, self._at = now - self._at, now
+        extra: dict[str, Any] = {"run_queue": _run_queue(self._proc / "stat")}
+        for kind in PRESSURES:
+            stalled = _stall_seconds(self._proc / "pressure" / kind)
+            before = self._stalls.get(kind)
+            share = None
+            if stalled is not None and before is not None and elapsed > 0:
+                share = min(1.0, max(0.0, (stalled - before) / elapsed))
+            if stalled is not None:
+                self._stalls[kind] = stalled
+            extra[f"{kind}_pressure"] = share
+        return extra
+
+
+PRESSURES = ("cpu", "memory", "io")
+
+
+def _stall_seconds(path: Path) -> float | None:
+    """The total seconds in which some task stalled, from a /proc/pressure file; None when
+    the kernel keeps no pressure information."""
+    try:
+        first = path.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    fields = dict(part.split("=", 1) for part in first.split()[1:] if "=" in part)
+    total = fields.get("total")
+    return int(total) / 1e6 if first.startswith("some ") and total and total.isdigit() else None
+
+
+def _run_queue(path: Path) -> int | None:
+    """Runnable tasks right now (procs_running of /proc/stat), the sampler itself excluded."""
+    try:
+        for line in path.read_text().splitlines():
+            if line.startswith("procs_running "):
+                return max(0, int(line.split()[1]) - 1)
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _host_busy_seconds() -> float:
