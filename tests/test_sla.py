@@ -4,6 +4,7 @@ over the whole run and at each step, and the exit codes of `pinchpoint sla` and 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -255,13 +256,17 @@ def test_bad_sla_tables_name_the_line_and_key(table: str, message: str) -> None:
 # The command line.
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, cwd: Path | None = None, columns: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(columns)} if columns else None
     return subprocess.run(
         [sys.executable, "-m", "pinchpoint", *args],
         capture_output=True,
         text=True,
         timeout=180,
         cwd=cwd,
+        env=env,
     )
 
 
@@ -290,9 +295,10 @@ def test_sla_command_exits_1_when_broken_and_0_when_met(tmp_path: Path) -> None:
 
 
 def test_sla_command_without_objectives_is_a_usage_error(run_dir: Path) -> None:
-    done = cli("sla", str(run_dir))
+    # A narrow terminal must not break the message (and its file name) across lines.
+    done = cli("sla", str(run_dir), columns=30)
     assert done.returncode == 2
-    assert "no [sla] table to check" in done.stderr
+    assert f"{run_dir / 'plan.toml'}: no [sla] table to check" in done.stderr
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -16,8 +16,22 @@ from pinchpoint.plan import PlanError, load_plan, parse_plan
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True)
 
+
+def fail(message: object) -> None:
+    """An error on stderr, red, as one unwrapped line: file names and `[[tables]]` intact."""
+    err.print(Text(str(message), style="red"), highlight=False, soft_wrap=True)
+
+
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where run folders are written.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No live progress line.")]
+FindKnee = Annotated[
+    bool,
+    typer.Option(
+        "--find-knee",
+        help="Double the users from lower until throughput stops scaling, bisect, stop "
+        "(load.find_knee).",
+    ),
+]
 
 
 def _ticker(console: Console, quiet: bool):
@@ -45,6 +59,8 @@ def _show(outcome, console: Console) -> None:
     from pinchpoint.report.terminal import render_steps, render_verdict
 
     console.print()
+    if getattr(outcome, "search", None):
+        console.print(f"Find knee: {outcome.search['summary']}", highlight=False)
     render_steps(outcome.verdict, console)
     render_verdict(outcome.verdict, console)
     if outcome.interrupted:
@@ -61,6 +77,7 @@ def run(
     ],
     runs_dir: RunsDir = Path("runs"),
     quiet: Quiet = False,
+    find_knee: FindKnee = False,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -75,14 +92,20 @@ def run(
 
     try:
         plan = load_plan(plan_file)
+        text = plan_file.read_text()
+        if find_knee and not plan.load.find_knee:
+            from pinchpoint.load.find_knee import with_find_knee
+
+            text = with_find_knee(text, str(plan_file))
+            plan = parse_plan(text, f"{plan_file} with --find-knee")
     except PlanError as e:
-        err.print(f"[red]{e}[/]", highlight=False)
+        fail(e)
         raise typer.Exit(2) from None
     console = Console(stderr=True) if as_json else Console()
     try:
-        outcome = execute(plan, plan_file.read_text(), runs_dir, on_tick=_ticker(console, quiet))
+        outcome = execute(plan, text, runs_dir, on_tick=_ticker(console, quiet))
     except PlanError as e:
-        err.print(f"[red]{e}[/]", highlight=False)
+        fail(e)
         raise typer.Exit(2) from None
     _show(outcome, console)
     sla_met = _sla_outcome(plan.sla, outcome, console, as_json)
@@ -112,7 +135,7 @@ def _sla_outcome(objectives, outcome, console: Console, as_json: bool) -> bool:
         try:
             results = check_sla(objectives, outcome.run_dir)
         except FileNotFoundError as e:
-            err.print(Text(f"The SLA was not checked: {e}", style="red"), highlight=False)
+            fail(f"The SLA was not checked: {e}")
             met = False
         else:
             console.print()
@@ -140,6 +163,7 @@ def demo(
     wait_ms: Annotated[float, typer.Option("--wait", help="ms of waiting per request.")] = 8.0,
     runs_dir: RunsDir = Path("runs"),
     quiet: Quiet = False,
+    find_knee: FindKnee = False,
 ) -> None:
     """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
     from pinchpoint.demo import DemoStack, NginxNotFound, StackError
@@ -152,21 +176,34 @@ def demo(
             stack = DemoStack(Path(tmp), workers=workers)
             with stack:
                 text = demo_plan(
-                    stack.url, stack.components(), lower, upper, step, seconds, cpu_ms, wait_ms
+                    stack.url,
+                    stack.components(),
+                    lower,
+                    upper,
+                    step,
+                    seconds,
+                    cpu_ms,
+                    wait_ms,
+                    find_knee=find_knee,
                 )
                 plan = parse_plan(text, "demo plan")
+                how = (
+                    f"Searching {lower}→{upper} users for the knee"
+                    if find_knee
+                    else f"Stepping {lower}→{upper} users by {step}"
+                )
                 console.print(
                     f"Demo stack up: nginx {stack.url} → gunicorn ({workers} workers) → Flask + probe. "
-                    f"Stepping {lower}→{upper} users by {step}, {seconds:g}s each, "
+                    f"{how}, {seconds:g}s each, "
                     f"{cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request.",
                     highlight=False,
                 )
                 outcome = execute(plan, text, runs_dir, on_tick=_ticker(console, quiet))
         except NginxNotFound as e:
-            err.print(f"[red]{e}[/]", highlight=False)
+            fail(e)
             raise typer.Exit(3) from None
         except StackError as e:
-            err.print(f"[red]The demo stack did not start: {e}[/]", highlight=False)
+            fail(f"The demo stack did not start: {e}")
             raise typer.Exit(3) from None
     _show(outcome, console)
 
@@ -202,7 +239,7 @@ def load(
     try:
         summary = plain_load(url, connections, seconds, threads, timeout, tag, out)
     except PlanError as e:
-        err.print(f"[red]{e}[/]", highlight=False)
+        fail(e)
         raise typer.Exit(2) from None
     if as_json:
         import json
@@ -228,7 +265,7 @@ def import_(
     try:
         run_dir = import_results(path, fmt, runs_dir)
     except (ImportFormatError, ValueError, FileNotFoundError) as e:
-        err.print(f"[red]{e}[/]", highlight=False)
+        fail(e)
         raise typer.Exit(2) from None
     Console().print(f"Imported {path} as {run_dir}", highlight=False)
 
@@ -253,7 +290,7 @@ def compare(
     try:
         result = compare_runs(a, b, out, sla_ms)
     except (ValueError, FileNotFoundError) as e:
-        err.print(f"[red]{e}[/]", highlight=False)
+        fail(e)
         raise typer.Exit(2) from None
     if as_json:
         import json
@@ -305,7 +342,7 @@ def sla(
             raise ValueError(f"{source}: no [sla] table to check")
         results = check_sla(objectives, run_dir)
     except (OSError, ValueError) as e:
-        err.print(Text(str(e), style="red"), highlight=False)
+        fail(e)
         raise typer.Exit(2) from None
     if as_json:
         print(json.dumps({"run_dir": str(run_dir), "sla": _sla_json(results)}, indent=2))
@@ -335,7 +372,7 @@ def agent(
             return
         server = make_server(settings)
     except ConfigError as e:
-        err.print(f"[red]{e}[/]", highlight=False)
+        fail(e)
         raise typer.Exit(2) from None
     serve(server)
 

@@ -22,6 +22,7 @@ def step(
     pool_cpu: float = 0.4,
     concurrency: float | None = None,
     generator: float = 0.05,
+    cpu_pressure: float | None = None,
 ) -> dict:
     throughput = users / (latency / 1000)
     return {
@@ -41,7 +42,8 @@ def step(
             "app": {"self_p50_ms": app, "p50_ms": app},
         },
         "resources": {
-            "host": {"cpu_cores": host_cpu},
+            "host": {"cpu_cores": host_cpu}
+            | ({"cpu_pressure": cpu_pressure} if cpu_pressure is not None else {}),
             "gunicorn": {"cpu_cores": pool_cpu, "processes": 3},
             "generator": {"cpu_cores": generator},
         },
@@ -86,6 +88,32 @@ def test_app_time_growing_without_saturation_names_the_tier_but_no_resource() ->
     steps = [step(1, 10.5), step(4, 10.8), step(8, 18.0, app=17.5, host_cpu=0.9)]
     b = decide(steps, CTX)["bottleneck"]
     assert (b["component"], b["resource"]) == ("app", "time")
+
+
+def test_app_time_growing_while_tasks_wait_for_a_core_is_the_cpu() -> None:
+    # 1.6 of 2 cores is below the utilisation mark, but tasks queue for a core 62% of the time.
+    steps = [
+        step(1, 10.5, cpu_pressure=0.05),
+        step(4, 10.8, host_cpu=1.2, cpu_pressure=0.3),
+        step(8, 16.0, app=15.5, host_cpu=1.6, cpu_pressure=0.62),
+    ]
+    b = decide(steps, CTX)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("app", "cpu", 8)
+    assert any("62% of the time at 8 users (5% at 1 user)" in e for e in b["evidence"])
+
+
+def test_cpu_pressure_that_was_there_before_the_load_is_not_the_cpu() -> None:
+    # Another tenant keeps the host's run queue busy from the first step: no rise with load.
+    steps = [
+        step(1, 10.5, cpu_pressure=0.5),
+        step(4, 10.8, host_cpu=1.2, cpu_pressure=0.55),
+        step(8, 16.0, app=15.5, host_cpu=1.6, cpu_pressure=0.6),
+    ]
+    assert decide(steps, CTX)["bottleneck"]["resource"] == "time"
+    # Pressure that rises but stays low is not a saturated CPU either.
+    for s, p in zip(steps, (0.0, 0.1, 0.3), strict=True):
+        s["resources"]["host"]["cpu_pressure"] = p
+    assert decide(steps, CTX)["bottleneck"]["resource"] == "time"
 
 
 def test_flat_latency_is_no_bottleneck_with_the_headroom() -> None:

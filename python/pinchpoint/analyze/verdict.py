@@ -10,6 +10,7 @@ from pinchpoint.analyze.context import (
     load_text,
     ms_text,
     rate_of,
+    resource_of,
     start_text,
     users_text,
     workers_of,
@@ -31,6 +32,10 @@ GROWTH_SHARE = 0.25
 GROWTH_MIN_MS = 1.0
 # A host is CPU-saturated above this share of its cores.
 CPU_SATURATED = 0.85
+# ...or when, below that, tasks wait for a core (PSI "some") this share of the time, having
+# waited at least CPU_PRESSURE_RISE less at the lightest step: the rise is the load's own.
+CPU_PRESSURE_SATURATED = 0.4
+CPU_PRESSURE_RISE = 0.2
 # A worker pool is full when Little's-law concurrency reaches this share of its size.
 POOL_FULL = 0.8
 # Workers using more than this share of a core each are computing, not waiting.
@@ -197,7 +202,10 @@ def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[
     # saturates at the onset or at any heavier step after it.
     after_onset = next((steps[i:] for i, s in enumerate(steps) if s is onset), [onset])
     host_after = max((_cpu(s, "host") or 0.0 for s in after_onset), default=0.0)
-    host_saturated = host_after >= CPU_SATURATED * ctx.cpu_count
+    pressure_line, pressed = _cpu_pressure(base, after_onset)
+    if pressure_line:
+        evidence.append(pressure_line)
+    host_saturated = host_after >= CPU_SATURATED * ctx.cpu_count or pressed
     workers = _workers(tier, top, ctx)
     if queue_growth >= 0.5 * max(queue_growth + self_growth, 1e-9) and workers:
         busy = _busy(tier, top)
@@ -225,6 +233,23 @@ def _resource(tier: str, steps: list[dict], onset: dict, ctx: Context) -> tuple[
     if own_cpu is not None:
         evidence.append(f"{tier} processes used {own_cpu:.2f} cores at {load_text(top)}")
     return "time", evidence
+
+
+def _cpu_pressure(base: dict, after_onset: list[dict]) -> tuple[str | None, bool]:
+    """The evidence line of the host's CPU pressure, and whether tasks queued for a core."""
+    at_base = resource_of(base, "host", "cpu_pressure")
+    measured = [
+        (p, s) for s in after_onset if (p := resource_of(s, "host", "cpu_pressure")) is not None
+    ]
+    if at_base is None or not measured:
+        return None, False
+    peak, step = max(measured, key=lambda m: m[0])
+    line = (
+        f"some task waited for a CPU {100 * peak:.0f}% of the time at {load_text(step)} "
+        f"({100 * at_base:.0f}% at {load_text(base)})"
+    )
+    pressed = peak >= CPU_PRESSURE_SATURATED and peak - at_base >= CPU_PRESSURE_RISE
+    return line, pressed
 
 
 _busy = busy_of
