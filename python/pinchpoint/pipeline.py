@@ -21,6 +21,7 @@ from pinchpoint.collect.gather import Collector, write_logs, write_resources
 from pinchpoint.collect.local import LocalCollector
 from pinchpoint.collect.remote import RemoteCollector, redact_tokens
 from pinchpoint.load.engine import run_steps, step_windows
+from pinchpoint.load.find_knee import KneeRun, renumber_tier_requests, search_knee
 from pinchpoint.plan import Plan
 from pinchpoint.report.html import write_report
 
@@ -35,6 +36,8 @@ class RunOutcome:
     interrupted: bool
     # What could not be collected (an agent unreachable or lost), for the terminal.
     warnings: list[str] = field(default_factory=list)
+    # A find_knee run: how the search went (run.json `find_knee`).
+    search: dict | None = None
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -97,11 +100,16 @@ def execute(
     run_dir.mkdir(parents=True, exist_ok=False)
     (run_dir / "plan.toml").write_text(redact_tokens(plan_text, plan.agent))
     started = time.time()
+    knee: KneeRun | None = None
     with sigterm_as_interrupt():
         for collector in using:
             collector.start(run_id, plan.sampling.interval)
         try:
-            result = run_steps(plan, run_id, run_dir, on_tick=on_tick)
+            if plan.load.find_knee:
+                knee = search_knee(plan, run_id, run_dir, on_tick=on_tick)
+                result = knee.load
+            else:
+                result = run_steps(plan, run_id, run_dir, on_tick=on_tick)
         finally:
             for collector in using:
                 collector.stop()
@@ -110,8 +118,10 @@ def execute(
     collect_logs(plan, run_id, run_dir, using)
     for collector in using:
         collector.close()
+    if knee is not None:
+        renumber_tier_requests(run_dir, knee.offsets)
     summary = result.summary
-    steps = step_windows(plan, summary)
+    steps = knee.steps if knee is not None else step_windows(plan, summary)
     threads = plan.load.threads or (os.cpu_count() or 1)
     run = {
         "run_id": run_id,
@@ -127,6 +137,8 @@ def execute(
         "log_marks": {name: m for c in using for name, m in c.log_marks().items()},
         "load_steps": [{k: v for k, v in s.items() if k != "hdr_v2"} for s in summary["steps"]],
     }
+    if knee is not None:
+        run["find_knee"] = knee.record
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
     (run_dir / "histograms.json").write_text(
         json.dumps(
@@ -136,4 +148,5 @@ def execute(
     verdict = analyze(run_dir)
     write_report(run_dir)
     warnings = [problem for collector in using for problem in collector.problems]
-    return RunOutcome(run_dir, verdict, result.interrupted, warnings)
+    search = knee.record if knee is not None else None
+    return RunOutcome(run_dir, verdict, result.interrupted, warnings, search)

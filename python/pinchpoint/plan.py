@@ -249,6 +249,8 @@ class Load(_Strict):
     timeout: Duration = Field(default=10.0, gt=0)
     warmup: Duration = 0.5
     threads: int = Field(default=0, ge=0)
+    # A step plan of users searched for its knee (load/find_knee.py) instead of run whole.
+    find_knee: bool = False
 
     @property
     def open(self) -> bool:
@@ -275,6 +277,8 @@ class Load(_Strict):
         if len(shapes) > 1:
             loc = (shapes[1], 0) if shapes[1] in ("stage", "phase") else shapes[1]
             raise FieldError(loc, f"{shapes[1]} cannot go with {shapes[0]}: choose one load shape")
+        if self.find_knee:
+            self._check_find_knee(stepped)
         if self.loop == "closed" and self.phase:
             raise FieldError("loop", 'arrival phases are open loop: remove loop = "closed"')
         if self.open and (self.stage or self.users is not None):
@@ -303,6 +307,25 @@ class Load(_Strict):
                     f"{what} {level.index} lasts {level.duration:g}s",
                 )
         return self
+
+    def _check_find_knee(self, stepped: bool) -> None:
+        if self.open:
+            raise FieldError(
+                "find_knee",
+                "find_knee steps closed-loop users: it does not go with open loop "
+                '(loop = "open" or [[load.phase]])',
+            )
+        if not stepped:
+            raise FieldError(
+                "find_knee",
+                "find_knee searches the users between lower and upper: "
+                "set lower, upper and duration instead of users or [[load.stage]]",
+            )
+        if self.lower is not None and self.upper is not None and self.upper <= self.lower:
+            raise FieldError(
+                "upper",
+                f"find_knee needs upper above lower ({self.lower:g}): there is nothing to search",
+            )
 
     def _check_steps(self) -> None:
         if self.lower is None or self.upper is None:

@@ -27,8 +27,10 @@ def demo_plan(
     duration_s: float,
     cpu_ms: float,
     wait_ms: float,
+    find_knee: bool = False,
 ) -> str:
-    """A plan file's text, written so a reader can copy it for a stack of their own."""
+    """A plan file's text, written so a reader can copy it for a stack of their own;
+    with `find_knee`, the users are searched for the knee rather than all stepped."""
     lines = [
         "# Written by `pinchpoint demo`: the same file runs with `pinchpoint run`.",
         "[target]",
@@ -37,7 +39,7 @@ def demo_plan(
         "[load]",
         f"lower = {lower}",
         f"upper = {upper}",
-        f"step = {step}",
+        "find_knee = true" if find_knee else f"step = {step}",
         f"duration = {_toml_value(f'{duration_s:g}s')}",
         f"warmup = {_toml_value(f'{min(0.5, duration_s / 4):g}s')}",
         'timeout = "10s"',

@@ -1,0 +1,298 @@
+"""`find_knee`: the search's decisions on synthetic closed-loop curves, the plan option and
+`--find-knee` text, and one search against a local server (one run folder, unique ids)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from load_helpers import http_server
+
+from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
+from pinchpoint.collect.logs import TIERS_SCHEMA
+from pinchpoint.load.find_knee import (
+    Decision,
+    Point,
+    decide,
+    renumber_tier_requests,
+    search_knee,
+    with_find_knee,
+)
+from pinchpoint.plan import PlanError, parse_plan
+
+Curve = Callable[[int], Point]
+
+
+def flat_after(knee: float, per_user: float = 90.0) -> Curve:
+    """A closed loop without think time whose throughput grows linearly with the users up
+    to `knee`, then stays flat; latency by Little's law, users / throughput."""
+
+    def measure(users: int) -> Point:
+        throughput = per_user * min(users, knee)
+        return Point(users, throughput, users / throughput * 1000)
+
+    return measure
+
+
+def search(curve: Curve, lower: int, upper: int, max_levels: int = 12) -> tuple[list, Decision]:
+    points: list[Point] = []
+    decision = decide(points, lower, upper, max_levels)
+    for _ in range(100):
+        if decision.next_users is None:
+            return points, decision
+        points.append(curve(decision.next_users))
+        decision = decide(points, lower, upper, max_levels)
+    raise AssertionError("the search did not stop")
+
+
+def step_plan_onset(curve: Curve, lower: int, upper: int) -> int | None:
+    """Where the verdict of the full step plan (every user from lower to upper) sees
+    latency start to grow."""
+    base = curve(lower).latency_ms
+    assert base is not None
+    threshold = max(GROWTH_MIN_MS, GROWTH_SHARE * base)
+    for users in range(lower, upper + 1):
+        latency = curve(users).latency_ms
+        if latency is not None and latency - base > threshold:
+            return users
+    return None
+
+
+@pytest.mark.parametrize(
+    ("knee", "lower", "upper"),
+    [
+        *[(2, 1, 16), (2.4, 1, 16), (3, 1, 16), (5, 1, 16), (7, 1, 32), (10, 1, 64)],
+        *[(13, 2, 64), (20, 1, 100), (37, 4, 128), (50, 1, 128), (90, 1, 128), (250, 8, 400)],
+    ],
+)
+def test_the_bracket_holds_the_knee_and_the_step_plans_onset(
+    knee: float, lower: int, upper: int
+) -> None:
+    curve = flat_after(knee)
+    points, decision = search(curve, lower, upper)
+    assert decision.reason == "bracketed", decision.message
+    assert decision.bracket is not None
+    low, high = decision.bracket
+    assert low <= knee <= high, decision.message
+    onset = step_plan_onset(curve, lower, upper)
+    assert onset is not None and low <= onset <= high
+    users = [p.users for p in points]
+    assert len(set(users)) == len(users), "a level runs once"
+    assert all(lower <= u <= upper for u in users)
+    assert len(users) <= 12
+    assert len(users) < upper - lower + 1, "fewer levels than the step plan's steps"
+    assert f"Knee between {low} and {high} users" in decision.message
+
+
+def test_the_last_step_is_one_user_wide_at_small_loads() -> None:
+    points, decision = search(flat_after(2.0), 1, 16)
+    assert [p.users for p in points] == [1, 2, 4, 8, 3]
+    assert decision.bracket == (2, 3)
+
+
+def test_no_knee_in_range_stops_at_upper_and_says_so() -> None:
+    points, decision = search(flat_after(1000), 1, 20)
+    assert [p.users for p in points] == [1, 2, 4, 8, 16, 20]
+    assert decision.reason == "no_knee"
+    assert decision.bracket is None
+    assert "No knee up to 20 users" in decision.message
+    # Throughput that levels off just below upper, before latency grows 25%: said too.
+    _, decision = search(flat_after(90), 1, 100)
+    assert decision.reason == "no_knee"
+    assert "levels off near 90 users" in decision.message
+
+
+def test_never_more_than_max_levels() -> None:
+    points, decision = search(flat_after(500), 1, 1000, max_levels=5)
+    assert [p.users for p in points] == [1, 2, 4, 8, 16]
+    assert decision.reason == "max_levels"
+    # A knee found late stops refining at the limit, with the bracket it has.
+    points, decision = search(flat_after(100), 1, 1000, max_levels=9)
+    assert len(points) == 9
+    assert decision.reason == "max_levels"
+    assert decision.bracket is not None
+    low, high = decision.bracket
+    assert low <= 100 <= high
+
+
+def test_latency_that_bends_while_throughput_still_grows_is_saturated() -> None:
+    # With a long think time, throughput keeps growing well past where latency bends.
+    def curve(users: int) -> Point:
+        latency = 10.0 if users <= 6 else 10.0 + 4 * (users - 6)
+        return Point(users, users / (latency + 1000) * 1000, latency)
+
+    _, decision = search(curve, 1, 64)
+    assert decision.reason == "bracketed"
+    assert decision.bracket is not None
+    assert decision.bracket[1] == step_plan_onset(curve, 1, 64) == 7
+
+
+def test_noisy_measurements_still_bracket_the_knee() -> None:
+    for seed in range(20):
+        rng = random.Random(seed)
+        exact = flat_after(12)
+
+        def noisy(users: int, exact: Curve = exact, rng: random.Random = rng) -> Point:
+            p = exact(users)
+            assert p.latency_ms is not None
+            return Point(
+                users,
+                p.throughput_rps * rng.uniform(0.97, 1.03),
+                p.latency_ms * rng.uniform(0.97, 1.03),
+            )
+
+        _, decision = search(noisy, 1, 64)
+        assert decision.bracket is not None, decision.message
+        low, high = decision.bracket
+        assert low <= 12 * 1.1 and high >= 12, (seed, decision.message)
+
+
+def test_a_passing_disturbance_does_not_end_the_climb() -> None:
+    exact = flat_after(20)
+
+    def curve(users: int) -> Point:
+        p = exact(users)
+        assert p.latency_ms is not None
+        if users == 4:  # the machine was busy with something else during this level
+            return Point(users, p.throughput_rps * 0.6, p.latency_ms * 1.7)
+        return p
+
+    points, decision = search(curve, 1, 64)
+    assert [p.users for p in points][:6] == [1, 2, 4, 8, 16, 32]
+    assert decision.reason == "bracketed"
+    assert decision.bracket is not None
+    low, high = decision.bracket
+    assert low <= 20 <= high
+
+
+def test_a_first_level_without_responses_stops_the_search() -> None:
+    points, decision = search(lambda users: Point(users, 0.0, None), 1, 16)
+    assert len(points) == 1
+    assert decision.reason == "no_responses"
+
+
+def test_a_lower_bound_past_the_knee_is_said() -> None:
+    _, decision = search(flat_after(2), 8, 64)
+    assert decision.bracket is not None and decision.bracket[0] == 8
+    assert "at or below 8 users" in decision.message
+
+
+PLAN = """
+[target]
+url = "http://127.0.0.1:9"
+
+[load]   # the steps
+lower = 1
+upper = 16
+duration = "2s"
+
+[[request]]
+path = "/"
+"""
+
+
+def test_the_plan_option_and_the_command_line_flag() -> None:
+    assert not parse_plan(PLAN).load.find_knee
+    text = with_find_knee(PLAN, "plan.toml")
+    assert "[load]   # the steps\nfind_knee = true\n" in text
+    assert parse_plan(text).load.find_knee
+    assert with_find_knee(text.replace("= true", "= false"), "plan.toml") == text
+    with pytest.raises(PlanError, match=r"plan\.toml: --find-knee: no \[load\] table"):
+        with_find_knee(PLAN.replace("[load]   # the steps", "[load.x]"), "plan.toml")
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ('loop = "open"', "load.find_knee", "open loop"),
+        ("upper = 1", "load.upper", "upper above lower"),
+    ],
+)
+def test_a_plan_that_cannot_search_names_the_field(change: str, field: str, says: str) -> None:
+    text = with_find_knee(PLAN, "p.toml")
+    if change.startswith("upper"):
+        text = text.replace("upper = 16", change)
+    else:
+        text = text.replace("find_knee = true", f"find_knee = true\n{change}")
+    with pytest.raises(PlanError, match=rf"p\.toml:\d+: {field}: .*{says}"):
+        parse_plan(text, "p.toml")
+
+
+def test_find_knee_needs_a_step_plan_of_users() -> None:
+    text = PLAN.replace("lower = 1\nupper = 16", "users = 4\nfind_knee = true")
+    with pytest.raises(PlanError, match=r"load\.find_knee: .*set lower, upper and duration"):
+        parse_plan(text, "p.toml")
+    phases = """
+[target]
+url = "http://127.0.0.1:9"
+[load]
+find_knee = true
+[[load.phase]]
+duration = "2s"
+arrival_rate = 5
+[[request]]
+path = "/"
+"""
+    with pytest.raises(PlanError, match=r"load\.find_knee: .*open loop"):
+        parse_plan(phases, "p.toml")
+
+
+def test_a_search_is_one_run_with_unique_request_ids(tmp_path: Path) -> None:
+    with http_server() as (port, seen):
+        plan = parse_plan(
+            f"""
+[target]
+url = "http://127.0.0.1:{port}"
+[load]
+lower = 1
+upper = 2
+find_knee = true
+duration = "0.6s"
+warmup = "0.1s"
+threads = 2
+[[request]]
+path = "/hello"
+"""
+        )
+        ticks: list[dict] = []
+        knee = search_knee(plan, "pytest-knee", tmp_path, on_tick=ticks.append)
+        sent = seen.count()
+    assert not (tmp_path / "levels").exists()
+    requests = pl.read_parquet(tmp_path / "requests.parquet")
+    assert requests.height == knee.load.rows == sent
+    assert requests["req_id"].n_unique() == requests.height
+    by_step = requests.group_by("step").agg(pl.col("users").unique()).sort("step")
+    assert by_step["users"].to_list() == [[1], [2]]
+    assert [s["users"] for s in knee.steps] == [1, 2]
+    assert [s["step"] for s in knee.load.summary["steps"]] == [0, 1]
+    record = knee.record
+    assert [lv["users"] for lv in record["levels"]] == [1, 2]
+    # The local server answers faster the more users there are: no knee up to upper.
+    assert record["reason"] in ("no_knee", "bracketed"), record["summary"]
+    offset = knee.offsets[2]
+    assert offset == requests.filter(pl.col("users") == 1).height
+    assert requests.filter(pl.col("users") == 2)["req_id"].min() == offset
+    assert 0.9 < record["load_s"] < 2.5
+
+
+def test_tier_records_follow_their_requests_ids(tmp_path: Path) -> None:
+    rows = {
+        "component": ["nginx", "nginx", "app", "nginx"],
+        "users": [1, 4, 4, 2],
+        "req_id": [0, 0, 3, None],
+        "ts": [1.0, 2.0, 2.0, 3.0],
+        "duration_s": [0.01, 0.02, 0.02, 0.03],
+        "upstream_s": [None, 0.01, None, None],
+        "status": [200, 200, 200, 200],
+    }
+    table = pa.Table.from_pydict(rows, schema=TIERS_SCHEMA)
+    pq.write_table(table, tmp_path / "tiers.parquet")
+    renumber_tier_requests(tmp_path, {1: 0, 4: 100})
+    after = pq.read_table(tmp_path / "tiers.parquet")
+    assert after.schema == TIERS_SCHEMA
+    assert after["req_id"].to_pylist() == [0, 100, 103, None]
