@@ -89,4 +89,29 @@ def test_nothing_readable_names_file_and_line(tmp_path: Path, runs_dir: Path) ->
     with pytest.raises(ImportFormatError) as caught:
         import_results(source, "vegeta", runs_dir)
     assert caught.value.line == 2
-    assert str(caught.value).startswith(f"{source}, line 2: expected a JSON object or 9 CSV")
+    assert str(caught.value).startswith(f"{source}, line 2: expected a JSON object or 9 or 12 CSV")
+
+
+@pytest.mark.parametrize("name", ["vegeta_real.json", "vegeta_real.csv"])
+def test_results_written_by_vegeta_itself(name: str, runs_dir: Path) -> None:
+    # 40 requests at 40/s over /, /slow, /error and a closed port (see samples/README.md);
+    # `vegeta report` said: status codes 0:10 200:20 500:10, latency max 62.044 ms.
+    run_dir = import_results(SAMPLES / name, "vegeta", runs_dir)
+    requests = pl.read_parquet(run_dir / "requests.parquet")
+    assert requests.height == 40
+    counts = dict(
+        requests.group_by("status", "error")
+        .len()
+        .select(
+            pl.concat_str([pl.col("status"), pl.col("error").fill_null("-")], separator=" "),
+            "len",
+        )
+        .iter_rows()
+    )
+    assert counts == {"0 connect_refused": 10, "200 -": 20, "500 -": 10}
+    assert requests["latency_us"].max() == 62_044
+    assert requests["bytes"].sum() == 90
+    # vegeta writes results as they complete, not as they were sent.
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["started"] == pytest.approx(requests["start_us"].min() / 1e6)
+    assert requests["start_us"].min() == 1_795_434_000_614_977

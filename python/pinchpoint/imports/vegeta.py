@@ -29,7 +29,9 @@ from pinchpoint.imports.common import (
 )
 
 TOOL = "vegeta"
-CSV_FIELDS = 9  # timestamp ns, code, latency ns, bytes out, bytes in, error, body, attack, seq
+# timestamp ns, code, latency ns, bytes out, bytes in, error, body, attack, seq; vegeta 12.9
+# and later add method, url and the response headers.
+CSV_FIELDS = (9, 12)
 
 
 class BadLine(ValueError):
@@ -96,10 +98,8 @@ def _csv_line(text: str) -> tuple[int, int, int, str | None, int | None]:
         fields = next(csv.reader([text], skipinitialspace=True))
     except csv.Error as exc:
         raise BadLine(f"not CSV: {exc}") from None
-    if len(fields) != CSV_FIELDS:
-        raise BadLine(
-            f"expected a JSON object or {CSV_FIELDS} CSV fields, found {len(fields)} field(s)"
-        )
+    if len(fields) not in CSV_FIELDS:
+        raise BadLine(f"expected a JSON object or 9 or 12 CSV fields, found {len(fields)} field(s)")
     timestamp_ns = _integer(fields[0], "timestamp")
     code = _integer(fields[1], "code")
     latency_ns = _integer(fields[2], "latency")
