@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from pinchpoint.live import LiveView
 from pinchpoint.plan import PlanError, load_plan, parse_plan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -23,7 +24,7 @@ def fail(message: object) -> None:
 
 
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where run folders are written.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No live progress line.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No live view of the run.")]
 FindKnee = Annotated[
     bool,
     typer.Option(
@@ -32,27 +33,6 @@ FindKnee = Annotated[
         "(load.find_knee).",
     ),
 ]
-
-
-def _ticker(console: Console, quiet: bool):
-    if quiet:
-        return None
-    last = {"requests": 0}
-
-    def tick(snapshot: dict) -> None:
-        rate = snapshot["requests"] - last["requests"]
-        last["requests"] = snapshot["requests"]
-        if snapshot.get("kind") == "rate":
-            level = f"target {snapshot['level']:g} req/s · {snapshot.get('late', 0)} late"
-        else:
-            level = f"{snapshot['users']} users"
-        console.print(
-            f"  step {snapshot['step'] + 1}: {level} · {rate} req/s · "
-            f"{snapshot['requests']} requests · {snapshot['errors']} errors",
-            highlight=False,
-        )
-
-    return tick
 
 
 def _show(outcome, console: Console) -> None:
@@ -103,7 +83,8 @@ def run(
         raise typer.Exit(2) from None
     console = Console(stderr=True) if as_json else Console()
     try:
-        outcome = execute(plan, text, runs_dir, on_tick=_ticker(console, quiet))
+        with LiveView(console, quiet) as view:
+            outcome = execute(plan, text, runs_dir, on_tick=view)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
@@ -198,7 +179,8 @@ def demo(
                     f"{cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request.",
                     highlight=False,
                 )
-                outcome = execute(plan, text, runs_dir, on_tick=_ticker(console, quiet))
+                with LiveView(console, quiet) as view:
+                    outcome = execute(plan, text, runs_dir, on_tick=view)
         except NginxNotFound as e:
             fail(e)
             raise typer.Exit(3) from None
@@ -210,7 +192,9 @@ def demo(
 
 @app.command()
 def load(
-    url: Annotated[str, typer.Argument(help="http://host:port/path to load.")],
+    target: Annotated[
+        str, typer.Argument(help="http://host:port/path to load, or a plan file (.toml).")
+    ],
     connections: Annotated[
         int,
         typer.Option(
@@ -218,6 +202,16 @@ def load(
         ),
     ] = 50,
     seconds: Annotated[float, typer.Option("-d", "--duration", help="Seconds to run.")] = 10.0,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", "-r", help="Open loop: requests per second, answered or not."),
+    ] = None,
+    poisson: Annotated[
+        bool, typer.Option("--poisson", help="Open loop: Poisson arrivals (default: uniform).")
+    ] = False,
+    max_in_flight: Annotated[
+        int, typer.Option("--max-in-flight", help="Open loop: the most requests in flight.")
+    ] = 1000,
     threads: Annotated[
         int, typer.Option("--threads", help="Engine threads (0: one per core).")
     ] = 0,
@@ -232,13 +226,30 @@ def load(
         Path | None,
         typer.Option("--out", help="Keep the run folder (requests.parquet, summary) here."),
     ] = None,
+    quiet: Quiet = False,
 ) -> None:
     """A plain load test with no diagnosis: throughput, latency percentiles and errors."""
-    from pinchpoint.load.plain import plain_load, render_summary
+    from pinchpoint.load.plain import UrlLoad, plain_load, render_summary
 
+    source: UrlLoad | Path
+    if "://" in target:
+        source = UrlLoad(
+            target,
+            connections,
+            seconds,
+            rate,
+            "poisson" if poisson else "uniform",
+            max_in_flight,
+            threads,
+            timeout,
+            tag,
+        )
+    else:
+        source = Path(target)
     try:
-        summary = plain_load(url, connections, seconds, threads, timeout, tag, out)
-    except PlanError as e:
+        with LiveView(err, quiet or as_json) as view:
+            summary = plain_load(source, out, on_tick=view)
+    except (PlanError, OSError) as e:
         fail(e)
         raise typer.Exit(2) from None
     if as_json:

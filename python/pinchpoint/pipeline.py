@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import platform
@@ -22,6 +21,7 @@ from pinchpoint.collect.local import LocalCollector
 from pinchpoint.collect.remote import RemoteCollector, redact_tokens
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.find_knee import KneeRun, renumber_tier_requests, search_knee
+from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan import Plan
 from pinchpoint.report.html import write_report
 
@@ -135,16 +135,12 @@ def execute(
         "engine": {"threads": threads},
         "host": _host_facts(),
         "log_marks": {name: m for c in using for name, m in c.log_marks().items()},
-        "load_steps": [{k: v for k, v in s.items() if k != "hdr_v2"} for s in summary["steps"]],
+        "load_steps": step_counts(summary),
     }
     if knee is not None:
         run["find_knee"] = knee.record
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
-    (run_dir / "histograms.json").write_text(
-        json.dumps(
-            {str(s["step"]): base64.b64encode(s["hdr_v2"]).decode() for s in summary["steps"]}
-        )
-    )
+    write_histograms(summary, run_dir)
     verdict = analyze(run_dir)
     write_report(run_dir)
     warnings = [problem for collector in using for problem in collector.problems]

@@ -43,6 +43,9 @@ def test_two_workers_are_named_as_the_bottleneck(small_pool: Path) -> None:
     top = verdict["steps"][-1]["tiers"]["gunicorn"]
     assert top["queue_p50_ms"] > 10
     assert 1.5 <= top["concurrency"] <= 2.2
+    # The probe's throughput stops at the pool's ceiling while its latency grows.
+    [endpoint] = verdict["endpoints"]
+    assert endpoint["behaviour"] == "synchronous", endpoint["summary"]
 
 
 def test_enough_workers_move_the_verdict_off_the_pool(large_pool: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.steps import step_table
@@ -81,6 +82,10 @@ def analyze(run_dir: Path) -> dict:
         **decide(steps, ctx),
         **_curve(steps),
     }
+    endpoints = endpoint_table(data)
+    if endpoints:
+        verdict["endpoints"] = endpoints
+        verdict["workers_estimate"] = workers_estimates(endpoints)
     verdict = _clean(verdict)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2))
     return verdict

@@ -1,105 +1,288 @@
-"""`pinchpoint load`: one step of closed-loop users against a URL, summarised."""
+"""`pinchpoint load`: a load test with no diagnosis, from a URL or a plan, summarised.
+
+From a URL it runs one step of closed-loop users (`connections`) or, with `rate`, an
+open-loop schedule of that many requests per second; from a plan file it runs the plan's
+load as written (steps, stages or phases) without collecting logs.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import polars as pl
+import psutil
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from pinchpoint.load.engine import run_steps
-from pinchpoint.plan import Plan, parse_plan
+from pinchpoint.load.engine import run_steps, step_windows
+from pinchpoint.load.histograms import step_counts, write_histograms
+from pinchpoint.plan import Plan, load_plan, parse_plan
+
+PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
+# The generator is saturated when its CPU reaches this share of the threads it runs on.
+GENERATOR_SATURATED = 0.9
 
 
-def plain_plan(
-    url: str, connections: int, seconds: float, threads: int, timeout: float, tag: bool
-) -> Plan:
-    parts = urlsplit(url)
-    target = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    return parse_plan(
-        "\n".join(
-            [
-                "[target]",
-                f"url = {json.dumps(target)}",
-                f"tag = {'true' if tag else 'false'}",
-                "[load]",
-                f"lower = {connections}",
-                f"upper = {connections}",
-                f"duration = {seconds!r}",
-                "warmup = 0",
-                f"timeout = {timeout!r}",
-                f"threads = {threads}",
-                "[[request]]",
-                f"path = {json.dumps(path)}",
-            ]
-        ),
-        "command line",
-    )
+@dataclass(frozen=True)
+class UrlLoad:
+    """What the command line says about a URL load."""
+
+    url: str
+    connections: int = 50
+    seconds: float = 10.0
+    rate: float | None = None
+    arrivals: str = "uniform"
+    max_in_flight: int = 1000
+    threads: int = 0
+    timeout: float = 10.0
+    tag: bool = False
+
+
+def url_plan(spec: UrlLoad) -> Plan:
+    parts = urlsplit(spec.url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    lines = [
+        "[target]",
+        f"url = {json.dumps(f'{parts.scheme}://{parts.netloc}')}",
+        f"tag = {'true' if spec.tag else 'false'}",
+        "[load]",
+        "warmup = 0",
+        f"timeout = {spec.timeout!r}",
+        f"threads = {spec.threads}",
+    ]
+    if spec.rate is None:
+        lines += [
+            f"lower = {spec.connections}",
+            f"upper = {spec.connections}",
+            f"duration = {spec.seconds!r}",
+        ]
+    else:
+        lines += [
+            f"arrivals = {json.dumps(spec.arrivals)}",
+            f"max_in_flight = {spec.max_in_flight}",
+            "[[load.phase]]",
+            f"duration = {spec.seconds!r}",
+            f"arrival_rate = {spec.rate!r}",
+        ]
+    lines += ["[[request]]", f"path = {json.dumps(path)}"]
+    return parse_plan("\n".join(lines), "command line")
 
 
 def plain_load(
-    url: str,
-    connections: int,
-    seconds: float,
-    threads: int = 0,
-    timeout: float = 10.0,
-    tag: bool = False,
+    source: UrlLoad | Path,
     out: Path | None = None,
+    on_tick: Callable[[dict], None] | None = None,
 ) -> dict:
-    plan = plain_plan(url, connections, seconds, threads, timeout, tag)
+    """Runs the load and returns its summary; with `out`, keeps the run folder there."""
+    plan = load_plan(source) if isinstance(source, Path) else url_plan(source)
     with tempfile.TemporaryDirectory(prefix="pinchpoint-load-") as tmp:
         run_dir = out or Path(tmp)
         run_dir.mkdir(parents=True, exist_ok=True)
-        result = run_steps(plan, "load", run_dir)
-        step = result.summary["steps"][0]
-        start, end = result.summary["windows"][0] if result.summary["windows"] else (0, 1)
-        elapsed = max((end - start) / 1e6, 1e-9)
-        summary = {
-            "url": url,
-            "connections": connections,
-            "duration_s": round(elapsed, 3),
-            "requests": step["requests"],
-            "responses": step["responses"],
-            "requests_per_s": step["requests"] / elapsed,
-            "bytes": step["bytes"],
-            "statuses": {str(k): v for k, v in step["statuses"].items()},
-            "errors": step["errors"],
-            "latency_us": {
-                **step["percentiles_us"],
-                "min": step.get("min_us"),
-                "max": step.get("max_us"),
-                "mean": step.get("mean_us"),
-            },
-            "interrupted": result.interrupted,
-        }
+        me = psutil.Process()
+        cpu_before, wall_before = _cpu_seconds(me), time.monotonic()
+        result = run_steps(plan, "load", run_dir, on_tick=on_tick)
+        cpu_s, wall_s = _cpu_seconds(me) - cpu_before, time.monotonic() - wall_before
+        requests = pl.read_parquet(result.requests_path)
+        summary = _summary(plan, result.summary, requests)
+        summary["target"] = plan.target.url
+        summary["interrupted"] = result.interrupted
+        summary["generator"] = _generator(plan, cpu_s, wall_s, requests)
+        if isinstance(source, UrlLoad):
+            summary["url"] = source.url
+            summary["connections"] = source.connections if source.rate is None else None
         if out is not None:
+            write_histograms(result.summary, run_dir)
             (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
+def _cpu_seconds(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def _summary(plan: Plan, engine: dict, requests: pl.DataFrame) -> dict:
+    windows = step_windows(plan, engine)
+    elapsed = sum(max(w["end"] - w["start"], 0.0) for w in windows) or 1e-9
+    steps = []
+    for w, counts in zip(windows, step_counts(engine), strict=True):
+        span = max(w["end"] - w["start"], 1e-9)
+        steps.append(
+            {
+                **{k: w[k] for k in ("step", "kind", "level") if k in w},
+                **({"name": w["name"]} if "name" in w else {}),
+                **{k: counts[k] for k in ("requests", "responses", "bytes", "errors")},
+                **{k: w[k] for k in ("intended", "late", "unsent") if k in w},
+                "duration_s": round(span, 3),
+                "requests_per_s": counts["requests"] / span,
+                "statuses": {str(k): v for k, v in counts["statuses"].items()},
+                "latency_us": _engine_latency(counts),
+            }
+        )
+    return {
+        "model": "open" if plan.load.open else "closed",
+        "duration_s": round(elapsed, 3),
+        "requests": requests.height,
+        "responses": int(requests["error"].is_null().sum()),
+        "requests_per_s": requests.height / elapsed,
+        "bytes": int(requests["bytes"].sum() or 0),
+        "statuses": _statuses(requests),
+        "errors": _errors(requests),
+        "latency_us": _latency(requests["latency_us"]),
+        "steps": steps,
+        "endpoints": _endpoints(plan, requests),
+    }
+
+
+def _engine_latency(counts: dict) -> dict:
+    return {
+        **counts["percentiles_us"],
+        "min": counts.get("min_us"),
+        "max": counts.get("max_us"),
+        "mean": counts.get("mean_us"),
+    }
+
+
+def _latency(values: pl.Series) -> dict:
+    if values.len() == 0:
+        return {}
+    out = {f"p{q:g}": int(values.quantile(q / 100, "higher")) for q in PERCENTILES}
+    return {**out, "min": int(values.min()), "max": int(values.max()), "mean": values.mean()}
+
+
+def _statuses(requests: pl.DataFrame) -> dict[str, int]:
+    answered = requests.filter(pl.col("error").is_null())
+    counts = answered.group_by("status").len().sort("status")
+    return {str(s): int(n) for s, n in counts.iter_rows()}
+
+
+def _errors(requests: pl.DataFrame) -> dict[str, int]:
+    counts = requests.filter(pl.col("error").is_not_null()).group_by("error").len().sort("error")
+    return {str(e): int(n) for e, n in counts.iter_rows()}
+
+
+def _endpoints(plan: Plan, requests: pl.DataFrame) -> list[dict]:
+    out = []
+    for i, request in enumerate(plan.request):
+        mine = requests.filter(pl.col("endpoint") == i)
+        failed = mine.filter(pl.col("error").is_not_null() | (pl.col("status") >= 400)).height
+        out.append(
+            {
+                "endpoint": i,
+                "request": f"{request.method} {request.path}",
+                "requests": mine.height,
+                "failed": failed,
+                "latency_us": _latency(mine["latency_us"]),
+            }
+        )
+    return out
+
+
+def _generator(plan: Plan, cpu_s: float, wall_s: float, requests: pl.DataFrame) -> dict:
+    """The generator's self-check: its CPU against the cores it may use and, in open loop,
+    how late requests left against their schedule."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = min(plan.load.threads or (usable or 1), usable or 1)
+    cores = cpu_s / max(wall_s, 1e-9)
+    check: dict = {
+        "cpu_cores": round(cores, 3),
+        "threads": threads,
+        "saturated": cores >= GENERATOR_SATURATED * threads,
+    }
+    if plan.load.open and requests.height:
+        lag = requests["start_us"] - requests["intended_us"]
+        check["send_lag_us"] = {
+            "p50": int(lag.quantile(0.5, "higher")),
+            "p99": int(lag.quantile(0.99, "higher")),
+            "max": int(lag.max()),
+        }
+    return check
+
+
 def render_summary(summary: dict, console: Console) -> None:
+    """The summary for people: totals, latency percentiles, steps and endpoints."""
+    over = (
+        f"over {summary['connections']} connections"
+        if summary.get("connections")
+        else f"{summary['model']} loop, {len(summary['steps'])} step(s)"
+    )
     console.print(
         f"{summary['requests']} requests in {summary['duration_s']:.2f} s, "
-        f"{summary['requests_per_s']:,.0f} req/s over {summary['connections']} connections",
+        f"{summary['requests_per_s']:,.0f} req/s {over}",
         highlight=False,
     )
     table = Table(title="latency (ms)")
-    lat = summary["latency_us"]
-    for key in ("min", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max"):
+    keys = ("min", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max")
+    for key in keys:
         table.add_column(key, justify="right")
-    table.add_row(
-        *(
-            f"{(lat.get(k) or 0) / 1000:.3f}"
-            for k in ("min", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max")
-        )
-    )
+    table.add_row(*(_ms(summary["latency_us"].get(k)) for k in keys))
     console.print(table)
+    if len(summary["steps"]) > 1:
+        console.print(_steps_table(summary["steps"]))
+    if len(summary["endpoints"]) > 1:
+        console.print(_endpoints_table(summary["endpoints"]))
     statuses = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items()) or "none"
     errors = ", ".join(f"{k}: {v}" for k, v in summary["errors"].items()) or "none"
     console.print(f"statuses {statuses}; errors {errors}", highlight=False)
+    gen = summary["generator"]
+    lag = gen.get("send_lag_us")
+    lag_text = f"; send lag p99 {lag['p99'] / 1000:.3f} ms" if lag else ""
+    console.print(
+        f"generator: {gen['cpu_cores']:.2f} of {gen['threads']} cores{lag_text}", highlight=False
+    )
+    if gen["saturated"]:
+        console.print(
+            Text(
+                "The load generator was saturated: these results measure the generator, "
+                "not the target. Give it more cores (--threads) or fewer connections.",
+                style="bold red",
+            )
+        )
+
+
+def _steps_table(steps: list[dict]) -> Table:
+    table = Table(title="steps (latency in ms)")
+    for name in ("step", "load", "req/s", "failed", "p50", "p99", "late"):
+        table.add_column(name, justify="right")
+    for s in steps:
+        load = f"{s['level']:g}/s" if s.get("kind") == "rate" else f"{s['level']:g} users"
+        failed = sum(s["errors"].values()) + sum(
+            v for k, v in s["statuses"].items() if int(k) >= 400
+        )
+        table.add_row(
+            str(s["step"] + 1),
+            f"{s['name']} ({load})" if s.get("name") else load,
+            f"{s['requests_per_s']:,.1f}",
+            str(failed),
+            _ms(s["latency_us"].get("p50")),
+            _ms(s["latency_us"].get("p99")),
+            str(s.get("late", "")),
+        )
+    return table
+
+
+def _endpoints_table(endpoints: list[dict]) -> Table:
+    table = Table(title="requests (latency in ms)")
+    for name in ("request", "count", "failed", "p50", "p95", "p99", "max"):
+        table.add_column(name, justify="right" if name != "request" else "left")
+    for e in endpoints:
+        lat = e["latency_us"]
+        table.add_row(
+            e["request"],
+            str(e["requests"]),
+            str(e["failed"]),
+            *(_ms(lat.get(k)) for k in ("p50", "p95", "p99", "max")),
+        )
+    return table
+
+
+def _ms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1000:.3f}"

@@ -11,13 +11,16 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from pinchpoint import sla as slas
-from pinchpoint.report import charts, fmt, summary
+from pinchpoint.report import charts, fmt, resource_charts, summary
 from pinchpoint.report.load import RunData, load_run, steady_requests
 from pinchpoint.report.table import StepTable, step_table
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 TIME_KEYS = {"started", "ended", "start", "end", "start_s", "end_s", "started_at", "ended_at"}
-TIME_PLOTS = ["pp-latency-time", "pp-errors-time", "pp-cpu-time", "pp-memory-time"]
+TIME_PLOTS = [
+    "pp-latency-time", "pp-errors-time", "pp-cpu-time", "pp-memory-time",
+    *resource_charts.MORE_PLOTS,
+]  # fmt: skip
 
 CSS = """
 :root { --fg: #1d2330; --muted: #5b6475; --line: #dfe3ea; --bg: #f6f7f9;
@@ -204,7 +207,7 @@ def _verdict_section(data: RunData, run_id: str) -> str:
     if evidence:
         lines.append("<h2>Evidence</h2>")
         lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in evidence) + "</ul>")
-    curve = summary.curve(verdict)
+    curve = summary.curve(verdict) + summary.endpoints(verdict)
     if curve:
         lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in curve) + "</ul>")
     warning = summary.generator_warning(verdict)
@@ -349,6 +352,7 @@ def _time_sections(data: RunData) -> list[str]:
         data.resources, data.verdict, "rss_bytes", t0, windows, x_range
     )
     errors = charts.errors_over_time(data.requests, t0, windows, x_range)
+    more = resource_charts.more_over_time(data.resources, data.verdict, t0, windows, x_range)
     if data.requests is None:
         no_errors = _unavailable(data, "requests.parquet", "Errors over time")
     else:
@@ -380,6 +384,7 @@ def _time_sections(data: RunData) -> list[str]:
                 "<h2>Resources over time</h2>",
                 _figure(cpu, _unavailable(data, "resources.parquet", "CPU"), TIME_PLOTS[2]),
                 _figure(memory, _unavailable(data, "resources.parquet", "Memory"), TIME_PLOTS[3]),
+                *(_figure(fig, "", div_id) for div_id, fig in more),
                 "</section>",
             ]
         ),

@@ -95,3 +95,12 @@ def curve(verdict: dict[str, Any]) -> list[str]:
             f"fit R² {usl['r_squared']:.2f}"
         )
     return lines
+
+
+def endpoints(verdict: dict[str, Any]) -> list[str]:
+    """Per request of the plan: whether its throughput reaches a ceiling, in words."""
+    return [
+        str(e["summary"])
+        for e in verdict.get("endpoints") or []
+        if isinstance(e, dict) and e.get("summary")
+    ]

@@ -77,7 +77,7 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
         for item in evidence:
             bullets.add_row("•", Text(item))
         console.print(bullets)
-    for line in summary.curve(verdict):
+    for line in summary.curve(verdict) + summary.endpoints(verdict):
         console.print(Text(line), highlight=False)
     warning = summary.generator_warning(verdict)
     if warning:

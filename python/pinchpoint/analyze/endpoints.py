@@ -1,0 +1,127 @@
+"""Each request of the plan on its own: does its throughput reach a ceiling as the load grows?
+
+A server that gives an endpoint a fixed number of workers (synchronous workers, each
+holding a request until it is answered) stops gaining throughput once they are all busy,
+and the latency then grows with the load: the requests it serves at once are about its
+peak throughput × its minimal latency (Little's law, as one counts a server's workers by
+hand). An asynchronous server keeps gaining throughput with flat latency as the load
+grows: the requests in flight (throughput × mean latency) follow the load.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from pinchpoint.analyze.frames import RunData
+from pinchpoint.analyze.steps import Window, steady_windows
+
+# Latency grows when it rises by this share of its lowest-load value and this much.
+GROWTH_SHARE = 0.25
+GROWTH_MIN_MS = 1.0
+# A ceiling: throughput gains less than this share between the two heaviest steps...
+CEILING_GAIN = 0.15
+# ...while the load between them grew by at least this share.
+LOAD_STEP = 0.2
+# Flat latency says "no ceiling" only once the load grew this many times over.
+LOAD_RANGE = 2.0
+
+
+def endpoint_table(data: RunData) -> list[dict]:
+    """Per request of the plan: its steps (throughput, latency, concurrency), its worker
+    estimate and its behaviour. Empty for runs whose records do not name the request."""
+    if data.requests.height == 0 or "endpoint" not in data.requests.columns:
+        return []
+    windows = steady_windows(data.run)
+    out = []
+    for index, request in enumerate(data.plan.request):
+        mine = data.requests.filter(pl.col("endpoint") == index)
+        if mine.height == 0:
+            continue
+        steps = [s for w in windows if (s := _step(mine, w)) is not None]
+        out.append(describe(f"{request.method} {request.path}", index, steps, _min_ms(mine)))
+    return out
+
+
+def _answered(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.filter(pl.col("error").is_null() & (pl.col("status") < 400))
+
+
+def _min_ms(frame: pl.DataFrame) -> float | None:
+    ok = _answered(frame)
+    return float(ok["latency_us"].min()) / 1000 if ok.height else None
+
+
+def _step(frame: pl.DataFrame, w: Window) -> dict | None:
+    lo, hi = int(w.start * 1e6), int(w.end * 1e6)
+    at = pl.col("intended_us" if "intended_us" in frame.columns else "start_us")
+    ok = _answered(frame.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi)))
+    if ok.height == 0:
+        return None
+    latency_ms = ok["latency_us"].to_numpy() / 1000
+    throughput = ok.height / w.seconds
+    return {
+        "users": w.users,
+        "level": w.level if w.level is not None else w.users,
+        "throughput_rps": throughput,
+        "p50_ms": float(np.percentile(latency_ms, 50)),
+        "concurrency": throughput * float(latency_ms.mean()) / 1000,
+    }
+
+
+def describe(endpoint: str, index: int, steps: list[dict], min_ms: float | None) -> dict:
+    """The finding of one endpoint from its steps (ordered by load)."""
+    entry: dict = {"endpoint": endpoint, "index": index, "steps": steps, "min_latency_ms": min_ms}
+    peak = max(steps, key=lambda s: s["throughput_rps"], default=None)
+    if peak is not None and min_ms is not None:
+        entry["workers"] = peak["throughput_rps"] * min_ms / 1000
+        entry["peak_throughput_rps"] = peak["throughput_rps"]
+        entry["at_users"] = peak["users"]
+    entry.update(_behaviour(steps))
+    entry["summary"] = _summary(entry)
+    return entry
+
+
+def _behaviour(steps: list[dict]) -> dict:
+    ordered = sorted(steps, key=lambda s: s["level"])
+    if len(ordered) < 3:
+        return {"behaviour": "undecided"}
+    base, before, top = ordered[0], ordered[-2], ordered[-1]
+    rise = top["p50_ms"] - base["p50_ms"]
+    grew = rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
+    load_grew = top["level"] >= (1 + LOAD_STEP) * before["level"]
+    gain = top["throughput_rps"] / max(before["throughput_rps"], 1e-9) - 1
+    if grew and load_grew and gain < CEILING_GAIN:
+        return {"behaviour": "synchronous", "ceiling": top["throughput_rps"]}
+    if not grew and top["level"] >= LOAD_RANGE * base["level"]:
+        return {"behaviour": "asynchronous", "ceiling": None}
+    return {"behaviour": "undecided"}
+
+
+def _summary(e: dict) -> str:
+    top = max(e["steps"], key=lambda s: s["level"], default=None)
+    if e["behaviour"] == "synchronous" and "workers" in e:
+        return (
+            f"{e['endpoint']}: throughput stops near {e['ceiling']:.0f} req/s while latency "
+            f"grows with load; × its minimal latency {e['min_latency_ms']:.1f} ms, about "
+            f"{e['workers']:.1f} requests are served at once (synchronous workers, or a "
+            "saturated resource: see the bottleneck)"
+        )
+    if e["behaviour"] == "asynchronous" and top is not None:
+        return (
+            f"{e['endpoint']}: {top['concurrency']:.1f} requests in flight at the heaviest step "
+            "with flat latency — no ceiling in the tested range (asynchronous, or more "
+            "workers than the load)"
+        )
+    if "workers" in e:
+        return (
+            f"{e['endpoint']}: peak {e['peak_throughput_rps']:.0f} req/s × minimal latency "
+            f"{e['min_latency_ms']:.1f} ms ≈ {e['workers']:.1f} requests served at once"
+        )
+    return f"{e['endpoint']}: no answered request"
+
+
+def workers_estimates(endpoints: list[dict]) -> list[dict]:
+    """The verdict's `workers_estimate` entries, one per endpoint that was answered."""
+    keys = ("endpoint", "peak_throughput_rps", "at_users", "min_latency_ms", "workers")
+    return [{k: e[k] for k in keys} for e in endpoints if "workers" in e]

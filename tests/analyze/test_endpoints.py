@@ -1,0 +1,133 @@
+"""Per endpoint: a throughput ceiling (synchronous workers) or none (asynchronous), and the
+worker count as peak throughput × minimal latency — on built steps and on a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pinchpoint.analyze.endpoints import describe
+from pinchpoint.pipeline import execute
+from pinchpoint.plan import parse_plan
+
+
+def closed_loop(users: list[int], workers: int | None, service_ms: float) -> list[dict]:
+    """Closed-loop steps of an endpoint served by `workers` (None: no limit)."""
+    steps = []
+    for n in users:
+        busy = n if workers is None else min(n, workers)
+        throughput = busy / (service_ms / 1000)
+        latency = n / throughput * 1000
+        steps.append(
+            {
+                "users": n,
+                "level": float(n),
+                "throughput_rps": throughput,
+                "p50_ms": latency,
+                "concurrency": throughput * latency / 1000,
+            }
+        )
+    return steps
+
+
+def test_a_throughput_ceiling_is_synchronous_with_its_worker_count() -> None:
+    e = describe("GET /slow", 0, closed_loop([1, 2, 4, 6, 8], workers=2, service_ms=10), 10.0)
+    assert e["behaviour"] == "synchronous"
+    assert e["ceiling"] == pytest.approx(200)
+    assert e["workers"] == pytest.approx(2.0)
+    assert e["at_users"] == 2  # the first step at the peak
+    assert "about 2.0 requests are served at once" in e["summary"]
+
+
+def test_flat_latency_as_the_load_grows_is_asynchronous() -> None:
+    e = describe("GET /wait", 1, closed_loop([1, 2, 4, 8], workers=None, service_ms=20), 20.0)
+    assert e["behaviour"] == "asynchronous"
+    assert e["workers"] == pytest.approx(8.0)
+    assert "8.0 requests in flight" in e["summary"]
+
+
+def test_growing_latency_with_growing_throughput_is_undecided() -> None:
+    steps = closed_loop([1, 2, 4, 8], workers=None, service_ms=20)
+    for s, slower in zip(steps, (1.0, 1.3, 1.6, 1.9), strict=True):
+        s["p50_ms"] *= slower
+        s["throughput_rps"] /= slower
+    assert describe("GET /x", 0, steps, 20.0)["behaviour"] == "undecided"
+    # Nor can two steps decide anything, nor a load that did not grow enough.
+    assert describe("GET /x", 0, steps[:2], 20.0)["behaviour"] == "undecided"
+    flat = closed_loop([4, 5, 6], workers=None, service_ms=20)
+    assert describe("GET /x", 0, flat, 20.0)["behaviour"] == "undecided"
+
+
+class AsyncServer:
+    """An asyncio HTTP/1.1 server answering every request after 20 ms of waiting: as many
+    requests in flight as clients send, as an event-loop server has."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self.thread.start()
+        ready.wait(5)
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        server = self.loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+        server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                await asyncio.sleep(0.02)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def async_server() -> Iterator[int]:
+    server = AsyncServer()
+    yield server.port
+    server.stop()
+
+
+@pytest.mark.timeout(60)
+def test_an_event_loop_server_shows_no_ceiling(async_server: int, tmp_path: Path) -> None:
+    text = f"""
+[target]
+url = "http://127.0.0.1:{async_server}"
+
+[load]
+lower = 2
+upper = 8
+step = 3
+duration = "1.2s"
+warmup = "0.2s"
+
+[[request]]
+path = "/wait"
+"""
+    outcome = execute(parse_plan(text, "plan.toml"), text, tmp_path, run_id="async")
+    [e] = outcome.verdict["endpoints"]
+    assert e["endpoint"] == "GET /wait"
+    assert e["behaviour"] == "asynchronous", e
+    # Every user's request is in flight at once: 8 users, about 8 at 20 ms each.
+    top = e["steps"][-1]
+    assert top["users"] == 8
+    assert 6.0 <= top["concurrency"] <= 8.5
+    assert 300 <= top["throughput_rps"] <= 420
+    assert outcome.verdict["workers_estimate"][0]["endpoint"] == "GET /wait"

@@ -1,0 +1,179 @@
+"""`pinchpoint load` beyond one URL: an open-loop rate, a plan file with steps and
+several requests, the generator's self-check, and the live view's rows."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from load_helpers import http_server
+from rich.console import Console
+
+from pinchpoint.live import LiveView, second
+from pinchpoint.load.engine import run_steps
+from pinchpoint.load.plain import _generator, render_summary
+from pinchpoint.plan import parse_plan
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def load(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pinchpoint", "load", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_rate_sends_that_many_requests_per_second_answered_or_not() -> None:
+    with http_server() as (port, seen):
+        done = load(f"http://127.0.0.1:{port}/r", "--rate", "200", "-d", "1.5", "--json")
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        assert summary["model"] == "open"
+        # 200/s for 1.5 s on a uniform schedule: 300 requests, all sent and all seen.
+        assert summary["requests"] == seen.count() == 300
+        assert summary["statuses"] == {"200": 300}
+        [step] = summary["steps"]
+        assert step["kind"] == "rate" and step["level"] == 200
+        assert step["intended"] == 300 and step["unsent"] == 0
+        assert 190 <= step["requests_per_s"] <= 210
+        lag = summary["generator"]["send_lag_us"]
+        assert 0 <= lag["p50"] <= lag["p99"] <= lag["max"]
+
+
+def test_a_plan_file_runs_its_steps_and_reports_each_request(tmp_path: Path) -> None:
+    with http_server() as (port, seen):
+        plan = tmp_path / "plan.toml"
+        plan.write_text(
+            f"""
+[target]
+url = "http://127.0.0.1:{port}"
+tag = false
+
+[load]
+lower = 1
+upper = 3
+step = 2
+duration = "0.8s"
+think_time = "5ms"
+warmup = "0s"
+
+[[request]]
+path = "/a"
+weight = 3
+
+[[request]]
+path = "/b"
+"""
+        )
+        done = load(str(plan), "--json", "--out", str(tmp_path / "out"))
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        paths = Counter(p.split("?")[0] for p in seen.paths)
+    assert [(s["kind"], s["level"]) for s in summary["steps"]] == [("users", 1), ("users", 3)]
+    assert sum(s["requests"] for s in summary["steps"]) == summary["requests"]
+    a, b = summary["endpoints"]
+    assert (a["request"], a["requests"]) == ("GET /a", paths["/a"])
+    assert (b["request"], b["requests"]) == ("GET /b", paths["/b"])
+    assert abs(a["requests"] - 3 * b["requests"]) <= 3
+    assert a["latency_us"]["p50"] <= a["latency_us"]["p99"] <= a["latency_us"]["max"]
+    # The histograms are kept per step and per request of the plan.
+    histograms = json.loads((tmp_path / "out" / "histograms.json").read_text())
+    assert {"0", "1", "0/0", "0/1", "1/0", "1/1"} <= set(histograms)
+
+
+def test_a_missing_plan_file_is_a_usage_error(tmp_path: Path) -> None:
+    done = load(str(tmp_path / "nope.toml"))
+    assert done.returncode == 2
+    assert "nope.toml" in done.stderr
+
+
+def test_a_saturated_generator_is_flagged_in_every_output() -> None:
+    plan = parse_plan(
+        '[target]\nurl = "http://127.0.0.1:1"\n[load]\nthreads = 1\nusers = 1\nduration = 1\n'
+        '[[request]]\npath = "/"\n',
+        "t",
+    )
+    import polars as pl
+
+    empty = pl.DataFrame({"start_us": [], "intended_us": []})
+    assert _generator(plan, cpu_s=0.95, wall_s=1.0, requests=empty)["saturated"]
+    assert not _generator(plan, cpu_s=0.5, wall_s=1.0, requests=empty)["saturated"]
+    summary = {
+        "requests": 10,
+        "duration_s": 1.0,
+        "requests_per_s": 10.0,
+        "connections": 1,
+        "model": "closed",
+        "latency_us": {"p50": 1000},
+        "steps": [],
+        "endpoints": [],
+        "statuses": {"200": 10},
+        "errors": {},
+        "generator": _generator(plan, cpu_s=0.95, wall_s=1.0, requests=empty),
+    }
+    out = io.StringIO()
+    render_summary(summary, Console(file=out, width=200))
+    assert "these results measure the generator, not the target" in out.getvalue()
+
+
+def test_each_snapshot_carries_the_latencies_of_its_own_second() -> None:
+    with http_server() as (port, _):
+        plan = parse_plan(
+            f'[target]\nurl = "http://127.0.0.1:{port}"\n[load]\nlower = 2\nupper = 2\n'
+            'duration = "2.5s"\nthink_time = "2ms"\n[[request]]\npath = "/"\n',
+            "t",
+        )
+        snapshots: list[dict] = []
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run_steps(plan, "live", Path(tmp), on_tick=snapshots.append)
+    assert len(snapshots) >= 2
+    windows = [s["window_requests"] for s in snapshots]
+    # Windows do not overlap: together they hold at most every request of the run.
+    assert sum(windows) <= result.rows
+    assert all(n > 0 for n in windows)
+    for s in snapshots:
+        assert 0 < s["window_p50_us"] <= s["window_p99_us"]
+    rows = [
+        second(s, prev, i + 1.0)
+        for i, (s, prev) in enumerate(zip(snapshots, [None, *snapshots][:-1], strict=True))
+    ]
+    assert sum(r["requests"] for r in rows) == snapshots[-1]["requests"]
+    assert rows[0]["load"] == "2 users"
+
+
+def test_the_live_view_draws_on_a_terminal_and_not_in_a_pipe() -> None:
+    snap = {
+        "requests": 500,
+        "errors": 2,
+        "step": 0,
+        "users": 0,
+        "kind": "rate",
+        "level": 500.0,
+        "late": 3,
+        "window_requests": 500,
+        "window_p50_us": 1500,
+        "window_p99_us": 9000,
+    }
+    screen = io.StringIO()
+    with LiveView(Console(file=screen, force_terminal=True, width=120)) as view:
+        view(snap)
+        drawn = screen.getvalue()
+    assert "500/s" in drawn and "1.50" in drawn and "9.00" in drawn
+    pipe = io.StringIO()
+    with LiveView(Console(file=pipe, force_terminal=False)) as view:
+        view(snap)
+    assert pipe.getvalue() == ""
+    quiet = io.StringIO()
+    with LiveView(Console(file=quiet, force_terminal=True), quiet=True) as view:
+        view(snap)
+    assert quiet.getvalue() == ""
