@@ -210,6 +210,18 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
         "memory_pressure",
         "io_pressure",
         "run_queue",
+        "disk_read_bytes_s",
+        "disk_write_bytes_s",
+        "disk_util",
+        "net_rx_bytes_s",
+        "net_tx_bytes_s",
+        "net_loopback_bytes_s",
+        "net_util",
+        "memory_limit_bytes",
+        "threads",
+        "listen_backlog",
+        "listen_backlog_limit",
+        "connections",
     ]
     frame = pl.read_parquet(path)
     assert frame.height == len(sampler.rows())
@@ -241,7 +253,7 @@ def test_reserved_names_and_selectors_are_validated() -> None:
 
 
 def test_pressure_and_run_queue_files_are_read(tmp_path: Path) -> None:
-    from pinchpoint.collect.resources import _run_queue, _stall_seconds
+    from pinchpoint.collect.host import _run_queue, _stall_seconds
 
     (tmp_path / "cpu").write_text(
         "some avg10=9.35 avg60=2.77 avg300=0.62 total=5467726\n"

@@ -263,6 +263,7 @@ def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict]:
             **_quota(frame),
             **_lock_waits(frame),
             **_pressure(frame),
+            **_io_and_sockets(frame),
         }
     return out
 
@@ -294,6 +295,42 @@ def _pressure(frame: pl.DataFrame) -> dict:
         values = _measured(frame, column)
         if values is not None:
             out[column] = float(values.mean())
+    return out
+
+
+# Step means of these columns, where measured (host: disks and network; components: their
+# processes' disk bytes and sockets).
+_MEANS = (
+    "disk_read_bytes_s",
+    "disk_write_bytes_s",
+    "disk_util",
+    "net_rx_bytes_s",
+    "net_tx_bytes_s",
+    "net_loopback_bytes_s",
+    "net_util",
+    "listen_backlog",
+    "connections",
+)
+
+
+def _io_and_sockets(frame: pl.DataFrame) -> dict:
+    """Disk, network and socket means over the step, the peak accept backlog and what it
+    may hold, the memory limit and the threads (median, as processes)."""
+    out = {}
+    for column in _MEANS:
+        values = _measured(frame, column)
+        if values is not None:
+            out[column] = float(values.mean())
+    backlog = _measured(frame, "listen_backlog")
+    if backlog is not None:
+        out["listen_backlog_peak"] = int(backlog.max())
+    for column in ("listen_backlog_limit", "memory_limit_bytes"):
+        values = _measured(frame, column)
+        if values is not None:
+            out[column] = int(values.max())
+    threads = _measured(frame, "threads")
+    if threads is not None:
+        out["threads"] = int(threads.median())
     return out
 
 

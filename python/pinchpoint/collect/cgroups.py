@@ -1,23 +1,32 @@
-"""The CPU quota of the cgroup a process runs in, and how often the kernel throttled it.
+"""The CPU quota of the cgroup a process runs in, how often the kernel throttled it, and
+its memory limit. Only read, never written.
 
 Both cgroup versions:
 
 - v1: the `cpu` controller's hierarchy; quota in `cpu.cfs_quota_us` (-1: none) per
   `cpu.cfs_period_us`; `cpu.stat` has `nr_periods`, `nr_throttled`, `throttled_time` (ns);
+  the `memory` controller's hierarchy: `memory.limit_in_bytes` (a huge number: none);
 - v2: the unified hierarchy; quota in `cpu.max` (`max 100000`: none, `20000 100000`:
-  a fifth of a core); `cpu.stat` has `nr_periods`, `nr_throttled`, `throttled_usec`.
+  a fifth of a core); `cpu.stat` has `nr_periods`, `nr_throttled`, `throttled_usec`;
+  `memory.max` (`max`: none).
 
-A process is limited by the nearest cgroup, itself or an ancestor, that has a quota.
+A process is limited by the nearest cgroup, itself or an ancestor, that has a quota; its
+memory by the lowest limit of its cgroup and the ancestors.
 Paths in /proc/<pid>/cgroup are taken relative to the root of the mount (mountinfo), so
 a container that sees only its own part of the hierarchy is read right too.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PROC = Path("/proc")
+# cgroup v1 writes "no limit" as the largest page-aligned counter (about 2**63).
+_V1_NO_LIMIT = 2**62
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,86 @@ class CpuCgroup:
         return Throttling(stat["nr_periods"], stat.get("nr_throttled", 0), throttled_s)
 
 
-def cpu_mounts(mountinfo: str) -> list[Mount]:
-    """The cgroup v1 mounts with the cpu controller and the cgroup2 mounts, from mountinfo text."""
+@dataclass(frozen=True)
+class MemoryCgroup:
+    """The cgroup folder whose memory limit holds a process: the lowest on its path."""
+
+    path: Path
+    version: int
+    limit_bytes: int
+
+
+class CgroupReader:
+    """The CPU quota and memory limit of components' processes, for the resource sampler.
+    Processes are seldom moved and limits seldom changed: a process's cgroups and their
+    limits are looked up when it is first seen and again every `refresh_s`, once for
+    every component; the throttling counters at every read."""
+
+    def __init__(self, cpu: list[Mount], memory: list[Mount], refresh_s: float = 1.0) -> None:
+        self._cpu, self._memory = cpu, memory
+        self._refresh_s = refresh_s
+        self._looked_up: float | None = None
+        self._groups: dict[int, tuple[CpuCgroup | None, MemoryCgroup | None]] = {}
+        self._resolved: dict[str, tuple[CpuCgroup | None, MemoryCgroup | None]] = {}
+
+    def new_sample(self) -> None:
+        """Starts a sample: every refresh_s, forgets the cgroups and limits looked up."""
+        now = time.monotonic()
+        if self._looked_up is None or now - self._looked_up >= self._refresh_s:
+            self._groups, self._resolved = {}, {}
+            self._looked_up = now
+
+    def read(self, pids: Iterable[int], last: dict[Path, Throttling]) -> dict[str, Any]:
+        """The quota and memory-limit columns of one component's processes (None where
+        none applies): the sum over their distinct cgroups. `last` holds the component's
+        throttling counters at the previous read, and is updated in place."""
+        cpu: dict[Path, CpuCgroup] = {}
+        memory: dict[Path, int] = {}
+        for pid in pids if self._cpu or self._memory else ():
+            quota, limit = self._lookup(pid)
+            if quota is not None:
+                cpu[quota.path] = quota
+            if limit is not None:
+                memory[limit.path] = limit.limit_bytes
+        out: dict[str, Any] = {"memory_limit_bytes": sum(memory.values()) if memory else None}
+        now = {path: t for path, g in cpu.items() if (t := g.throttling()) is not None}
+        before = dict(last)
+        last.clear()
+        last.update(now)
+        if not now:
+            names = ("cpu_quota_cores", "cpu_periods", "cpu_throttled", "cpu_throttled_s")
+            return out | dict.fromkeys(names)
+        deltas = [(t, before.get(path, t)) for path, t in now.items()]
+        return out | {
+            "cpu_quota_cores": sum(cpu[path].quota_cores for path in now),
+            "cpu_periods": sum(t.periods - b.periods for t, b in deltas),
+            "cpu_throttled": sum(t.throttled - b.throttled for t, b in deltas),
+            "cpu_throttled_s": sum(t.throttled_s - b.throttled_s for t, b in deltas),
+        }
+
+    def _lookup(self, pid: int) -> tuple[CpuCgroup | None, MemoryCgroup | None]:
+        found = self._groups.get(pid)
+        if found is not None:
+            return found
+        try:
+            with open(f"{PROC}/{pid}/cgroup") as f:
+                text = f.read()
+        except OSError:
+            return None, None
+        found = self._resolved.get(text)
+        if found is None:
+            found = (
+                cpu_cgroup_of(process_cgroups(text), self._cpu),
+                memory_cgroup_of(process_cgroups(text, "memory"), self._memory),
+            )
+            self._resolved[text] = found
+        self._groups[pid] = found
+        return found
+
+
+def cpu_mounts(mountinfo: str, controller: str = "cpu") -> list[Mount]:
+    """The cgroup v1 mounts with the cpu (or another) controller and the cgroup2 mounts,
+    from mountinfo text."""
     found = []
     for line in mountinfo.splitlines():
         fields = line.split()
@@ -68,15 +155,16 @@ def cpu_mounts(mountinfo: str) -> list[Mount]:
         dash = fields.index("-")
         fstype, options = fields[dash + 1], fields[dash + 3].split(",")
         root, point = fields[3], Path(_unescape(fields[4]))
-        if fstype == "cgroup" and "cpu" in options:
+        if fstype == "cgroup" and controller in options:
             found.append(Mount(1, root, point))
         elif fstype == "cgroup2":
             found.append(Mount(2, root, point))
     return found
 
 
-def process_cgroups(text: str) -> dict[int, str]:
-    """From /proc/<pid>/cgroup text: {1: path in the v1 cpu hierarchy, 2: path in v2}."""
+def process_cgroups(text: str, controller: str = "cpu") -> dict[int, str]:
+    """From /proc/<pid>/cgroup text: {1: path in the v1 cpu (or another controller's)
+    hierarchy, 2: path in v2}."""
     paths: dict[int, str] = {}
     for line in text.splitlines():
         parts = line.split(":", 2)
@@ -85,7 +173,7 @@ def process_cgroups(text: str) -> dict[int, str]:
         hierarchy, controllers, path = parts
         if hierarchy == "0" and controllers == "":
             paths.setdefault(2, path)
-        elif "cpu" in controllers.split(","):
+        elif controller in controllers.split(","):
             paths.setdefault(1, path)
     return paths
 
@@ -107,29 +195,62 @@ def quota_of(folder: Path, version: int) -> float | None:
     return int(limit) / int(period)
 
 
+def memory_limit_of(folder: Path, version: int) -> int | None:
+    """The memory limit of one cgroup folder, in bytes, or None when it has none."""
+    name = "memory.limit_in_bytes" if version == 1 else "memory.max"
+    try:
+        text = (folder / name).read_text().strip()
+    except OSError:
+        return None
+    if not text.isdigit() or (version == 1 and int(text) >= _V1_NO_LIMIT):
+        return None
+    return int(text)
+
+
 def limiting_cgroup(pid: int, mounts: list[Mount]) -> CpuCgroup | None:
     """The nearest cgroup, the process's own or an ancestor, with a CPU quota; None if none."""
     try:
-        paths = process_cgroups((PROC / str(pid) / "cgroup").read_text())
+        return cpu_cgroup_of(process_cgroups((PROC / str(pid) / "cgroup").read_text()), mounts)
     except OSError:
         return None
+
+
+def cpu_cgroup_of(paths: dict[int, str], mounts: list[Mount]) -> CpuCgroup | None:
+    """As limiting_cgroup, from the paths process_cgroups gave."""
+    for mount, folder in _ancestors(paths, mounts):
+        quota = quota_of(folder, mount.version)
+        if quota is not None:
+            return CpuCgroup(folder, mount.version, quota)
+    return None
+
+
+def memory_cgroup_of(paths: dict[int, str], mounts: list[Mount]) -> MemoryCgroup | None:
+    """The cgroup on the process's path, in mounts of the memory controller, with the
+    lowest memory limit; None when none has a limit."""
+    found = None
+    for mount, folder in _ancestors(paths, mounts):
+        limit = memory_limit_of(folder, mount.version)
+        if limit is not None and (found is None or limit < found.limit_bytes):
+            found = MemoryCgroup(folder, mount.version, limit)
+    return found
+
+
+def read_mounts(controller: str = "cpu") -> list[Mount]:
+    """This machine's cpu (or another controller's) cgroup mounts ([] when /proc cannot tell)."""
+    try:
+        return cpu_mounts((PROC / "self" / "mountinfo").read_text(), controller)
+    except OSError:
+        return []
+
+
+def _ancestors(paths: dict[int, str], mounts: list[Mount]) -> Iterator[tuple[Mount, Path]]:
+    """The folders of a process's cgroup and its ancestors, nearest first, v1 before v2."""
     for mount in sorted(mounts, key=lambda m: m.version):
         path = paths.get(mount.version)
         folder = _folder(mount, path) if path is not None else None
         while folder is not None:
-            quota = quota_of(folder, mount.version)
-            if quota is not None:
-                return CpuCgroup(folder, mount.version, quota)
+            yield mount, folder
             folder = folder.parent if folder != mount.point else None
-    return None
-
-
-def read_mounts() -> list[Mount]:
-    """This machine's cpu cgroup mounts ([] when /proc cannot tell)."""
-    try:
-        return cpu_mounts((PROC / "self" / "mountinfo").read_text())
-    except OSError:
-        return []
 
 
 def _folder(mount: Mount, path: str) -> Path | None:

@@ -1,4 +1,5 @@
-"""Resource sampling: CPU and memory of each component's processes, the host and the generator.
+"""Resource sampling: CPU, memory, disk and sockets of each component's processes, the
+host and the generator.
 
 Usage::
 
@@ -6,13 +7,16 @@ Usage::
     with sampler:
         ...  # run the load
     sampler.write(run_dir / "resources.parquet")
+
+The host's columns are read in `host.py`, the process table in `procs.py`, the sockets in
+`sockets.py` and the cgroup limits in `cgroups.py`.
 """
 
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -21,7 +25,10 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pinchpoint.collect.cgroups import Mount, Throttling, limiting_cgroup, read_mounts
+from pinchpoint.collect.cgroups import CgroupReader, Throttling, read_mounts
+from pinchpoint.collect.host import HostReader, Reading
+from pinchpoint.collect.procs import TICK_S, ProcessTable, ProcStat, descendants, scan
+from pinchpoint.collect.sockets import SocketReader
 
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 10.0
@@ -50,14 +57,37 @@ SCHEMA = pa.schema(
         ("memory_pressure", pa.float64()),
         ("io_pressure", pa.float64()),
         ("run_queue", pa.int32()),
+        # Bytes per second read from and written to storage: by a component's processes
+        # (/proc/<pid>/io; null when not permitted), by the host's physical disks.
+        ("disk_read_bytes_s", pa.float64()),
+        ("disk_write_bytes_s", pa.float64()),
+        # Host rows only: the busy share of the busiest physical disk; bytes per second
+        # received and sent over the non-loopback interfaces, through loopback; the busiest
+        # interface's share of its link speed (null: no speed known). See host.py.
+        ("disk_util", pa.float64()),
+        ("net_rx_bytes_s", pa.float64()),
+        ("net_tx_bytes_s", pa.float64()),
+        ("net_loopback_bytes_s", pa.float64()),
+        ("net_util", pa.float64()),
+        # The memory limit of the component's cgroups (null: none); the host's memory.
+        ("memory_limit_bytes", pa.int64()),
+        # Components and generator: threads of the processes; connections waiting in the
+        # accept queues of their listening sockets, and the most those queues may hold
+        # (null: not known); their established TCP connections, both ways (all three null
+        # when their fds cannot be read). See sockets.py.
+        ("threads", pa.int32()),
+        ("listen_backlog", pa.int32()),
+        ("listen_backlog_limit", pa.int32()),
+        ("connections", pa.int32()),
     ]
 )
 # Columns added after the first five: a table without them (an older agent) gets nulls.
 OPTIONAL_COLUMNS = SCHEMA.names[5:]
 
-_ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied)
-_TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+_ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
 _WAITING = " waiting"
+# Only PostgreSQL's process titles tell lock waits; other processes' are not read.
+_TITLED = frozenset({"postgres", "postmaster"})
 
 
 def conform(table: pa.Table) -> pa.Table:
@@ -101,28 +131,35 @@ class ProcessSelector:
             name=spec.get("name"),
         )
 
+    def roots(self) -> list[int] | None:
+        """The pids of the pid file or of pids, as they are now; None for a name."""
+        if self.pid_file is not None:
+            return _read_pid_file(self.pid_file)
+        return list(self.pids) if self.pids else None
+
+    def select(
+        self, table: dict[int, ProcStat] | None = None, roots: list[int] | None = None
+    ) -> list[int]:
+        """The pids selected right now, descendants included, from a process table (read
+        now when not given) and the roots (read now when not given); [] when none is found."""
+        table = scan() if table is None else table
+        roots = self.roots() if roots is None else roots
+        if roots is None:
+            roots = [pid for pid, stat in table.items() if self._named(pid, stat)]
+        return descendants(roots, table)
+
     def processes(self) -> list[psutil.Process]:
         """The processes selected right now, descendants included; [] when none is found."""
-        if self.pid_file is not None:
-            roots = [_process(pid) for pid in _read_pid_file(self.pid_file)]
-        elif self.pids:
-            roots = [_process(pid) for pid in self.pids]
-        else:
-            roots = [proc for proc in psutil.process_iter(["name", "cmdline"]) if self._named(proc)]
-        found: dict[int, psutil.Process] = {}
-        for root in roots:
-            if root is None or root.pid in found:
-                continue
-            found[root.pid] = root
-            try:
-                found.update((child.pid, child) for child in root.children(recursive=True))
-            except _ERRORS:
-                continue
-        return list(found.values())
+        return [proc for pid in self.select() if (proc := _process(pid)) is not None]
 
-    def _named(self, proc: psutil.Process) -> bool:
-        cmdline = proc.info.get("cmdline") or [""]
-        return self.name in (proc.info.get("name"), os.path.basename(cmdline[0]))
+    def _named(self, pid: int, stat: ProcStat) -> bool:
+        if stat.name == self.name:
+            return True
+        try:
+            cmdline = psutil.Process(pid).cmdline() or [""]
+        except _ERRORS:
+            return False
+        return self.name == os.path.basename(cmdline[0])
 
 
 class ResourceSampler:
@@ -143,10 +180,13 @@ class ResourceSampler:
             raise ValueError(f"component names reserved for the sampler: {sorted(reserved)}")
         self.targets = dict(targets)
         self.interval_s = interval_s
-        mounts = read_mounts()
-        self._components = {name: _Component(mounts) for name in self.targets}
-        self._generator = _Component([])
-        self._host = _Host()
+        self._sockets = SocketReader()
+        self._cgroups = CgroupReader(read_mounts(), read_mounts("memory"))
+        self._components = {name: _Component(self._cgroups, self._sockets) for name in targets}
+        self._generator = _Component(None, self._sockets)
+        self._host = HostReader()
+        self._procs = ProcessTable()
+        self._selected: dict[str, list[int]] = {name: [] for name in targets}
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -204,6 +244,23 @@ class ResourceSampler:
         pq.write_table(self.table(), path)
         return path
 
+    def _select(self) -> dict[int, ProcStat]:
+        """Reads the process table and each target's pids: all processes when due (see
+        ProcessTable) or when a root, such as a restarted server's, is new; otherwise the
+        processes of the previous sample, and the targets' names are not looked up again."""
+        roots = {name: selector.roots() for name, selector in self.targets.items()}
+        known = {pid for pids in self._selected.values() for pid in pids} | {os.getpid()}
+        rooted = {pid for pids in roots.values() for pid in pids or ()}
+        table = self._procs.read(known, also=rooted)
+        if not self._procs.full and any(pid in table for pid in rooted - known):
+            table = self._procs.read(known, whole=True)
+        for name, selector in self.targets.items():
+            if self._procs.full or roots[name] is not None:
+                self._selected[name] = selector.select(table, roots[name])
+            else:
+                self._selected[name] = [pid for pid in self._selected[name] if pid in table]
+        return table
+
     def _run(self) -> None:
         try:
             next_at = self._last_sample + self.interval_s
@@ -218,9 +275,13 @@ class ResourceSampler:
         now = time.monotonic()
         elapsed = now - self._last_sample
         readings = {HOST: self._host.read()}
-        for name, selector in self.targets.items():
-            readings[name] = self._components[name].read(selector.processes())
-        readings[GENERATOR] = self._generator.read([psutil.Process()])
+        table = self._select()
+        self._sockets.new_sample()
+        self._cgroups.new_sample()
+        born_after = self._procs.born_after_s
+        for name, pids in self._selected.items():
+            readings[name] = self._components[name].read(pids, table, born_after, elapsed)
+        readings[GENERATOR] = self._generator.read([os.getpid()], table, born_after, elapsed)
         # Stamped when read: states such as lock waits belong to this moment, not the start.
         ts = time.time()
         self._last_sample = now
@@ -241,158 +302,102 @@ class ResourceSampler:
             self._rows.extend(rows)
 
 
-@dataclass(frozen=True)
-class _Reading:
-    cpu_s: float  # CPU seconds used since the previous read
-    rss: int
-    processes: int
-    extra: dict[str, Any] = field(default_factory=dict)  # the optional columns
+@dataclass
+class _Seen:
+    """A process at the previous read: its start (with the pid, its identity), CPU seconds,
+    storage bytes read and written (None: not permitted), and its psutil handle (kept for
+    PostgreSQL's, whose titles are read)."""
 
-
-class _Quota:
-    """The CPU quota of the cgroups a component's processes run in, and the throttling
-    counters at the previous read, so each read gives what happened since."""
-
-    def __init__(self, mounts: list[Mount]) -> None:
-        self._mounts = mounts
-        self._last: dict[Path, Throttling] = {}
-
-    def read(self, pids: Iterable[int]) -> dict[str, Any]:
-        """The quota columns of one sample; all None when no process has a quota."""
-        groups = {}
-        for pid in pids if self._mounts else ():
-            group = limiting_cgroup(pid, self._mounts)
-            if group is not None:
-                groups[group.path] = group
-        now = {path: t for path, g in groups.items() if (t := g.throttling()) is not None}
-        before, self._last = self._last, now
-        if not now:
-            return dict.fromkeys(
-                ("cpu_quota_cores", "cpu_periods", "cpu_throttled", "cpu_throttled_s")
-            )
-        deltas = [(t, before.get(path, t)) for path, t in now.items()]
-        return {
-            "cpu_quota_cores": sum(groups[path].quota_cores for path in now),
-            "cpu_periods": sum(t.periods - b.periods for t, b in deltas),
-            "cpu_throttled": sum(t.throttled - b.throttled for t, b in deltas),
-            "cpu_throttled_s": sum(t.throttled_s - b.throttled_s for t, b in deltas),
-        }
+    start_s: float
+    cpu_s: float
+    io: tuple[int, int] | None
+    proc: psutil.Process | None
 
 
 class _Component:
-    """The processes of one component, with the psutil objects and CPU totals kept between
-    samples so that each sample counts only the CPU used since the previous one."""
+    """The processes of one component, with what each had used at the previous read, so
+    that each read counts only what was used since."""
 
-    def __init__(self, mounts: list[Mount]) -> None:
-        self._seen: dict[int, tuple[psutil.Process, float]] = {}
-        self._last_boot_s: float | None = None
-        self._quota = _Quota(mounts)
+    def __init__(self, cgroups: CgroupReader | None, sockets: SocketReader) -> None:
+        self._seen: dict[int, _Seen] = {}
+        self._cgroups = cgroups
+        self._throttling: dict[Path, Throttling] = {}
+        self._sockets = sockets
 
-    def read(self, procs: Iterable[psutil.Process]) -> _Reading:
+    def read(
+        self,
+        pids: list[int],
+        table: dict[int, ProcStat],
+        born_after_s: float | None,
+        elapsed: float,
+    ) -> Reading:
         """CPU seconds used since the previous read, resident bytes, process count, and the
-        cgroup quota and lock-wait columns."""
+        cgroup, lock-wait, disk, thread and socket columns. A process first seen that
+        started after `born_after_s` (seconds after boot) could not have been seen before:
+        all it used counts; one already running when first seen only gives a baseline."""
         cpu_s = 0.0
-        rss = 0
-        waiting = 0
-        seen: dict[int, tuple[psutil.Process, float]] = {}
-        for fresh in procs:
-            known = self._seen.get(fresh.pid)
-            # Process equality includes the creation time, so a reused pid is a new process.
-            proc, previous = known if known is not None and known[0] == fresh else (fresh, None)
-            try:
-                with proc.oneshot():
-                    times = proc.cpu_times()
-                    memory = proc.memory_info()
-                    total = times.user + times.system
-                    if previous is None:
-                        previous = 0.0 if self._born_since_last_read(proc) else total
-                title = " ".join(proc.cmdline()).rstrip()
-            except _ERRORS:
-                continue
-            cpu_s += max(0.0, total - previous)
-            rss += memory.rss
-            waiting += title.endswith(_WAITING)
-            seen[proc.pid] = (proc, total)
-        self._seen = seen
-        self._last_boot_s = _since_boot()
-        extra = {**self._quota.read(seen), "lock_waits": waiting}
-        return _Reading(cpu_s, rss, len(seen), extra)
-
-    def _born_since_last_read(self, proc: psutil.Process) -> bool:
-        # A process started since the last read used all its CPU time in this interval; one
-        # already running when first seen only gives a baseline.
+        rss = threads = waiting = 0
+        disk: list[int] | None = None
+        seen: dict[int, _Seen] = {}
         # Start times are whole clock ticks, rounded down.
-        if self._last_boot_s is None:
-            return False
-        return proc.create_time() - psutil.boot_time() > self._last_boot_s - _TICK_S
+        born_after = None if born_after_s is None else born_after_s - TICK_S
+        for pid in pids:
+            stat = table.get(pid)
+            if stat is None:
+                continue
+            old = self._seen.get(pid)
+            if old is not None and old.start_s != stat.start_s:
+                old = None  # the pid was reused
+            new = old is None and born_after is not None and stat.start_s > born_after
+            before = old.cpu_s if old is not None else 0.0 if new else stat.cpu_s
+            cpu_s += max(0.0, stat.cpu_s - before)
+            io = _io(pid)
+            if io is not None:
+                base = old.io if old is not None and old.io is not None else None
+                base = base or ((0, 0) if new else io)
+                disk = disk or [0, 0]
+                disk[0] += max(0, io[0] - base[0])
+                disk[1] += max(0, io[1] - base[1])
+            rss += stat.rss
+            threads += stat.threads
+            proc = old.proc if old is not None else None
+            if stat.name in _TITLED:
+                proc = proc or _process(pid)
+                waiting += _title(proc).endswith(_WAITING)
+            seen[pid] = _Seen(stat.start_s, stat.cpu_s, io, proc)
+        self._seen = seen
+        extra: dict[str, Any] = {
+            "lock_waits": waiting,
+            "threads": threads,
+            "disk_read_bytes_s": disk[0] / elapsed if disk is not None else None,
+            "disk_write_bytes_s": disk[1] / elapsed if disk is not None else None,
+            **self._sockets.read(list(seen)),
+        }
+        if self._cgroups is not None:
+            extra.update(self._cgroups.read(seen, self._throttling))
+        return Reading(cpu_s, rss, len(seen), extra)
 
 
-class _Host:
-    """Whole-machine CPU, used memory, pressure stalls and run queue."""
-
-    def __init__(self, proc: Path = Path("/proc")) -> None:
-        self._cpus = psutil.cpu_count() or 1
-        self._busy_s: float | None = None
-        self._proc = proc
-        self._stalls: dict[str, float] = {}
-        self._at = time.monotonic()
-
-    def read(self) -> _Reading:
-        """CPU seconds busy (all CPUs) since the previous read, used bytes, CPU count, and
-        the pressure and run-queue columns."""
-        busy_s = _host_busy_seconds()
-        used_s = 0.0 if self._busy_s is None else max(0.0, busy_s - self._busy_s)
-        self._busy_s = busy_s
-        return _Reading(used_s, psutil.virtual_memory().used, self._cpus, self._extra())
-
-    def _extra(self) -> dict[str, Any]:
-        now = time.monotonic()
-        elapsed, self._at = now - self._at, now
-        extra: dict[str, Any] = {"run_queue": _run_queue(self._proc / "stat")}
-        for kind in PRESSURES:
-            stalled = _stall_seconds(self._proc / "pressure" / kind)
-            before = self._stalls.get(kind)
-            share = None
-            if stalled is not None and before is not None and elapsed > 0:
-                share = min(1.0, max(0.0, (stalled - before) / elapsed))
-            if stalled is not None:
-                self._stalls[kind] = stalled
-            extra[f"{kind}_pressure"] = share
-        return extra
-
-
-PRESSURES = ("cpu", "memory", "io")
-
-
-def _stall_seconds(path: Path) -> float | None:
-    """The total seconds in which some task stalled, from a /proc/pressure file; None when
-    the kernel keeps no pressure information."""
+def _io(pid: int) -> tuple[int, int] | None:
+    """Bytes the process had read from and written to storage (read_bytes, write_bytes of
+    /proc/<pid>/io); None when not permitted, or not Linux."""
     try:
-        first = path.read_text().splitlines()[0]
-    except (OSError, IndexError):
+        with open(f"/proc/{pid}/io", "rb") as f:
+            lines = f.read().splitlines()
+    except OSError:
         return None
-    fields = dict(part.split("=", 1) for part in first.split()[1:] if "=" in part)
-    total = fields.get("total")
-    return int(total) / 1e6 if first.startswith("some ") and total and total.isdigit() else None
-
-
-def _run_queue(path: Path) -> int | None:
-    """Runnable tasks right now (procs_running of /proc/stat), the sampler itself excluded."""
+    fields = dict(line.split(b": ", 1) for line in lines if b": " in line)
     try:
-        for line in path.read_text().splitlines():
-            if line.startswith("procs_running "):
-                return max(0, int(line.split()[1]) - 1)
-    except (OSError, ValueError):
+        return int(fields[b"read_bytes"]), int(fields[b"write_bytes"])
+    except (KeyError, ValueError):
         return None
-    return None
 
 
-def _host_busy_seconds() -> float:
-    times = psutil.cpu_times()
-    # On Linux guest time is already counted in user and nice.
-    counted_twice = getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
-    idle = times.idle + getattr(times, "iowait", 0.0)
-    return sum(times) - counted_twice - idle
+def _title(proc: psutil.Process | None) -> str:
+    try:
+        return " ".join(proc.cmdline()).rstrip() if proc is not None else ""
+    except _ERRORS:
+        return ""
 
 
 def _process(pid: int) -> psutil.Process | None:
@@ -400,13 +405,6 @@ def _process(pid: int) -> psutil.Process | None:
         return psutil.Process(pid)
     except _ERRORS:
         return None
-
-
-def _since_boot() -> float:
-    """Seconds since boot on the clock /proc uses for process start times."""
-    if hasattr(time, "CLOCK_BOOTTIME"):
-        return time.clock_gettime(time.CLOCK_BOOTTIME)
-    return time.time() - psutil.boot_time()
 
 
 def _read_pid_file(path: Path) -> list[int]:

@@ -14,6 +14,11 @@ from pinchpoint.report.fmt import is_number
 
 REQUEST_COLUMNS = ["step", "users", "start_us", "latency_us", "status", "error"]
 RESOURCE_COLUMNS = ["ts", "component", "cpu_cores", "rss_bytes", "processes"]
+# Read when there, for the backlog and host I/O charts (report/resource_charts.py).
+OPTIONAL_RESOURCE_COLUMNS = [
+    "listen_backlog", "disk_read_bytes_s", "disk_write_bytes_s",
+    "net_rx_bytes_s", "net_tx_bytes_s", "net_loopback_bytes_s",
+]  # fmt: skip
 
 
 @dataclass
@@ -61,7 +66,9 @@ def load_run(run_dir: Path) -> RunData:
     data.run = _read_json(run_dir / "run.json", data.problems)
     data.plan_text = _read_text(run_dir / "plan.toml", data.problems)
     data.requests = _read_parquet(run_dir / "requests.parquet", REQUEST_COLUMNS, data.problems)
-    data.resources = _read_parquet(run_dir / "resources.parquet", RESOURCE_COLUMNS, data.problems)
+    data.resources = _read_parquet(
+        run_dir / "resources.parquet", RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
+    )
     tiers = _read_parquet(run_dir / "tiers.parquet", ["component"], data.problems)
     if tiers is not None:
         counts = tiers.group_by("component").len().sort("component")
@@ -123,7 +130,9 @@ def _read_text(path: Path, problems: dict[str, str]) -> str | None:
         return None
 
 
-def _read_parquet(path: Path, columns: list[str], problems: dict[str, str]) -> pl.DataFrame | None:
+def _read_parquet(
+    path: Path, columns: list[str], problems: dict[str, str], optional: list[str] | None = None
+) -> pl.DataFrame | None:
     if not path.is_file():
         problems[path.name] = "not found"
         return None
@@ -134,6 +143,7 @@ def _read_parquet(path: Path, columns: list[str], problems: dict[str, str]) -> p
         if missing:
             problems[path.name] = f"lacks columns {', '.join(missing)}"
             return None
+        columns = columns + [c for c in optional or () if c in schema and c not in columns]
         return pl.read_parquet(path, columns=columns)
     except Exception as exc:
         problems[path.name] = f"unreadable: {exc}"
