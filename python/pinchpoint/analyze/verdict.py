@@ -16,6 +16,7 @@ from pinchpoint.analyze.context import (
     workers_of,
 )
 from pinchpoint.analyze.findings import (
+    REFUSALS,
     Finding,
     cpu_quota,
     db_lock,
@@ -23,6 +24,7 @@ from pinchpoint.analyze.findings import (
     proxy_limit,
     workers_estimate,
 )
+from pinchpoint.analyze.host_findings import host_finding
 
 __all__ = ["Context", "decide", "tier_cost"]
 
@@ -42,6 +44,10 @@ POOL_FULL = 0.8
 WORKER_CPU_BOUND = 0.7
 # The generator is saturated when its CPU reaches this share of the threads it runs on.
 GENERATOR_SATURATED = 0.9
+# Tiers whose own time grew by this share of the latency's growth are findings too.
+OTHER_TIER_SHARE = 0.1
+# How much a finding with no saturated resource behind it counts, against 1 for one with.
+WEAK_EVIDENCE = 0.3
 
 
 def tier_cost(step: dict, tier: str) -> float | None:
@@ -87,6 +93,7 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             "bottleneck": None,
             "headline": "Not enough steps with responses to judge (need at least two).",
             "generator": generator,
+            "findings": [],
         }
     if generator["saturated"]:
         return {
@@ -96,16 +103,24 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
                 f"{ctx.generator_threads}): these results measure the generator, not the target."
             ),
             "generator": generator,
+            "findings": [],
         }
     refusing = None if generator["saturated"] else proxy_limit(usable, ctx)
     if refusing is not None:
-        return _verdict(refusing, generator)
+        return _verdict(
+            [(_finding_dict(refusing), refusing.name, _refused_share(usable[-1]))], generator
+        )
     base, top = usable[0], usable[-1]
     threshold = max(GROWTH_MIN_MS, GROWTH_SHARE * _latency(base))
     growth = _latency(top) - _latency(base)
     onset = next((s for s in usable if _latency(s) - _latency(base) > threshold), None)
     if onset is None:
-        return {"bottleneck": None, "headline": _no_bottleneck(usable, ctx), "generator": generator}
+        return {
+            "bottleneck": None,
+            "headline": _no_bottleneck(usable, ctx),
+            "generator": generator,
+            "findings": [],
+        }
 
     deltas = {}
     for tier in ctx.order:
@@ -122,15 +137,47 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             "headline": headline,
             "generator": generator,
             "unattributed": True,
+            "findings": [],
         }
-    tier = max(deltas, key=lambda t: deltas[t])
+    # The tier whose own time grew most is the bottleneck; others that grew by a good share
+    # of the latency follow as further findings.
+    ranked = sorted(deltas, key=lambda t: deltas[t], reverse=True)
+    found = []
+    for i, tier in enumerate(ranked):
+        if i and deltas[tier] < OTHER_TIER_SHARE * growth:
+            break
+        bottleneck, name = _tier_finding(tier, usable, ctx, deltas, growth, threshold, estimate)
+        if any(_same(bottleneck, f[0]) for f in found):
+            # A finding already made (a database this tier calls): what of the tier itself?
+            bottleneck, name = _tier_finding(
+                tier, usable, ctx, deltas, growth, threshold, estimate, specials=False
+            )
+        strength = WEAK_EVIDENCE if bottleneck["resource"] == "time" else 1.0
+        attribution = min(1.0, max(0.0, deltas[tier] / growth)) if growth > 0 else 0.0
+        found.append((bottleneck, name, 0.5 * attribution + 0.5 * strength))
+    return _verdict(found, generator)
+
+
+def _tier_finding(
+    tier: str,
+    usable: list[dict],
+    ctx: Context,
+    deltas: dict[str, float],
+    growth: float,
+    threshold: float,
+    estimate: dict | None,
+    specials: bool = True,
+) -> tuple[dict, str]:
+    """What limits one tier whose own time grew, as a bottleneck entry and its name;
+    without `specials`, only its worker pool, the host's CPU or its own time."""
+    base, top = usable[0], usable[-1]
     tier_onset = next(
         (
             s
             for s in usable
             if (tier_cost(s, tier) or 0.0) - (tier_cost(base, tier) or 0.0) > threshold
         ),
-        onset,
+        usable[-1],
     )
     growth_lines = [
         f"client p50 latency grows from {_fmt(_latency(base))} at {load_text(base)} "
@@ -139,28 +186,34 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
         f"{_share(deltas[tier], growth)} of the growth; "
         + ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier),
     ]
-    special = cpu_quota(tier, usable, ctx) or db_lock(tier, usable, ctx, tier_onset["users"])
-    if special is not None:
+    special = specials and (
+        cpu_quota(tier, usable, ctx)
+        or db_lock(tier, usable, ctx, tier_onset["users"])
+        or host_finding(tier, usable, ctx)
+    )
+    if special:
         special.evidence = [*growth_lines, *special.evidence]
-        return _verdict(special, generator)
+        return _finding_dict(special), special.name
     resource, evidence = _resource(tier, usable, tier_onset, ctx)
     if resource == "worker_pool" and estimate is not None:
         evidence.append(estimate_line(estimate))
-    evidence = [*growth_lines, *evidence]
     bottleneck = {
         "component": tier,
         "resource": resource,
         "starts_at_users": tier_onset["users"],
         **({"starts_at_rate": rate_of(tier_onset)} if rate_of(tier_onset) is not None else {}),
-        "evidence": evidence,
+        "evidence": [*growth_lines, *evidence],
     }
     bottleneck["summary"] = _summary(bottleneck, ctx)
-    headline = f"Bottleneck: {_name(bottleneck, ctx)} from {load_text(tier_onset)}"
-    return {"bottleneck": bottleneck, "headline": headline, "generator": generator}
+    return bottleneck, _name(bottleneck, ctx)
 
 
-def _verdict(finding: Finding, generator: dict) -> dict:
-    bottleneck = {
+def _same(a: dict, b: dict) -> bool:
+    return (a["component"], a["resource"]) == (b["component"], b["resource"])
+
+
+def _finding_dict(finding: Finding) -> dict:
+    return {
         "component": finding.component,
         "resource": finding.resource,
         "starts_at_users": finding.starts_at_users,
@@ -170,8 +223,37 @@ def _verdict(finding: Finding, generator: dict) -> dict:
         "evidence": finding.evidence,
         "summary": finding.summary,
     }
-    headline = f"Bottleneck: {finding.name} from {start_text(bottleneck)}"
-    return {"bottleneck": bottleneck, "headline": headline, "generator": generator}
+
+
+def _refused_share(top: dict) -> float:
+    """The share of the heaviest step's failures that were refusals."""
+    by_class = top.get("errors_by_class") or {}
+    failed = sum(by_class.values())
+    refused = sum(n for name, n in by_class.items() if name in REFUSALS)
+    return 0.5 + 0.5 * refused / failed if failed else 0.5
+
+
+def _verdict(found: list[tuple[dict, str, float]], generator: dict) -> dict:
+    """The first finding is the bottleneck; the others follow it by confidence."""
+    first, *others = found
+    others.sort(key=lambda f: f[2], reverse=True)
+    findings = []
+    seen = set()
+    for bottleneck, name, confidence in [first, *others]:
+        key = (bottleneck["component"], bottleneck["resource"])
+        if key in seen:
+            continue
+        seen.add(key)
+        findings.append({**bottleneck, "name": name, "confidence": round(confidence, 2)})
+    bottleneck, name, confidence = first
+    bottleneck = {**bottleneck, "confidence": round(confidence, 2)}
+    headline = f"Bottleneck: {name} from {start_text(bottleneck)}"
+    return {
+        "bottleneck": bottleneck,
+        "headline": headline,
+        "generator": generator,
+        "findings": findings,
+    }
 
 
 def _share(part: float, whole: float) -> str:

@@ -207,7 +207,7 @@ def _verdict_section(data: RunData, run_id: str) -> str:
     if evidence:
         lines.append("<h2>Evidence</h2>")
         lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in evidence) + "</ul>")
-    curve = summary.curve(verdict) + summary.endpoints(verdict)
+    curve = summary.other_findings(verdict) + summary.curve(verdict) + summary.endpoints(verdict)
     if curve:
         lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in curve) + "</ul>")
     warning = summary.generator_warning(verdict)

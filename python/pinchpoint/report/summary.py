@@ -104,3 +104,21 @@ def endpoints(verdict: dict[str, Any]) -> list[str]:
         for e in verdict.get("endpoints") or []
         if isinstance(e, dict) and e.get("summary")
     ]
+
+
+def other_findings(verdict: dict[str, Any]) -> list[str]:
+    """The bottleneck's confidence, then the findings after it with theirs, in words."""
+    lines = []
+    b = bottleneck(verdict)
+    if b is not None and fmt.is_number(b.get("confidence")):
+        lines.append(f"Confidence {b['confidence']:.2f} (1 when the tier explains all the growth")
+        lines[-1] += " and a saturated resource confirms it)"
+    for f in (verdict.get("findings") or [])[1:]:
+        if isinstance(f, dict) and f.get("name"):
+            where = (
+                f"{f['starts_at_rate']:g} req/s"
+                if fmt.is_number(f.get("starts_at_rate"))
+                else f"{f.get('starts_at_users')} users"
+            )
+            lines.append(f"Also: {f['name']} from {where} (confidence {f['confidence']:.2f})")
+    return lines

@@ -77,7 +77,8 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
         for item in evidence:
             bullets.add_row("•", Text(item))
         console.print(bullets)
-    for line in summary.curve(verdict) + summary.endpoints(verdict):
+    lines = summary.other_findings(verdict) + summary.curve(verdict) + summary.endpoints(verdict)
+    for line in lines:
         console.print(Text(line), highlight=False)
     warning = summary.generator_warning(verdict)
     if warning:

@@ -1,0 +1,145 @@
+"""Findings from the host's own gauges while a tier's time grows: a busy disk, memory
+pressure, a network link near its speed.
+
+Each needs the gauge high at the heaviest steps and clearly higher than at the lightest:
+a disk busy before the load came is not what the load ran into.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pinchpoint.analyze.context import Context, load_text, rate_of, resource_of
+from pinchpoint.analyze.findings import Finding, host_of
+
+HOST = "host"
+# The device busy this share of the time, or tasks stalled on I/O this share of it...
+DISK_UTIL, DISK_UTIL_RISE = 0.8, 0.3
+IO_PRESSURE, IO_PRESSURE_RISE = 0.3, 0.2
+# ...some task stalled on memory (reclaim, swap-in) this share of the time...
+MEMORY_PRESSURE, MEMORY_PRESSURE_RISE = 0.1, 0.1
+# ...the busiest link at this share of its speed.
+NET_UTIL, NET_UTIL_RISE = 0.85, 0.3
+
+
+@dataclass
+class Rise:
+    """A gauge that reached `level` from `onset` on, peaking at `peak`, from `base`."""
+
+    onset: dict
+    peak: float
+    peak_step: dict
+    base: float
+
+
+def rise(steps: list[dict], who: str, key: str, level: float, by: float) -> Rise | None:
+    """The gauge's rise, when it reaches `level` and gains at least `by` over the run."""
+    values = [(s, resource_of(s, who, key)) for s in steps]
+    measured = [(s, v) for s, v in values if v is not None]
+    if len(measured) < 2:
+        return None
+    base = measured[0][1]
+    peak_step, peak = max(measured, key=lambda m: m[1])
+    if peak < level or peak - base < by:
+        return None
+    onset = next(s for s, v in measured if v >= level)
+    return Rise(onset, peak, peak_step, base)
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+    """The host's disk is busy, or tasks stall on I/O, as the tier's time grows."""
+    util = rise(steps, HOST, "disk_util", DISK_UTIL, DISK_UTIL_RISE)
+    stall = rise(steps, HOST, "io_pressure", IO_PRESSURE, IO_PRESSURE_RISE)
+    seen = util or stall
+    if seen is None:
+        return None
+    evidence = []
+    if util is not None:
+        evidence.append(
+            f"the disk was busy {_pct(util.peak)} of the time at {load_text(util.peak_step)} "
+            f"({_pct(util.base)} at {load_text(steps[0])})"
+        )
+    if stall is not None:
+        evidence.append(
+            f"some task waited for I/O {_pct(stall.peak)} of the time at "
+            f"{load_text(stall.peak_step)} ({_pct(stall.base)} at {load_text(steps[0])})"
+        )
+    who = host_of(tier, steps, ctx)
+    if who is not None:
+        written = resource_of(seen.peak_step, who, "disk_write_bytes_s")
+        read = resource_of(seen.peak_step, who, "disk_read_bytes_s")
+        if written is not None or read is not None:
+            evidence.append(
+                f"{who}'s processes wrote {(written or 0) / 1e6:.1f} MB/s and read "
+                f"{(read or 0) / 1e6:.1f} MB/s at {load_text(seen.peak_step)}"
+            )
+    summary = (
+        f"{tier}'s time grows while the disk saturates from {load_text(seen.onset)}: requests "
+        "wait for I/O. Fewer or smaller writes per request (batching, no fsync per request) or "
+        "a faster disk will help; more workers or CPU will not."
+    )
+    return Finding(
+        tier, "disk", seen.onset["users"], evidence, f"disk I/O, seen in {tier}'s time", summary,
+        rate_of(seen.onset),
+    )  # fmt: skip
+
+
+def memory(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+    """Tasks stall on memory (reclaim, swapping) as the tier's time grows."""
+    stall = rise(steps, HOST, "memory_pressure", MEMORY_PRESSURE, MEMORY_PRESSURE_RISE)
+    if stall is None:
+        return None
+    evidence = [
+        f"some task stalled on memory {_pct(stall.peak)} of the time at "
+        f"{load_text(stall.peak_step)} ({_pct(stall.base)} at {load_text(steps[0])})"
+    ]
+    who = host_of(tier, steps, ctx)
+    if who is not None:
+        rss = resource_of(stall.peak_step, who, "rss_bytes")
+        limit = resource_of(stall.peak_step, who, "memory_limit_bytes")
+        if rss is not None:
+            of = f" of a {limit / 2**20:.0f} MiB cgroup limit" if limit else ""
+            evidence.append(
+                f"{who}'s processes held {rss / 2**20:.0f} MiB{of} at {load_text(stall.peak_step)}"
+            )
+    summary = (
+        f"{tier}'s time grows while the host runs short of memory from {load_text(stall.onset)}: "
+        "the kernel reclaims or swaps while requests wait. Give it more memory (or a higher "
+        "cgroup limit) or use less per request."
+    )
+    return Finding(
+        tier, "memory", stall.onset["users"], evidence, f"memory pressure, seen in {tier}'s time",
+        summary, rate_of(stall.onset),
+    )  # fmt: skip
+
+
+def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+    """The busiest network link runs near its speed as the tier's time grows."""
+    link = rise(steps, HOST, "net_util", NET_UTIL, NET_UTIL_RISE)
+    if link is None:
+        return None
+    sent = resource_of(link.peak_step, HOST, "net_tx_bytes_s") or 0.0
+    received = resource_of(link.peak_step, HOST, "net_rx_bytes_s") or 0.0
+    evidence = [
+        f"the busiest network link ran at {_pct(link.peak)} of its speed at "
+        f"{load_text(link.peak_step)} ({_pct(link.base)} at {load_text(steps[0])})",
+        f"the host sent {sent * 8 / 1e6:.0f} Mbit/s and received {received * 8 / 1e6:.0f} Mbit/s "
+        f"at {load_text(link.peak_step)}",
+    ]
+    summary = (
+        f"{tier}'s time grows while the network link fills up from {load_text(link.onset)}: "
+        "responses wait to be sent. Smaller responses (compression) or a faster link will help."
+    )
+    return Finding(
+        tier, "bandwidth", link.onset["users"], evidence, f"network bandwidth, seen in {tier}'s time",
+        summary, rate_of(link.onset),
+    )  # fmt: skip
+
+
+def host_finding(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+    """The first of disk, memory and bandwidth that fires for the tier."""
+    return disk(tier, steps, ctx) or memory(tier, steps, ctx) or bandwidth(tier, steps, ctx)
