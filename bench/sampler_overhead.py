@@ -1,11 +1,12 @@
 """CPU cost of the resource sampler itself.
 
-Starts a realistic set of targets: COMPONENTS components of PROCESSES processes each (a
-Python parent that listens on a loopback port, holds a few connections open and starts
-PROCESSES - 1 sleeping children), selected by pid file as a plan does, and samples them,
-the host and this process at each rate for --seconds. The CPU time the sampler's thread
-spends taking samples (time.thread_time around each sample, in that thread) over the wall
-time is its share of one core. The target is under 1% of a core at 1 Hz.
+Starts a realistic set of targets: 3 components of 10 processes each (a Python parent
+that listens on a loopback port, holds 5 connections to itself open, both ends, and
+starts 9 sleeping children; --components, --processes, --connections change that),
+selected by pid file as a plan does, and samples them, the host and this process at each
+rate for --seconds. The CPU time the sampler's thread spends taking samples
+(time.thread_time around each sample, in that thread) over the wall time is its share of
+one core. The target is under 1% of a core at 1 Hz.
 
     .venv/bin/python bench/sampler_overhead.py --seconds 30
 """
@@ -30,18 +31,17 @@ import psutil
 from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
 
 TARGET_SHARE = 0.01
-COMPONENTS = 3
-PROCESSES = 10
-CONNECTIONS = 5
 
 # A listening server with a few connections to itself, and sleeping children: the shape of
 # a pre-fork server (master + workers) as far as the sampler is concerned.
 _TARGET = textwrap.dedent(
     """
-    import os, socket, subprocess, sys, time
+    import os, resource, socket, subprocess, sys, time
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
-    server.listen(64)
+    server.listen(int(sys.argv[3]) + 64)
     clients = [socket.create_connection(server.getsockname()) for _ in range(int(sys.argv[3]))]
     accepted = [server.accept()[0] for _ in clients]
     kids = [subprocess.Popen(["sleep", "3600"]) for _ in range(int(sys.argv[2]) - 1)]
@@ -54,15 +54,17 @@ _TARGET = textwrap.dedent(
 
 
 @contextlib.contextmanager
-def targets(folder: Path) -> Iterator[dict[str, ProcessSelector]]:
-    """COMPONENTS running targets, selected by pid file; killed with their children after."""
+def targets(
+    folder: Path, components: int = 3, processes: int = 10, connections: int = 5
+) -> Iterator[dict[str, ProcessSelector]]:
+    """Running targets, selected by pid file; killed with their children after."""
     procs = []
     selectors = {}
     try:
-        for i in range(COMPONENTS):
+        for i in range(components):
             pid_file = folder / f"c{i}.pid"
             proc = subprocess.Popen(
-                [sys.executable, "-c", _TARGET, str(pid_file), str(PROCESSES), str(CONNECTIONS)],
+                [sys.executable, "-c", _TARGET, str(pid_file), str(processes), str(connections)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -112,8 +114,11 @@ def measure(selectors: dict[str, ProcessSelector], hz: float, seconds: float) ->
         "samples": timed.samples,
         "share": timed.cpu_s / (wall1 - wall0),
         "ms_per_sample": 1000 * timed.cpu_s / max(timed.samples, 1),
-        "processes": sum(row["processes"] for row in sampler.rows()[-len(selectors) - 2 :])
-        - (psutil.cpu_count() or 1),
+        "processes": sum(
+            row["processes"]
+            for row in sampler.rows()[-len(selectors) - 2 :]
+            if row["component"] != "host"
+        ),
     }
 
 
@@ -121,13 +126,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="per rate (default 30)")
     parser.add_argument("--rates", type=float, nargs="+", default=[1.0, 10.0], help="Hz")
+    parser.add_argument("--components", type=int, default=3)
+    parser.add_argument("--processes", type=int, default=10, help="per component")
+    parser.add_argument("--connections", type=int, default=5, help="per component")
     args = parser.parse_args()
     print(
-        f"{COMPONENTS} components of {PROCESSES} processes ({CONNECTIONS} connections each), "
-        f"host and generator; {len(psutil.pids())} processes on this host, "
-        f"{psutil.cpu_count()} CPUs; {args.seconds:g} s per rate"
+        f"{args.components} components of {args.processes} processes "
+        f"({args.connections} connections each), host and generator; "
+        f"{len(psutil.pids())} processes and {len(psutil.net_connections('tcp'))} TCP sockets "
+        f"on this host, {psutil.cpu_count()} CPUs; {args.seconds:g} s per rate"
     )
-    with tempfile.TemporaryDirectory(prefix="pp-sampler-") as tmp, targets(Path(tmp)) as sel:
+    with (
+        tempfile.TemporaryDirectory(prefix="pp-sampler-") as tmp,
+        targets(Path(tmp), args.components, args.processes, args.connections) as sel,
+    ):
         results = [measure(sel, hz, args.seconds) for hz in args.rates]
     for r in results:
         verdict = "ok" if r["share"] < TARGET_SHARE else "over the 1% target"

@@ -1,4 +1,4 @@
-"""The accept backlog and established connections of a component, on real sockets."""
+"""The accept backlog and accepted connections of a component, on real sockets."""
 
 import contextlib
 import os
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
-from pinchpoint.collect.sockets import LISTEN, Socket, SocketReader, proc_tcp_table
+from pinchpoint.collect.sockets import Listener, SocketReader, proc_tcp_table
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -129,17 +129,17 @@ def test_connections_a_listener_does_not_accept_are_its_backlog(spawn: Spawned) 
     row = last(rows, "server")
     assert row["listen_backlog"] == 5
     assert row["listen_backlog_limit"] == 16
-    assert row["connections"] == 0  # queued connections are no one's fd yet
-    # The test process holds the client ends: they are the generator's.
-    assert last(rows, "generator")["connections"] >= 5
+    assert row["connections"] == 0  # none accepted
+    # The test process holds the client ends, on no port it listens on.
+    assert last(rows, "generator")["connections"] == 0
 
 
 def test_the_proc_files_give_the_same_backlog_without_its_limit(spawn: Spawned) -> None:
     server, port = spawn(_DEAF, "16", "no")
     clients = connect(int(port), 3)
     try:
-        from_proc = SocketReader(netlink=False).read([server.pid])
-        from_netlink = SocketReader().read([server.pid])
+        from_proc = SocketReader(netlink=False).read({server.pid: 0.0})
+        from_netlink = SocketReader().read({server.pid: 0.0})
     finally:
         for client in clients:
             client.close()
@@ -160,24 +160,34 @@ def test_a_listening_socket_shared_by_workers_counts_once(spawn: Spawned) -> Non
     assert (row["listen_backlog"], row["listen_backlog_limit"]) == (4, 8)
 
 
-def test_backlog_drains_when_accepted_and_connections_are_counted_both_ways(
-    spawn: Spawned,
-) -> None:
+def test_accepted_connections_are_counted_and_the_backlog_drains(spawn: Spawned) -> None:
     server, port = spawn(_HOLDING)
     client, line = spawn(_CLIENT, port, "7")
     assert line == "connected"
     time.sleep(0.2)
-    rows = sample(
-        {
-            "server": ProcessSelector(pids=(server.pid,)),
-            "client": ProcessSelector(pids=(client.pid,)),
-        }
-    )
-    assert last(rows, "server")["listen_backlog"] == 0
-    assert last(rows, "server")["connections"] == 7
-    assert last(rows, "client")["connections"] == 7
-    assert last(rows, "client")["listen_backlog"] == 0
-    assert last(rows, "client")["listen_backlog_limit"] is None  # it listens on nothing
+    targets = {
+        "server": ProcessSelector(pids=(server.pid,)),
+        "client": ProcessSelector(pids=(client.pid,)),
+    }
+    with ResourceSampler(targets, interval_s=0.1) as sampler:
+        time.sleep(0.35)
+        more, line = spawn(_CLIENT, port, "4")
+        assert line == "connected"
+        time.sleep(0.35)
+        more.kill()
+        more.wait(timeout=10)
+        time.sleep(0.35)
+    server_rows = [row for row in sampler.rows() if row["component"] == "server"]
+    assert server_rows[0]["connections"] == 7
+    assert max(row["connections"] for row in server_rows) == 11
+    # It accepts at once: nothing waits once the connections are in (in between, a sample
+    # may catch one arriving).
+    assert server_rows[0]["listen_backlog"] == server_rows[-1]["listen_backlog"] == 0
+    # The killed client closed its ends: the server's wait in CLOSE_WAIT, not established.
+    assert server_rows[-1]["connections"] == 7
+    client_row = last(sampler.rows(), "client")
+    assert client_row["connections"] == 0  # what it opened is the server's
+    assert (client_row["listen_backlog"], client_row["listen_backlog_limit"]) == (0, None)
 
 
 def test_unix_domain_listener_backlog(spawn: Spawned, tmp_path: Path) -> None:
@@ -190,7 +200,7 @@ def test_unix_domain_listener_backlog(spawn: Spawned, tmp_path: Path) -> None:
         client.connect(path)
         clients.append(client)
     try:
-        row = SocketReader().read([server.pid])
+        row = SocketReader().read({server.pid: 0.0})
     finally:
         for client in clients:
             client.close()
@@ -201,8 +211,8 @@ def test_unreadable_fds_give_nulls() -> None:
     gone = subprocess.Popen(["true"])
     gone.wait()
     empty = dict.fromkeys(("listen_backlog", "listen_backlog_limit", "connections"))
-    assert SocketReader().read([gone.pid]) == empty
-    assert SocketReader().read([]) == empty
+    assert SocketReader().read({gone.pid: 0.0}) == empty
+    assert SocketReader().read({}) == empty
 
 
 def test_proc_net_tcp_lines_are_parsed() -> None:
@@ -217,4 +227,24 @@ def test_proc_net_tcp_lines_are_parsed() -> None:
         "     0        0 0 3 0000000000000000\n"
         "   3: garbled\n"
     )
-    assert proc_tcp_table(text) == {4242: Socket(LISTEN, 5), 4343: Socket(1, 0)}
+    table = proc_tcp_table(text)
+    assert table.listening == {4242: Listener(5, None, 8080)}
+    assert dict(table.held) == {8080: 1}  # the TIME_WAIT one is not
+
+
+def test_a_listener_opened_later_is_found(spawn: Spawned) -> None:
+    """Processes' fds are walked again when the set of listening sockets changes."""
+    reader = SocketReader()
+    me = {os.getpid(): 0.0}
+    reader.new_sample()
+    assert reader.read(me)["listen_backlog_limit"] is None
+    server = socket.create_server(("127.0.0.1", 0), backlog=9)
+    try:
+        reader.new_sample()
+        assert reader.read(me)["listen_backlog_limit"] == 9
+        reader.new_sample()
+        assert reader.read(me)["listen_backlog_limit"] == 9  # from what was learnt
+    finally:
+        server.close()
+    reader.new_sample()
+    assert reader.read(me)["listen_backlog_limit"] is None

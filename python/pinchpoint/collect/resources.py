@@ -73,8 +73,8 @@ SCHEMA = pa.schema(
         ("memory_limit_bytes", pa.int64()),
         # Components and generator: threads of the processes; connections waiting in the
         # accept queues of their listening sockets, and the most those queues may hold
-        # (null: not known); their established TCP connections, both ways (all three null
-        # when their fds cannot be read). See sockets.py.
+        # (null: not known); the connections to their listening ports they accepted (all
+        # three null when their fds cannot be read). See sockets.py.
         ("threads", pa.int32()),
         ("listen_backlog", pa.int32()),
         ("listen_backlog_limit", pa.int32()),
@@ -371,7 +371,7 @@ class _Component:
             "threads": threads,
             "disk_read_bytes_s": disk[0] / elapsed if disk is not None else None,
             "disk_write_bytes_s": disk[1] / elapsed if disk is not None else None,
-            **self._sockets.read(list(seen)),
+            **self._sockets.read({pid: s.start_s for pid, s in seen.items()}),
         }
         if self._cgroups is not None:
             extra.update(self._cgroups.read(seen, self._throttling))
