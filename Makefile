@@ -12,7 +12,7 @@ demo: system-deps build
 	$(PY) -m pinchpoint demo
 
 test: system-deps-test build
-	cargo test -p pinchpoint-engine --quiet
+	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
 	$(VENV)/bin/ruff check python tests
 	$(PY) -m pytest
 

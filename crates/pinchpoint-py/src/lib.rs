@@ -1,5 +1,8 @@
 //! `pinchpoint._engine`: starts a load run on its own threads and lets Python watch,
-//! stop and collect it without holding the GIL.
+//! stop and collect it without holding the GIL; and scans nginx access logs
+//! (`NginxScanner`, in `logs.rs`).
+
+mod logs;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -319,6 +322,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(records_to_parquet, m)?)?;
     m.add_class::<LoadRun>()?;
+    m.add_class::<logs::NginxScanner>()?;
     m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;
     Ok(())
 }

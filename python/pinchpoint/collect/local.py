@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pinchpoint.collect.fastlogs import match_file
 from pinchpoint.collect.formats import get_parser
 from pinchpoint.collect.logs import FileCounts, TierRow, match_lines, read_from
 from pinchpoint.collect.logset import LogMark, log_sources, mark_logs
@@ -96,13 +97,17 @@ class LocalCollector:
         for source in sources:
             counts = FileCounts(component=name, path=source.path)
             counts_out.append(counts)
-            lines = read_from(source.path, source.offset)
-            if tick is not None:
-                lines = _ticking(lines, tick)
             # A parser may hold a record across lines (csvlog): a fresh one for each file,
             # and for each reader when several read at once (the agent).
             parser = get_parser(component.log.format, component.log.log_format)
-            yield from match_lines(name, lines, parser, self.run_id, counts)
+            # nginx logs are read by the Rust parser when it is built.
+            rows = match_file(name, source.path, source.offset, parser, self.run_id, counts, tick)
+            if rows is None:
+                lines = read_from(source.path, source.offset)
+                if tick is not None:
+                    lines = _ticking(lines, tick)
+                rows = match_lines(name, lines, parser, self.run_id, counts)
+            yield from rows
 
     def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
         """Sends the run's records of every component to `sink` in batches; the counts."""

@@ -69,8 +69,9 @@ def parse_clf_time(text: str) -> float | None:
     if month_n is None:
         return None
     offset = timedelta(hours=int(off_h), minutes=int(off_m))
-    zone = timezone(-offset if sign == "-" else offset)
     try:
+        # An offset of a day or more (`+2400`) is refused by timezone(): not a time.
+        zone = timezone(-offset if sign == "-" else offset)
         when = datetime(
             int(year), month_n, int(day), int(hour), int(minute), int(second), tzinfo=zone
         )

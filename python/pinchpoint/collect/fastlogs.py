@@ -1,0 +1,122 @@
+"""nginx access logs read by the Rust parser (`pinchpoint._engine.NginxScanner`).
+
+The Rust parser compiles the same `log_format` and gives the same records and counts as
+`formats/nginx.py` with `logs.match_lines`, which stay the reference: a line the Rust
+parser does not decide alone (one holding a non-ASCII byte, which nginx escapes unless
+`escape=none`, or one that would need too much backtracking) is handed back and parsed
+here by the Python parser, in its place. The file is read in chunks and the records come
+in batches of columns, with the GIL released while Rust reads and parses.
+
+Used for nginx logs when the compiled module is built; `match_file` returns None
+otherwise, and the caller reads the lines in Python.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pinchpoint.collect import logs
+from pinchpoint.collect.formats import LineParser
+from pinchpoint.collect.formats.nginx import NginxParser
+from pinchpoint.collect.logs import FileCounts, TierRow, match_lines
+
+try:
+    from pinchpoint._engine import NginxScanner
+except ImportError:  # the compiled module is not built (or predates the scanner)
+    NginxScanner = None
+
+# Lines per batch: the collector's `tick` is called about this often.
+BATCH_LINES = 4096
+# Python 3.12's sum() of floats is compensated; the Rust parser sums retries the same way.
+_COMPENSATED_SUM = sys.version_info >= (3, 12)
+
+
+def available() -> bool:
+    """Whether the Rust parser is built."""
+    return NginxScanner is not None
+
+
+def match_file(
+    name: str,
+    path: str | Path,
+    offset: int,
+    parser: LineParser,
+    run_id: str,
+    counts: FileCounts,
+    tick: Callable[[], None] | None = None,
+    batch_lines: int = BATCH_LINES,
+) -> Iterator[TierRow] | None:
+    """The records of run `run_id` in the file at `path` from byte `offset` (as
+    `match_lines(name, read_from(path, offset), parser, run_id, counts)` gives them), read
+    by the Rust parser; None if it cannot read this log (not nginx, or not built).
+
+    `counts` is complete once the iterator is exhausted; `tick` is called about every
+    `batch_lines` lines read.
+    """
+    if NginxScanner is None or not isinstance(parser, NginxParser):
+        return None
+    return _match_file(name, path, offset, parser, run_id, counts, tick, batch_lines)
+
+
+def _match_file(
+    name: str,
+    path: str | Path,
+    offset: int,
+    parser: NginxParser,
+    run_id: str,
+    counts: FileCounts,
+    tick: Callable[[], None] | None,
+    batch_lines: int,
+) -> Iterator[TierRow]:
+    scanner = NginxScanner(
+        str(path), offset, parser.log_format, run_id, logs.MAX_LINE_BYTES, _COMPENSATED_SUM
+    )
+    since_tick = 0
+    while True:
+        batch = scanner.next_batch(batch_lines)
+        _add_counts(counts, batch)
+        yield from batch_rows(name, batch)
+        deferred = batch["deferred"]
+        if deferred is not None:
+            line = deferred.decode("utf-8", errors="replace").rstrip("\r\n")
+            yield from match_lines(name, [line], parser, run_id, counts)
+        since_tick += batch["read"]
+        if tick is not None and since_tick >= batch_lines:
+            tick()
+            since_tick = 0
+        if batch["done"]:
+            return
+
+
+def _add_counts(counts: FileCounts, batch: dict[str, Any]) -> None:
+    first = counts.lines
+    counts.lines += batch["lines"]
+    counts.matched += batch["matched"]
+    counts.other_run += batch["other_run"]
+    counts.untagged += batch["untagged"]
+    counts.unparseable += batch["unparseable"]
+    for number in batch["unparseable_lines"]:
+        if len(counts.unparseable_lines) < logs._EXAMPLES:
+            counts.unparseable_lines.append(first + number)
+
+
+def batch_rows(name: str, batch: dict[str, Any]) -> Iterator[TierRow]:
+    """The TierRows of component `name` from one batch of the Rust parser's columns."""
+    if not batch["rows"]:
+        return
+    users = memoryview(batch["users"]).cast("I").tolist()
+    durations = memoryview(batch["duration_s"]).cast("d").tolist()
+    req_ids = _nullable(batch, "req_id", "Q")
+    ts = _nullable(batch, "ts", "d")
+    upstream = _nullable(batch, "upstream_s", "d")
+    status = _nullable(batch, "status", "i")
+    for row in zip(users, req_ids, ts, durations, upstream, status, strict=True):
+        yield TierRow(name, *row)
+
+
+def _nullable(batch: dict[str, Any], key: str, code: str) -> list[Any]:
+    values = memoryview(batch[key]).cast(code).tolist()
+    return [v if ok else None for v, ok in zip(values, batch[key + "_valid"], strict=True)]
