@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,6 +95,33 @@ def test_the_last_step_is_one_user_wide_at_small_loads() -> None:
     points, decision = search(flat_after(2.0), 1, 16)
     assert [p.users for p in points] == [1, 2, 4, 8, 3]
     assert decision.bracket == (2, 3)
+
+
+def test_a_knee_on_a_level_is_its_low_end_despite_noise() -> None:
+    # The demo's 2 workers: 2 users run at the peak, a little under twice 1 user's rate.
+    measured = {1: (88.5, 11.3), 2: (176.0, 11.4), 4: (175.5, 22.8), 8: (174.0, 45.9)}
+    measured[3] = (175.0, 17.1)
+
+    def curve(users: int) -> Point:
+        return Point(users, *measured[users])
+
+    _, decision = search(curve, 1, 16)
+    assert decision.bracket == (2, 3), decision.message
+
+
+def test_a_level_slowed_by_a_busy_machine_is_not_the_knee() -> None:
+    # 2 users' latency grew 31% (CPU taken by other work) but throughput still scaled.
+    measured = {1: (66.0, 14.5), 2: (105.0, 19.0), 4: (126.0, 31.7), 8: (106.0, 75.0)}
+    measured[3] = (120.0, 25.0)
+
+    def curve(users: int) -> Point:
+        return Point(users, *measured[users])
+
+    points, decision = search(curve, 1, 16)
+    assert [p.users for p in points] == [1, 2, 4, 8, 3]
+    assert decision.bracket is not None
+    # Peak throughput is 1.9 times 1 user's: the knee is below 2 users, 3 are saturated.
+    assert decision.bracket == (1, 3), decision.message
 
 
 def test_no_knee_in_range_stops_at_upper_and_says_so() -> None:
@@ -296,3 +325,19 @@ def test_tier_records_follow_their_requests_ids(tmp_path: Path) -> None:
     after = pq.read_table(tmp_path / "tiers.parquet")
     assert after.schema == TIERS_SCHEMA
     assert after["req_id"].to_pylist() == [0, 100, 103, None]
+
+
+def test_run_with_find_knee_on_an_open_loop_plan_names_the_field(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace("duration = ", 'loop = "open"\nduration = '))
+    done = subprocess.run(
+        [sys.executable, "-m", "pinchpoint", "run", str(plan), "--find-knee"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--find-knee" in done.stderr and "load.find_knee" in done.stderr
+    assert "open loop" in done.stderr
+    assert not (tmp_path / "runs").exists(), "no load was sent"

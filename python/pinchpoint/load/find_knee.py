@@ -1,17 +1,24 @@
 """`find_knee`: step the users up until the knee is bracketed, refine it, and stop.
 
 Instead of every step of `lower` → `upper`, the search runs `lower`, then doubles the
-users (never past `upper`) until a level is **saturated**: its p50 latency grew from the
-first level's by more than the verdict counts as growth (`analyze.verdict`: 25%, at least
-1 ms), or its throughput per user fell below 1/1.25 of the first level's (what 25% more
-latency means in a closed loop). One more doubling must be saturated too (a confirming
-level, well past the knee, as a step plan's last steps are). Bisection between the
-heaviest level that was not saturated and the lightest that was then narrows that step to
-one user, or to an eighth of its lower end, and the search stops. The knee lies between
-the heaviest level at or below the throughput knee (peak throughput over the first level's
-throughput per user: where the line through the origin meets the plateau) and the first
-saturated level, which is where the verdict of a full step plan sees latency start to
-grow. At most `MAX_LEVELS` levels run, each for the plan's `duration`.
+users (never past `upper`) until a level is **saturated**. A level is saturated when
+
+- its p50 latency grew from the first level's by more than the verdict counts as growth
+  (`analyze.verdict`: 25%, at least 1 ms), or its throughput per user fell below 1/1.25 of
+  the first level's (what 25% more latency means in a closed loop), and
+- from the level below it, throughput stopped scaling: it gained less per added user than
+  half the throughput per user of that level, or latency grew by at least half as much
+  as the users did. A level merely slowed down by something else on the machine still
+  gains throughput, and is not taken for the knee.
+
+One more doubling must be saturated too (a confirming level, well past the knee, as a
+step plan's last steps are). Bisection between the heaviest level that was not saturated
+and the lightest that was then narrows that step to one user, or to an eighth of its lower
+end, and the search stops. The knee lies between the heaviest level at or below the
+throughput knee (peak throughput over the first level's throughput per user: where the
+line through the origin meets the plateau) and the first saturated level, from which a
+full step plan's verdict sees latency grow. At most `MAX_LEVELS` levels run, each for the
+plan's `duration`.
 
 The decisions (`decide`) are pure: they read the client-side numbers of the levels that
 ran, computed as the analysis computes a step's (`analyze.steps.client_step`). The engine
@@ -38,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pinchpoint.analyze.context import users_text
+from pinchpoint.analyze.knee import MAX_SLOPE_RATIO
 from pinchpoint.analyze.steps import Window, client_step
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
 from pinchpoint.load.engine import LoadResult, run_steps
@@ -45,8 +53,16 @@ from pinchpoint.plan import Plan, PlanError
 
 # At most this many levels run, refinement included.
 MAX_LEVELS = 12
-# Saturated: throughput per user below this share of the first level's.
+# Saturated: throughput per user below this share of the first level's...
 MIN_PER_USER = 1 / (1 + GROWTH_SHARE)
+# ...and from the level below, throughput gained per added user below this share of that
+# level's throughput per user (past the knee, as analyze.knee has it)...
+MIN_GAIN = MAX_SLOPE_RATIO
+# ...or latency grew by at least this share of the users' relative growth.
+MIN_LATENCY_BEND = 0.5
+# The bracket's low end is the heaviest level at or below the throughput knee, give or
+# take this share: what throughput varies by from one run of a level to the next.
+KNEE_SLACK = 0.02
 # Refinement stops when the step between the last unsaturated level and the first
 # saturated one is at most this share of the former (or 1 user).
 RESOLUTION = 0.125
@@ -77,8 +93,9 @@ class Decision:
     message: str = ""
 
 
-def saturated(point: Point, base: Point) -> bool:
-    """Whether a level is past the knee, judged against the first (lightest) level."""
+def grew(point: Point, base: Point) -> bool:
+    """Whether latency grew from the first (lightest) level's as the verdict counts growth,
+    or throughput per user fell as much."""
     if base.throughput_rps <= 0 or point.users <= base.users:
         return False
     per_user = base.throughput_rps / base.users
@@ -88,6 +105,26 @@ def saturated(point: Point, base: Point) -> bool:
         return False
     threshold = max(GROWTH_MIN_MS, GROWTH_SHARE * base.latency_ms)
     return point.latency_ms - base.latency_ms > threshold
+
+
+def stopped_scaling(point: Point, below: Point) -> bool:
+    """Whether going from the level `below` to `point` no longer scaled: throughput gained
+    per added user less than MIN_GAIN of the throughput per user below, or latency bent."""
+    if below.throughput_rps <= 0 or point.users <= below.users:
+        return True
+    gain = (point.throughput_rps - below.throughput_rps) / (point.users - below.users)
+    if gain < MIN_GAIN * below.throughput_rps / below.users:
+        return True
+    if not below.latency_ms or point.latency_ms is None:
+        return False
+    bend = (point.latency_ms / below.latency_ms - 1) / (point.users / below.users - 1)
+    return bend >= MIN_LATENCY_BEND
+
+
+def saturated(point: Point, below: Point, base: Point) -> bool:
+    """Whether a level is past the knee: latency grew from the first level's and, from
+    the level below it, throughput stopped scaling."""
+    return grew(point, base) and stopped_scaling(point, below)
 
 
 def throughput_knee(points: Sequence[Point]) -> float | None:
@@ -129,10 +166,10 @@ def decide(
         return _done("no_responses", f"No successful response at {users_text(base.users)}.")
     # The lightest level from which every heavier one is saturated too.
     first = None
-    for p in reversed(ordered[1:]):
-        if not saturated(p, base):
+    for i in range(len(ordered) - 1, 0, -1):
+        if not saturated(ordered[i], ordered[i - 1], base):
             break
-        first = p
+        first = ordered[i]
     full = len(points) >= max_levels
     if first is None:
         if top.users >= upper:
@@ -145,7 +182,7 @@ def decide(
     below = [p for p in ordered if p.users < first.users]
     last = below[-1]
     knee = throughput_knee(points) or float(last.users)
-    low = max((p.users for p in below if p.users <= knee), default=base.users)
+    low = max((p.users for p in below if p.users <= knee * (1 + KNEE_SLACK)), default=base.users)
     bracket = (low, first.users)
     narrow = first.users - last.users <= max(1.0, resolution * last.users)
     if not narrow and not full:
