@@ -1,9 +1,15 @@
-"""pinchpoint's load engine against wrk, side by side on one machine.
+"""pinchpoint's load engine against wrk, Locust and k6, side by side on one machine.
 
 nginx (one worker, a tiny static response) is pinned to one core; each generator in turn
 is pinned to the other core with the same connections and duration, interleaved over
 several rounds. Printed per round and as medians: requests/s, generator CPU seconds,
-requests per generator CPU-second, and nginx's CPU (to tell which side was saturated).
+requests per generator CPU-second, nginx's CPU (to tell which side was saturated) and the
+whole machine's busy cores (on a shared machine, other work can take the cores from both),
+then each tool's ratios to wrk.
+
+Locust (FastHttpUser, headless, one process) and k6 are installed the first time under
+.tools/ (see bench/other_generators.py); one that does not install is left out with the
+reason. --skip-others runs only wrk and pinchpoint.
 
     .venv/bin/python bench/engine_vs_wrk.py --connections 50 --seconds 10 --rounds 3
 """
@@ -23,8 +29,9 @@ import time
 from pathlib import Path
 
 import psutil
+from other_generators import Runner, other_runners
 
-from pinchpoint.load.plain import plain_load
+from pinchpoint.load.plain import UrlLoad, plain_load
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -80,6 +87,24 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def host_busy() -> float:
+    """CPU seconds the whole machine has been busy, all cores together."""
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0)
+
+
+def measure(runner: Runner, url: str, connections: int, seconds: float, nginx_pid: int) -> dict:
+    """One run of one generator on core 1, with nginx's and the whole machine's CPU."""
+    n0, h0, w0 = tree_cpu(nginx_pid), host_busy(), time.monotonic()
+    got = runner(url, connections, seconds, 1)
+    got["host_cores"] = (host_busy() - h0) / (time.monotonic() - w0)
+    got["nginx_cores"] = (tree_cpu(nginx_pid) - n0) / got["seconds"]
+    got["gen_cores"] = got["cpu_s"] / got["seconds"]
+    got["rps"] = got["requests"] / got["seconds"]
+    got["per_cpu_s"] = got["requests"] / got["cpu_s"]
+    return got
+
+
 def run_wrk(url: str, connections: int, seconds: float, core: int) -> dict:
     argv = ["taskset", "-c", str(core), "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", url]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
@@ -96,7 +121,7 @@ def run_pinchpoint(url: str, connections: int, seconds: float, core: int) -> dic
     os.sched_setaffinity(0, {core})
     try:
         cpu0 = time.process_time()
-        summary = plain_load(url, connections, seconds, threads=1)
+        summary = plain_load(UrlLoad(url, connections, seconds, threads=1))
         cpu = time.process_time() - cpu0
     finally:
         os.sched_setaffinity(0, before)
@@ -110,52 +135,88 @@ def main() -> int:
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--skip-others", action="store_true", help="run only wrk and pinchpoint (no Locust, k6)"
+    )
     args = ap.parse_args()
-    if (os.cpu_count() or 1) < 2:
+    ncpu = os.cpu_count() or 1
+    if ncpu < 2:
         print("needs two cores: one for nginx, one for the generator", file=sys.stderr)
         return 2
     if not shutil.which("wrk"):
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 2
-    results: dict[str, list[dict]] = {"wrk": [], "pinchpoint": []}
     with tempfile.TemporaryDirectory(prefix="pinchpoint-bench-") as tmp:
+        runners = {"wrk": run_wrk, "pinchpoint": run_pinchpoint}
+        if not args.skip_others:
+            runners |= other_runners(Path(tmp))
+        results: dict[str, list[dict]] = {name: [] for name in runners}
         nginx, port = start_nginx(Path(tmp), core=0)
         url = f"http://127.0.0.1:{port}/"
         try:
             for r in range(args.rounds):
-                for name, runner in (("wrk", run_wrk), ("pinchpoint", run_pinchpoint)):
-                    n0 = tree_cpu(nginx.pid)
-                    got = runner(url, args.connections, args.seconds, 1)
-                    got["nginx_cores"] = (tree_cpu(nginx.pid) - n0) / got["seconds"]
-                    got["rps"] = got["requests"] / got["seconds"]
-                    got["per_cpu_s"] = got["requests"] / got["cpu_s"]
+                for name, runner in runners.items():
+                    try:
+                        got = measure(runner, url, args.connections, args.seconds, nginx.pid)
+                    except RuntimeError as e:
+                        if name in ("wrk", "pinchpoint"):
+                            raise
+                        print(f"round {r + 1} {name:>10}: failed, left out: {e}", flush=True)
+                        continue
                     results[name].append(got)
                     print(
                         f"round {r + 1} {name:>10}: {got['rps']:>9,.0f} req/s  "
                         f"{got['per_cpu_s']:>9,.0f} req per generator CPU-s  "
-                        f"generator {got['cpu_s'] / got['seconds']:.2f} cores  nginx {got['nginx_cores']:.2f} cores"
+                        f"generator {got['gen_cores']:.2f} cores  nginx {got['nginx_cores']:.2f}  "
+                        f"host {got['host_cores']:.2f} of {ncpu}",
+                        flush=True,
                     )
         finally:
             nginx.terminate()
             nginx.wait(timeout=10)
+    keys = ("rps", "per_cpu_s", "nginx_cores", "gen_cores", "host_cores")
     med = {
-        n: {k: statistics.median(x[k] for x in rs) for k in ("rps", "per_cpu_s", "nginx_cores")}
-        for n, rs in results.items()
+        n: {k: statistics.median(x[k] for x in rs) for k in keys} for n, rs in results.items() if rs
     }
     print()
     for n, m in med.items():
         print(
-            f"median {n:>10}: {m['rps']:>9,.0f} req/s  {m['per_cpu_s']:>9,.0f} req per CPU-s  nginx {m['nginx_cores']:.2f} cores"
+            f"median {n:>10}: {m['rps']:>9,.0f} req/s  {m['per_cpu_s']:>9,.0f} req per CPU-s  "
+            f"generator {m['gen_cores']:.2f} cores  nginx {m['nginx_cores']:.2f}  "
+            f"host {m['host_cores']:.2f} of {ncpu}"
         )
-    print(
-        f"ratio pinchpoint/wrk: {med['pinchpoint']['rps'] / med['wrk']['rps']:.2f}x req/s, "
-        f"{med['pinchpoint']['per_cpu_s'] / med['wrk']['per_cpu_s']:.2f}x req per generator CPU-second"
-    )
+    print()
+    for n, m in med.items():
+        if n != "wrk":
+            print(
+                f"ratio {n + '/wrk':>14}: {m['rps'] / med['wrk']['rps']:.2f}x req/s, "
+                f"{m['per_cpu_s'] / med['wrk']['per_cpu_s']:.2f}x req per generator CPU-second"
+            )
     for n, m in med.items():
         if m["nginx_cores"] >= 0.9:
             print(
                 f"note: with {n}, nginx used {m['nginx_cores']:.2f} of its core: the target was the limit"
             )
+        elif m["gen_cores"] >= 0.9:
+            print(
+                f"note: with {n}, the generator used {m['gen_cores']:.2f} of its core and nginx "
+                f"{m['nginx_cores']:.2f}: the generator was the limit"
+            )
+        else:
+            others = m["host_cores"] - m["gen_cores"] - m["nginx_cores"]
+            why = (
+                f"other work on the machine took ~{others:.2f} cores, so contention set the pace"
+                if others >= 0.5
+                else "latency-bound"
+            )
+            print(
+                f"note: with {n}, neither side was near a full core (generator "
+                f"{m['gen_cores']:.2f}, nginx {m['nginx_cores']:.2f}): {why}; "
+                "compare requests per generator CPU-second"
+            )
+    for n, rs in results.items():
+        if not rs:
+            print(f"note: {n} produced no round")
     return 0
 
 
