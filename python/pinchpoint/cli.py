@@ -193,7 +193,8 @@ def demo(
 @app.command()
 def load(
     target: Annotated[
-        str, typer.Argument(help="http://host:port/path to load, or a plan file (.toml).")
+        str,
+        typer.Argument(help="http(s)://host:port/path to load, or a plan file (.toml)."),
     ],
     connections: Annotated[
         int,
@@ -221,6 +222,17 @@ def load(
     tag: Annotated[
         bool, typer.Option("--tag/--no-tag", help="Add the pinchpoint tag to each request.")
     ] = False,
+    http2: Annotated[
+        bool,
+        typer.Option("--http2", help="HTTP/2: h2c on http://, negotiated by ALPN on https://."),
+    ] = False,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="https: accept any certificate, unchecked.")
+    ] = False,
+    ca_file: Annotated[
+        Path | None,
+        typer.Option("--ca-file", help="https: PEM certificates to trust besides the defaults."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     out: Annotated[
         Path | None,
@@ -243,7 +255,16 @@ def load(
             threads,
             timeout,
             tag,
+            http2,
+            insecure,
+            None if ca_file is None else str(ca_file),
         )
+    elif http2 or insecure or ca_file is not None:
+        fail(
+            "--http2, --insecure and --ca-file go with a URL: "
+            "a plan sets http, insecure and ca_file in [target]"
+        )
+        raise typer.Exit(2)
     else:
         source = Path(target)
     try:

@@ -53,17 +53,62 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _http_version(value: object) -> object:
+    """`http = "2"`, `http = 2` or `http = 1.1` (TOML numbers) all name a version."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value in (1.1, 2):
+        return "2" if value == 2 else "1.1"
+    return value
+
+
 class Target(_Strict):
     url: str
     tag: bool = True
+    # HTTP/1.1, or HTTP/2: with prior knowledge (h2c) on http://, by ALPN on https://.
+    http: Annotated[Literal["1.1", "2"], BeforeValidator(_http_version)] = "1.1"
+    # https: PEM certificates trusted besides the default roots, or no check at all.
+    ca_file: str | None = None
+    insecure: bool = False
+    # HTTP/2: users (open loop: requests in flight) sharing one connection; by default
+    # one connection per user, 100 streams per connection in open loop.
+    streams_per_connection: int | None = Field(default=None, ge=1)
 
     @field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
         parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"{url!r} must be http://host[:port][/path] (https comes later)")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{url!r} must be http(s)://host[:port][/path]")
         return url
+
+    @field_validator("ca_file")
+    @classmethod
+    def _check_ca_file(cls, path: str | None) -> str | None:
+        if path is None:
+            return None
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+        if "-----BEGIN CERTIFICATE-----" not in text:
+            raise ValueError(f"{path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        return path
+
+    @model_validator(mode="after")
+    def _check_tls(self) -> Target:
+        if not self.tls and (self.ca_file is not None or self.insecure):
+            field = "ca_file" if self.ca_file is not None else "insecure"
+            raise FieldError(field, f"{field} applies to https:// URLs; the URL is http://")
+        if self.insecure and self.ca_file is not None:
+            raise FieldError(
+                "insecure", "insecure turns certificate checks off: remove it or ca_file"
+            )
+        if self.streams_per_connection is not None and self.http != "2":
+            raise FieldError("streams_per_connection", 'streams per connection need http = "2"')
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return urlsplit(self.url).scheme == "https"
 
     @property
     def host(self) -> str:
@@ -71,7 +116,17 @@ class Target(_Strict):
 
     @property
     def port(self) -> int:
-        return urlsplit(self.url).port or 80
+        return urlsplit(self.url).port or (443 if self.tls else 80)
+
+    def engine_protocol(self) -> dict:
+        """How the engine reaches the target (its `protocol` config)."""
+        return {
+            "http": self.http,
+            "tls": self.tls,
+            "ca_file": self.ca_file,
+            "insecure": self.insecure,
+            "streams_per_connection": self.streams_per_connection or 0,
+        }
 
     @property
     def base_path(self) -> str:

@@ -103,6 +103,40 @@ pub struct OpenLoop {
     pub max_in_flight: u32,
 }
 
+/// The HTTP version spoken to the target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpVersion {
+    #[default]
+    Http1,
+    /// HTTP/2: with prior knowledge over plain TCP (h2c), by ALPN over TLS.
+    Http2,
+}
+
+/// How to verify the target's certificate.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// PEM certificates trusted besides the default (Mozilla's) roots.
+    pub ca_file: Option<PathBuf>,
+    /// Accept any certificate: only when asked for explicitly.
+    pub insecure: bool,
+}
+
+/// How requests travel to the target.
+#[derive(Clone, Debug, Default)]
+pub struct Protocol {
+    pub http: HttpVersion,
+    /// Some: https, with the certificate checked as these options say.
+    pub tls: Option<TlsOptions>,
+    /// HTTP/2: holders sharing one connection, each with one stream at a time (closed
+    /// loop: users; open loop: requests in flight). 0: the default, 1 (a connection per
+    /// user) in closed loop and [`OPEN_LOOP_STREAMS`] in open loop.
+    pub streams_per_connection: u32,
+}
+
+/// HTTP/2 streams per connection in open loop unless the plan says otherwise (below
+/// the 100 to 128 concurrent streams servers commonly allow).
+pub const OPEN_LOOP_STREAMS: u32 = 100;
+
 #[derive(Clone, Debug)]
 pub struct RunConfig {
     pub run_id: String,
@@ -123,6 +157,8 @@ pub struct RunConfig {
     pub threads: usize,
     /// Add the run tag to the URL query and the `X-Pinchpoint` header.
     pub tag: bool,
+    /// HTTP/1.1 or HTTP/2, plain or TLS.
+    pub protocol: Protocol,
 }
 
 impl RunConfig {
@@ -158,6 +194,9 @@ impl RunConfig {
             if min > max {
                 return Err(format!("think time: uniform minimum {min:?} is above its maximum {max:?}"));
             }
+        }
+        if self.protocol.http == HttpVersion::Http1 && self.protocol.streams_per_connection > 1 {
+            return Err("streams per connection apply to HTTP/2 only".into());
         }
         if self.timeout.is_zero() {
             return Err("timeout must be above zero".into());

@@ -1,4 +1,5 @@
-//! One HTTP/1.1 keep-alive connection per user: connect, send, read the whole body.
+//! One HTTP/1.1 keep-alive connection per user: connect, send, read the whole body,
+//! over plain TCP or TLS (any [`Stream`]; `tls.rs` makes the TLS one).
 //!
 //! A small client of its own rather than hyper's: a closed-loop user has exactly one
 //! request in flight on its own connection, so it writes the request bytes and reads
@@ -42,6 +43,8 @@ pub struct Prepared {
     pub query_sep: char,
     /// `Name: value\r\n` for each header of the plan (the last value of a repeated name).
     pub headers: Vec<u8>,
+    /// The same headers as names and values (for HTTP/2).
+    pub fields: Vec<(String, String)>,
     /// The plan sets `Host` itself.
     pub has_host: bool,
     /// `Content-Length: n\r\n`, or empty when no body is announced (a GET without
@@ -109,6 +112,7 @@ impl Prepared {
             query_sep: if spec.path.contains('?') { '&' } else { '?' },
             has_host: named("host"),
             headers,
+            fields: kept.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             length_header,
             body: spec.body.clone(),
             head: spec.method == "HEAD",
@@ -148,7 +152,7 @@ fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-fn push_tag_values(out: &mut Vec<u8>, first: &[u8], sep: &[u8], tag: &Tag) {
+pub(crate) fn push_tag_values(out: &mut Vec<u8>, first: &[u8], sep: &[u8], tag: &Tag) {
     out.extend_from_slice(first);
     out.extend_from_slice(tag.run_id.as_bytes());
     out.extend_from_slice(sep);
@@ -194,32 +198,53 @@ pub fn build(prepared: &Prepared, host: &str, tag: Option<&Tag>, out: &mut Vec<u
     out.extend_from_slice(&prepared.body);
 }
 
+/// A byte stream a connection runs over: plain TCP, or TLS.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin {
+    /// False when the peer has closed the stream (or sent bytes nobody asked for)
+    /// while it was idle. Costs no system call unless the socket became readable.
+    fn idle_open(&mut self) -> bool;
+}
+
+impl Stream for TcpStream {
+    fn idle_open(&mut self) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(self.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+}
+
 /// An open keep-alive connection and its read buffer.
-pub struct Conn {
-    stream: TcpStream,
+pub struct Conn<S = TcpStream> {
+    stream: S,
     buf: Vec<u8>,
 }
 
-pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Conn, ErrorClass> {
+/// A TCP connection to `addr` with Nagle off, within `timeout`.
+pub async fn connect_tcp(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ErrorClass> {
     let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Err(_) => return Err(ErrorClass::ConnectTimeout),
         Ok(Err(e)) => return Err(classify_connect(&e)),
         Ok(Ok(s)) => s,
     };
     let _ = stream.set_nodelay(true);
-    Ok(Conn {
-        stream,
-        buf: vec![0; READ_BUF],
-    })
+    Ok(stream)
 }
 
-impl Conn {
+pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Conn, ErrorClass> {
+    Ok(Conn::new(connect_tcp(addr, timeout).await?))
+}
+
+impl<S: Stream> Conn<S> {
+    pub fn new(stream: S) -> Self {
+        Conn {
+            stream,
+            buf: vec![0; READ_BUF],
+        }
+    }
+
     /// False when the server has closed the connection (or sent bytes nobody asked
-    /// for) while it was idle: the next request then goes on a new connection. Costs
-    /// no system call unless the socket became readable since the last response.
+    /// for) while it was idle: the next request then goes on a new connection.
     pub fn is_reusable(&mut self) -> bool {
-        let mut probe = [0u8; 1];
-        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        self.stream.idle_open()
     }
 }
 
@@ -231,7 +256,8 @@ pub struct Response {
     pub closing: bool,
 }
 
-async fn write_all(stream: &mut TcpStream, mut data: &[u8]) -> io::Result<()> {
+/// Writes all of `data` and flushes it (a no-op on TCP; TLS may hold encrypted bytes).
+async fn write_all<S: AsyncWrite + Unpin>(stream: &mut S, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
         let n = poll_fn(|cx| Pin::new(&mut *stream).poll_write(cx, data)).await?;
         if n == 0 {
@@ -239,11 +265,11 @@ async fn write_all(stream: &mut TcpStream, mut data: &[u8]) -> io::Result<()> {
         }
         data = &data[n..];
     }
-    Ok(())
+    poll_fn(|cx| Pin::new(&mut *stream).poll_flush(cx)).await
 }
 
 /// Reads what the socket has into `buf`; 0 at the end of the stream.
-async fn read_some(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+async fn read_some<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> io::Result<usize> {
     poll_fn(|cx| {
         let mut rb = ReadBuf::new(buf);
         match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
@@ -417,7 +443,11 @@ impl Chunked {
 
 /// Sends one request and reads its whole response. `request` is what [`build`] wrote;
 /// `head_request` says whether it was a HEAD (its response has no body).
-pub async fn exchange(conn: &mut Conn, request: &[u8], head_request: bool) -> Result<Response, ErrorClass> {
+pub async fn exchange<S: Stream>(
+    conn: &mut Conn<S>,
+    request: &[u8],
+    head_request: bool,
+) -> Result<Response, ErrorClass> {
     let Conn { stream, buf } = conn;
     write_all(stream, request).await.map_err(|e| classify_io(&e))?;
     // Bytes buf[start..filled] are read and not yet used.

@@ -1,10 +1,12 @@
-//! pinchpoint's load engine: closed-loop HTTP/1.1 users stepping through a plan, or
-//! open-loop arrivals sent at their scheduled times; an HdrHistogram per step or phase,
-//! and one record per request streamed to disk.
+//! pinchpoint's load engine: closed-loop users stepping through a plan, or
+//! open-loop arrivals sent at their scheduled times, over HTTP/1.1 or HTTP/2, plain or
+//! TLS; an HdrHistogram per step or phase, and one record per request streamed to disk.
 
 pub mod arrow_io;
+pub mod client;
 pub mod config;
 pub mod http;
+pub mod http2;
 pub mod open_loop;
 pub mod outcome;
 pub mod record;
@@ -13,10 +15,11 @@ pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod stats;
+pub mod tls;
 pub mod user;
 pub mod weights;
 
-pub use config::{OpenLoop, RequestSpec, RunConfig, Step, Think};
+pub use config::{HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
 pub use outcome::ErrorClass;
 pub use run::{records_to_parquet, run, Level, RunSummary, Window};
 pub use schedule::{Arrivals, Phase, PhaseKind};

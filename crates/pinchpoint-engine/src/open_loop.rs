@@ -15,7 +15,6 @@
 //! omission), service time from the actual send.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender as RecordTx;
 use std::sync::{Arc, Mutex};
@@ -26,7 +25,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::config::OpenLoop;
-use crate::http::{self, Conn, Level, Prepared, Tag};
+use crate::client::{Conn, Outgoing, Target};
+use crate::http::{Level, Prepared, Tag};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
 use crate::run::Window;
@@ -43,9 +43,7 @@ pub const MAX_BACKLOG: usize = 1_000_000;
 
 /// What every connection task reads.
 pub struct OpenShared {
-    pub addr: SocketAddr,
-    /// The `Host` header's value.
-    pub host: String,
+    pub target: Target,
     pub run_id: String,
     pub tag: bool,
     pub requests: Vec<Prepared>,
@@ -61,8 +59,7 @@ pub struct OpenShared {
 impl OpenShared {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        addr: SocketAddr,
-        host: String,
+        target: Target,
         run_id: String,
         tag: bool,
         requests: Vec<Prepared>,
@@ -72,8 +69,7 @@ impl OpenShared {
         base_unix_us: i64,
     ) -> Self {
         Self {
-            addr,
-            host,
+            target,
             run_id,
             tag,
             requests,
@@ -275,7 +271,7 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
     let mut conn: Option<Conn> = None;
     let mut batch: Vec<Record> = Vec::with_capacity(BATCH_ROWS);
     let mut last_flush = Instant::now();
-    let mut request: Vec<u8> = Vec::new();
+    let mut request = Outgoing::default();
     let mut job = first;
     loop {
         batch.push(send(&shared, &mut conn, &job, &mut request).await);
@@ -319,11 +315,11 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
     flush(&tx, &mut batch, &mut last_flush);
 }
 
-async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: &mut Vec<u8>) -> Record {
+async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: &mut Outgoing) -> Record {
     let prepared = &shared.requests[shared.cycle[(job.req_id % shared.cycle.len() as u64) as usize] as usize];
     let rate = &shared.rates[job.phase as usize];
     let tag = Tag { run_id: &shared.run_id, level: Level::Rate(rate), req_id: job.req_id };
-    http::build(prepared, &shared.host, shared.tag.then_some(&tag), request);
+    shared.target.build(prepared, shared.tag.then_some(&tag), request);
     if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
         *conn = None;
     }
@@ -332,10 +328,10 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: 
     let outcome = tokio::time::timeout(prepared.timeout, async {
         if conn.is_none() {
             connecting = true;
-            *conn = Some(http::connect(shared.addr, prepared.timeout).await?);
+            *conn = Some(shared.target.connect(prepared.timeout).await?);
             connecting = false;
         }
-        http::exchange(conn.as_mut().expect("connected above"), request, prepared.head).await
+        shared.target.exchange(conn.as_mut().expect("connected above"), request, prepared).await
     })
     .await
     .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));

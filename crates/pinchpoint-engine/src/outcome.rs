@@ -7,6 +7,9 @@ pub enum ErrorClass {
     ConnectRefused,
     ConnectTimeout,
     ConnectError,
+    /// The TLS handshake failed (an untrusted or wrong certificate, no common protocol
+    /// version or ALPN protocol, a non-TLS server) or TLS failed on the connection.
+    Tls,
     Reset,
     Closed,
     Timeout,
@@ -14,10 +17,11 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 7] = [
+    pub const ALL: [ErrorClass; 8] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
+        ErrorClass::Tls,
         ErrorClass::Reset,
         ErrorClass::Closed,
         ErrorClass::Timeout,
@@ -29,6 +33,7 @@ impl ErrorClass {
             ErrorClass::ConnectRefused => "connect_refused",
             ErrorClass::ConnectTimeout => "connect_timeout",
             ErrorClass::ConnectError => "connect_error",
+            ErrorClass::Tls => "tls",
             ErrorClass::Reset => "reset",
             ErrorClass::Closed => "closed",
             ErrorClass::Timeout => "timeout",
@@ -52,6 +57,9 @@ pub fn classify_connect(err: &io::Error) -> ErrorClass {
 
 /// Classifies a failure on an established connection.
 pub fn classify_io(err: &io::Error) -> ErrorClass {
+    if crate::tls::is_tls_error(err) {
+        return ErrorClass::Tls;
+    }
     match err.kind() {
         io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
             ErrorClass::Reset
@@ -59,5 +67,17 @@ pub fn classify_io(err: &io::Error) -> ErrorClass {
         io::ErrorKind::UnexpectedEof => ErrorClass::Closed,
         io::ErrorKind::TimedOut => ErrorClass::Timeout,
         _ => ErrorClass::Io,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_listed_in_order() {
+        for (i, class) in ErrorClass::ALL.iter().enumerate() {
+            assert_eq!(class.index(), i, "{}", class.name());
+        }
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::client::Target;
 use crate::config::RunConfig;
 use crate::http::Prepared;
 use crate::open_loop::{self, OpenShared, PhaseCounts};
@@ -79,6 +80,7 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
         return Err(format!("bad host {:?}", config.host));
     }
     let host = format!("{}:{}", config.host, config.port);
+    let target = Target::new(addr, host, &config.host, &config.protocol, config.open.is_some())?;
     let levels = config.levels();
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
@@ -120,8 +122,7 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
     let (windows, interrupted) = match &config.open {
         None => {
             let shared = Arc::new(Shared {
-                addr,
-                host,
+                target,
                 run_id: config.run_id.clone(),
                 tag: config.tag,
                 requests,
@@ -138,8 +139,7 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
             let base = Instant::now();
             let base_unix_us = unix_us(SystemTime::now());
             let shared = Arc::new(OpenShared::new(
-                addr,
-                host,
+                target,
                 config.run_id.clone(),
                 config.tag,
                 requests,

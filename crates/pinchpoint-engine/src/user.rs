@@ -2,7 +2,6 @@
 //! keep-alive connection that it reopens after an error.
 
 use std::future::{poll_fn, Future};
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender as RecordTx;
@@ -13,7 +12,8 @@ use tokio::sync::watch;
 use tokio::time::Sleep;
 
 use crate::config::Think;
-use crate::http::{self, Conn, Level, Prepared, Tag};
+use crate::client::{Conn, Outgoing, Target};
+use crate::http::{Level, Prepared, Tag};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
 use crate::rng::Rng;
@@ -27,9 +27,7 @@ const PARKED_POLL: Duration = Duration::from_millis(20);
 
 /// What every user reads: the target, the plan's requests and the current step.
 pub struct Shared {
-    pub addr: SocketAddr,
-    /// The `Host` header's value.
-    pub host: String,
+    pub target: Target,
     pub run_id: String,
     pub tag: bool,
     pub requests: Vec<Prepared>,
@@ -66,7 +64,7 @@ pub async fn run_user(
     let mut conn: Option<Conn> = None;
     let mut batch: Vec<Record> = Vec::new();
     let mut last_flush = Instant::now();
-    let mut request: Vec<u8> = Vec::new();
+    let mut request = Outgoing::default();
     let mut turn = index as usize;
     let mut rng = Rng::stream(shared.seed, u64::from(index));
     // Send times in unix microseconds from the monotonic clock: one clock read at the
@@ -87,7 +85,7 @@ pub async fn run_user(
         turn += 1;
         let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);
         let tag = Tag { run_id: &shared.run_id, level: Level::Users(users), req_id };
-        http::build(prepared, &shared.host, shared.tag.then_some(&tag), &mut request);
+        shared.target.build(prepared, shared.tag.then_some(&tag), &mut request);
         if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
             conn = None;
         }
@@ -100,10 +98,10 @@ pub async fn run_user(
         let outcome = until(timer.as_mut(), deadline, async {
             if conn.is_none() {
                 connecting = true;
-                conn = Some(http::connect(shared.addr, prepared.timeout).await?);
+                conn = Some(shared.target.connect(prepared.timeout).await?);
                 connecting = false;
             }
-            http::exchange(conn.as_mut().expect("connected above"), &request, prepared.head).await
+            shared.target.exchange(conn.as_mut().expect("connected above"), &mut request, prepared).await
         })
         .await
         .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));
@@ -137,7 +135,10 @@ pub async fn run_user(
                 conn = None;
                 if matches!(
                     class,
-                    ErrorClass::ConnectRefused | ErrorClass::ConnectError | ErrorClass::ConnectTimeout
+                    ErrorClass::ConnectRefused
+                        | ErrorClass::ConnectError
+                        | ErrorClass::ConnectTimeout
+                        | ErrorClass::Tls
                 ) {
                     backoff = CONNECT_BACKOFF;
                 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use pinchpoint_engine::{
-    Arrivals, ErrorClass, Level, Live, OpenLoop, Phase, RequestSpec, RunConfig, RunSummary, Step, StepStats,
-    Think,
+    Arrivals, ErrorClass, HttpVersion, Level, Live, OpenLoop, Phase, Protocol, RequestSpec, RunConfig, RunSummary,
+    Step, StepStats, Think, TlsOptions,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -68,6 +68,30 @@ struct PyOpen {
     max_in_flight: u32,
 }
 
+/// `http` is "1.1" or "2"; with `tls`, the certificate is checked against the default
+/// roots and `ca_file`, or not at all with `insecure`.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PyProtocol {
+    http: String,
+    tls: bool,
+    ca_file: Option<PathBuf>,
+    insecure: bool,
+    streams_per_connection: u32,
+}
+
+impl PyProtocol {
+    fn into_protocol(self) -> PyResult<Protocol> {
+        let http = match self.http.as_str() {
+            "1.1" => HttpVersion::Http1,
+            "2" => HttpVersion::Http2,
+            other => return Err(PyValueError::new_err(format!("unknown HTTP version {other:?}: use \"1.1\" or \"2\""))),
+        };
+        let tls = self.tls.then_some(TlsOptions { ca_file: self.ca_file, insecure: self.insecure });
+        Ok(Protocol { http, tls, streams_per_connection: self.streams_per_connection })
+    }
+}
+
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
 struct PyConfig {
@@ -83,6 +107,7 @@ struct PyConfig {
     records_path: PathBuf,
     threads: usize,
     tag: bool,
+    protocol: PyProtocol,
 }
 
 fn seconds(name: &str, value: f64) -> PyResult<Duration> {
@@ -163,6 +188,7 @@ impl PyConfig {
             records_path: self.records_path,
             threads: self.threads,
             tag: self.tag,
+            protocol: self.protocol.into_protocol()?,
         })
     }
 }

@@ -33,6 +33,7 @@ ERROR_CLASSES = (
     "connect_refused",
     "connect_timeout",
     "connect_error",
+    "tls",
     "reset",
     "closed",
     "timeout",

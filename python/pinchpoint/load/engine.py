@@ -80,6 +80,7 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> dict:
         "records_path": str(records_path),
         "threads": load.threads,
         "tag": plan.target.tag,
+        "protocol": plan.target.engine_protocol(),
     }
 
 

@@ -44,6 +44,9 @@ class UrlLoad:
     threads: int = 0
     timeout: float = 10.0
     tag: bool = False
+    http2: bool = False
+    insecure: bool = False
+    ca_file: str | None = None
 
 
 def url_plan(spec: UrlLoad) -> Plan:
@@ -53,6 +56,9 @@ def url_plan(spec: UrlLoad) -> Plan:
         "[target]",
         f"url = {json.dumps(f'{parts.scheme}://{parts.netloc}')}",
         f"tag = {'true' if spec.tag else 'false'}",
+        *(['http = "2"'] if spec.http2 else []),
+        *(["insecure = true"] if spec.insecure else []),
+        *([f"ca_file = {json.dumps(spec.ca_file)}"] if spec.ca_file is not None else []),
         "[load]",
         "warmup = 0",
         f"timeout = {spec.timeout!r}",

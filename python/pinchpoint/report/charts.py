@@ -40,7 +40,8 @@ PERCENTILES = [
 ]
 # Errors by class: the engine's transport errors first, then HTTP statuses.
 ERROR_CLASSES = [
-    "timeout", "connect_timeout", "connect_refused", "connect_error", "reset", "closed", "io",
+    "timeout", "connect_timeout", "connect_refused", "connect_error", "tls", "reset", "closed",
+    "io",
 ]  # fmt: skip
 ERROR_PALETTE = [
     "#d62728", "#ff7f0e", "#8c564b", "#e377c2", "#9467bd", "#bcbd22", "#7f7f7f",

@@ -288,6 +288,7 @@ pub fn config(dir: &Path, port: u16, paths: &[&str], steps: Vec<Step>) -> RunCon
         records_path: dir.join("requests.arrows"),
         threads: 2,
         tag: true,
+        protocol: Default::default(),
     }
 }
 

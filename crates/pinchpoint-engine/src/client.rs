@@ -1,0 +1,159 @@
+//! The target as the users and the open-loop senders see it: where it is, which HTTP
+//! version it speaks and whether over TLS. A [`Conn`] is HTTP/1.1 over TCP (the fast
+//! path: the engine's own client in `http.rs`), HTTP/1.1 over TLS (the same client),
+//! or a share of an HTTP/2 connection (`http2.rs`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Request;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use crate::config::{HttpVersion, Protocol, OPEN_LOOP_STREAMS};
+use crate::http::{self, Prepared, Response, Tag};
+use crate::http2::{self, Failure};
+use crate::outcome::ErrorClass;
+use crate::tls::{self, Connector};
+
+pub struct Target {
+    pub addr: SocketAddr,
+    /// `Host` (HTTP/1.1) or `:authority` (HTTP/2), unless the plan sets its own.
+    pub host: String,
+    tls: Option<Connector>,
+    /// Some for HTTP/2.
+    h2: Option<http2::Pool>,
+}
+
+pub enum Conn {
+    Plain(http::Conn<TcpStream>),
+    /// Boxed: a TLS session is over a kilobyte, and a user holds its connection inline.
+    Tls(Box<http::Conn<TlsStream<TcpStream>>>),
+    H2(http2::Conn),
+}
+
+/// A request laid out for the target's HTTP version, ready to send.
+#[derive(Default)]
+pub struct Outgoing {
+    /// HTTP/1.1: the request's bytes.
+    bytes: Vec<u8>,
+    /// HTTP/2: the request, or why it could not be made.
+    h2: Option<Result<Request<Full<Bytes>>, ErrorClass>>,
+}
+
+impl Target {
+    /// `server_name` is the URL's host: the TLS server name. `open_loop` sets how many
+    /// streams an HTTP/2 connection carries unless the protocol says.
+    pub fn new(
+        addr: SocketAddr,
+        host: String,
+        server_name: &str,
+        protocol: &Protocol,
+        open_loop: bool,
+    ) -> Result<Self, String> {
+        let alpn = match protocol.http {
+            HttpVersion::Http1 => tls::ALPN_HTTP1,
+            HttpVersion::Http2 => tls::ALPN_H2,
+        };
+        let tls = protocol
+            .tls
+            .as_ref()
+            .map(|options| Connector::new(options, server_name, alpn))
+            .transpose()?;
+        let h2 = (protocol.http == HttpVersion::Http2).then(|| {
+            let streams = match protocol.streams_per_connection {
+                0 if open_loop => OPEN_LOOP_STREAMS,
+                0 => 1,
+                n => n,
+            };
+            http2::Pool::new(streams)
+        });
+        Ok(Self { addr, host, tls, h2 })
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// Lays out `prepared` with `tag` into `out`, replacing what it held.
+    pub fn build(&self, prepared: &Prepared, tag: Option<&Tag>, out: &mut Outgoing) {
+        if self.h2.is_some() {
+            out.h2 = Some(http2::build(prepared, self.scheme(), &self.host, tag));
+        } else {
+            http::build(prepared, &self.host, tag, &mut out.bytes);
+        }
+    }
+
+    /// A connection: TCP within `timeout`, then the TLS handshake within `timeout`;
+    /// for HTTP/2 a share of a live connection, or a new one.
+    pub async fn connect(&self, timeout: Duration) -> Result<Conn, ErrorClass> {
+        match (&self.h2, &self.tls) {
+            (None, None) => Ok(Conn::Plain(http::connect(self.addr, timeout).await?)),
+            (None, Some(tls)) => {
+                Box::pin(async {
+                    let tcp = http::connect_tcp(self.addr, timeout).await?;
+                    Ok(Conn::Tls(Box::new(http::Conn::new(tls.handshake(tcp, timeout).await?))))
+                })
+                .await
+            }
+            (Some(pool), _) => Box::pin(pool.connect(self.h2_stream(timeout))).await.map(Conn::H2),
+        }
+    }
+
+    /// The byte stream under a new HTTP/2 connection.
+    async fn h2_stream(&self, timeout: Duration) -> Result<Box<dyn http2::Io>, ErrorClass> {
+        let tcp = http::connect_tcp(self.addr, timeout).await?;
+        Ok(match &self.tls {
+            None => Box::new(tcp),
+            Some(tls) => Box::new(tls.handshake(tcp, timeout).await?),
+        })
+    }
+
+    /// Sends on `conn` what [`Target::build`] laid out for `prepared` and reads the
+    /// whole response. An HTTP/2 request that its closing connection never sent goes
+    /// once more on a new connection.
+    pub async fn exchange(
+        &self,
+        conn: &mut Conn,
+        out: &mut Outgoing,
+        prepared: &Prepared,
+    ) -> Result<Response, ErrorClass> {
+        match conn {
+            Conn::Plain(c) => http::exchange(c, &out.bytes, prepared.head).await,
+            Conn::Tls(c) => http::exchange(c, &out.bytes, prepared.head).await,
+            Conn::H2(c) => {
+                let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
+                let request = out.h2.take().ok_or(ErrorClass::Io)??;
+                Box::pin(async move {
+                    let again = http2::copy(&request);
+                    match http2::exchange(c, request).await {
+                        Err(Failure::Refused) => {
+                            pool.reconnect(c, self.h2_stream(prepared.timeout)).await?;
+                            http2::exchange(c, again).await.map_err(Failure::class)
+                        }
+                        done => done.map_err(Failure::class),
+                    }
+                })
+                .await
+            }
+        }
+    }
+}
+
+impl Conn {
+    /// False when the connection cannot carry another request (the server closed it
+    /// while it was idle): the next request then goes on a new one.
+    pub fn is_reusable(&mut self) -> bool {
+        match self {
+            Conn::Plain(c) => c.is_reusable(),
+            Conn::Tls(c) => c.is_reusable(),
+            Conn::H2(c) => c.is_reusable(),
+        }
+    }
+}

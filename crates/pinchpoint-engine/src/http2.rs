@@ -1,0 +1,362 @@
+//! HTTP/2 on hyper's client: connections with prior knowledge (h2c) or over TLS, each
+//! shared by up to `streams` holders (closed-loop users or open-loop senders), each
+//! holder with one stream at a time.
+//!
+//! A [`Pool`] keeps slots, each with at most one live connection. A holder takes the
+//! slot with the fewest holders (a new slot when all are full), and the first holder
+//! to find the slot without a live connection opens one while the others wait for it.
+//! With one stream per connection every closed-loop user has its own connection, as
+//! over HTTP/1.1.
+//!
+//! Errors: a stream reset by the server (RST_STREAM) is `reset`, a connection ended by
+//! GOAWAY is `closed`, I/O errors as on HTTP/1.1, other protocol errors `io`. A request
+//! that was never sent because its connection was closing (a graceful GOAWAY, as nginx
+//! sends after `keepalive_requests`) goes once more on a new connection: over HTTP/1.1
+//! the same server says `Connection: close` on its last response, and no request fails.
+
+use std::error::Error as _;
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http2::{Builder, SendRequest};
+use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
+use hyper::{Method, Request, Uri};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::http::{push_tag_values, Prepared, Response, Tag};
+use crate::outcome::{classify_io, ErrorClass};
+
+type Sender = SendRequest<Full<Bytes>>;
+
+/// The byte stream under a connection: TCP or TLS.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+
+pub struct Pool {
+    streams: usize,
+    slots: Mutex<Vec<Arc<Slot>>>,
+}
+
+#[derive(Default)]
+struct Slot {
+    holders: AtomicUsize,
+    live: tokio::sync::Mutex<Live>,
+}
+
+/// A slot's connection, numbered so that a holder retires only the one it used.
+#[derive(Default)]
+struct Live {
+    generation: u64,
+    sender: Option<Sender>,
+}
+
+/// A place in a slot; left when dropped.
+struct Holder(Arc<Slot>);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.0.holders.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A holder's share of a connection.
+pub struct Conn {
+    holder: Holder,
+    generation: u64,
+    sender: Sender,
+}
+
+impl Conn {
+    /// False once the connection has ended (an error, the server's close).
+    pub fn is_reusable(&self) -> bool {
+        !self.sender.is_closed()
+    }
+
+    /// A connection that said GOAWAY takes no new stream: the next holder to connect
+    /// in this slot opens a new one.
+    async fn retire(&self) {
+        let mut live = self.holder.0.live.lock().await;
+        if live.generation == self.generation {
+            live.sender = None;
+        }
+    }
+}
+
+impl Pool {
+    pub fn new(streams: u32) -> Self {
+        Self {
+            streams: streams.max(1) as usize,
+            slots: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn take_slot(&self) -> Holder {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let least = slots
+            .iter()
+            .filter(|s| s.holders.load(Ordering::Acquire) < self.streams)
+            .min_by_key(|s| s.holders.load(Ordering::Acquire))
+            .cloned();
+        let slot = least.unwrap_or_else(|| {
+            slots.push(Arc::default());
+            slots.last().expect("pushed").clone()
+        });
+        slot.holders.fetch_add(1, Ordering::AcqRel);
+        Holder(slot)
+    }
+
+    /// A share of a live connection; `open` gives the byte stream (TCP or TLS) when a
+    /// new connection is needed (it is not awaited otherwise).
+    pub async fn connect(
+        &self,
+        open: impl Future<Output = Result<Box<dyn Io>, ErrorClass>>,
+    ) -> Result<Conn, ErrorClass> {
+        let holder = self.take_slot();
+        let (generation, sender) = share(&holder.0, open).await?;
+        Ok(Conn {
+            holder,
+            generation,
+            sender,
+        })
+    }
+
+    /// Moves `conn` to a new connection in its slot, after its own said GOAWAY.
+    pub async fn reconnect(
+        &self,
+        conn: &mut Conn,
+        open: impl Future<Output = Result<Box<dyn Io>, ErrorClass>>,
+    ) -> Result<(), ErrorClass> {
+        conn.retire().await;
+        (conn.generation, conn.sender) = share(&conn.holder.0, open).await?;
+        Ok(())
+    }
+}
+
+/// The slot's live connection, opened first if it has none.
+async fn share(
+    slot: &Slot,
+    open: impl Future<Output = Result<Box<dyn Io>, ErrorClass>>,
+) -> Result<(u64, Sender), ErrorClass> {
+    let mut live = slot.live.lock().await;
+    match &live.sender {
+        Some(sender) if !sender.is_closed() => Ok((live.generation, sender.clone())),
+        _ => {
+            live.sender = None;
+            let stream = open.await?;
+            let (sender, connection) = Builder::new(TokioExecutor::new())
+                .handshake(TokioIo::new(stream))
+                .await
+                .map_err(|e| inspect(&e).class)?;
+            tokio::spawn(connection);
+            live.generation += 1;
+            live.sender = Some(sender.clone());
+            Ok((live.generation, sender))
+        }
+    }
+}
+
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2); a plan's `Host` becomes `:authority`.
+fn connection_specific(name: &str) -> bool {
+    [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// The request as HTTP/2 sends it: `scheme` and `authority` (the plan's `Host`, if it
+/// sets one) give the pseudo-headers, the tag goes in the query and `X-Pinchpoint`.
+pub fn build(
+    prepared: &Prepared,
+    scheme: &str,
+    authority: &str,
+    tag: Option<&Tag>,
+) -> Result<Request<Full<Bytes>>, ErrorClass> {
+    let authority = prepared
+        .fields
+        .iter()
+        .rfind(|(k, _)| k.eq_ignore_ascii_case("host"))
+        .map_or(authority, |(_, v)| v.as_str());
+    let mut uri = Vec::with_capacity(scheme.len() + authority.len() + prepared.path.len() + 64);
+    uri.extend_from_slice(scheme.as_bytes());
+    uri.extend_from_slice(b"://");
+    uri.extend_from_slice(authority.as_bytes());
+    uri.extend_from_slice(prepared.path.as_bytes());
+    if let Some(tag) = tag {
+        uri.push(prepared.query_sep as u8);
+        push_tag_values(&mut uri, b"pp_run=", b"&pp_", tag);
+    }
+    let uri = Uri::from_maybe_shared(Bytes::from(uri)).map_err(|_| ErrorClass::Io)?;
+    let method = Method::from_bytes(prepared.method.as_bytes()).map_err(|_| ErrorClass::Io)?;
+    let mut request = Request::builder().method(method).uri(uri);
+    let headers = request.headers_mut().expect("a valid method and URI");
+    for (k, v) in &prepared.fields {
+        if connection_specific(k) {
+            continue;
+        }
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| ErrorClass::Io)?;
+        let value = HeaderValue::from_str(v).map_err(|_| ErrorClass::Io)?;
+        headers.insert(name, value);
+    }
+    if let Some(tag) = tag {
+        let mut value = Vec::with_capacity(64);
+        push_tag_values(&mut value, b"run=", b"; ", tag);
+        let value = HeaderValue::from_bytes(&value).map_err(|_| ErrorClass::Io)?;
+        headers.insert(HeaderName::from_static("x-pinchpoint"), value);
+    }
+    headers.remove(HOST);
+    request
+        .body(Full::new(Bytes::copy_from_slice(&prepared.body)))
+        .map_err(|_| ErrorClass::Io)
+}
+
+/// Why an exchange failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The request was never sent: the connection ended (a graceful GOAWAY) while it
+    /// waited for it. Safe to send again.
+    Refused,
+    Failed(ErrorClass),
+}
+
+impl Failure {
+    pub fn class(self) -> ErrorClass {
+        match self {
+            Failure::Refused => ErrorClass::Closed,
+            Failure::Failed(class) => class,
+        }
+    }
+}
+
+/// Sends one request on its own stream and reads the whole response body.
+pub async fn exchange(conn: &mut Conn, request: Request<Full<Bytes>>) -> Result<Response, Failure> {
+    let response = match conn.sender.send_request(request).await {
+        Ok(response) => response,
+        Err(e) => {
+            let seen = inspect(&e);
+            if seen.go_away {
+                conn.retire().await;
+            }
+            return Err(if seen.refused {
+                Failure::Refused
+            } else {
+                Failure::Failed(seen.class)
+            });
+        }
+    };
+    let status = response.status().as_u16();
+    let length = response
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let mut body = response.into_body();
+    let mut bytes = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(e) => {
+                let seen = inspect(&e);
+                if seen.go_away {
+                    conn.retire().await;
+                }
+                // A graceful GOAWAY may be reported on a stream whose body has all
+                // come (before its end flag was read): that response is complete.
+                if seen.graceful && length == Some(bytes) {
+                    break;
+                }
+                return Err(Failure::Failed(seen.class));
+            }
+        };
+        if let Some(data) = frame.data_ref() {
+            bytes += data.len() as u64;
+        }
+    }
+    Ok(Response {
+        status,
+        bytes,
+        closing: false,
+    })
+}
+
+/// The same request again (its body and URI are shared, not copied).
+pub fn copy(request: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
+    let mut again = Request::new(request.body().clone());
+    *again.method_mut() = request.method().clone();
+    *again.uri_mut() = request.uri().clone();
+    *again.headers_mut() = request.headers().clone();
+    again
+}
+
+/// What a failed HTTP/2 exchange says about itself.
+#[derive(Debug)]
+struct Seen {
+    class: ErrorClass,
+    /// The connection said GOAWAY.
+    go_away: bool,
+    /// The request was never sent.
+    refused: bool,
+    /// A GOAWAY without error (a graceful close).
+    graceful: bool,
+}
+
+/// The error class of a failed HTTP/2 exchange, from the h2 or I/O error beneath: a
+/// stream reset is `reset`, GOAWAY `closed`, I/O errors as on HTTP/1.1.
+fn inspect(err: &hyper::Error) -> Seen {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
+    while let Some(e) = source {
+        if let Some(h2) = e.downcast_ref::<h2::Error>() {
+            let go_away = h2.is_go_away();
+            let graceful = go_away && h2.reason() == Some(h2::Reason::NO_ERROR);
+            let class = if let Some(io) = h2.get_io() {
+                classify_io(io)
+            } else if go_away {
+                ErrorClass::Closed
+            } else if h2.is_reset() {
+                ErrorClass::Reset
+            } else {
+                ErrorClass::Io
+            };
+            // Sent, and maybe processed before the GOAWAY: not sent again.
+            return Seen {
+                class,
+                go_away,
+                refused: false,
+                graceful,
+            };
+        }
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            let class = classify_io(io);
+            return Seen {
+                class,
+                go_away: false,
+                refused: false,
+                graceful: false,
+            };
+        }
+        source = e.source();
+    }
+    // hyper cancels a request it never sent: the connection ended (a graceful GOAWAY,
+    // as nginx sends after `keepalive_requests`) while the request waited for it.
+    let refused = err.is_canceled();
+    let class = if refused || err.is_closed() || err.is_incomplete_message() {
+        ErrorClass::Closed
+    } else {
+        ErrorClass::Io
+    };
+    Seen {
+        class,
+        go_away: false,
+        refused,
+        graceful: false,
+    }
+}
