@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages pinchpoint starts for real: `demo` needs nginx; `test` also
-# needs what the tests run against: a browser for the report, wrk for the benchmarks, and
-# the servers whose own log lines the format tests parse.
+# needs what the tests run against: a browser for the report, wrk for the benchmarks, the
+# servers whose own log lines the format tests parse, and Prometheus with node_exporter.
 set -euo pipefail
 mode=${1:-demo}
 
@@ -17,6 +17,9 @@ if [ "$mode" = test ]; then
   have apache2 || need+=(apache2)
   have uwsgi || need+=(uwsgi-core uwsgi-plugin-python3)
   [ -x /usr/lib/postgresql/15/bin/initdb ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+  # The resource series read from a Prometheus server (the tests start their own).
+  have prometheus || need+=(prometheus)
+  have prometheus-node-exporter || need+=(prometheus-node-exporter)
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
@@ -31,5 +34,13 @@ if ! command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 echo "installing ${need[*]} with apt-get"
+# pinchpoint starts the servers it needs itself: keep the packages' postinst from starting
+# their services (it fails in a container without systemd), unless a policy is in place.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

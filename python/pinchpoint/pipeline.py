@@ -18,6 +18,7 @@ from pathlib import Path
 from pinchpoint.analyze import analyze
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
 from pinchpoint.collect.local import LocalCollector
+from pinchpoint.collect.prometheus import PrometheusCollector
 from pinchpoint.collect.remote import RemoteCollector, redact_tokens
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.find_knee import KneeRun, renumber_tier_requests, search_knee
@@ -64,11 +65,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def collectors(plan: Plan) -> list[Collector]:
-    """One collector for the components on this host, one per agent of the plan."""
+    """One collector for the components on this host, one per agent of the plan, and one
+    for the plan's Prometheus servers, if any."""
     local: Collector = LocalCollector([c for c in plan.component if c.host is None])
     remote: list[Collector] = [
         RemoteCollector(a, [c for c in plan.component if c.host == a.name]) for a in plan.agent
     ]
+    if plan.prometheus:
+        remote.append(PrometheusCollector(plan.prometheus))
     return [local, *remote]
 
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from pinchpoint.collect.formats import known_formats
+from pinchpoint.collect.prometheus_plan import Prometheus, check_series_names
 from pinchpoint.sla import Sla
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -582,6 +583,8 @@ class Plan(_Strict):
     component: list[Component] = Field(default_factory=list)
     sampling: Sampling = Sampling()
     agent: list[Agent] = Field(default_factory=list)
+    # Resource series read from Prometheus servers after the run (collect/prometheus.py).
+    prometheus: list[Prometheus] = Field(default_factory=list)
     # Service level objectives, checked after the run (pinchpoint.sla).
     sla: Sla | None = None
 
@@ -613,6 +616,11 @@ class Plan(_Strict):
                     raise ValueError(
                         f"component {c.name!r} calls {callee!r}, which the plan does not list"
                     )
+        return self
+
+    @model_validator(mode="after")
+    def _check_prometheus(self) -> Plan:
+        check_series_names(self.prometheus, [c.name for c in self.component])
         return self
 
     def tiers(self) -> list[str]:

@@ -92,3 +92,25 @@ def test_samples_without_the_new_columns_give_only_the_old_keys() -> None:
     out = resource_step(old, Window(step=0, users=4, start=10.0, end=13.0))
     assert set(out["gunicorn"]) == {"cpu_cores", "rss_bytes", "processes"}
     assert out["gunicorn"]["rss_bytes"] == 102
+
+
+def test_rows_without_cpu_memory_or_processes_are_summarised() -> None:
+    """A Prometheus series may lack them (cAdvisor without process metrics)."""
+    frame = pl.DataFrame(
+        {
+            "ts": [10.5, 11.5],
+            "component": ["db", "db"],
+            "cpu_cores": [None, None],
+            "rss_bytes": [None, None],
+            "processes": [None, None],
+            "cpu_throttled": [1, 2],
+        },
+        schema_overrides={
+            "cpu_cores": pl.Float64,
+            "rss_bytes": pl.Int64,
+            "processes": pl.Int32,
+            "cpu_throttled": pl.Int64,
+        },
+    )
+    out = resource_step(frame, Window(step=0, users=1, start=10.0, end=13.0))
+    assert out["db"] == {"cpu_cores": None, "rss_bytes": 0, "processes": 0}

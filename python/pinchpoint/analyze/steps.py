@@ -3,7 +3,9 @@ and the resources of each component, over the steady part of every step."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -257,15 +259,20 @@ def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict]:
     out = {}
     for name, frame in part.group_by("component"):
         out[str(name[0])] = {
-            "cpu_cores": float(frame["cpu_cores"].mean()),
-            "rss_bytes": int(frame["rss_bytes"].max()),
-            "processes": int(frame["processes"].median()),
+            # Rows of a Prometheus series may lack these: null, or 0 for the counts.
+            "cpu_cores": _or(frame["cpu_cores"].mean(), float, None),
+            "rss_bytes": _or(frame["rss_bytes"].max(), int, 0),
+            "processes": _or(frame["processes"].median(), int, 0),
             **_quota(frame),
             **_lock_waits(frame),
             **_pressure(frame),
             **_io_and_sockets(frame),
         }
     return out
+
+
+def _or(value: Any, cast: Callable[[Any], Any], default: Any) -> Any:
+    return cast(value) if value is not None else default
 
 
 def _measured(frame: pl.DataFrame, column: str) -> pl.Series | None:

@@ -1,8 +1,10 @@
 """What every collector offers, and writing what they collected into the run folder.
 
 A collector covers some components: LocalCollector those on this host, RemoteCollector
-those behind one agent. The pipeline starts and stops them all around the load, then
-writes resources.parquet, tiers.parquet and collection.json from what they give.
+those behind one agent; PrometheusCollector reads series of a Prometheus server after the
+run and lays them over the others' rows (an Overlay). The pipeline starts and stops them
+all around the load, then writes resources.parquet, tiers.parquet and collection.json
+from what they give.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, runtime_checkable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,6 +43,13 @@ class Collector(Protocol):
     def log_marks(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Overlay(Protocol):
+    """A collector whose rows go over the others' instead of beside them."""
+
+    def overlay(self, table: pa.Table) -> pa.Table: ...
 
 
 class TierWriter:
@@ -84,9 +93,13 @@ class TierWriter:
 
 
 def write_resources(collectors: Sequence[Collector], path: Path) -> None:
-    """resources.parquet from the samples of every collector."""
-    tables = [conform(c.resources()) for c in collectors]
-    pq.write_table(pa.concat_tables(tables) if tables else SCHEMA.empty_table(), path)
+    """resources.parquet from the samples of every collector, overlays last."""
+    tables = [conform(c.resources()) for c in collectors if not isinstance(c, Overlay)]
+    table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    for collector in collectors:
+        if isinstance(collector, Overlay):
+            table = conform(collector.overlay(table))
+    pq.write_table(table, path)
 
 
 def write_logs(
@@ -107,6 +120,9 @@ def write_logs(
     agents = {c.name: c.report() or {} for c in collectors if c.name is not None}
     if agents:
         collected["agents"] = agents
+    for collector in collectors:  # sections of collectors that are not agents (prometheus)
+        if collector.name is None and (section := collector.report()):
+            collected.update(section)
     for agent_name, report in agents.items():
         for name in report.get("components", []):
             entries.setdefault(name, _empty())["agent"] = agent_name
