@@ -54,8 +54,8 @@ def test_memory_stalls_as_the_app_slows_are_memory_pressure() -> None:
     steps[-1]["resources"]["gunicorn"].update(rss_bytes=900 * 2**20, memory_limit_bytes=2**30)
     b = decide(steps, CTX)["bottleneck"]
     assert (b["resource"], b["starts_at_users"]) == ("memory", 5)
-    assert "gunicorn's processes held 900 MiB of a 1024 MiB cgroup limit at 7 users" in (
-        b["evidence"]
+    assert (
+        "gunicorn's processes held 900 MiB of a 1024 MiB cgroup limit at 7 users" in (b["evidence"])
     )
     assert memory("app", growing({"memory_pressure": (0.0, 0.0, 0.02, 0.05)}), CTX) is None
 

@@ -23,6 +23,7 @@ pub fn schema() -> SchemaRef {
         Field::new("req_id", DataType::UInt64, false),
         Field::new("step", DataType::UInt32, false),
         Field::new("users", DataType::UInt32, false),
+        Field::new("endpoint", DataType::UInt16, false),
         Field::new("start_us", DataType::Int64, false),
         Field::new("intended_us", DataType::Int64, false),
         Field::new("latency_us", DataType::Int64, false),
@@ -38,6 +39,7 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
     let mut req_id = UInt64Builder::with_capacity(n);
     let mut step = UInt32Builder::with_capacity(n);
     let mut users = UInt32Builder::with_capacity(n);
+    let mut endpoint = UInt16Builder::with_capacity(n);
     let mut start = Int64Builder::with_capacity(n);
     let mut intended = Int64Builder::with_capacity(n);
     let mut latency = Int64Builder::with_capacity(n);
@@ -49,6 +51,7 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
         req_id.append_value(r.req_id);
         step.append_value(r.step);
         users.append_value(r.users);
+        endpoint.append_value(r.endpoint);
         start.append_value(r.start_us);
         intended.append_value(r.intended_us);
         latency.append_value(r.latency_us);
@@ -61,6 +64,7 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
         Arc::new(req_id.finish()),
         Arc::new(step.finish()),
         Arc::new(users.finish()),
+        Arc::new(endpoint.finish()),
         Arc::new(start.finish()),
         Arc::new(intended.finish()),
         Arc::new(latency.finish()),

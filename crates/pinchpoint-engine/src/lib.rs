@@ -23,4 +23,4 @@ pub use config::{HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, 
 pub use outcome::ErrorClass;
 pub use run::{records_to_parquet, run, Level, RunSummary, Window};
 pub use schedule::{Arrivals, Phase, PhaseKind};
-pub use stats::{Live, StepStats};
+pub use stats::{EndpointStats, Live, StepStats};

@@ -316,7 +316,8 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
 }
 
 async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: &mut Outgoing) -> Record {
-    let prepared = &shared.requests[shared.cycle[(job.req_id % shared.cycle.len() as u64) as usize] as usize];
+    let endpoint = shared.cycle[(job.req_id % shared.cycle.len() as u64) as usize];
+    let prepared = &shared.requests[endpoint as usize];
     let rate = &shared.rates[job.phase as usize];
     let tag = Tag { run_id: &shared.run_id, level: Level::Rate(rate), req_id: job.req_id };
     shared.target.build(prepared, shared.tag.then_some(&tag), request);
@@ -340,6 +341,7 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: 
         req_id: job.req_id,
         step: job.phase,
         users: 0,
+        endpoint: endpoint as u16,
         start_us: shared.unix_us(sent),
         intended_us: job.intended_us,
         latency_us: done.saturating_duration_since(job.intended).as_micros() as i64,

@@ -8,6 +8,8 @@ pub struct Record {
     pub step: u32,
     /// Closed loop: users of the step (as in the tag). Open loop: 0.
     pub users: u32,
+    /// Which of the plan's requests this was: its index in the plan.
+    pub endpoint: u16,
     /// When the request was sent, unix epoch microseconds.
     pub start_us: i64,
     /// When the schedule meant it to be sent (open loop); `start_us` in closed loop.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
 
@@ -26,6 +27,22 @@ pub struct StepStats {
     pub statuses: BTreeMap<u16, u64>,
     pub bytes: u64,
     pub histogram: Histogram<u64>,
+    /// The same per request of the plan, indexed by the record's `endpoint`.
+    pub endpoints: Vec<EndpointStats>,
+}
+
+#[derive(Clone, Debug)]
+pub struct EndpointStats {
+    pub requests: u64,
+    /// Requests that got no response or an HTTP status of 400 or more.
+    pub failed: u64,
+    pub histogram: Histogram<u64>,
+}
+
+impl EndpointStats {
+    fn new() -> Self {
+        Self { requests: 0, failed: 0, histogram: new_histogram() }
+    }
 }
 
 impl StepStats {
@@ -39,6 +56,7 @@ impl StepStats {
             statuses: BTreeMap::new(),
             bytes: 0,
             histogram: new_histogram(),
+            endpoints: Vec::new(),
         }
     }
 
@@ -54,6 +72,49 @@ impl StepStats {
         }
         let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
         self.histogram.record(us).expect("latency clamped into the histogram's range");
+        let at = r.endpoint as usize;
+        if self.endpoints.len() <= at {
+            self.endpoints.resize_with(at + 1, EndpointStats::new);
+        }
+        let e = &mut self.endpoints[at];
+        e.requests += 1;
+        e.failed += u64::from(r.error.is_some() || r.status >= 400);
+        e.histogram.record(us).expect("latency clamped into the histogram's range");
+    }
+}
+
+/// Latencies since the last time a watcher took them: the live view's window.
+pub struct LiveWindow {
+    histogram: Mutex<Histogram<u64>>,
+}
+
+impl Default for LiveWindow {
+    fn default() -> Self {
+        Self { histogram: Mutex::new(new_histogram()) }
+    }
+}
+
+impl std::fmt::Debug for LiveWindow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveWindow")
+    }
+}
+
+impl LiveWindow {
+    fn add(&self, records: &[Record]) {
+        let mut h = self.histogram.lock().unwrap_or_else(|e| e.into_inner());
+        for r in records {
+            let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
+            h.record(us).expect("latency clamped into the histogram's range");
+        }
+    }
+
+    /// The latencies recorded since the previous take, leaving the window empty.
+    pub fn take(&self) -> Histogram<u64> {
+        let mut h = self.histogram.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = h.clone();
+        h.reset();
+        taken
     }
 }
 
@@ -69,6 +130,7 @@ pub struct Live {
     pub level_milli: AtomicU64,
     /// Open loop: requests that waited for a free connection (the cap was reached).
     pub late: AtomicU64,
+    pub window: LiveWindow,
 }
 
 impl Live {
@@ -78,5 +140,6 @@ impl Live {
         self.requests.fetch_add(records.len() as u64, Ordering::Relaxed);
         self.errors.fetch_add(errors as u64, Ordering::Relaxed);
         self.latency_sum_us.fetch_add(latency as u64, Ordering::Relaxed);
+        self.window.add(records);
     }
 }

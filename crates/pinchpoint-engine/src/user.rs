@@ -81,7 +81,8 @@ pub async fn run_user(
             pause(&mut done, PARKED_POLL).await;
             continue;
         }
-        let prepared = &shared.requests[shared.cycle[turn % shared.cycle.len()] as usize];
+        let endpoint = shared.cycle[turn % shared.cycle.len()];
+        let prepared = &shared.requests[endpoint as usize];
         turn += 1;
         let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);
         let tag = Tag { run_id: &shared.run_id, level: Level::Users(users), req_id };
@@ -113,6 +114,7 @@ pub async fn run_user(
             req_id,
             step,
             users,
+            endpoint: endpoint as u16,
             start_us,
             intended_us: start_us,
             latency_us,

@@ -111,6 +111,14 @@ fn weights_set_the_mix_in_closed_loop() {
     let paths = count_by(&server.received(), |r| r.uri.split('?').next().unwrap().to_string());
     eprintln!("weights 1:4 over {} requests: {paths:?}", s.records);
     assert!((paths["/b"] as i64 - 4 * paths["/a"] as i64).abs() <= 4, "{paths:?}");
+    // Each record names its request, and each request has its own histogram.
+    let rows = parquet_rows(&cfg);
+    let by_endpoint = count_by(&rows, |r| r.endpoint);
+    assert_eq!((by_endpoint[&0], by_endpoint[&1]), (paths["/a"], paths["/b"]));
+    let step = &s.steps[0];
+    let counted: Vec<u64> = step.endpoints.iter().map(|e| e.histogram.len()).collect();
+    assert_eq!(counted, vec![paths["/a"], paths["/b"]]);
+    assert_eq!(step.endpoints.iter().map(|e| e.requests).sum::<u64>(), step.requests);
 }
 
 #[test]

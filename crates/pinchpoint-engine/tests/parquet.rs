@@ -18,6 +18,7 @@ fn records(first_id: u64, n: usize) -> Vec<Record> {
             req_id: first_id + i,
             step: (i % 3) as u32,
             users: 1 + (i % 3) as u32,
+            endpoint: (i % 2) as u16,
             start_us: 1_700_000_000_000_000 + i as i64,
             intended_us: 1_700_000_000_000_000 + i as i64 - 7,
             latency_us: 100 + i as i64,
@@ -72,6 +73,7 @@ fn complete_stream_converts_every_row_with_the_documented_schema() {
     assert_eq!(rows[6].error, None);
     assert_eq!((rows[7].step, rows[7].users, rows[7].latency_us), (expected[7].step, expected[7].users, 107));
     assert_eq!((rows[7].start_us - rows[7].intended_us, rows[7].service_us), (7, 100));
+    assert_eq!((rows[7].endpoint, rows[8].endpoint), (1, 0));
 
     let file = File::open(src.with_extension("parquet")).unwrap();
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
@@ -85,6 +87,7 @@ fn complete_stream_converts_every_row_with_the_documented_schema() {
         ("req_id", DataType::UInt64, false),
         ("step", DataType::UInt32, false),
         ("users", DataType::UInt32, false),
+        ("endpoint", DataType::UInt16, false),
         ("start_us", DataType::Int64, false),
         ("intended_us", DataType::Int64, false),
         ("latency_us", DataType::Int64, false),

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hdrhistogram::serialization::{Serializer, V2Serializer};
+use hdrhistogram::Histogram;
 use pinchpoint_engine::{
     Arrivals, ErrorClass, HttpVersion, Level, Live, OpenLoop, Phase, Protocol, RequestSpec, RunConfig, RunSummary,
     Step, StepStats, Think, TlsOptions,
@@ -222,6 +223,13 @@ impl LoadRun {
         d.set_item("kind", if self.open_loop { "rate" } else { "users" })?;
         d.set_item("level", self.live.level_milli.load(Ordering::Relaxed) as f64 / 1000.0)?;
         d.set_item("late", self.live.late.load(Ordering::Relaxed))?;
+        // Latencies since the previous snapshot: the live view's last window.
+        let window = self.live.window.take();
+        d.set_item("window_requests", window.len())?;
+        if !window.is_empty() {
+            d.set_item("window_p50_us", window.value_at_quantile(0.5))?;
+            d.set_item("window_p99_us", window.value_at_quantile(0.99))?;
+        }
         Ok(d)
     }
 
@@ -280,7 +288,23 @@ fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyRe
         statuses.set_item(*code, *n)?;
     }
     d.set_item("statuses", statuses)?;
-    let h = &s.histogram;
+    latency_items(py, &d, &s.histogram)?;
+    let endpoints = PyList::empty(py);
+    for (i, e) in s.endpoints.iter().enumerate() {
+        let ed = PyDict::new(py);
+        ed.set_item("endpoint", i)?;
+        ed.set_item("requests", e.requests)?;
+        ed.set_item("failed", e.failed)?;
+        latency_items(py, &ed, &e.histogram)?;
+        endpoints.append(ed)?;
+    }
+    d.set_item("endpoints", endpoints)?;
+    Ok(d)
+}
+
+/// A histogram's percentiles, min, max and mean (µs), and the histogram itself
+/// (HdrHistogram V2 encoding) into `d`.
+fn latency_items(py: Python<'_>, d: &Bound<'_, PyDict>, h: &Histogram<u64>) -> PyResult<()> {
     let pct = PyDict::new(py);
     if !h.is_empty() {
         for q in [50.0, 90.0, 95.0, 99.0, 99.9, 99.99] {
@@ -296,7 +320,7 @@ fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyRe
         .serialize(h, &mut hdr)
         .map_err(|e| PyRuntimeError::new_err(format!("histogram serialization: {e:?}")))?;
     d.set_item("hdr_v2", PyBytes::new(py, &hdr))?;
-    Ok(d)
+    Ok(())
 }
 
 fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyDict>> {

@@ -308,6 +308,7 @@ pub struct Row {
     pub req_id: u64,
     pub step: u32,
     pub users: u32,
+    pub endpoint: u16,
     pub start_us: i64,
     pub intended_us: i64,
     pub latency_us: i64,
@@ -338,6 +339,7 @@ pub fn read_parquet(path: &Path) -> Vec<Row> {
         let req_id = col("req_id");
         let step = col("step");
         let users = col("users");
+        let endpoint = col("endpoint");
         let start = col("start_us");
         let intended = col("intended_us");
         let latency = col("latency_us");
@@ -351,6 +353,7 @@ pub fn read_parquet(path: &Path) -> Vec<Row> {
                 req_id: req_id.as_primitive::<UInt64Type>().value(i),
                 step: step.as_primitive::<UInt32Type>().value(i),
                 users: users.as_primitive::<UInt32Type>().value(i),
+                endpoint: endpoint.as_primitive::<UInt16Type>().value(i),
                 start_us: start.as_primitive::<Int64Type>().value(i),
                 intended_us: intended.as_primitive::<Int64Type>().value(i),
                 latency_us: latency.as_primitive::<Int64Type>().value(i),
