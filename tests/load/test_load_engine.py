@@ -21,6 +21,7 @@ DOCUMENTED_COLUMNS = [
     ("req_id", pa.uint64()),
     ("step", pa.uint32()),
     ("users", pa.uint32()),
+    ("endpoint", pa.uint16()),
     ("start_us", pa.int64()),
     ("intended_us", pa.int64()),
     ("latency_us", pa.int64()),

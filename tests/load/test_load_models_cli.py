@@ -82,7 +82,9 @@ path = "/b"
     a, b = summary["endpoints"]
     assert (a["request"], a["requests"]) == ("GET /a", paths["/a"])
     assert (b["request"], b["requests"]) == ("GET /b", paths["/b"])
-    assert abs(a["requests"] - 3 * b["requests"]) <= 3
+    # Each user goes through the 3:1 cycle from its own place in it: at most 3 users stop
+    # part of the way through a cycle.
+    assert abs(a["requests"] - 3 * b["requests"]) <= 9
     assert a["latency_us"]["p50"] <= a["latency_us"]["p99"] <= a["latency_us"]["max"]
     # The histograms are kept per step and per request of the plan.
     histograms = json.loads((tmp_path / "out" / "histograms.json").read_text())
