@@ -82,3 +82,18 @@ def test_step_counts_come_from_the_steady_part_of_each_step(recorded) -> None:
         assert step["throughput_rps"] == pytest.approx(
             expected / (window["end"] - window["start"] - run["warmup_s"]), rel=1e-3
         )
+
+
+def test_every_step_has_the_percentile_ladder_of_client_tiers_and_self_time(recorded) -> None:
+    verdict = analyze(recorded("demo-pool2"))
+    ladder = ("50", "90", "95", "99", "99.9")
+    for step in verdict["steps"]:
+        client = [step["latency_ms"][f"p{q}"] for q in ladder]
+        assert client == sorted(client), step["users"]
+        for name, tier in step["tiers"].items():
+            total = [tier[f"p{q}_ms"] for q in ladder]
+            assert total == sorted(total), (step["users"], name)
+            if tier["self_by"] == "request":
+                own = [tier[f"self_p{q}_ms"] for q in ladder]
+                assert own == sorted(own), (step["users"], name)
+                assert own[-1] <= total[-1] + 1e-9

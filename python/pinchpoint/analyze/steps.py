@@ -56,13 +56,17 @@ def steady_windows(run: dict) -> list[Window]:
     return out
 
 
+# Percentiles of the client's latency and of each tier's time and self time per step.
+PERCENTILES = (50, 90, 95, 99, 99.9)
+
+
 def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
 
 
 def _ms(values: np.ndarray) -> dict[str, float | None]:
     v = values * 1000.0
-    return {"p50": _pct(v, 50), "p95": _pct(v, 95), "p99": _pct(v, 99)}
+    return {f"p{q:g}": _pct(v, q) for q in PERCENTILES}
 
 
 def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
@@ -142,8 +146,7 @@ def tier_step(
         d = own["duration_s"].to_numpy()
         entry = {
             "count": own.height,
-            "p50_ms": _pct(d * 1000, 50),
-            "p95_ms": _pct(d * 1000, 95),
+            **{f"p{q:g}_ms": _pct(d * 1000, q) for q in PERCENTILES},
             "mean_ms": float(d.mean() * 1000),
             "concurrency": throughput * float(d.mean()),
             **_statuses(own, bool(calls.get(name))),
@@ -226,8 +229,7 @@ def _self_time(
                 "self_by": "medians",
             }
     return {
-        "self_p50_ms": _pct(selfs * 1000, 50),
-        "self_p95_ms": _pct(selfs * 1000, 95),
+        **{f"self_p{q:g}_ms": _pct(selfs * 1000, q) for q in PERCENTILES},
         "self_by": "request",
     }
 
