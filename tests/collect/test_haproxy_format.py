@@ -153,6 +153,7 @@ def test_documented_samples_through_collect_component() -> None:
         (8, 19, 503),
         (8, 20, 200),
     ]
+    assert [row.queue_s for row in rows] == [0.0, 0.21, 2.0, 0.0]  # Tw
     assert [(row.duration_s, row.upstream_s) for row in rows] == [
         (0.109, 0.069),
         (0.312, 0.101),
@@ -362,3 +363,7 @@ def test_real_haproxy_log_is_matched_by_tag(haproxy: Haproxy) -> None:
     )
     assert queues[0] is not None and queues[0] < 0.05
     assert queues[1] is not None and 0.05 <= queues[1] < 5
+    # The queue time reaches the tier's rows, and so tiers.parquet.
+    row_queues = sorted(by_req[req].queue_s for req in (1, 2))
+    assert row_queues == pytest.approx(queues, abs=1e-9)
+    assert by_req[3].queue_s is not None and by_req[3].queue_s < 0.05

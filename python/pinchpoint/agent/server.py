@@ -37,7 +37,7 @@ from pinchpoint.collect.resources import GENERATOR
 MAX_BODY_BYTES = 64 * 1024
 CHUNK_BYTES = 64 * 1024
 KEEPALIVE_S = 2.0
-_ROW_FIELDS = ("users", "req_id", "ts", "duration_s", "upstream_s", "status")
+_ROW_FIELDS = ("users", "req_id", "ts", "duration_s", "upstream_s", "status", "queue_s")
 
 
 class AgentServer(ThreadingHTTPServer):

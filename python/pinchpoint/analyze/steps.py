@@ -152,12 +152,23 @@ def tier_step(
             **_statuses(own, bool(calls.get(name))),
         }
         entry.update(_self_time(own, wide, name, calls.get(name, []), part))
+        entry.update(_logged_queue(own))
         out[name] = entry
     for caller in order:
         for callee in calls.get(caller, []):
             if callee in out and caller in out:
                 out[callee].update(_queue_time(wide, caller, callee))
     return out
+
+
+def _logged_queue(own: pl.DataFrame) -> dict:
+    """The queue time the tier logged itself (HAProxy Tw), where it logs one."""
+    if "queue_s" not in own.columns:
+        return {}
+    q = own["queue_s"].drop_nulls().to_numpy() * 1000
+    if q.size == 0:
+        return {}
+    return {"logged_queue_p50_ms": _pct(q, 50), "logged_queue_p95_ms": _pct(q, 95)}
 
 
 def per_request(tagged: pl.DataFrame) -> pl.DataFrame:
@@ -177,6 +188,7 @@ def per_request(tagged: pl.DataFrame) -> pl.DataFrame:
             .otherwise(upstream.sum())
             .alias("upstream_s"),
             pl.col("status").max(),
+            *([pl.col("queue_s").max()] if "queue_s" in tagged.columns else []),
         )
         .select(tagged.columns)
         .cast(tagged.schema)

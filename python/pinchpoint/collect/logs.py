@@ -30,6 +30,8 @@ TIERS_SCHEMA = pa.schema(
         pa.field("duration_s", pa.float64(), nullable=False),
         pa.field("upstream_s", pa.float64()),
         pa.field("status", pa.int32()),
+        # Time the tier itself logged as queued before it served the request (HAProxy Tw).
+        pa.field("queue_s", pa.float64()),
     ]
 )
 
@@ -134,6 +136,7 @@ class TierRow:
     duration_s: float
     upstream_s: float | None
     status: int | None
+    queue_s: float | None = None
 
 
 @dataclass
@@ -215,6 +218,7 @@ def match_lines(
                 duration_s=record.duration_s,
                 upstream_s=record.upstream_s,
                 status=record.status,
+                queue_s=getattr(record, "queue_s", None),
             )
 
 

@@ -224,6 +224,7 @@ class RemoteCollector:
             duration_s=float(item["duration_s"]),
             upstream_s=item.get("upstream_s"),
             status=item.get("status"),
+            queue_s=item.get("queue_s"),
         )
 
 
