@@ -143,6 +143,7 @@ def test_tiers_parquet_has_the_documented_schema(tmp_path: Path) -> None:
         ("duration_s", pa.float64(), False),
         ("upstream_s", pa.float64(), True),
         ("status", pa.int32(), True),
+        ("queue_s", pa.float64(), True),
     ]
     assert table.to_pylist() == [
         {
@@ -153,6 +154,7 @@ def test_tiers_parquet_has_the_documented_schema(tmp_path: Path) -> None:
             "duration_s": 0.010,
             "upstream_s": 0.008,
             "status": 200,
+            "queue_s": None,
         },
         {
             "component": "app",
@@ -162,6 +164,7 @@ def test_tiers_parquet_has_the_documented_schema(tmp_path: Path) -> None:
             "duration_s": 0.5,
             "upstream_s": None,
             "status": None,
+            "queue_s": None,
         },
     ]
 
