@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from fake_run import STEPS, make_verdict
 
-from pinchpoint.report import charts, write_report
+from pinchpoint.report import time_charts, users_charts, write_report
 from pinchpoint.report.load import load_run, steady_requests
 
 SLA = '\n[sla]\np50_ms = 30\np99_ms = 60\n"p99.9_ms" = 1500\nerror_rate = 0.01\n'
@@ -44,7 +44,7 @@ def test_steady_requests_leave_out_each_steps_warm_up(run_dir: Path) -> None:
 
 def test_percentiles_per_step_are_the_successful_responses(run_dir: Path) -> None:
     data = load_run(run_dir)
-    table = charts.step_percentiles(steady_requests(data.requests, data.run))
+    table = users_charts.step_percentiles(steady_requests(data.requests, data.run))
     assert table is not None
     assert table["users"].to_list() == [users for users, *_ in STEPS]
     # The 11 timeouts of the last step are left out.
@@ -53,7 +53,7 @@ def test_percentiles_per_step_are_the_successful_responses(run_dir: Path) -> Non
     expected = np.percentile(ok["latency_us"].to_numpy() / 1000, [50, 90, 95, 99, 99.9, 99.99])
     got = table.filter(pl.col("step") == 4).select("p50", "p90", "p95", "p99", "p99.9", "p99.99")
     assert got.row(0) == pytest.approx(tuple(expected))
-    fig = charts.percentiles_vs_users(table, [("SLA p99 60 ms", 60.0)])
+    fig = users_charts.percentiles_vs_users(table, [("SLA p99 60 ms", 60.0)])
     assert fig is not None
     assert [t.name for t in fig.data] == ["p50", "p90", "p95", "p99", "p99.9", "p99.99"]
     assert fig.layout.yaxis.type == "log"
@@ -79,7 +79,7 @@ def test_errors_over_time_by_class_per_second(run_dir: Path) -> None:
         },
         schema_overrides={"status": pl.UInt16},
     )
-    fig = charts.errors_over_time(requests, 0.0, [], None)
+    fig = time_charts.errors_over_time(requests, 0.0, [], None)
     assert fig is not None
     bars = {t.name: (list(t.x), list(t.y)) for t in fig.data}
     # Transport errors first, then statuses in order.
@@ -90,7 +90,7 @@ def test_errors_over_time_by_class_per_second(run_dir: Path) -> None:
     assert fig.layout.barmode == "stack"
     assert "5 failed of 6 requests" in fig.layout.title.text
     ok = requests.filter(pl.col("status") == 200)
-    assert charts.errors_over_time(ok, 0.0, [], None) is None
+    assert time_charts.errors_over_time(ok, 0.0, [], None) is None
 
 
 def test_report_errors_section(run_dir: Path) -> None:
@@ -113,8 +113,8 @@ def test_report_errors_section(run_dir: Path) -> None:
 
 
 def test_knee_and_usl_curve_on_the_charts(verdict: dict[str, Any]) -> None:
-    latency = charts.latency_vs_users(verdict)
-    throughput = charts.throughput_vs_users(verdict)
+    latency = users_charts.latency_vs_users(verdict)
+    throughput = users_charts.throughput_vs_users(verdict)
     assert latency is not None and throughput is not None
     for fig in (latency, throughput):
         labels = [s.label.text for s in fig.layout.shapes if s.label and s.label.text]
@@ -134,7 +134,7 @@ def test_knee_and_usl_curve_on_the_charts(verdict: dict[str, Any]) -> None:
 def test_no_knee_no_curve(verdict: dict[str, Any]) -> None:
     verdict["knee"] = None
     verdict["scalability"] = None
-    throughput = charts.throughput_vs_users(verdict)
+    throughput = users_charts.throughput_vs_users(verdict)
     assert throughput is not None
     assert [t.name for t in throughput.data] == ["throughput", "error rate"]
     assert throughput.layout.title.text == "Throughput vs users"

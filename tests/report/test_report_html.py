@@ -14,7 +14,7 @@ from fake_run import HEADLINE, RUN_ID, START_S, STEPS, TIERS, make_verdict
 from plotly.offline import get_plotlyjs
 
 from pinchpoint.report import write_report
-from pinchpoint.report.charts import MAX_POINTS, sample_requests
+from pinchpoint.report.time_charts import MAX_POINTS, sample_requests
 
 
 def _rewrite_verdict(run_dir: Path, verdict: dict[str, Any]) -> None:

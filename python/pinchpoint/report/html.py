@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from pinchpoint import sla as slas
-from pinchpoint.report import charts, fmt, resource_charts, summary
+from pinchpoint.report import fmt, resource_charts, summary, time_charts, users_charts
 from pinchpoint.report.load import RunData, load_run, steady_requests
 from pinchpoint.report.table import StepTable, step_table
 
@@ -225,9 +225,9 @@ def _users_section(data: RunData) -> str:
         [
             '<section id="latency-users">',
             "<h2>Latency vs users, per tier</h2>",
-            _figure(charts.latency_vs_users(data.verdict), no_steps),
+            _figure(users_charts.latency_vs_users(data.verdict), no_steps),
             _figure(
-                charts.self_queue_vs_users(data.verdict),
+                users_charts.self_queue_vs_users(data.verdict),
                 no_tiers if data.verdict.get("steps") else no_steps,
             ),
             "</section>",
@@ -241,7 +241,7 @@ def _throughput_section(data: RunData) -> str:
             '<section id="throughput">',
             "<h2>Throughput vs users</h2>",
             _figure(
-                charts.throughput_vs_users(data.verdict),
+                users_charts.throughput_vs_users(data.verdict),
                 "Throughput not shown: the verdict has no steps.",
             ),
             "</section>",
@@ -251,7 +251,7 @@ def _throughput_section(data: RunData) -> str:
 
 def _percentiles_section(data: RunData, objectives: slas.Sla | None) -> str:
     steady = steady_requests(data.requests, data.run) if data.requests is not None else None
-    table = charts.step_percentiles(steady)
+    table = users_charts.step_percentiles(steady)
     thresholds = (
         [(f"SLA p{q:g} {limit:g} ms", limit) for _key, q, limit in objectives.percentiles()]
         if objectives is not None
@@ -264,7 +264,7 @@ def _percentiles_section(data: RunData, objectives: slas.Sla | None) -> str:
     lines = [
         '<section id="percentiles">',
         "<h2>Latency percentiles per step</h2>",
-        _figure(charts.percentiles_vs_users(table, thresholds), missing),
+        _figure(users_charts.percentiles_vs_users(table, thresholds), missing),
     ]
     if table is not None:
         fewest, most = int(table["n"].min()), int(table["n"].max())
@@ -344,14 +344,16 @@ def _sla_section(results: list[slas.SlaResult] | None, problem: str | None) -> s
 
 def _time_sections(data: RunData) -> list[str]:
     t0 = data.start_s() or 0.0
-    windows = charts.step_windows(data.run, data.requests, t0)
+    windows = time_charts.step_windows(data.run, data.requests, t0)
     x_range = _time_range(data, t0, windows)
-    latency = charts.latency_over_time(data.requests, t0, windows, x_range)
-    cpu = charts.resource_over_time(data.resources, data.verdict, "cpu_cores", t0, windows, x_range)
-    memory = charts.resource_over_time(
+    latency = time_charts.latency_over_time(data.requests, t0, windows, x_range)
+    cpu = time_charts.resource_over_time(
+        data.resources, data.verdict, "cpu_cores", t0, windows, x_range
+    )
+    memory = time_charts.resource_over_time(
         data.resources, data.verdict, "rss_bytes", t0, windows, x_range
     )
-    errors = charts.errors_over_time(data.requests, t0, windows, x_range)
+    errors = time_charts.errors_over_time(data.requests, t0, windows, x_range)
     more = resource_charts.more_over_time(data.resources, data.verdict, t0, windows, x_range)
     if data.requests is None:
         no_errors = _unavailable(data, "requests.parquet", "Errors over time")
@@ -392,7 +394,7 @@ def _time_sections(data: RunData) -> list[str]:
 
 
 def _time_range(
-    data: RunData, t0: float, windows: list[charts.Window]
+    data: RunData, t0: float, windows: list[time_charts.Window]
 ) -> tuple[float, float] | None:
     """One x range for every time chart, so they line up."""
     lows, highs = [0.0], []

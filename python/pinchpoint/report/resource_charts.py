@@ -9,16 +9,8 @@ from typing import Any
 import plotly.graph_objects as go
 import polars as pl
 
-from pinchpoint.report.charts import (
-    PALETTE,
-    Window,
-    _component_order,
-    _headroom,
-    _layout,
-    _shade_steps,
-    _time_axis,
-    colors,
-)
+from pinchpoint.report.chart_style import PALETTE, colors, layout
+from pinchpoint.report.time_charts import Window, component_order, headroom, shade_steps, time_axis
 
 # Host columns drawn in MB/s, with their legend names.
 HOST_IO = [
@@ -76,7 +68,7 @@ def backlog_over_time(
     palette = colors(verdict)
     fig = go.Figure()
     top = 0.0
-    for i, name in enumerate(_component_order(names, verdict)):
+    for i, name in enumerate(component_order(names, verdict)):
         part = frame.filter(pl.col("component") == name)
         top = max(top, float(part["listen_backlog"].max() or 0))
         fig.add_trace(
@@ -89,11 +81,11 @@ def backlog_over_time(
                 hovertemplate=f"{name}: %{{y}} waiting at %{{x:.1f}} s<extra></extra>",
             )
         )
-    _shade_steps(fig, windows)
-    _time_axis(fig, x_range)
-    _headroom(fig, max(top, 1.0) * 1.15)
+    shade_steps(fig, windows)
+    time_axis(fig, x_range)
+    headroom(fig, max(top, 1.0) * 1.15)
     fig.update_yaxes(title_text="connections waiting", rangemode="tozero")
-    return _layout(fig, "Accept backlog over time: connections waiting for a worker", 380)
+    return layout(fig, "Accept backlog over time: connections waiting for a worker", 380)
 
 
 def host_io_over_time(
@@ -131,8 +123,8 @@ def host_io_over_time(
             )
     if not fig.data:
         return None
-    _shade_steps(fig, windows)
-    _time_axis(fig, x_range)
-    _headroom(fig, max(top, 0.01) * 1.15)
+    shade_steps(fig, windows)
+    time_axis(fig, x_range)
+    headroom(fig, max(top, 0.01) * 1.15)
     fig.update_yaxes(title_text="MB/s", rangemode="tozero")
-    return _layout(fig, "Host disk and network over time", 380)
+    return layout(fig, "Host disk and network over time", 380)

@@ -1,0 +1,319 @@
+"""The report's figures over the run's time, the steps shaded behind: each request's
+latency, CPU, memory and errors. Each returns None when its data is missing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+
+from pinchpoint.report import fmt
+from pinchpoint.report.chart_style import (
+    ERROR_COLOR,
+    ERROR_PALETTE,
+    PALETTE,
+    colors,
+    layout,
+    log_ticks,
+)
+from pinchpoint.report.table import tiers
+
+MAX_POINTS = 20_000
+# Errors by class: the engine's transport errors first, then HTTP statuses.
+ERROR_CLASSES = [
+    "timeout", "connect_timeout", "connect_refused", "connect_error", "tls", "reset", "closed",
+    "io",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Window:
+    """A step's span on the time axis, in seconds from the run start."""
+
+    users: int
+    start: float
+    end: float
+
+
+def step_windows(run: dict[str, Any], requests: pl.DataFrame | None, t0: float) -> list[Window]:
+    """The steps' spans: the engine's windows from run.json, else from the requests."""
+    windows = []
+    for step in run.get("steps") or []:
+        if not isinstance(step, dict):
+            return _request_windows(requests, t0)
+        users, start, end = step.get("users"), step.get("start"), step.get("end")
+        if not (fmt.is_number(users) and fmt.is_number(start) and fmt.is_number(end)):
+            return _request_windows(requests, t0)
+        windows.append(Window(int(users), float(start) - t0, float(end) - t0))
+    return windows or _request_windows(requests, t0)
+
+
+def _request_windows(requests: pl.DataFrame | None, t0: float) -> list[Window]:
+    """Each step from its first request to the next step's first (the last: to its end)."""
+    if requests is None or requests.height == 0:
+        return []
+    spans = (
+        requests.group_by("step")
+        .agg(
+            pl.col("users").first(),
+            pl.col("start_us").min().alias("first"),
+            (pl.col("start_us") + pl.col("latency_us")).max().alias("last"),
+        )
+        .sort("first")
+    )
+    rows = spans.to_dicts()
+    windows = []
+    for i, row in enumerate(rows):
+        end = rows[i + 1]["first"] if i + 1 < len(rows) else row["last"]
+        windows.append(Window(int(row["users"]), row["first"] / 1e6 - t0, end / 1e6 - t0))
+    return windows
+
+
+def sample_requests(
+    requests: pl.DataFrame, limit: int = MAX_POINTS, seed: int = 0
+) -> tuple[pl.DataFrame, str]:
+    """At most `limit` rows: errors and each step's slowest 1% first, then a uniform sample.
+
+    Returns the rows and a note saying what was kept."""
+    total = requests.height
+    if total <= limit:
+        return requests, f"all {total:,} requests"
+    rng = np.random.default_rng(seed)
+    threshold = pl.col("latency_us").quantile(0.99, interpolation="higher").over("step")
+    rare = pl.col("error").is_not_null() | (pl.col("latency_us") >= threshold)
+    flags = requests.select(rare.alias("rare"))["rare"].to_numpy()
+    rare_idx = np.flatnonzero(flags)
+    common_idx = np.flatnonzero(~flags)
+    if len(rare_idx) > limit // 2:
+        rare_idx = rng.choice(rare_idx, limit // 2, replace=False)
+        kept = "sampled"
+    else:
+        kept = "every error and each step's slowest 1% kept, the rest sampled"
+    room = min(limit - len(rare_idx), len(common_idx))
+    common_idx = rng.choice(common_idx, room, replace=False)
+    chosen = np.sort(np.concatenate([rare_idx, common_idx]))
+    return requests[chosen], f"{len(chosen):,} of {total:,} requests ({kept})"
+
+
+def shade_steps(fig: go.Figure, windows: list[Window]) -> None:
+    for i, window in enumerate(windows):
+        fig.add_vrect(
+            x0=window.start,
+            x1=window.end,
+            fillcolor="#4c78a8" if i % 2 == 0 else "#9ecae9",
+            opacity=0.08,
+            line_width=0,
+            layer="below",
+            label={
+                "text": f"{window.users} users",
+                "textposition": "top left",
+                "font": {"size": 11, "color": "#555"},
+            },
+        )
+
+
+def headroom(fig: go.Figure, top: float) -> None:
+    """Room above the data for the step labels; still autoranged when traces are toggled."""
+    if top > 0:
+        fig.update_yaxes(autorangeoptions={"include": [top]})
+
+
+def time_axis(fig: go.Figure, x_range: tuple[float, float] | None) -> None:
+    fig.update_xaxes(title_text="seconds since the run started", range=x_range)
+
+
+def latency_over_time(
+    requests: pl.DataFrame | None,
+    t0: float,
+    windows: list[Window],
+    x_range: tuple[float, float] | None,
+) -> go.Figure | None:
+    """Every request (sampled down to MAX_POINTS) as a point: latency against send time."""
+    if requests is None or requests.height == 0:
+        return None
+    shown, note = sample_requests(requests)
+    shown = shown.with_columns(
+        (pl.col("start_us") / 1e6 - t0).alias("t"),
+        # Log axis: a zero latency would vanish, so floor it at 1 µs.
+        (pl.col("latency_us").clip(lower_bound=1) / 1000).alias("ms"),
+        pl.when(pl.col("error").is_not_null())
+        .then(pl.col("error"))
+        .otherwise(pl.col("status").cast(pl.String))
+        .alias("outcome"),
+    )
+    fig = go.Figure()
+    failed = pl.col("error").is_not_null() | (pl.col("status") >= 500)
+    for name, part, color, size in (
+        ("responses", shown.filter(~failed), "#4c78a8", 3),
+        ("errors and 5xx", shown.filter(failed), ERROR_COLOR, 5),
+    ):
+        if part.height == 0:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=part["t"].to_numpy(),
+                y=part["ms"].to_numpy(),
+                name=name,
+                mode="markers",
+                marker={"color": color, "size": size, "opacity": 0.5},
+                customdata=np.column_stack(
+                    [part["users"].to_numpy(), part["outcome"].to_numpy().astype(object)]
+                ),
+                hovertemplate=(
+                    "%{y:.3g} ms at %{x:.2f} s<br>%{customdata[0]} users,"
+                    " %{customdata[1]}<extra></extra>"
+                ),
+            )
+        )
+    shade_steps(fig, windows)
+    time_axis(fig, x_range)
+    ticks = log_ticks(float(shown["ms"].min()), float(shown["ms"].max()))
+    fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=ticks)
+    headroom(fig, float(shown["ms"].max()) * 2.5)
+    return layout(fig, f"Latency of each request over time: {note}", 460)
+
+
+def component_order(names: list[str], verdict: dict[str, Any]) -> list[str]:
+    """Tiers in the verdict's order, then other components, the host, the generator."""
+    tier_list = tiers(verdict)
+    rank = {name: i for i, name in enumerate(tier_list)}
+    rank.update({"host": len(tier_list) + 1, "generator": len(tier_list) + 2})
+    return sorted(names, key=lambda n: (rank.get(n, len(tier_list)), n))
+
+
+def resource_over_time(
+    resources: pl.DataFrame | None,
+    verdict: dict[str, Any],
+    metric: str,
+    t0: float,
+    windows: list[Window],
+    x_range: tuple[float, float] | None,
+) -> go.Figure | None:
+    """One line per component (and host, generator) of `cpu_cores` or `rss_bytes`."""
+    if resources is None or resources.height == 0:
+        return None
+    palette = colors(verdict)
+    memory = metric == "rss_bytes"
+    frame = resources.sort("ts")
+    fig = go.Figure()
+    names = [str(n) for n in frame["component"].unique().to_list() if n is not None]
+    top = 0.0
+    for i, name in enumerate(component_order(names, verdict)):
+        part = frame.filter(pl.col("component") == name)
+        values = part[metric].cast(pl.Float64)
+        if memory:
+            values = values / 2**20
+        hidden = memory and name == "host"
+        if not hidden:
+            top = max(top, values.fill_nan(None).max() or 0.0)
+        fig.add_trace(
+            go.Scatter(
+                x=(part["ts"] - t0).to_numpy(),
+                y=values.to_numpy(),
+                name=name,
+                mode="lines",
+                line={"color": palette.get(name, PALETTE[(i + 3) % len(PALETTE)])},
+                # The host's used memory dwarfs every process: shown on demand.
+                visible="legendonly" if hidden else True,
+                hovertemplate=(
+                    f"{name}: %{{y:.1f}} {'MiB' if memory else 'cores'}"
+                    " at %{x:.1f} s<extra></extra>"
+                ),
+            )
+        )
+    if not memory:
+        host = frame.filter(pl.col("component") == "host")["processes"].drop_nulls()
+        if host.len():
+            cpus = int(host.max())
+            top = max(top, cpus)
+            fig.add_hline(
+                y=cpus,
+                line={"color": "#7f7f7f", "dash": "dash", "width": 1},
+                label={"text": f"{cpus} host CPUs", "textposition": "end", "yanchor": "top"},
+            )
+    shade_steps(fig, windows)
+    time_axis(fig, x_range)
+    headroom(fig, top * 1.15)
+    if memory:
+        fig.update_yaxes(title_text="resident memory (MiB)", rangemode="tozero")
+        return layout(fig, "Memory over time", 380)
+    fig.update_yaxes(title_text="CPU (cores)", rangemode="tozero")
+    return layout(fig, "CPU over time (1.0 = one core busy)", 420)
+
+
+def _error_class(frame: pl.DataFrame) -> pl.DataFrame:
+    """The failed requests (an error, or HTTP ≥ 400) with their class: the engine's error,
+    else "HTTP <status>"."""
+    failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
+    return frame.filter(failed).with_columns(
+        pl.when(pl.col("error").is_not_null())
+        .then(pl.col("error"))
+        .otherwise(pl.lit("HTTP ") + pl.col("status").cast(pl.String))
+        .alias("class")
+    )
+
+
+def _class_order(classes: list[str]) -> list[str]:
+    rank = {name: i for i, name in enumerate(ERROR_CLASSES)}
+
+    def key(name: str) -> tuple[int, int, str]:
+        if name in rank:
+            return (0, rank[name], name)
+        if name.startswith("HTTP ") and name[5:].isdigit():
+            return (1, int(name[5:]), name)
+        return (2, 0, name)
+
+    return sorted(classes, key=key)
+
+
+def errors_over_time(
+    requests: pl.DataFrame | None,
+    t0: float,
+    windows: list[Window],
+    x_range: tuple[float, float] | None,
+) -> go.Figure | None:
+    """Failed requests per second by class (error or HTTP status), stacked, by send time.
+    None when no request failed."""
+    if requests is None or requests.height == 0:
+        return None
+    failed = _error_class(requests)
+    if failed.height == 0:
+        return None
+    counts = (
+        failed.with_columns(((pl.col("start_us") / 1e6 - t0).floor()).alias("second"))
+        .group_by("second", "class")
+        .agg(pl.len().alias("n"), pl.col("users").first())
+        .sort("second")
+    )
+    classes = _class_order([str(c) for c in counts["class"].unique().to_list()])
+    fig = go.Figure()
+    for i, name in enumerate(classes):
+        part = counts.filter(pl.col("class") == name)
+        fig.add_trace(
+            go.Bar(
+                x=(part["second"] + 0.5).to_numpy(),
+                y=part["n"].to_numpy(),
+                width=1.0,
+                name=name,
+                marker={"color": ERROR_PALETTE[i % len(ERROR_PALETTE)], "line": {"width": 0}},
+                customdata=np.column_stack([part["second"].to_numpy(), part["users"].to_numpy()]),
+                hovertemplate=(
+                    f"{name}: %{{y}} in second %{{customdata[0]:.0f}}"
+                    " (%{customdata[1]} users)<extra></extra>"
+                ),
+            )
+        )
+    # A legend even for one class: it names the class.
+    fig.update_layout(barmode="stack", bargap=0, showlegend=True)
+    shade_steps(fig, windows)
+    time_axis(fig, x_range)
+    top = counts.group_by("second").agg(pl.col("n").sum())["n"].max()
+    headroom(fig, float(top or 0) * 1.25)
+    fig.update_yaxes(title_text="failed requests / s", rangemode="tozero")
+    total = failed.height
+    return layout(
+        fig, f"Errors over time by class: {total:,} failed of {requests.height:,} requests", 380
+    )
