@@ -1,0 +1,196 @@
+//! The connection: connect, write the request, read the response off the socket.
+
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use super::response::{parse_head, ChunkState, Chunked, Framing, Response};
+use crate::outcome::{classify_connect, classify_io, ErrorClass};
+
+/// Read buffer of a connection; it grows (up to [`MAX_HEAD`]) only for a larger head.
+const READ_BUF: usize = 4096;
+/// The longest response head (status line and headers) accepted.
+pub const MAX_HEAD: usize = 64 * 1024;
+
+/// A byte stream a connection runs over: plain TCP, or TLS.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin {
+    /// False when the peer has closed the stream (or sent bytes nobody asked for)
+    /// while it was idle. Costs no system call unless the socket became readable.
+    fn idle_open(&mut self) -> bool;
+}
+
+impl Stream for TcpStream {
+    fn idle_open(&mut self) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(self.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+}
+
+/// An open keep-alive connection and its read buffer.
+pub struct Conn<S = TcpStream> {
+    stream: S,
+    buf: Vec<u8>,
+}
+
+/// A TCP connection to `addr` with Nagle off, within `timeout`.
+pub async fn connect_tcp(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ErrorClass> {
+    let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Err(_) => return Err(ErrorClass::ConnectTimeout),
+        Ok(Err(e)) => return Err(classify_connect(&e)),
+        Ok(Ok(s)) => s,
+    };
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Conn, ErrorClass> {
+    Ok(Conn::new(connect_tcp(addr, timeout).await?))
+}
+
+impl<S: Stream> Conn<S> {
+    pub fn new(stream: S) -> Self {
+        Conn {
+            stream,
+            buf: vec![0; READ_BUF],
+        }
+    }
+
+    /// False when the server has closed the connection (or sent bytes nobody asked
+    /// for) while it was idle: the next request then goes on a new connection.
+    pub fn is_reusable(&mut self) -> bool {
+        self.stream.idle_open()
+    }
+}
+
+/// Writes all of `data` and flushes it (a no-op on TCP; TLS may hold encrypted bytes).
+async fn write_all<S: AsyncWrite + Unpin>(stream: &mut S, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        let n = poll_fn(|cx| Pin::new(&mut *stream).poll_write(cx, data)).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        data = &data[n..];
+    }
+    poll_fn(|cx| Pin::new(&mut *stream).poll_flush(cx)).await
+}
+
+/// Reads what the socket has into `buf`; 0 at the end of the stream.
+async fn read_some<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> io::Result<usize> {
+    poll_fn(|cx| {
+        let mut rb = ReadBuf::new(buf);
+        match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(rb.filled().len())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// Sends one request and reads its whole response. `request` is what [`build`](super::build) wrote;
+/// `head_request` says whether it was a HEAD (its response has no body).
+pub async fn exchange<S: Stream>(
+    conn: &mut Conn<S>,
+    request: &[u8],
+    head_request: bool,
+) -> Result<Response, ErrorClass> {
+    let Conn { stream, buf } = conn;
+    write_all(stream, request).await.map_err(|e| classify_io(&e))?;
+    // Bytes buf[start..filled] are read and not yet used.
+    let mut start = 0usize;
+    let mut filled = 0usize;
+    let head = loop {
+        if filled > start {
+            if let Some((n, head)) = parse_head(&buf[start..filled], head_request)? {
+                start += n;
+                if (100..200).contains(&head.status) && head.status != 101 {
+                    continue;
+                }
+                break head;
+            }
+        }
+        if start > 0 {
+            buf.copy_within(start..filled, 0);
+            filled -= start;
+            start = 0;
+        }
+        if filled == buf.len() {
+            if buf.len() >= MAX_HEAD {
+                return Err(ErrorClass::Io);
+            }
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = read_some(stream, &mut buf[filled..])
+            .await
+            .map_err(|e| classify_io(&e))?;
+        if n == 0 {
+            return Err(ErrorClass::Closed);
+        }
+        filled += n;
+    };
+    let mut closing = head.closing;
+    let buffered = (filled - start) as u64;
+    let bytes = match head.framing {
+        Framing::Empty => {
+            closing |= buffered > 0;
+            0
+        }
+        Framing::Length(len) => {
+            closing |= buffered > len;
+            let mut left = len.saturating_sub(buffered);
+            while left > 0 {
+                let n = read_some(stream, buf).await.map_err(|e| classify_io(&e))? as u64;
+                if n == 0 {
+                    return Err(ErrorClass::Closed);
+                }
+                closing |= n > left;
+                left = left.saturating_sub(n);
+            }
+            len
+        }
+        Framing::ToClose => {
+            let mut total = buffered;
+            loop {
+                let n = read_some(stream, buf).await.map_err(|e| classify_io(&e))?;
+                if n == 0 {
+                    break total;
+                }
+                total += n as u64;
+            }
+        }
+        Framing::Chunked => {
+            let mut body = Chunked::new();
+            loop {
+                start += body.feed(&buf[start..filled])?;
+                if body.state == ChunkState::Done {
+                    closing |= start < filled;
+                    break body.bytes;
+                }
+                buf.copy_within(start..filled, 0);
+                filled -= start;
+                start = 0;
+                if filled == buf.len() {
+                    return Err(ErrorClass::Io);
+                }
+                let n = read_some(stream, &mut buf[filled..])
+                    .await
+                    .map_err(|e| classify_io(&e))?;
+                if n == 0 {
+                    return Err(ErrorClass::Closed);
+                }
+                filled += n;
+            }
+        }
+    };
+    Ok(Response {
+        status: head.status,
+        bytes,
+        closing,
+    })
+}

@@ -1,0 +1,169 @@
+//! The request: checked and laid out once before the run, then written with its tag.
+
+use std::time::Duration;
+
+use crate::config::RequestSpec;
+
+/// A request of the plan, checked and laid out once before the run.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub method: String,
+    /// The path with its own query, ready for the tag to be appended.
+    pub path: String,
+    pub query_sep: char,
+    /// `Name: value\r\n` for each header of the plan (the last value of a repeated name).
+    pub headers: Vec<u8>,
+    /// The same headers as names and values (for HTTP/2).
+    pub fields: Vec<(String, String)>,
+    /// The plan sets `Host` itself.
+    pub has_host: bool,
+    /// `Content-Length: n\r\n`, or empty when no body is announced (a GET without
+    /// body) or the plan frames the body itself.
+    pub length_header: Vec<u8>,
+    pub body: Vec<u8>,
+    /// The response to this request has no body whatever its headers say.
+    pub head: bool,
+    /// The request's own timeout, or the run's.
+    pub timeout: Duration,
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+fn is_header_value(s: &str) -> bool {
+    s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+impl Prepared {
+    pub fn new(spec: &RequestSpec, default_timeout: Duration) -> Result<Self, String> {
+        if !is_token(&spec.method) {
+            return Err(format!("bad HTTP method {:?}", spec.method));
+        }
+        if spec.path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!("bad request path {:?}", spec.path));
+        }
+        // As a header map would: one value per name, the last one given.
+        let mut kept: Vec<(&str, &str)> = Vec::with_capacity(spec.headers.len());
+        for (k, v) in &spec.headers {
+            if !is_token(k) {
+                return Err(format!("bad header name {k:?}"));
+            }
+            if !is_header_value(v) {
+                return Err(format!("bad value of header {k:?}"));
+            }
+            kept.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+            kept.push((k, v.trim_matches([' ', '\t'])));
+        }
+        let named = |n: &str| kept.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+        let mut headers = Vec::new();
+        for (k, v) in &kept {
+            headers.extend_from_slice(k.as_bytes());
+            headers.extend_from_slice(b": ");
+            headers.extend_from_slice(v.as_bytes());
+            headers.extend_from_slice(b"\r\n");
+        }
+        let frames_itself = named("content-length") || named("transfer-encoding");
+        let announces_body = !spec.body.is_empty()
+            || !matches!(
+                spec.method.as_str(),
+                "GET" | "HEAD" | "DELETE" | "OPTIONS" | "TRACE" | "CONNECT"
+            );
+        let length_header = if frames_itself || !announces_body {
+            Vec::new()
+        } else {
+            format!("Content-Length: {}\r\n", spec.body.len()).into_bytes()
+        };
+        Ok(Self {
+            method: spec.method.clone(),
+            path: spec.path.clone(),
+            query_sep: if spec.path.contains('?') { '&' } else { '?' },
+            has_host: named("host"),
+            headers,
+            fields: kept.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            length_header,
+            body: spec.body.clone(),
+            head: spec.method == "HEAD",
+            timeout: spec.timeout.unwrap_or(default_timeout),
+        })
+    }
+}
+
+/// The load level a request is sent at, as its tag gives it.
+#[derive(Clone, Copy, Debug)]
+pub enum Level<'a> {
+    /// Closed loop: `users=<users of the step>`.
+    Users(u32),
+    /// Open loop: `rate=<requests per second, as text>`.
+    Rate(&'a str),
+}
+
+/// The run's identity carried by a request.
+#[derive(Clone, Copy, Debug)]
+pub struct Tag<'a> {
+    pub run_id: &'a str,
+    pub level: Level<'a>,
+    pub req_id: u64,
+}
+
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+pub(crate) fn push_tag_values(out: &mut Vec<u8>, first: &[u8], sep: &[u8], tag: &Tag) {
+    out.extend_from_slice(first);
+    out.extend_from_slice(tag.run_id.as_bytes());
+    out.extend_from_slice(sep);
+    match tag.level {
+        Level::Users(users) => {
+            out.extend_from_slice(b"users=");
+            push_u64(out, u64::from(users));
+        }
+        Level::Rate(rate) => {
+            out.extend_from_slice(b"rate=");
+            out.extend_from_slice(rate.as_bytes());
+        }
+    }
+    out.extend_from_slice(sep);
+    out.extend_from_slice(b"req=");
+    push_u64(out, tag.req_id);
+}
+
+/// Writes the whole request (head and body) into `out`, replacing what it held.
+/// `host` is the `Host` header's value, used unless the plan sets its own.
+pub fn build(prepared: &Prepared, host: &str, tag: Option<&Tag>, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(prepared.method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(prepared.path.as_bytes());
+    if let Some(tag) = tag {
+        out.push(prepared.query_sep as u8);
+        push_tag_values(out, b"pp_run=", b"&pp_", tag);
+    }
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    if !prepared.has_host {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(&prepared.headers);
+    if let Some(tag) = tag {
+        push_tag_values(out, b"X-Pinchpoint: run=", b"; ", tag);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(&prepared.length_header);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&prepared.body);
+}
