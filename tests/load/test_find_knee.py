@@ -318,6 +318,7 @@ def test_tier_records_follow_their_requests_ids(tmp_path: Path) -> None:
         "duration_s": [0.01, 0.02, 0.02, 0.03],
         "upstream_s": [None, 0.01, None, None],
         "status": [200, 200, 200, 200],
+        "queue_s": [None, None, None, None],
     }
     table = pa.Table.from_pydict(rows, schema=TIERS_SCHEMA)
     pq.write_table(table, tmp_path / "tiers.parquet")
