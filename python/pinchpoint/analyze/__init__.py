@@ -6,12 +6,10 @@ import json
 import math
 from pathlib import Path
 
-import polars as pl
-
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
 from pinchpoint.analyze.knee import find_knee
-from pinchpoint.analyze.steps import step_table
+from pinchpoint.analyze.steps import min_latency_ms, step_table
 from pinchpoint.analyze.usl import fit_usl
 from pinchpoint.analyze.verdict import Context, decide
 
@@ -45,14 +43,6 @@ def _curve(steps: list[dict]) -> dict:
     }
 
 
-def min_latency_ms(data: RunData) -> float | None:
-    """The shortest latency of an answered request of the run, in ms."""
-    if data.requests.height == 0:
-        return None
-    answered = data.requests.filter(pl.col("error").is_null() & (pl.col("status") < 400))
-    return float(answered["latency_us"].min()) / 1000 if answered.height else None
-
-
 def _endpoint(data: RunData) -> str:
     # Requests of several kinds are not told apart in requests.parquet: one estimate for all.
     paths = {f"{r.method} {r.path}" for r in data.plan.request}
@@ -69,7 +59,7 @@ def analyze(run_dir: Path) -> dict:
         workers={c.name: c.workers for c in data.plan.component if c.workers},
         cpu_count=int(data.run.get("host", {}).get("cpu_count") or 1),
         generator_threads=int(data.run.get("engine", {}).get("threads") or 1),
-        min_latency_ms=min_latency_ms(data),
+        min_latency_ms=min_latency_ms(data.requests),
         endpoint=_endpoint(data),
     )
     verdict = {

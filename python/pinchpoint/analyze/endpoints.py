@@ -14,11 +14,9 @@ import numpy as np
 import polars as pl
 
 from pinchpoint.analyze.frames import RunData
-from pinchpoint.analyze.steps import Window, steady_windows
+from pinchpoint.analyze.steps import Window, answered, in_window, min_latency_ms, steady_windows
+from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
 
-# Latency grows when it rises by this share of its lowest-load value and this much.
-GROWTH_SHARE = 0.25
-GROWTH_MIN_MS = 1.0
 # A ceiling: throughput gains less than this share between the two heaviest steps...
 CEILING_GAIN = 0.15
 # ...while the load between them grew by at least this share.
@@ -39,23 +37,12 @@ def endpoint_table(data: RunData) -> list[dict]:
         if mine.height == 0:
             continue
         steps = [s for w in windows if (s := _step(mine, w)) is not None]
-        out.append(describe(f"{request.method} {request.path}", index, steps, _min_ms(mine)))
+        out.append(describe(f"{request.method} {request.path}", index, steps, min_latency_ms(mine)))
     return out
 
 
-def _answered(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.filter(pl.col("error").is_null() & (pl.col("status") < 400))
-
-
-def _min_ms(frame: pl.DataFrame) -> float | None:
-    ok = _answered(frame)
-    return float(ok["latency_us"].min()) / 1000 if ok.height else None
-
-
 def _step(frame: pl.DataFrame, w: Window) -> dict | None:
-    lo, hi = int(w.start * 1e6), int(w.end * 1e6)
-    at = pl.col("intended_us" if "intended_us" in frame.columns else "start_us")
-    ok = _answered(frame.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi)))
+    ok = answered(in_window(frame, w))
     if ok.height == 0:
         return None
     latency_ms = ok["latency_us"].to_numpy() / 1000

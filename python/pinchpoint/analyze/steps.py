@@ -69,13 +69,29 @@ def _ms(values: np.ndarray) -> dict[str, float | None]:
     return {f"p{q:g}": _pct(v, q) for q in PERCENTILES}
 
 
+def in_window(requests: pl.DataFrame, w: Window) -> pl.DataFrame:
+    """The requests of a step's steady part, by intended send time (or the send time)."""
+    lo, hi = int(w.start * 1e6), int(w.end * 1e6)
+    at = pl.col("intended_us" if "intended_us" in requests.columns else "start_us")
+    return requests.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi))
+
+
+def answered(requests: pl.DataFrame) -> pl.DataFrame:
+    """The requests that got a response below 400."""
+    return requests.filter(pl.col("error").is_null() & (pl.col("status") < 400))
+
+
+def min_latency_ms(requests: pl.DataFrame) -> float | None:
+    """The shortest latency of an answered request, in ms."""
+    ok = answered(requests) if requests.height else requests
+    return float(ok["latency_us"].min()) / 1000 if ok.height else None
+
+
 def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
     """The client's view of one step, and the request ids kept in its steady part. A
     request belongs by its intended send time (open loop: one sent late because the
     target stalled still counts in its phase, with its latency from that time)."""
-    lo, hi = int(w.start * 1e6), int(w.end * 1e6)
-    at = pl.col("intended_us" if "intended_us" in requests.columns else "start_us")
-    part = requests.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi))
+    part = in_window(requests, w)
     failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
     ok = part.filter(~failed)
     errors = part.filter(failed)

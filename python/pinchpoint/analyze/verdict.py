@@ -186,12 +186,14 @@ def _tier_finding(
         f"{_share(deltas[tier], growth)} of the growth; "
         + ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier),
     ]
-    special = specials and (
+    special = (
         cpu_quota(tier, usable, ctx)
         or db_lock(tier, usable, ctx, tier_onset["users"])
         or host_finding(tier, usable, ctx)
+        if specials
+        else None
     )
-    if special:
+    if special is not None:
         special.evidence = [*growth_lines, *special.evidence]
         return _finding_dict(special), special.name
     resource, evidence = _resource(tier, usable, tier_onset, ctx)
