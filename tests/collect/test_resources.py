@@ -205,6 +205,7 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
         "cpu_periods",
         "cpu_throttled",
         "cpu_throttled_s",
+        "cpu_wait_cores",
         "lock_waits",
         "cpu_pressure",
         "memory_pressure",

@@ -338,6 +338,7 @@ def _pressure(frame: pl.DataFrame) -> dict:
 # Step means of these columns, where measured (host: disks and network; components: their
 # processes' disk bytes and sockets).
 _MEANS = (
+    "cpu_wait_cores",
     "disk_read_bytes_s",
     "disk_write_bytes_s",
     "disk_util",

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from pinchpoint.collect.cgroups import CgroupReader, Throttling, read_mounts
 from pinchpoint.collect.host import HostReader, Reading
 from pinchpoint.collect.procs import TICK_S, ProcessTable, ProcStat, descendants, scan
+from pinchpoint.collect.schedstat import run_delay_s
 from pinchpoint.collect.sockets import SocketReader
 
 MIN_INTERVAL_S = 0.1
@@ -49,6 +50,9 @@ SCHEMA = pa.schema(
         ("cpu_periods", pa.int64()),
         ("cpu_throttled", pa.int64()),
         ("cpu_throttled_s", pa.float64()),
+        # Components and generator: their threads waiting for a CPU, on average over the
+        # interval (run-queue delay from schedstat; null where the kernel keeps none).
+        ("cpu_wait_cores", pa.float64()),
         # Processes whose title says they wait for a lock (PostgreSQL backends: "... waiting").
         ("lock_waits", pa.int32()),
         # Host rows only: the share of the interval in which some task waited for a CPU,
@@ -312,6 +316,7 @@ class _Seen:
     cpu_s: float
     io: tuple[int, int] | None
     proc: psutil.Process | None
+    run_delay_s: float | None = None
 
 
 class _Component:
@@ -338,6 +343,7 @@ class _Component:
         cpu_s = 0.0
         rss = threads = waiting = 0
         disk: list[int] | None = None
+        waited: float | None = None
         seen: dict[int, _Seen] = {}
         # Start times are whole clock ticks, rounded down.
         born_after = None if born_after_s is None else born_after_s - TICK_S
@@ -358,17 +364,23 @@ class _Component:
                 disk = disk or [0, 0]
                 disk[0] += max(0, io[0] - base[0])
                 disk[1] += max(0, io[1] - base[1])
+            delay = run_delay_s(pid)
+            if delay is not None:
+                base_delay = old.run_delay_s if old is not None else None
+                base_delay = base_delay if base_delay is not None else 0.0 if new else delay
+                waited = (waited or 0.0) + max(0.0, delay - base_delay)
             rss += stat.rss
             threads += stat.threads
             proc = old.proc if old is not None else None
             if stat.name in _TITLED:
                 proc = proc or _process(pid)
                 waiting += _title(proc).endswith(_WAITING)
-            seen[pid] = _Seen(stat.start_s, stat.cpu_s, io, proc)
+            seen[pid] = _Seen(stat.start_s, stat.cpu_s, io, proc, delay)
         self._seen = seen
         extra: dict[str, Any] = {
             "lock_waits": waiting,
             "threads": threads,
+            "cpu_wait_cores": waited / elapsed if waited is not None else None,
             "disk_read_bytes_s": disk[0] / elapsed if disk is not None else None,
             "disk_write_bytes_s": disk[1] / elapsed if disk is not None else None,
             **self._sockets.read({pid: s.start_s for pid, s in seen.items()}),
