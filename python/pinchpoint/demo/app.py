@@ -2,10 +2,17 @@
 
 Run under gunicorn as ``gunicorn 'pinchpoint.demo.app:wsgi()'`` with ``PINCHPOINT_DEMO_DB``
 and ``PINCHPOINT_PROBE_LOG`` set.
+
+`GET` or `POST /api/fsync?kb=64&n=1` is disk-bound work: n times, append kb KiB to
+`fsync.data` beside the database and fsync it (kb ≤ 1024, n ≤ 16; the file is emptied
+once past 64 MiB). On the machine this was written on (ext4 on a virtual disk), one
+fsync of 64 KiB took about 0.2 ms alone; under concurrent writers each waits for the
+journal's commits, so the time grows with the writers rather than with the CPU.
 """
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +25,10 @@ from pinchpoint.probe import ProbeWSGI
 
 SEED_ROWS = 500
 MAX_LIMIT = 1000
+MAX_FSYNC_KB = 1024
+MAX_FSYNC_N = 16
+FSYNC_FILE = "fsync.data"
+_FSYNC_FILE_MAX_BYTES = 64 << 20
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -79,8 +90,33 @@ def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = 
         cur = db().execute("INSERT INTO items (name, price) VALUES (?, ?)", (name, price))
         return jsonify(id=cur.lastrowid, name=name, price=price), 201
 
+    @app.route("/api/fsync", methods=["GET", "POST"])
+    def fsync() -> ResponseReturnValue:
+        kb, n = _int_arg("kb", 64), _int_arg("n", 1)
+        if kb is None or n is None or not 1 <= kb <= MAX_FSYNC_KB or not 1 <= n <= MAX_FSYNC_N:
+            return _error(400, f"kb must be an integer 1..{MAX_FSYNC_KB}, n one 1..{MAX_FSYNC_N}")
+        return jsonify(kb=kb, n=n, fsync_s=append_and_sync(db_path.with_name(FSYNC_FILE), kb, n))
+
     hot.register(app, pg_dsn)
     return app
+
+
+def append_and_sync(path: Path, kb: int, n: int) -> float:
+    """n times: appends kb KiB to path and fsyncs it; the seconds spent in fsync."""
+    chunk = b"\0" * (kb * 1024)
+    spent = 0.0
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for _ in range(n):
+            os.write(fd, chunk)
+            started = time.perf_counter()
+            os.fsync(fd)
+            spent += time.perf_counter() - started
+        if os.fstat(fd).st_size > _FSYNC_FILE_MAX_BYTES:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+    return spent
 
 
 def wsgi() -> Flask:

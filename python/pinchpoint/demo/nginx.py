@@ -49,51 +49,58 @@ def find_nginx() -> Path:
 
 @dataclass(frozen=True)
 class NginxPaths:
-    """Where the demo nginx keeps its files, all inside the stack's workdir."""
+    """Where a demo nginx keeps its files, all inside the stack's workdir, their names
+    starting with prefix (two nginx in one workdir have two prefixes)."""
 
     workdir: Path
+    prefix: str = "nginx"
 
     @property
     def conf(self) -> Path:
-        return self.workdir / "nginx.conf"
+        return self.workdir / f"{self.prefix}.conf"
 
     @property
     def pid_file(self) -> Path:
-        return self.workdir / "nginx.pid"
+        return self.workdir / f"{self.prefix}.pid"
 
     @property
     def access_log(self) -> Path:
-        return self.workdir / "nginx-access.log"
+        return self.workdir / f"{self.prefix}-access.log"
 
     @property
     def error_log(self) -> Path:
-        return self.workdir / "nginx-error.log"
+        return self.workdir / f"{self.prefix}-error.log"
 
     @property
     def temp_dir(self) -> Path:
-        return self.workdir / "nginx-temp"
+        return self.workdir / f"{self.prefix}-temp"
 
 
 @dataclass(frozen=True)
 class ProxyOptions:
-    """How the demo nginx passes requests on, and whether it limits them.
+    """How the demo proxy passes requests on, and whether it limits them.
 
     protocol: "http" (proxy_pass, to gunicorn) or "uwsgi" (uwsgi_pass, to uWSGI's own
-    protocol). limit_conn: how many requests nginx lets through at once (limit_conn);
-    it answers the others 503 at once, without calling the upstream.
+    protocol; nginx only). limit_conn: how many requests nginx lets through at once
+    (limit_conn); it answers the others 503 at once, without calling the upstream (nginx
+    only). maxconn: how many requests HAProxy sends the server at once (the server's
+    `maxconn`); the others wait in HAProxy's queue, logged as Tw (HAProxy only).
     """
 
     protocol: str = "http"
     limit_conn: int | None = None
+    maxconn: int | None = None
 
     def __post_init__(self) -> None:
         if self.protocol not in ("http", "uwsgi"):
             raise ValueError(f"protocol must be http or uwsgi, got {self.protocol!r}")
         if self.limit_conn is not None and self.limit_conn < 1:
             raise ValueError(f"limit_conn must be at least 1, got {self.limit_conn}")
+        if self.maxconn is not None and self.maxconn < 1:
+            raise ValueError(f"maxconn must be at least 1, got {self.maxconn}")
 
 
-def _pass_lines(options: ProxyOptions, upstream_port: int) -> str:
+def _pass_lines(options: ProxyOptions, upstream_port: int, keepalive: bool) -> str:
     if options.protocol == "uwsgi":
         params = "\n".join(
             f"            uwsgi_param {name} {value};" for name, value in _UWSGI_PARAMS
@@ -104,8 +111,15 @@ def _pass_lines(options: ProxyOptions, upstream_port: int) -> str:
             uwsgi_connect_timeout 10s;
             uwsgi_send_timeout {PROXY_READ_TIMEOUT_S}s;
             uwsgi_read_timeout {PROXY_READ_TIMEOUT_S}s;"""
+    if keepalive:
+        # Kept-alive connections to the next nginx: at thousands of requests a second a new
+        # connection each would run loopback out of ephemeral ports (TIME_WAIT).
+        target = "http://pinchpoint_upstream;\n            proxy_http_version 1.1;\n"
+        target += '            proxy_set_header Connection "";'
+    else:
+        target = f"http://{HOST}:{upstream_port};"
     return f"""\
-            proxy_pass http://{HOST}:{upstream_port};
+            proxy_pass {target}
             proxy_set_header Host $http_host;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_set_header X-Pinchpoint $http_x_pinchpoint;
@@ -134,10 +148,30 @@ def render_config(
     upstream_port: int,
     run_as_root: bool,
     options: ProxyOptions | None = None,
+    *,
+    static: bool = True,
+    keepalive: bool = False,
 ) -> str:
-    """The nginx.conf text: one worker in the foreground, passing 127.0.0.1:port upstream."""
+    """The nginx.conf text: one worker in the foreground, passing 127.0.0.1:port upstream.
+
+    With static, nginx answers `/static` itself (200 "ok"), without the upstream. With
+    keepalive (for an upstream that is another nginx), it keeps connections to it open.
+    """
     options = options or ProxyOptions()
+    if options.maxconn is not None:
+        raise ValueError("maxconn is HAProxy's; nginx limits requests with limit_conn")
     zone, limit = _limit_lines(options)
+    if keepalive:
+        zone += (
+            f"    upstream pinchpoint_upstream {{\n        server {HOST}:{upstream_port};\n"
+            "        keepalive 64;\n    }\n"
+        )
+    static_location = (
+        "        location /static {\n            default_type text/plain;\n"
+        '            return 200 "ok\\n";\n        }\n\n'
+        if static
+        else ""
+    )
     temp = paths.temp_dir
     temp_paths = "\n".join(
         f"    {kind}_temp_path {temp / kind};"
@@ -168,8 +202,8 @@ http {{
     server {{
         listen {HOST}:{port} backlog=4096;
 
-        location / {{
-{limit}{_pass_lines(options, upstream_port)}
+{static_location}        location / {{
+{limit}{_pass_lines(options, upstream_port, keepalive)}
         }}
     }}
 }}
@@ -206,3 +240,16 @@ def _supports_error_log_flag(nginx: Path) -> bool:
         [str(nginx), "-h"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10
     )
     return "-e filename" in result.stderr + result.stdout
+
+
+def nginx_component(
+    name: str, calls: list[str], access_log: Path, pid_file: Path
+) -> dict[str, object]:
+    """A demo nginx as a plan's component."""
+    return {
+        "name": name,
+        "role": "proxy",
+        "calls": calls,
+        "log": {"path": str(access_log), "format": "nginx", "log_format": NGINX_FORMAT},
+        "process": {"pid_file": str(pid_file)},
+    }

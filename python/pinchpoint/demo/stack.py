@@ -1,18 +1,17 @@
-"""The demo stack: nginx → gunicorn → Flask on loopback, owned and always stopped by pinchpoint."""
+"""The demo stack: a proxy → gunicorn → the demo app on loopback, owned and always stopped
+by pinchpoint."""
 
 import atexit
 import contextlib
-import functools
 import http.client
 import importlib.util
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, ClassVar, Self
@@ -21,15 +20,22 @@ import psutil
 
 import pinchpoint
 from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
-from pinchpoint.collect.formats.nginx import NGINX_FORMAT
+from pinchpoint.demo import haproxy
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
 from pinchpoint.demo.errors import StackError, StackTerminated
+from pinchpoint.demo.gunicorn import check_worker_class, gunicorn_argv, slots
+
+# Importable from here as before.
+from pinchpoint.demo.gunicorn import (  # noqa: F401
+    gunicorn_has_control_socket as _gunicorn_has_control_socket,
+)
 from pinchpoint.demo.nginx import (
     NginxPaths,
     ProxyOptions,
     check_config,
     find_nginx,
     nginx_argv,
+    nginx_component,
     render_config,
 )
 from pinchpoint.demo.procs import Child
@@ -37,18 +43,41 @@ from pinchpoint.demo.procs import Child
 HOST = "127.0.0.1"
 READY_PATH = "/healthz"
 _TAIL_LINES = 20
+FRONTS = ("nginx", "haproxy", "nginx2")
+
+
+@dataclass(frozen=True)
+class _Front:
+    """A proxy of the stack, as started: its name, port, command, output and logs."""
+
+    name: str
+    port: int
+    argv: list[str]
+    output: Path
+    logs: list[Path]
+    # Set for a program that writes no pid file of its own in the foreground.
+    pid_file: Path | None = None
 
 
 class DemoStack:
-    """nginx on 127.0.0.1 proxying to gunicorn running the demo app, all files in workdir.
+    """A proxy on 127.0.0.1 passing to gunicorn running the demo app, all files in workdir.
 
     Use as a context manager: the processes are stopped on exit, on exceptions, on Ctrl-C and
     on SIGTERM (turned into StackTerminated, a KeyboardInterrupt, while the stack runs).
 
-    `proxy` sets how nginx passes requests on (and a connection limit); `app_env` adds
-    environment variables for the app (a database's address). Subclasses run another
-    application server by overriding server_name, _server_argv, _server_env and
-    _server_component.
+    front: "nginx" (component "nginx"), "haproxy" (component "haproxy") or "nginx2": an
+    edge nginx (component "edge") → an inner nginx ("nginx") → the server. `nginx_port` is
+    the port of the front (the edge for "nginx2"). `proxy` sets how the proxy next to the
+    server passes requests on and limits them (`edge` the same for the edge nginx). nginx
+    and HAProxy answer `/static` themselves (the edge nginx passes it on).
+
+    worker_class: "sync", "gthread" (with `threads` a worker) or "uvicorn" (the ASGI app
+    on an event loop); the component's `workers` is the requests gunicorn serves at once
+    (workers, workers × threads), and absent for uvicorn (see demo/gunicorn.py).
+
+    `app_env` adds environment variables for the app (a database's address). Subclasses
+    run another application server by overriding server_name, _server_argv, _server_env
+    and _server_component.
     """
 
     server_name: ClassVar[str] = "gunicorn"
@@ -63,27 +92,54 @@ class DemoStack:
         stop_timeout_s: float = 10.0,
         proxy: ProxyOptions | None = None,
         app_env: Mapping[str, str] | None = None,
+        *,
+        worker_class: str = "sync",
+        threads: int = 1,
+        front: str = "nginx",
+        edge: ProxyOptions | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        check_worker_class(worker_class, threads)
+        if front not in FRONTS:
+            raise ValueError(f"front must be one of {FRONTS}, got {front!r}")
+        if edge is not None and front != "nginx2":
+            raise ValueError("edge sets the edge nginx of front='nginx2'")
         self.workdir = Path(workdir).resolve()
         self.workers = workers
+        self.worker_class = worker_class
+        self.threads = threads
+        self.front = front
         self.nginx_port, self.gunicorn_port = _ports(nginx_port, gunicorn_port)
+        self.inner_port = _other_port(self.nginx_port, self.gunicorn_port)
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.proxy = proxy or ProxyOptions()
+        self.edge = edge or ProxyOptions()
+        if front == "haproxy":
+            haproxy.check_options(self.proxy)
+        elif self.proxy.maxconn is not None or self.edge.maxconn is not None:
+            raise ValueError("maxconn is HAProxy's: set front='haproxy'")
+        if self.edge.protocol != "http":
+            raise ValueError("the edge nginx passes requests to the inner one over http")
         self.app_env = dict(app_env or {})
         self._nginx_paths = NginxPaths(self.workdir)
+        self._edge_paths = NginxPaths(self.workdir, "edge")
+        self._haproxy_paths = haproxy.HaproxyPaths(self.workdir)
         self.url = f"http://{HOST}:{self.nginx_port}"
         self.gunicorn_url = f"http://{HOST}:{self.gunicorn_port}"
         self.nginx_conf = self._nginx_paths.conf
         self.nginx_access_log = self._nginx_paths.access_log
         self.nginx_pid_file = self._nginx_paths.pid_file
+        self.edge_access_log = self._edge_paths.access_log
+        self.edge_pid_file = self._edge_paths.pid_file
+        self.haproxy_log = self._haproxy_paths.log
+        self.haproxy_pid_file = self._haproxy_paths.pid_file
         self.gunicorn_access_log = self.workdir / "gunicorn-access.log"
         self.gunicorn_pid_file = self.workdir / "gunicorn.pid"
         self.probe_log = self.workdir / "probe.log"
         self.db_path = self.workdir / "demo.sqlite3"
-        self._nginx: Child | None = None
+        self._fronts: list[Child] = []
         self._gunicorn: Child | None = None
         self._previous_sigterm: Any = None
         self._sigterm_installed = False
@@ -101,18 +157,12 @@ class DemoStack:
         self.stop()
 
     def start(self) -> None:
-        """Writes and checks the nginx config, starts gunicorn then nginx, waits for both."""
+        """Writes and checks the proxies' configs, starts gunicorn then the proxies from the
+        server outwards, waits for each."""
         if self._gunicorn is not None:
             raise StackError("the demo stack is already started")
-        nginx = find_nginx()
+        fronts = self._prepare_fronts()
         self._check_server()
-        self._nginx_paths.temp_dir.mkdir(parents=True, exist_ok=True)
-        self.nginx_conf.write_text(
-            render_config(
-                self._nginx_paths, self.nginx_port, self.gunicorn_port, _is_root(), self.proxy
-            )
-        )
-        check_config(nginx, self._nginx_paths)
         atexit.register(self.stop)
         self._install_sigterm_handler()
         try:
@@ -126,24 +176,23 @@ class DemoStack:
                 self._gunicorn, self.gunicorn_port, self._server_logs(), self._server_answers
             )
             self._wait_workers()
-            self._nginx = Child(
-                "nginx",
-                nginx_argv(nginx, self._nginx_paths),
-                self.workdir / "nginx.out",
-                dict(os.environ),
-            )
-            self._wait_ready(self._nginx, self.nginx_port, self._nginx_logs())
+            for front in reversed(fronts):
+                child = Child(front.name, front.argv, front.output, dict(os.environ))
+                self._fronts.append(child)
+                if front.pid_file is not None:
+                    front.pid_file.write_text(f"{child.pid}\n")
+                self._wait_ready(child, front.port, front.logs)
         except BaseException:
             self.stop()
             raise
 
     def stop(self) -> None:
-        """Stops nginx then gunicorn (SIGTERM, SIGKILL after stop_timeout_s); idempotent."""
-        nginx, gunicorn = self._nginx, self._gunicorn
-        self._nginx = self._gunicorn = None
+        """Stops the proxies from the front inwards, then gunicorn (SIGTERM, SIGKILL after
+        stop_timeout_s); idempotent."""
+        fronts, gunicorn = self._fronts, self._gunicorn
+        self._fronts, self._gunicorn = [], None
         try:
-            if nginx is not None:
-                nginx.stop(self.stop_timeout_s)
+            _stop_all(list(reversed(fronts)), self.stop_timeout_s)
         finally:
             try:
                 if gunicorn is not None:
@@ -156,17 +205,7 @@ class DemoStack:
         """The stack's components as the plan describes them."""
         server = self._server_component()
         return [
-            {
-                "name": "nginx",
-                "role": "proxy",
-                "calls": [server["name"]],
-                "log": {
-                    "path": str(self.nginx_access_log),
-                    "format": "nginx",
-                    "log_format": NGINX_FORMAT,
-                },
-                "process": {"pid_file": str(self.nginx_pid_file)},
-            },
+            *self._front_components(server["name"]),
             server,
             {
                 "name": "app",
@@ -176,19 +215,75 @@ class DemoStack:
             },
         ]
 
+    def _front_components(self, server: str) -> list[dict[str, Any]]:
+        if self.front == "haproxy":
+            return [haproxy.haproxy_component("haproxy", [server], self._haproxy_paths)]
+        nginx = nginx_component("nginx", [server], self.nginx_access_log, self.nginx_pid_file)
+        if self.front == "nginx":
+            return [nginx]
+        return [nginx_component("edge", ["nginx"], self.edge_access_log, self.edge_pid_file), nginx]
+
+    def _prepare_fronts(self) -> list[_Front]:
+        """Writes and checks each proxy's config; the proxies from the front inwards."""
+        if self.front == "haproxy":
+            binary, paths = haproxy.find_haproxy(), self._haproxy_paths
+            paths.conf.write_text(
+                haproxy.render_config(self.nginx_port, self.gunicorn_port, self.proxy)
+            )
+            haproxy.check_config(binary, paths)
+            argv = haproxy.haproxy_argv(binary, paths)
+            # HAProxy logs to its stdout: its output file is its access log.
+            return [
+                _Front("haproxy", self.nginx_port, argv, paths.log, [paths.log], paths.pid_file)
+            ]
+        nginx = find_nginx()
+        if self.front == "nginx":
+            hops = [(self._nginx_paths, self.nginx_port, self.gunicorn_port, self.proxy, False)]
+        else:
+            hops = [
+                (self._edge_paths, self.nginx_port, self.inner_port, self.edge, True),
+                (self._nginx_paths, self.inner_port, self.gunicorn_port, self.proxy, False),
+            ]
+        fronts = []
+        for paths, port, upstream, options, to_nginx in hops:
+            paths.temp_dir.mkdir(parents=True, exist_ok=True)
+            paths.conf.write_text(
+                render_config(
+                    paths,
+                    port,
+                    upstream,
+                    _is_root(),
+                    options,
+                    static=not to_nginx,
+                    keepalive=to_nginx,
+                )
+            )
+            check_config(nginx, paths)
+            output = self.workdir / f"{paths.prefix}.out"
+            fronts.append(
+                _Front(
+                    paths.prefix, port, nginx_argv(nginx, paths), output, [paths.error_log, output]
+                )
+            )
+        return fronts
+
     def _check_server(self) -> None:
-        missing = [name for name in ("flask", "gunicorn") if importlib.util.find_spec(name) is None]
+        needs = ["flask", "gunicorn"]
+        if self.worker_class == "uvicorn":
+            needs += ["starlette", "uvicorn"]
+        missing = [name for name in needs if importlib.util.find_spec(name) is None]
         if missing:
             raise StackError(
                 f"the demo stack needs {' and '.join(missing)}: pip install 'pinchpoint[demo]'"
             )
 
     def _server_component(self) -> dict[str, Any]:
+        pool = slots(self.worker_class, self.workers, self.threads)
         return {
             "name": "gunicorn",
             "role": "app_server",
             "calls": ["app"],
-            "workers": self.workers,
+            **({"workers": pool} if pool is not None else {}),
             "log": {
                 "path": str(self.gunicorn_access_log),
                 "format": "gunicorn",
@@ -204,26 +299,14 @@ class DemoStack:
         return self._app_env()
 
     def _gunicorn_argv(self) -> list[str]:
-        argv = [
-            sys.executable, "-m", "gunicorn",
-            "--workers", str(self.workers),
-            "--worker-class", "sync",
-            "--bind", f"{HOST}:{self.gunicorn_port}",
-            "--access-logfile", str(self.gunicorn_access_log),
-            "--access-logformat", GUNICORN_FORMAT,
-            "--error-logfile", str(self.workdir / "gunicorn-error.log"),
-            "--pid", str(self.gunicorn_pid_file),
-            "--backlog", "2048",
-            "--timeout", "60",
-            "--graceful-timeout", str(max(1, int(self.stop_timeout_s) - 2)),
-            # Import the app once before forking: workers are ready when the stack is, and
-            # the first load step does not measure two dozen interpreters importing Flask.
-            "--preload",
-        ]  # fmt: skip
-        if _gunicorn_has_control_socket():
-            # Else every stack of this user would share one socket in ~/.gunicorn.
-            argv.append("--no-control-socket")
-        return [*argv, "pinchpoint.demo.app:wsgi()"]
+        return gunicorn_argv(
+            self.workdir,
+            f"{HOST}:{self.gunicorn_port}",
+            self.workers,
+            self.worker_class,
+            self.threads,
+            self.stop_timeout_s,
+        )
 
     def _app_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -236,9 +319,6 @@ class DemoStack:
 
     def _server_logs(self) -> list[Path]:
         return [self.workdir / "gunicorn-error.log", self.workdir / "gunicorn.out"]
-
-    def _nginx_logs(self) -> list[Path]:
-        return [self._nginx_paths.error_log, self.workdir / "nginx.out"]
 
     def _server_answers(self, port: int) -> bool:
         """Whether the application server answers on port (over HTTP for gunicorn)."""
@@ -319,6 +399,23 @@ def _ports(nginx_port: int | None, gunicorn_port: int | None) -> tuple[int, int]
     return nginx_port, gunicorn_port
 
 
+def _other_port(*taken: int) -> int:
+    port = _free_port()
+    while port in taken:
+        port = _free_port()
+    return port
+
+
+def _stop_all(children: list[Child], timeout_s: float) -> None:
+    """Stops each child in order, all of them even when one fails."""
+    if not children:
+        return
+    try:
+        children[0].stop(timeout_s)
+    finally:
+        _stop_all(children[1:], timeout_s)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
@@ -339,16 +436,3 @@ def _tails(paths: list[Path]) -> str:
         if lines:
             parts.append(f"--- last lines of {path} ---\n" + "\n".join(lines))
     return "\n".join(parts) or "(their logs are empty)"
-
-
-@functools.cache
-def _gunicorn_has_control_socket() -> bool:
-    result = subprocess.run(
-        [sys.executable, "-m", "gunicorn", "--help"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    return "--no-control-socket" in result.stdout

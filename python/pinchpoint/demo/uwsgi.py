@@ -91,17 +91,29 @@ def make_venv(folder: Path) -> Path:
 class UwsgiStack(DemoStack):
     """nginx → uWSGI (`--processes workers`, uwsgi protocol) → the demo app, in workdir.
 
+    With threads > 1, each process runs that many threads (`--threads`, `--enable-threads`)
+    and the component's `workers` is processes × threads. The proxy speaks uWSGI's protocol
+    by default; with ProxyOptions(protocol="http") (the default for front="haproxy", which
+    speaks only HTTP) uWSGI listens with `--http-socket`. Other options as DemoStack's,
+    but worker_class.
+
     uWSGI logs each request with `--log-micros` to `uwsgi_access_log`, in its default
     request-line format (the `uwsgi` format preset).
     """
 
     server_name: ClassVar[str] = "uwsgi"
 
-    def __init__(self, workdir: Path, workers: int = 2, **options: Any) -> None:
-        options.setdefault("proxy", ProxyOptions(protocol="uwsgi"))
+    def __init__(
+        self, workdir: Path, workers: int = 2, *, threads: int = 1, **options: Any
+    ) -> None:
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
+        if "worker_class" in options:
+            raise ValueError("worker_class is gunicorn's; uWSGI takes processes and threads")
+        if options.get("front", "nginx") != "haproxy":
+            options.setdefault("proxy", ProxyOptions(protocol="uwsgi"))
         super().__init__(workdir, workers, **options)
-        if self.proxy.protocol != "uwsgi":
-            raise ValueError("nginx must pass requests to uWSGI with protocol='uwsgi'")
+        self.threads = threads
         self.uwsgi_port = self.gunicorn_port
         self.uwsgi_access_log = self.workdir / "uwsgi-requests.log"
         self.uwsgi_pid_file = self.workdir / "uwsgi.pid"
@@ -136,7 +148,7 @@ class UwsgiStack(DemoStack):
             *argv,
             "--master",
             "--processes", str(self.workers),
-            "--socket", f"{HOST}:{self.uwsgi_port}",
+            *self._socket_args(),
             "--virtualenv", str(venv),
             "--pythonpath", str(package_root),
             "--module", APP,
@@ -147,6 +159,13 @@ class UwsgiStack(DemoStack):
             "--req-logger", f"file:{self.uwsgi_access_log}",
             "--listen", "100",
         ]  # fmt: skip
+
+    def _socket_args(self) -> list[str]:
+        kind = "--socket" if self.proxy.protocol == "uwsgi" else "--http-socket"
+        argv = [kind, f"{HOST}:{self.uwsgi_port}"]
+        if self.threads > 1:
+            argv += ["--threads", str(self.threads), "--enable-threads"]
+        return argv
 
     def _server_logs(self) -> list[Path]:
         return [self.workdir / "uwsgi.out"]
@@ -165,7 +184,7 @@ class UwsgiStack(DemoStack):
             "name": "uwsgi",
             "role": "app_server",
             "calls": ["app"],
-            "workers": self.workers,
+            "workers": self.workers * self.threads,
             "log": {"path": str(self.uwsgi_access_log), "format": "uwsgi"},
             "process": {"pid_file": str(self.uwsgi_pid_file)},
         }
