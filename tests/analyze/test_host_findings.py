@@ -25,7 +25,8 @@ def test_a_disk_busy_as_the_app_slows_is_the_disk() -> None:
     steps[-1]["resources"]["gunicorn"]["disk_write_bytes_s"] = 42e6
     v = decide(steps, CTX)
     b = v["bottleneck"]
-    assert (b["component"], b["resource"], b["starts_at_users"]) == ("app", "disk", 5)
+    # The disk is used by gunicorn's processes, where the app runs.
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "disk", 5)
     assert v["headline"] == "Bottleneck: disk I/O, seen in app's time from 5 users"
     assert "the disk was busy 97% of the time at 7 users (5% at 1 user)" in b["evidence"]
     assert "gunicorn's processes wrote 42.0 MB/s and read 0.0 MB/s at 7 users" in b["evidence"]

@@ -13,6 +13,10 @@ CTX = Context(
 )
 
 
+# Workers to spare: a pool that never fills.
+ROOMY = Context(**{**CTX.__dict__, "workers": {"gunicorn": 16}})
+
+
 def step(
     users: int,
     latency: float,
@@ -62,7 +66,8 @@ def pool_steps(pool_cpu: float = 0.4, host_cpu: float = 0.6) -> list[dict]:
 def test_full_pool_of_idle_workers_is_the_worker_pool() -> None:
     v = decide(pool_steps(), CTX)
     b = v["bottleneck"]
-    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 4)
+    # Two users keep both workers busy (Little's law): the pool is full from there on.
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 2)
     assert any("1.97" in e and "2 workers" in e for e in b["evidence"])
 
 
@@ -80,13 +85,14 @@ def test_queue_growth_with_a_half_empty_pool_is_not_the_worker_pool() -> None:
 
 def test_app_time_growing_on_a_saturated_host_is_the_cpu() -> None:
     steps = [step(1, 10.5), step(4, 10.8, host_cpu=1.2), step(8, 18.0, app=17.5, host_cpu=1.96)]
-    b = decide(steps, CTX)["bottleneck"]
-    assert (b["component"], b["resource"], b["starts_at_users"]) == ("app", "cpu", 8)
+    b = decide(steps, ROOMY)["bottleneck"]
+    # The CPU is gunicorn's processes', where the app runs.
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "cpu", 8)
 
 
 def test_app_time_growing_without_saturation_names_the_tier_but_no_resource() -> None:
     steps = [step(1, 10.5), step(4, 10.8), step(8, 18.0, app=17.5, host_cpu=0.9)]
-    b = decide(steps, CTX)["bottleneck"]
+    b = decide(steps, ROOMY)["bottleneck"]
     assert (b["component"], b["resource"]) == ("app", "time")
 
 
@@ -97,8 +103,8 @@ def test_app_time_growing_while_tasks_wait_for_a_core_is_the_cpu() -> None:
         step(4, 10.8, host_cpu=1.2, cpu_pressure=0.3),
         step(8, 16.0, app=15.5, host_cpu=1.6, cpu_pressure=0.62),
     ]
-    b = decide(steps, CTX)["bottleneck"]
-    assert (b["component"], b["resource"], b["starts_at_users"]) == ("app", "cpu", 8)
+    b = decide(steps, ROOMY)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "cpu", 8)
     assert any("62% of the time at 8 users (5% at 1 user)" in e for e in b["evidence"])
 
 
@@ -109,11 +115,11 @@ def test_cpu_pressure_that_was_there_before_the_load_is_not_the_cpu() -> None:
         step(4, 10.8, host_cpu=1.2, cpu_pressure=0.55),
         step(8, 16.0, app=15.5, host_cpu=1.6, cpu_pressure=0.6),
     ]
-    assert decide(steps, CTX)["bottleneck"]["resource"] == "time"
+    assert decide(steps, ROOMY)["bottleneck"]["resource"] == "time"
     # Pressure that rises but stays low is not a saturated CPU either.
     for s, p in zip(steps, (0.0, 0.1, 0.3), strict=True):
         s["resources"]["host"]["cpu_pressure"] = p
-    assert decide(steps, CTX)["bottleneck"]["resource"] == "time"
+    assert decide(steps, ROOMY)["bottleneck"]["resource"] == "time"
 
 
 def test_flat_latency_is_no_bottleneck_with_the_headroom() -> None:
@@ -133,7 +139,8 @@ def test_saturated_generator_names_no_server_tier() -> None:
     steps = pool_steps()
     steps[-1]["resources"]["generator"]["cpu_cores"] = 1.9
     v = decide(steps, CTX)
-    assert v["bottleneck"] is None
+    assert (v["bottleneck"]["component"], v["bottleneck"]["resource"]) == ("generator", "cpu")
+    assert [f["component"] for f in v["findings"]] == ["generator"]
     assert v["generator"]["saturated"] is True
     assert "measure the generator" in v["headline"]
 

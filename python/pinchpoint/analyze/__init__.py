@@ -10,6 +10,7 @@ from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.steps import min_latency_ms, step_table
+from pinchpoint.analyze.usage import usage_table
 from pinchpoint.analyze.usl import fit_usl
 from pinchpoint.analyze.verdict import Context, decide
 
@@ -62,6 +63,8 @@ def analyze(run_dir: Path) -> dict:
         min_latency_ms=min_latency_ms(data.requests),
         endpoint=_endpoint(data),
     )
+    for step in steps:
+        step["usage"] = usage_table(step, ctx)
     verdict = {
         "schema": SCHEMA,
         "run_id": data.run["run_id"],

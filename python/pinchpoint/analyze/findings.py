@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pinchpoint.analyze.context import (
     Context,
     busy_of,
-    callers_of,
     cpu_of,
     load_text,
     ms_text,
@@ -17,6 +16,7 @@ from pinchpoint.analyze.context import (
     resource_of,
     workers_of,
 )
+from pinchpoint.analyze.usage import process_group as host_of
 
 # A CPU quota limits when the kernel throttled at least this share of its periods...
 THROTTLED = 0.2
@@ -53,21 +53,6 @@ def _pct(share: float) -> str:
     return (
         f"{100 * share:.1f}%" if 0.995 <= share < 1 or 0 < share < 0.005 else f"{100 * share:.0f}%"
     )
-
-
-def host_of(tier: str, steps: list[dict], ctx: Context) -> str | None:
-    """The component whose processes run `tier`: the tier itself when its processes were
-    sampled, else the nearest caller whose were (the app runs in gunicorn's workers)."""
-    todo, seen = [tier], set()
-    while todo:
-        name = todo.pop(0)
-        if name in seen:
-            continue
-        seen.add(name)
-        if any(name in s.get("resources", {}) for s in steps):
-            return name
-        todo.extend(callers_of(name, ctx))
-    return None
 
 
 def cpu_quota(tier: str, steps: list[dict], ctx: Context) -> Finding | None:

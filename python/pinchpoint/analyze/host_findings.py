@@ -83,7 +83,7 @@ def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         "a faster disk will help; more workers or CPU will not."
     )
     return Finding(
-        tier, "disk", seen.onset["users"], evidence, f"disk I/O, seen in {tier}'s time", summary,
+        who or tier, "disk", seen.onset["users"], evidence, f"disk I/O, seen in {tier}'s time", summary,
         rate_of(seen.onset),
     )  # fmt: skip
 
@@ -112,32 +112,63 @@ def memory(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         "cgroup limit) or use less per request."
     )
     return Finding(
-        tier, "memory", stall.onset["users"], evidence, f"memory pressure, seen in {tier}'s time",
+        who or tier, "memory", stall.onset["users"], evidence, f"memory pressure, seen in {tier}'s time",
         summary, rate_of(stall.onset),
     )  # fmt: skip
 
 
 def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
-    """The busiest network link runs near its speed as the tier's time grows."""
+    """The busiest network link (or its shaped rate) runs near its ceiling as the tier's time
+    grows: the network path is the component."""
     link = rise(steps, HOST, "net_util", NET_UTIL, NET_UTIL_RISE)
     if link is None:
         return None
-    sent = resource_of(link.peak_step, HOST, "net_tx_bytes_s") or 0.0
-    received = resource_of(link.peak_step, HOST, "net_rx_bytes_s") or 0.0
+    name = _link_name(link.peak_step)
     evidence = [
-        f"the busiest network link ran at {_pct(link.peak)} of its speed at "
+        f"the network link {name} ran at {_pct(link.peak)} of its ceiling at "
         f"{load_text(link.peak_step)} ({_pct(link.base)} at {load_text(steps[0])})",
-        f"the host sent {sent * 8 / 1e6:.0f} Mbit/s and received {received * 8 / 1e6:.0f} Mbit/s "
-        f"at {load_text(link.peak_step)}",
+        *_link_lines(link.peak_step),
     ]
     summary = (
-        f"{tier}'s time grows while the network link fills up from {load_text(link.onset)}: "
-        "responses wait to be sent. Smaller responses (compression) or a faster link will help."
+        f"The network link {name} is full from {load_text(link.onset)}: {tier}'s time grows as "
+        "responses wait to be sent. Smaller responses (compression), fewer bytes per request "
+        "or a faster link will help; more workers or CPU will not."
     )
     return Finding(
-        tier, "bandwidth", link.onset["users"], evidence, f"network bandwidth, seen in {tier}'s time",
-        summary, rate_of(link.onset),
+        "network", "bandwidth", link.onset["users"], evidence, f"network link {name}", summary,
+        rate_of(link.onset),
     )  # fmt: skip
+
+
+def _link_name(step: dict) -> str:
+    name = step.get("resources", {}).get(HOST, {}).get("net_link")
+    return str(name) if name else "(busiest interface)"
+
+
+def _link_lines(step: dict) -> list[str]:
+    at = load_text(step)
+    carried = resource_of(step, HOST, "net_link_bytes_s")
+    limit = resource_of(step, HOST, "net_link_limit_bytes_s")
+    lines = []
+    if carried is not None and limit:
+        lines.append(
+            f"it carried {carried * 8 / 1e6:.1f} Mbit/s against a ceiling of "
+            f"{limit * 8 / 1e6:.1f} Mbit/s at {at}"
+        )
+    else:
+        sent = resource_of(step, HOST, "net_tx_bytes_s") or 0.0
+        received = resource_of(step, HOST, "net_rx_bytes_s") or 0.0
+        lines.append(
+            f"the host sent {sent * 8 / 1e6:.0f} Mbit/s and received "
+            f"{received * 8 / 1e6:.0f} Mbit/s at {at}"
+        )
+    drops = resource_of(step, HOST, "net_qdisc_drops_s")
+    backlog = resource_of(step, HOST, "net_qdisc_backlog_bytes")
+    if backlog:
+        lines.append(f"the link's queue held {backlog / 1e3:.0f} kB waiting to be sent at {at}")
+    if drops:
+        lines.append(f"it dropped {drops:.0f} packets/s at {at}")
+    return lines
 
 
 def host_finding(tier: str, steps: list[dict], ctx: Context) -> Finding | None:

@@ -346,6 +346,11 @@ _MEANS = (
     "net_tx_bytes_s",
     "net_loopback_bytes_s",
     "net_util",
+    "net_link_bytes_s",
+    "net_link_limit_bytes_s",
+    "net_qdisc_backlog_bytes",
+    "net_qdisc_drops_s",
+    "net_qdisc_overlimits_s",
     "listen_backlog",
     "connections",
 )
@@ -366,6 +371,9 @@ def _io_and_sockets(frame: pl.DataFrame) -> dict:
         values = _measured(frame, column)
         if values is not None:
             out[column] = int(values.max())
+    link = _measured(frame, "net_link")
+    if link is not None:
+        out["net_link"] = str(link.mode().sort()[0])
     threads = _measured(frame, "threads")
     if threads is not None:
         out["threads"] = int(threads.median())

@@ -1,0 +1,209 @@
+"""What limits a tier whose own time grows, found from cause to effect.
+
+A saturated resource fills the pools above it: a throttled cgroup makes each worker hold
+its slot longer, a lock makes the worker wait, a full link blocks the worker's write, a busy
+disk its fsync. So the resources that cause are asked first — the cgroup quota, database
+locks, the network link, the disk, memory — and only then the worker pool and the CPU,
+told apart by what a busy worker wants: a worker that computes all the time (its CPU plus
+its wait for a core near one core) is limited by the cores it can get, one that waits is
+limited by the number of workers.
+"""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of, resource_of
+from pinchpoint.analyze.findings import Finding, cpu_quota, db_lock, estimate_line
+from pinchpoint.analyze.host_findings import bandwidth, disk, memory
+from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, process_group
+
+# A worker pool is full when Little's-law concurrency reaches this share of its size.
+POOL_FULL = 0.8
+# Busy workers that want this share of a core each (used + waited for) compute.
+CPU_BOUND = 0.7
+# The host has room for another computing worker when this much of a core is idle.
+IDLE_CORE = 0.5
+# A host is CPU-saturated above this share of its cores (less what neighbours took)...
+CPU_SATURATED = 0.85
+# ...or when tasks wait for a core (PSI "some") this share of the time, having waited at
+# least CPU_PRESSURE_RISE less at the lightest step: the rise is the load's own.
+CPU_PRESSURE_SATURATED = 0.4
+CPU_PRESSURE_RISE = 0.2
+
+
+def tier_cause(
+    tier: str, steps: list[dict], onset: dict, ctx: Context, estimate: dict | None
+) -> Finding:
+    """The resource behind a tier's growing time, first from the causes that fill pools."""
+    group = process_group(tier, steps, ctx)
+    found = (
+        cpu_quota(tier, steps, ctx)
+        or db_lock(tier, steps, ctx, onset["users"])
+        or bandwidth(tier, steps, ctx)
+        or disk(tier, steps, ctx)
+        or memory(tier, steps, ctx)
+    )
+    if found is not None:
+        return found
+    if group is not None:
+        found = pool_or_cpu(tier, group, steps, onset, ctx, estimate)
+        if found is not None:
+            return found
+    return own_time(tier, group, steps, onset, ctx)
+
+
+def pool_or_cpu(
+    tier: str, group: str, steps: list[dict], onset: dict, ctx: Context, estimate: dict | None
+) -> Finding | None:
+    """A full pool of waiting workers; a full pool of computing workers on a host with idle
+    cores (too few workers); computing workers on a host without (the CPU)."""
+    top = steps[-1]
+    use, host = group_use(group, top, ctx), host_use(top, ctx)
+    evidence = _cpu_lines(tier, group, steps, onset, ctx)
+    full = use.pool is not None and use.pool >= POOL_FULL
+    computing = use.demand_per_worker is not None and use.demand_per_worker >= CPU_BOUND
+    if full:
+        evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
+        if estimate is not None:
+            evidence.append(estimate_line(estimate))
+        if not computing:
+            return _pool(group, steps, evidence, ctx, computing=False, idle=host.idle)
+        if host.idle >= IDLE_CORE:
+            return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle)
+        return _cpu(tier, group, steps, onset, evidence, ctx)
+    if host_saturated(steps, onset, ctx) and _computes(use):
+        return _cpu(tier, group, steps, onset, evidence, ctx)
+    return None
+
+
+def _computes(use: GroupUse) -> bool:
+    """Whether the group's threads wanted CPU: they used or waited for a good part of a core."""
+    demand = use.demand
+    return demand is not None and demand >= 0.25
+
+
+def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
+    """The host's CPU is full at the onset or a heavier step: its cores busy, or its tasks
+    queued for a core more than they did at the lightest step."""
+    after = steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
+    busy = max((host_use(s, ctx).busy or 0.0 for s in after), default=0.0)
+    return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after)
+
+
+def _pressed(base: dict, after: list[dict]) -> bool:
+    at_base = resource_of(base, "host", "cpu_pressure")
+    measured = [p for s in after if (p := resource_of(s, "host", "cpu_pressure")) is not None]
+    if at_base is None or not measured:
+        return False
+    peak = max(measured)
+    return peak >= CPU_PRESSURE_SATURATED and peak - at_base >= CPU_PRESSURE_RISE
+
+
+def _pool_onset(group: str, steps: list[dict], ctx: Context) -> dict:
+    return next(
+        (s for s in steps if (group_use(group, s, ctx).pool or 0.0) >= POOL_FULL), steps[-1]
+    )
+
+
+def _pool(
+    group: str, steps: list[dict], evidence: list[str], ctx: Context, computing: bool, idle: float
+) -> Finding:
+    onset = _pool_onset(group, steps, ctx)
+    workers = group_use(group, steps[-1], ctx).workers
+    if computing:
+        summary = (
+            f"{group}'s {workers} workers are all busy from {load_text(onset)}, each computing "
+            f"about a core, while the host still had {idle:.1f} idle cores: the pool is too small "
+            f"for the host. Add workers (up to {int(workers or 0) + int(idle + 0.25)}, one per "
+            "idle core); more than the cores will not help."
+        )
+    else:
+        summary = (
+            f"{group}'s worker pool is full from {load_text(onset)}: requests queue for a free "
+            "worker while the workers themselves mostly wait rather than compute. Add workers "
+            "(or make each request shorter)."
+        )
+    return Finding(
+        group, "worker_pool", onset["users"], evidence, f"{group} worker pool", summary,
+        rate_of(onset),
+    )  # fmt: skip
+
+
+def _cpu(
+    tier: str, group: str, steps: list[dict], onset: dict, evidence: list[str], ctx: Context
+) -> Finding:
+    host = host_use(steps[-1], ctx)
+    if host.neighbours >= 0.5 * max(host.stack, 1e-9):
+        cause = (
+            f"other processes on the host took {host.neighbours:.2f} of its cores, the stack "
+            f"{host.stack:.2f}"
+        )
+        advice = "Move the other processes off this host, or give it more cores."
+    else:
+        cause = f"the stack used {host.stack:.2f} of them"
+        advice = "More workers will not help; less CPU per request or more cores will."
+    summary = (
+        f"The host's CPU is saturated from {load_text(onset)} ({cause}); {tier}'s time grows "
+        f"as its work waits for a core. {advice}"
+    )
+    name = f"host CPU ({ctx.cpu_count} cores), seen first in {tier}'s time"
+    return Finding(group, "cpu", onset["users"], evidence, name, summary, rate_of(onset))
+
+
+def own_time(tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context) -> Finding:
+    evidence = _cpu_lines(tier, group, steps, onset, ctx) if group else []
+    return Finding(
+        tier, "time", onset["users"], evidence,
+        f"{tier} (its own time grows; no saturated resource found)",
+        f"{tier}'s own time grows with load from {load_text(onset)}.", rate_of(onset),
+    )  # fmt: skip
+
+
+def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> list[str]:
+    top = steps[-1]
+    queue = (top["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0) - (
+        steps[0]["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0
+    )
+    lines = [
+        f"{use.component} concurrency by Little's law (throughput × time in {use.component}) is "
+        f"{use.busy:.2f} at {load_text(top)} against {use.workers} workers"
+    ]
+    if queue > 0:
+        lines.insert(
+            0,
+            f"queue time before {use.component} p50 {ms_text(queue)} higher at {load_text(top)}: "
+            "requests wait for a free worker",
+        )
+    if use.cpu is not None and use.busy > 0:
+        wait = f" and waited for {use.cpu_wait:.2f} more" if use.cpu_wait else ""
+        lines.append(
+            f"{use.component}'s processes used {use.cpu:.2f} cores{wait}: "
+            f"{use.demand_per_worker or 0.0:.2f} cores wanted per busy worker"
+        )
+    return lines
+
+
+def _cpu_lines(
+    tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context
+) -> list[str]:
+    top = steps[-1]
+    host: HostUse = host_use(top, ctx)
+    if host.busy is None:
+        return []
+    at_onset = host_use(onset, ctx).busy or 0.0
+    lines = [
+        f"host CPU {at_onset:.2f} of {ctx.cpu_count} cores at {load_text(onset)}, "
+        f"{host.busy:.2f} at {load_text(top)}: the stack {host.stack:.2f}, the generator "
+        f"{host.generator:.2f}, other processes {host.neighbours:.2f}"
+    ]
+    at_base = resource_of(steps[0], "host", "cpu_pressure")
+    pressure = resource_of(top, "host", "cpu_pressure")
+    if at_base is not None and pressure is not None:
+        lines.append(
+            f"some task waited for a CPU {100 * pressure:.0f}% of the time at {load_text(top)} "
+            f"({100 * at_base:.0f}% at {load_text(steps[0])})"
+        )
+    if group is not None:
+        use = group_use(group, top, ctx)
+        if use.cpu is not None:
+            lines.append(f"{group} processes used {use.cpu:.2f} cores at {load_text(top)}")
+    return lines

@@ -1,0 +1,131 @@
+"""The load generator and the host it runs on: when the generator cannot keep up, or its
+threads wait for a core, every latency includes its own delay and the run measures the
+generator, not the target. And the neighbours: processes outside the stack taking the
+host's CPU, a finding of their own.
+"""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.context import Context, load_text, rate_of
+from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.usage import HostUse, host_use
+
+# The generator is saturated when its CPU reaches this share of the threads it runs on...
+GENERATOR_SATURATED = 0.9
+# ...or its host is: this share of the cores busy, this share of them the generator's...
+HOST_SATURATED = 0.9
+GENERATOR_SHARE = 0.25
+# ...or its threads waited for a core this share of the time they wanted one (and at least
+# this many cores' worth): a generator starved of CPU sends late and reads late.
+STARVED_SHARE = 0.5
+STARVED_CORES = 0.1
+# Processes outside the stack that used this share of the host's cores are a finding.
+NEIGHBOUR_SHARE = 0.25
+
+
+def generator_check(steps: list[dict], ctx: Context) -> dict:
+    """Whether the generator, or the host it runs on, limited the run."""
+    hosts = [host_use(s, ctx) for s in steps]
+    peak = max((h.generator for h in hosts), default=0.0)
+    shares = [h.generator_wait_share for h in hosts if (h.generator_wait or 0) >= STARVED_CORES]
+    starved = max((s for s in shares if s is not None), default=0.0)
+    return {
+        "saturated": peak >= GENERATOR_SATURATED * ctx.generator_threads,
+        "host_saturated": any(_busy_with_generator(h) for h in hosts),
+        "starved": starved >= STARVED_SHARE,
+        "cpu_cores_max": round(peak, 3),
+        "cpu_wait_share_max": round(starved, 3),
+        "threads": ctx.generator_threads,
+    }
+
+
+def _busy_with_generator(h: HostUse) -> bool:
+    busy = h.busy or 0.0
+    return busy >= HOST_SATURATED * h.cores and h.generator >= GENERATOR_SHARE * busy
+
+
+def generator_limits(generator: dict) -> bool:
+    return bool(generator["saturated"] or generator["host_saturated"] or generator["starved"])
+
+
+def generator_finding(steps: list[dict], generator: dict, ctx: Context) -> Finding:
+    """The run measured its generator: which way, with the numbers."""
+    hosts = [host_use(s, ctx) for s in steps]
+    top = max(range(len(steps)), key=lambda i: hosts[i].busy or 0.0)
+    h, step = hosts[top], steps[top]
+    evidence = [
+        f"the generator used up to {generator['cpu_cores_max']:.2f} cores on "
+        f"{ctx.generator_threads} threads",
+        f"the host's CPU was {h.busy or 0.0:.2f} of {ctx.cpu_count} cores busy at {load_text(step)}: "
+        f"the stack {h.stack:.2f}, the generator {h.generator:.2f}, other processes "
+        f"{h.neighbours:.2f}",
+    ]
+    if generator["starved"]:
+        evidence.append(
+            f"the generator's threads waited for a core {100 * generator['cpu_wait_share_max']:.0f}% "
+            "of the time they wanted one: its requests went out, and its answers were read, late"
+        )
+    summary = (
+        f"The load generator could not keep up: {_why(generator, h, ctx)}. Every latency "
+        "includes its own delay, so these results measure the generator's host, not the "
+        "target. Run the generator on another host, give it more cores, or load less."
+    )
+    onset = steps[0]
+    return Finding(
+        "generator", "cpu", onset["users"], evidence, "the load generator's host", summary,
+        rate_of(onset),
+    )  # fmt: skip
+
+
+def _why(generator: dict, h: HostUse, ctx: Context) -> str:
+    if generator["starved"]:
+        return "its threads waited for a CPU"
+    if generator["saturated"]:
+        return f"it used {generator['cpu_cores_max']:.2f} cores of {ctx.generator_threads} threads"
+    return f"the host it runs on was saturated ({h.busy or 0.0:.2f} of {ctx.cpu_count} cores)"
+
+
+def generator_headline(finding: Finding) -> str:
+    reason = finding.summary.split(". ", 1)[0]
+    return f"{reason}: these results measure the generator, not the target."
+
+
+def neighbour_finding(steps: list[dict], ctx: Context) -> Finding | None:
+    """Processes outside the stack and the generator that took a good share of the CPU."""
+    hosts = [host_use(s, ctx) for s in steps]
+    measured = [(h, s) for h, s in zip(hosts, steps, strict=True) if h.busy is not None]
+    if not measured:
+        return None
+    h, step = max(measured, key=lambda m: m[0].neighbours)
+    if h.neighbours <= NEIGHBOUR_SHARE * ctx.cpu_count:
+        return None
+    mean = sum(m[0].neighbours for m in measured) / len(measured)
+    waits = [
+        f"{name} waited for a core {w:.2f} cores' worth"
+        for name, w in _waits(step).items()
+        if w >= 0.05
+    ]
+    evidence = [
+        f"processes outside the stack used {h.neighbours:.2f} of {ctx.cpu_count} cores at "
+        f"{load_text(step)} ({mean:.2f} on average over the run), while the stack used "
+        f"{h.stack:.2f} and the generator {h.generator:.2f}",
+        *waits,
+    ]
+    summary = (
+        f"Other processes on this host used up to {h.neighbours:.2f} of its {ctx.cpu_count} cores "
+        "during the run: the stack had that much less CPU, and its tiers waited for a core. "
+        "Run the test on a quiet host, or pin the neighbours elsewhere, before trusting CPU-bound "
+        "numbers."
+    )
+    return Finding(
+        "neighbours", "cpu", step["users"], evidence,
+        f"processes outside the stack ({h.neighbours:.2f} cores)", summary, rate_of(step),
+    )  # fmt: skip
+
+
+def _waits(step: dict) -> dict[str, float]:
+    return {
+        name: float(r["cpu_wait_cores"])
+        for name, r in step.get("resources", {}).items()
+        if r.get("cpu_wait_cores") is not None and name != "host"
+    }

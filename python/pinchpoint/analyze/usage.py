@@ -1,0 +1,162 @@
+"""How much of each resource the stack used at each step: the utilisations the verdict
+compares to find the one that saturates at the knee.
+
+The host's CPU is split between the stack (the components' processes), the load generator
+and everything else (neighbours): a tier may use only what the others leave it. A process
+group (a component with sampled processes, such as gunicorn with the app inside it) has
+its workers, its CPU and the time its threads waited for a core, its cgroup quota and the
+periods the kernel throttled it in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pinchpoint.analyze.context import Context, busy_of, callers_of, resource_of, workers_of
+
+HOST = "host"
+GENERATOR = "generator"
+
+
+@dataclass(frozen=True)
+class HostUse:
+    """The host's CPU at one step, in cores, and its other gauges (None: not measured)."""
+
+    cores: int
+    busy: float | None
+    stack: float
+    generator: float
+    generator_wait: float | None
+    cpu_pressure: float | None
+
+    @property
+    def neighbours(self) -> float:
+        """CPU used by processes outside the stack and the generator."""
+        return max(0.0, (self.busy or 0.0) - self.stack - self.generator)
+
+    @property
+    def idle(self) -> float:
+        return max(0.0, self.cores - (self.busy or 0.0))
+
+    @property
+    def utilisation(self) -> float | None:
+        return None if self.busy is None else self.busy / self.cores
+
+    @property
+    def generator_wait_share(self) -> float | None:
+        """The share of the time the generator's threads wanted a core that they waited."""
+        if self.generator_wait is None:
+            return None
+        wanted = self.generator + self.generator_wait
+        return self.generator_wait / wanted if wanted > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class GroupUse:
+    """One process group at one step."""
+
+    component: str
+    busy: float  # requests inside it at a time, by Little's law
+    workers: int | None
+    cpu: float | None
+    cpu_wait: float | None
+    quota: float | None
+    throttled: float | None
+    lock_waits: float | None
+
+    @property
+    def pool(self) -> float | None:
+        """Worker occupancy: busy workers ÷ workers."""
+        return self.busy / self.workers if self.workers else None
+
+    @property
+    def demand(self) -> float | None:
+        """The cores its threads wanted: what they used plus what they waited for."""
+        return None if self.cpu is None else self.cpu + (self.cpu_wait or 0.0)
+
+    @property
+    def demand_per_worker(self) -> float | None:
+        """The cores each busy worker wanted: near 1 for workers that compute all the time."""
+        demand = self.demand
+        return demand / self.busy if demand is not None and self.busy > 0 else None
+
+
+def sampled(step: dict) -> list[str]:
+    """The components whose processes were sampled in a step."""
+    return [name for name in step.get("resources", {}) if name not in (HOST, GENERATOR)]
+
+
+def host_use(step: dict, ctx: Context) -> HostUse:
+    resources = step.get("resources", {})
+    stack = sum(float(resources[n].get("cpu_cores") or 0.0) for n in sampled(step))
+    generator = resources.get(GENERATOR, {})
+    busy = resources.get(HOST, {}).get("cpu_cores")
+    return HostUse(
+        cores=ctx.cpu_count,
+        busy=float(busy) if busy is not None else None,
+        stack=stack,
+        generator=float(generator.get("cpu_cores") or 0.0),
+        generator_wait=resource_of(step, GENERATOR, "cpu_wait_cores"),
+        cpu_pressure=resource_of(step, HOST, "cpu_pressure"),
+    )
+
+
+def process_group(tier: str, steps: list[dict], ctx: Context) -> str | None:
+    """The component whose processes run `tier`: the tier itself when its processes were
+    sampled, else the nearest caller whose were (the app runs in gunicorn's workers)."""
+    todo, seen = [tier], set()
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if any(name in s.get("resources", {}) for s in steps):
+            return name
+        todo.extend(callers_of(name, ctx))
+    return None
+
+
+def group_use(group: str, step: dict, ctx: Context) -> GroupUse:
+    return GroupUse(
+        component=group,
+        busy=busy_of(group, step),
+        workers=workers_of(group, step, ctx),
+        cpu=resource_of(step, group, "cpu_cores"),
+        cpu_wait=resource_of(step, group, "cpu_wait_cores"),
+        quota=resource_of(step, group, "cpu_quota_cores"),
+        throttled=resource_of(step, group, "cpu_throttled_share"),
+        lock_waits=resource_of(step, group, "lock_waits"),
+    )
+
+
+def usage_table(step: dict, ctx: Context) -> dict[str, dict[str, float]]:
+    """Per component and for the host, the utilisation of each resource it depends on, at
+    one step: worker occupancy, CPU against what it may use, throttled periods, lock
+    waits; the host's CPU split by who used it, its link and its disk."""
+    host = host_use(step, ctx)
+    out: dict[str, dict[str, float]] = {}
+    for name in sampled(step):
+        use = group_use(name, step, ctx)
+        row: dict[str, float] = {}
+        if use.pool is not None:
+            row["workers"] = round(use.pool, 3)
+        if use.cpu is not None:
+            available = use.quota or max(host.cores - host.neighbours - host.generator, 1e-9)
+            row["cpu"] = round(use.cpu / available, 3)
+        if use.demand_per_worker is not None and use.workers:
+            row["cores_per_busy_worker"] = round(use.demand_per_worker, 3)
+        if use.throttled is not None:
+            row["throttled"] = round(use.throttled, 3)
+        if use.lock_waits:
+            row["lock_waits"] = round(use.lock_waits, 3)
+        out[name] = row
+    gauges = {
+        "cpu": host.utilisation,
+        "cpu_stack_cores": host.stack,
+        "cpu_generator_cores": host.generator,
+        "cpu_neighbour_cores": host.neighbours if host.busy is not None else None,
+        "link": resource_of(step, HOST, "net_util"),
+        "disk": resource_of(step, HOST, "disk_util"),
+    }
+    out[HOST] = {k: round(v, 3) for k, v in gauges.items() if v is not None}
+    return out
