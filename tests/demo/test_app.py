@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from pinchpoint.demo.app import SEED_ROWS, create_app
+from pinchpoint.demo.app import FSYNC_FILE, SEED_ROWS, create_app
 
 
 @pytest.fixture
@@ -71,3 +71,15 @@ def test_wsgi_entry_needs_its_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("PINCHPOINT_PROBE_LOG", "/tmp/x.log")
     with pytest.raises(RuntimeError, match="PINCHPOINT_DEMO_DB"):
         wsgi()
+
+
+def test_fsync_appends_and_syncs_as_asked(tmp_path: Path) -> None:
+    client = create_app(tmp_path / "demo.sqlite3", tmp_path / "probe.log").test_client()
+    answer = client.post("/api/fsync?kb=8&n=3")
+    assert answer.status_code == 200
+    body = answer.get_json()
+    assert body["kb"] == 8 and body["n"] == 3 and body["fsync_s"] > 0
+    assert (tmp_path / FSYNC_FILE).stat().st_size == 3 * 8 * 1024
+    assert client.get("/api/fsync").get_json()["kb"] == 64
+    for bad in ("kb=0", "kb=1025", "n=17", "n=x"):
+        assert client.get(f"/api/fsync?{bad}").status_code == 400

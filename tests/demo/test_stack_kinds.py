@@ -150,3 +150,44 @@ def test_stack_options_are_checked(tmp_path: Path) -> None:
     ):
         with pytest.raises(ValueError, match=match):
             DemoStack(tmp_path, **kwargs)
+
+
+def need_uwsgi() -> None:
+    from pinchpoint.demo.uwsgi import find_uwsgi, system_python_matches
+
+    found = find_uwsgi()
+    if found is None or (found.plugin and not system_python_matches()):
+        pytest.skip("no uWSGI that runs this Python (pip install uwsgi, or Debian's plugin)")
+
+
+@pytest.mark.timeout(120)
+def test_uwsgi_threads_serve_at_once_and_count_as_workers(tmp_path: Path) -> None:
+    from pinchpoint.demo.uwsgi import UwsgiStack
+
+    need_uwsgi()
+    with UwsgiStack(tmp_path, workers=1, threads=3) as stack:
+        components = by_name(stack)
+        took, statuses = concurrently(
+            stack.url, [tagged("/sys_perf_check?wait=500", req) for req in range(3)]
+        )
+        procs = processes_of(stack.uwsgi_pid_file)
+        wait_for_lines(stack.uwsgi_access_log, 3)
+    assert_all_gone(procs)
+    assert statuses == [200] * 3
+    assert took < 1.3  # three threads at once, not one after another (1.5 s)
+    assert components["uwsgi"]["workers"] == 3
+    assert sorted(row.req_id for row in records(components["uwsgi"])) == [0, 1, 2]
+
+
+@pytest.mark.timeout(120)
+def test_haproxy_in_front_of_uwsgi_speaks_http_to_it(tmp_path: Path) -> None:
+    from pinchpoint.demo.uwsgi import UwsgiStack
+
+    need_uwsgi()
+    need_haproxy()
+    with UwsgiStack(tmp_path, workers=1, front="haproxy") as stack:
+        assert fetch(stack.url + tagged("/sys_perf_check?wait=10", 0))[0] == 200
+        components = by_name(stack)
+        wait_for_lines(stack.haproxy_log, 1)
+    assert list(components) == ["haproxy", "uwsgi", "app"]
+    assert [row.req_id for row in records(components["haproxy"])] == [0]
