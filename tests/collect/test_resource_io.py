@@ -22,6 +22,7 @@ import pytest
 
 from pinchpoint.collect import cgroups, host
 from pinchpoint.collect.cgroups import Mount, memory_cgroup_of, memory_limit_of
+from pinchpoint.collect.links import LinkReader
 from pinchpoint.collect.procs import ProcessTable, descendants, parse_stat
 from pinchpoint.collect.resources import (
     OPTIONAL_COLUMNS,
@@ -284,7 +285,7 @@ def test_the_whole_table_is_read_only_when_a_process_may_have_started(tmp_path: 
     assert parse_stat(b"12 (short) S 1 2") is None
 
 
-def test_host_network_rates_and_link_share(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_host_network_rates_and_link_share(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     nic = namedtuple("nic", "isup duplex speed mtu flags")
     io = namedtuple("io", "bytes_recv bytes_sent")
     monkeypatch.setattr(
@@ -298,7 +299,10 @@ def test_host_network_rates_and_link_share(monkeypatch: pytest.MonkeyPatch) -> N
     )
     counters = {"lo": io(0, 0), "eth0": io(0, 0), "eth1": io(0, 0)}
     monkeypatch.setattr(host.psutil, "net_io_counters", lambda pernic: dict(counters))
-    reader = host.HostReader()
+    (tmp_path / "eth0").mkdir()
+    (tmp_path / "eth0" / "speed").write_text("1000\n")
+    links = LinkReader(netns_dir=tmp_path / "no-netns", sys_class_net=tmp_path)
+    reader = host.HostReader(links=links)
     reader._network(1.0)
     counters.update(lo=io(8e6, 8e6), eth0=io(50e6, 5e6), eth1=io(1e6, 2e6))
     out = reader._network(2.0)
@@ -307,3 +311,4 @@ def test_host_network_rates_and_link_share(monkeypatch: pytest.MonkeyPatch) -> N
     assert out["net_loopback_bytes_s"] == pytest.approx(4e6)
     # eth0 receives 25 MB/s of a 1 Gbit/s link (125 MB/s); eth1 reports no speed.
     assert out["net_util"] == pytest.approx(0.2)
+    assert out["net_link"] == "eth0"

@@ -6,10 +6,10 @@ network.
   under them). Bytes read and written are summed over them; `disk_util` is the busy share
   (time with I/O in flight, `busy_time`) of the busiest one: one saturated disk is a limit
   even when the others idle.
-- Network: bytes received and sent over the non-loopback interfaces together (what crosses
-  the wire), the bytes through loopback apart (a stack on one machine talks over it), and
-  `net_util`, the busiest non-loopback interface's busier direction as a share of its link
-  speed (null when no interface reports a speed, as virtual ones often do not).
+- Network: bytes received and sent over this namespace's non-loopback interfaces together
+  (what crosses the wire), the bytes through loopback apart (a stack on one machine talks
+  over it), and the link nearest its ceiling, in any network namespace, with its shaper's
+  queue (`net_util`, `net_link`, `net_qdisc_*`: see links.py).
 - Memory: `rss_bytes` is used memory, `memory_limit_bytes` the physical memory.
 """
 
@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from pinchpoint.collect.links import COLUMNS as LINK_COLUMNS
+from pinchpoint.collect.links import LinkReader
 
 PRESSURES = ("cpu", "memory", "io")
 SYS_BLOCK = Path("/sys/block")
@@ -39,7 +42,12 @@ class Reading:
 class HostReader:
     """Whole-machine CPU, used memory, pressure stalls, run queue, disks and network."""
 
-    def __init__(self, proc: Path = Path("/proc"), sys_block: Path = SYS_BLOCK) -> None:
+    def __init__(
+        self,
+        proc: Path = Path("/proc"),
+        sys_block: Path = SYS_BLOCK,
+        links: LinkReader | None = None,
+    ) -> None:
         self._cpus = psutil.cpu_count() or 1
         self._busy_s: float | None = None
         self._proc = proc
@@ -52,8 +60,7 @@ class HostReader:
         stats = _nic_stats()
         flagged = {name for name, s in stats.items() if "loopback" in getattr(s, "flags", "")}
         self._loopback = flagged or {"lo", "lo0"}
-        # Link speeds in bytes/s (psutil gives Mbit/s, 0 when unknown).
-        self._speeds = {name: s.speed * 125_000 for name, s in stats.items() if s.speed > 0}
+        self._links = links if links is not None else LinkReader()
 
     def read(self) -> Reading:
         """CPU seconds busy (all CPUs) since the previous read, used bytes, CPU count, and
@@ -126,8 +133,9 @@ class HostReader:
             counters = {}
         now = {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
         before, self._nics = self._nics, now
-        names = ("net_rx_bytes_s", "net_tx_bytes_s", "net_loopback_bytes_s", "net_util")
+        names = ("net_rx_bytes_s", "net_tx_bytes_s", "net_loopback_bytes_s", *LINK_COLUMNS)
         out: dict[str, Any] = dict.fromkeys(names)
+        out.update(self._links.read(now, elapsed))
         if not before or elapsed <= 0:
             return out
         rates = {
@@ -143,8 +151,6 @@ class HostReader:
         out["net_tx_bytes_s"] = sum(tx for _, tx in wire.values())
         # Loopback sends what it receives: its bytes sent are the traffic through it.
         out["net_loopback_bytes_s"] = sum(rates[n][1] for n in self._loopback if n in rates)
-        shares = [max(rate) / self._speeds[n] for n, rate in wire.items() if n in self._speeds]
-        out["net_util"] = max(shares) if shares else None
         return out
 
 

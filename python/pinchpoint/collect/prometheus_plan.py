@@ -86,9 +86,14 @@ class Series(BaseModel):
     @field_validator("columns")
     @classmethod
     def _check_columns(cls, columns: dict[str, str]) -> dict[str, str]:
+        import pyarrow as pa
+
         from pinchpoint.collect.resources import SCHEMA
 
-        allowed = [n for n in SCHEMA.names if n not in _KEYS]
+        # A query gives numbers: a text column (net_link) cannot be filled from one.
+        allowed = [
+            n for n in SCHEMA.names if n not in _KEYS and SCHEMA.field(n).type != pa.string()
+        ]
         for column, query in columns.items():
             if column not in allowed:
                 raise _field_error(

@@ -66,13 +66,21 @@ SCHEMA = pa.schema(
         ("disk_read_bytes_s", pa.float64()),
         ("disk_write_bytes_s", pa.float64()),
         # Host rows only: the busy share of the busiest physical disk; bytes per second
-        # received and sent over the non-loopback interfaces, through loopback; the busiest
-        # interface's share of its link speed (null: no speed known). See host.py.
+        # received and sent over the non-loopback interfaces, through loopback. See host.py.
         ("disk_util", pa.float64()),
         ("net_rx_bytes_s", pa.float64()),
         ("net_tx_bytes_s", pa.float64()),
         ("net_loopback_bytes_s", pa.float64()),
+        # Host rows only: the link nearest its ceiling (shaped rate or speed), in any network
+        # namespace: its share of it, its name, its bytes per second in that direction and
+        # the ceiling; its shaper's queued bytes, drops and overlimits. See links.py.
         ("net_util", pa.float64()),
+        ("net_link", pa.string()),
+        ("net_link_bytes_s", pa.float64()),
+        ("net_link_limit_bytes_s", pa.float64()),
+        ("net_qdisc_backlog_bytes", pa.int64()),
+        ("net_qdisc_drops_s", pa.float64()),
+        ("net_qdisc_overlimits_s", pa.float64()),
         # The memory limit of the component's cgroups (null: none); the host's memory.
         ("memory_limit_bytes", pa.int64()),
         # Components and generator: threads of the processes; connections waiting in the
