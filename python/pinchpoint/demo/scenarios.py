@@ -20,6 +20,7 @@ import psutil
 
 from pinchpoint.demo.cgroup import CpuQuota
 from pinchpoint.demo.env import PG_DSN_ENV
+from pinchpoint.demo.neighbour import CpuHog, starved_generator
 from pinchpoint.demo.nginx import ProxyOptions
 from pinchpoint.demo.plan import stack_plan
 from pinchpoint.demo.postgres import PostgresCluster, with_database
@@ -28,6 +29,7 @@ from pinchpoint.demo.uwsgi import UwsgiStack
 
 # 2 ms of CPU and 8 ms of waiting: a full pool and a full CPU are different limits.
 PROBE = "/sys_perf_check?cpu=2&wait=8"
+LIGHT_PROBE = "/sys_perf_check?cpu=0.2&wait=20"
 
 
 @dataclass
@@ -112,4 +114,84 @@ def proxy_limit(workdir: Path, limit: int = 2, workers: int = 8) -> Iterator[Sce
 def healthy(workdir: Path, workers: int = 8) -> Iterator[Scenario]:
     """Enough workers and light work (0.2 ms of CPU, 20 ms of waiting): nothing limits."""
     with DemoStack(workdir, workers=workers) as stack:
-        yield Scenario(stack.url, stack.components(), "/sys_perf_check?cpu=0.2&wait=20")
+        yield Scenario(stack.url, stack.components(), LIGHT_PROBE)
+
+
+@contextmanager
+def gthread_pool(workdir: Path, workers: int = 1, threads: int = 2) -> Iterator[Scenario]:
+    """nginx → gunicorn gthread, `workers × threads` slots (the plan's workers) → the probe."""
+    with DemoStack(workdir, workers=workers, worker_class="gthread", threads=threads) as stack:
+        yield Scenario(stack.url, stack.components(), PROBE)
+
+
+@contextmanager
+def uwsgi_threads(workdir: Path, workers: int = 1, threads: int = 2) -> Iterator[Scenario]:
+    """nginx → uWSGI `--processes workers --threads threads` → the probe: a pool of
+    workers × threads slots."""
+    with UwsgiStack(workdir, workers=workers, threads=threads) as stack:
+        yield Scenario(stack.url, stack.components(), PROBE)
+
+
+@contextmanager
+def uvicorn_loop(workdir: Path, workers: int = 1) -> Iterator[Scenario]:
+    """nginx → gunicorn with `workers` uvicorn event loops → the ASGI probe, 4 ms of CPU on
+    the loop and 4 ms of awaited waiting: waits overlap without limit, the CPU does not,
+    so each process's one core (one thread running the loop) is the limit."""
+    with DemoStack(workdir, workers=workers, worker_class="uvicorn") as stack:
+        yield Scenario(stack.url, stack.components(), "/sys_perf_check?cpu=4&wait=4")
+
+
+@contextmanager
+def haproxy_queue(workdir: Path, maxconn: int = 2, workers: int = 8) -> Iterator[Scenario]:
+    """HAProxy → gunicorn with workers to spare, but HAProxy sends it only `maxconn`
+    requests at once: the others wait in HAProxy's queue (Tw, `queue_s`)."""
+    options = ProxyOptions(maxconn=maxconn)
+    with DemoStack(workdir, workers=workers, front="haproxy", proxy=options) as stack:
+        yield Scenario(stack.url, stack.components(), PROBE, notes={"maxconn": maxconn})
+
+
+@contextmanager
+def nginx_chain(workdir: Path, workers: int = 2) -> Iterator[Scenario]:
+    """An edge nginx → an inner nginx → gunicorn with a small pool of sync workers."""
+    with DemoStack(workdir, workers=workers, front="nginx2") as stack:
+        yield Scenario(stack.url, stack.components(), PROBE)
+
+
+@contextmanager
+def nginx_static(workdir: Path, front: str = "nginx") -> Iterator[Scenario]:
+    """Only the proxy works: it answers `/static` itself (nginx, or HAProxy with
+    front="haproxy"), so the load can reach very high rates on it alone."""
+    with DemoStack(workdir, workers=1, front=front) as stack:
+        yield Scenario(stack.url, stack.components(), "/static")
+
+
+@contextmanager
+def disk_fsync(workdir: Path, workers: int = 8, kb: int = 64, n: int = 4) -> Iterator[Scenario]:
+    """gunicorn with workers to spare → `POST /api/fsync`: each request appends kb KiB and
+    fsyncs, n times; the disk's flushes are the limit, not CPU nor the pool."""
+    with DemoStack(workdir, workers=workers) as stack:
+        path = f"/api/fsync?kb={kb}&n={n}"
+        yield Scenario(stack.url, stack.components(), path, method="POST")
+
+
+@contextmanager
+def noisy_neighbour(workdir: Path, cores: float = 2.0, workers: int = 8) -> Iterator[Scenario]:
+    """gunicorn with workers to spare, the probe asking 3 ms of CPU and 12 ms of waiting,
+    and processes outside the stack burning `cores` of the host's CPU."""
+    with DemoStack(workdir, workers=workers) as stack, CpuHog(cores) as hog:
+        notes = {"hog_pids": hog.pids, "hog_cores": cores}
+        yield Scenario(stack.url, stack.components(), "/sys_perf_check?cpu=3&wait=12", notes=notes)
+
+
+@contextmanager
+def starved_load(
+    workdir: Path, hogs: int = 2, core: int = 0, workers: int = 8
+) -> Iterator[Scenario]:
+    """A healthy stack, but the load generator (this process) pinned to one core that
+    `hogs` spinning processes share with it. The stack starts first, so it is not pinned."""
+    with (
+        DemoStack(workdir, workers=workers) as stack,
+        starved_generator(core=core, hogs=hogs) as hog,
+    ):
+        notes = {"core": core, "hog_pids": hog.pids if hog else []}
+        yield Scenario(stack.url, stack.components(), LIGHT_PROBE, notes=notes)
