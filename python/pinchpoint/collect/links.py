@@ -112,7 +112,7 @@ class LinkReader:
                 net_link_bytes_s=rate,
                 net_link_limit_bytes_s=limit,
             )
-            if key not in qdiscs and key in self._qdiscs:
+            if rate > 0 and key not in qdiscs and key in self._qdiscs:
                 qdiscs.update(self._tc(key[0])[0])
             out.update(_queue(qdiscs.get(key), self._qdiscs.get(key)))
         self._qdiscs.update(qdiscs)
