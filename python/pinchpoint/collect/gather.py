@@ -108,7 +108,7 @@ def write_logs(
     """tiers.parquet and collection.json from every collector; returns collection.json.
 
     Components of an agent are marked with its name, and those it could not give with an
-    `error`; any of `components` (those with a log, or on an agent) that no collector
+    `error`; those a collector warns about (no process found) get its `warnings`; any of `components` (those with a log, or on an agent) that no collector
     gave counts for is listed with zero counts and an error.
     """
     counts: list[FileCounts] = []
@@ -120,8 +120,11 @@ def write_logs(
     agents = {c.name: c.report() or {} for c in collectors if c.name is not None}
     if agents:
         collected["agents"] = agents
-    for collector in collectors:  # sections of collectors that are not agents (prometheus)
+    # Sections of collectors that are not agents (prometheus), the warnings of this host's.
+    for collector in collectors:
         if collector.name is None and (section := collector.report()):
+            for name, warnings in section.pop("component_warnings", {}).items():
+                entries.setdefault(name, _empty()).setdefault("warnings", []).extend(warnings)
             collected.update(section)
     for agent_name, report in agents.items():
         for name in report.get("components", []):

@@ -48,7 +48,10 @@ class LocalCollector:
         self.run_id: str | None = None
         self.marks: dict[str, LogMark] = {}
         self.problems: list[str] = []
+        # Per component: what it lacked (a process selector that found no process).
+        self.component_warnings: dict[str, list[str]] = {}
         self._sampler: ResourceSampler | None = None
+        self._stopped = False
 
     def start(self, run_id: str, interval_s: float) -> None:
         """Marks the end of every log, then starts sampling every `interval_s` seconds."""
@@ -58,16 +61,23 @@ class LocalCollector:
             name: mark_logs(c.log.path) for name, c in self.components.items() if c.log is not None
         }
         self._sampler = sampler
+        self._stopped = False
         sampler.start()
 
     def stop(self) -> None:
-        """Stops sampling (idempotent); an error that stopped it early becomes a problem."""
-        if self._sampler is None:
+        """Stops sampling (idempotent); an error that stopped it early, and each process
+        selector that found no process, become problems."""
+        sampler = self._sampler
+        if sampler is None or self._stopped:
             return
+        self._stopped = True
         try:
-            self._sampler.stop(raise_errors=True)
+            sampler.stop(raise_errors=True)
         except RuntimeError as e:
             self.problems.append(str(e))
+        for name, warning in sampler.warnings().items():
+            self.component_warnings.setdefault(name, []).append(warning)
+            self.problems.append(warning)
 
     def resources(self) -> pa.Table:
         """The samples: the components', the host's and this process's (`generator`)."""
@@ -118,8 +128,12 @@ class LocalCollector:
         return counts
 
     def report(self) -> dict[str, Any] | None:
-        """What collection.json says about this collector beyond its counts: nothing."""
-        return None
+        """What collection.json says about this collector beyond its counts: its problems
+        (`warnings`), and those of each component (`component_warnings`); None if none."""
+        if not self.problems:
+            return None
+        warnings = {name: list(lines) for name, lines in self.component_warnings.items()}
+        return {"warnings": list(self.problems), "component_warnings": warnings}
 
     def log_marks(self) -> dict[str, Any]:
         """Where each log was marked, for run.json."""

@@ -95,9 +95,13 @@ class RemoteCollector:
         if not self._started or self._lost:
             return
         try:
-            self._call("POST", f"/v1/runs/{self.run_id}/stop")
+            stopped = self._call("POST", f"/v1/runs/{self.run_id}/stop")
         except (httpx.HTTPError, AgentError, ValueError) as e:
             self._lose("stop", e)
+            return
+        problems = stopped.get("problems")
+        if isinstance(problems, list):
+            self.problems.extend(f"agent {self.agent.name}: {p}" for p in problems)
 
     def resources(self) -> pa.Table:
         if not self._started or self._lost:

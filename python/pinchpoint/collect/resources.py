@@ -149,6 +149,24 @@ class ProcessSelector:
             return _read_pid_file(self.pid_file)
         return list(self.pids) if self.pids else None
 
+    def __str__(self) -> str:
+        if self.pid_file is not None:
+            return f"pid_file {self.pid_file}"
+        if self.pids:
+            return f"pids {', '.join(map(str, self.pids))}"
+        return f"name {self.name!r}"
+
+    def why_none(self) -> str:
+        """Why the selector finds no process, as far as can be told now."""
+        if self.pid_file is None:
+            return "no such process" if self.pids else "no process has that name"
+        if not self.pid_file.exists():
+            return "the file does not exist"
+        roots = self.roots()
+        if not roots:
+            return "the file holds no pid"
+        return f"pid {roots[0]} is not running"
+
     def select(
         self, table: dict[int, ProcStat] | None = None, roots: list[int] | None = None
     ) -> list[int]:
@@ -199,6 +217,10 @@ class ResourceSampler:
         self._host = HostReader()
         self._procs = ProcessTable()
         self._selected: dict[str, list[int]] = {name: [] for name in targets}
+        # Per target: samples in which it found no process, and why at the last of them.
+        self._samples = 0
+        self._missed: dict[str, int] = dict.fromkeys(targets, 0)
+        self._why: dict[str, str] = {}
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -244,6 +266,23 @@ class ResourceSampler:
         with self._lock:
             return [dict(row) for row in self._rows]
 
+    def warnings(self) -> dict[str, str]:
+        """Per target that found no process in some sample, a line saying so: its rows
+        there count nothing, which must not pass for an idle component."""
+        out = {}
+        for name, missed in self._missed.items():
+            if missed:
+                when = (
+                    "any sample"
+                    if missed == self._samples
+                    else f"{missed} of {self._samples} samples"
+                )
+                out[name] = (
+                    f"{name}: no process found for {self.targets[name]} in {when} "
+                    f"({self._why[name]}): its resource rows count nothing there"
+                )
+        return out
+
     def table(self) -> pa.Table:
         """The samples as a table with the resources.parquet schema."""
         return pa.Table.from_pylist(self.rows(), schema=SCHEMA)
@@ -288,6 +327,11 @@ class ResourceSampler:
         elapsed = now - self._last_sample
         readings = {HOST: self._host.read()}
         table = self._select()
+        self._samples += 1
+        for name, pids in self._selected.items():
+            if not pids:
+                self._missed[name] += 1
+                self._why[name] = self.targets[name].why_none()
         self._sockets.new_sample()
         self._cgroups.new_sample()
         born_after = self._procs.born_after_s
@@ -428,8 +472,11 @@ def _process(pid: int) -> psutil.Process | None:
 
 
 def _read_pid_file(path: Path) -> list[int]:
+    """The pid on the first line: daemons such as PostgreSQL (postmaster.pid) write more
+    lines after it."""
     try:
-        text = path.read_text().strip()
+        with path.open("rb") as f:
+            first = f.readline(64).strip()
     except OSError:
         return []
-    return [int(text)] if text.isdigit() else []
+    return [int(first)] if first.isdigit() else []
