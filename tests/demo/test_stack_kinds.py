@@ -84,7 +84,7 @@ def test_uvicorn_workers_await_the_probe_and_log_in_gunicorn_format(tmp_path: Pa
 def test_haproxy_queues_past_maxconn_and_logs_the_wait(tmp_path: Path) -> None:
     need_haproxy()
     options = ProxyOptions(maxconn=1)
-    with DemoStack(tmp_path, workers=4, front="haproxy", proxy=options) as stack:
+    with DemoStack(tmp_path / "new", workers=4, front="haproxy", proxy=options) as stack:
         components = by_name(stack)
         _, statuses = concurrently(
             stack.url, [tagged("/sys_perf_check?wait=300", req) for req in range(3)]

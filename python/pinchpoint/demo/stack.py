@@ -161,6 +161,7 @@ class DemoStack:
         server outwards, waits for each."""
         if self._gunicorn is not None:
             raise StackError("the demo stack is already started")
+        self.workdir.mkdir(parents=True, exist_ok=True)
         fronts = self._prepare_fronts()
         self._check_server()
         atexit.register(self.stop)
