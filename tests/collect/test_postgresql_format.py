@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import FormatError, get_parser
+from pinchpoint.collect.formats import NOT_A_RECORD, FormatError, get_parser
 from pinchpoint.collect.formats.postgresql import (
     POSTGRESQL_PREFIX,
     CsvlogParser,
@@ -96,8 +96,8 @@ def test_comment_wins_over_application_name() -> None:
 def test_extended_protocol_execute_is_a_record_parse_and_bind_are_not() -> None:
     parser = get_parser("postgresql", APP_PREFIX)
     prefix = "2026-11-22 09:15:00.123 UTC [77] app@shop pp_run=r1&pp_users=2&pp_req=3 LOG:  "
-    assert parser.parse(prefix + "duration: 0.020 ms  parse <unnamed>: SELECT $1") is None
-    assert parser.parse(prefix + "duration: 0.010 ms  bind <unnamed>: SELECT $1") is None
+    assert parser.parse(prefix + "duration: 0.020 ms  parse <unnamed>: SELECT $1") is NOT_A_RECORD
+    assert parser.parse(prefix + "duration: 0.010 ms  bind <unnamed>: SELECT $1") is NOT_A_RECORD
     record = parser.parse(prefix + "duration: 0.030 ms  execute <unnamed>: SELECT $1")
     assert record is not None
     assert record.duration_s == 0.00003
@@ -129,10 +129,20 @@ def test_bare_duration_of_log_duration_and_verbose_sqlstate() -> None:
         "2026-11-22 09:15:00.123 UTC [77] u@d STATEMENT:  SELECT * FROM x",
         "2026-11-22 09:15:00.123 UTC [77] u@d LOG:  duration: 5.0 ms  plan:",
         "\t  FROM t /*pp_run='r1',pp_users='1',pp_req='1'*/",
-        "not a log line",
     ],
 )
-def test_lines_other_than_statement_durations_give_none(line: str) -> None:
+def test_lines_other_than_statement_durations_are_not_records(line: str) -> None:
+    assert get_parser("postgresql", DEBIAN_PREFIX).parse(line) is NOT_A_RECORD
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "not a log line",
+        "2026-11-22 09:15:00.123 UTC [77] u@d LOG:  duration: x ms  statement: SELECT 1",
+    ],
+)
+def test_lines_not_in_the_format_give_none(line: str) -> None:
     assert get_parser("postgresql", DEBIAN_PREFIX).parse(line) is None
 
 
@@ -228,8 +238,9 @@ def test_csvlog_row() -> None:
     assert record.duration_s == 0.00325
     assert record.ts == TS
     assert tag_of(record) == Tag("r1", 2, 3)
-    assert parser.parse(csv_row("duration: 3.250 ms", severity="ERROR")) is None
-    assert parser.parse(csv_row("connection authorized: user=app")) is None
+    assert parser.parse(csv_row("duration: 3.250 ms", severity="ERROR")) is NOT_A_RECORD
+    assert parser.parse(csv_row("connection authorized: user=app")) is NOT_A_RECORD
+    assert parser.parse("2026-11-22 09:15:00.123 UTC,only,three") is None
 
 
 def test_csvlog_record_over_several_lines_is_given_on_its_last_line() -> None:
@@ -238,8 +249,8 @@ def test_csvlog_record_over_several_lines_is_given_on_its_last_line() -> None:
         "duration: 1.000 ms  statement: SELECT a,\n  b\nFROM t /*pp_run='r1',pp_users='4',pp_req='5'*/"
     ).split("\n")
     assert len(lines) == 3
-    assert parser.parse(lines[0]) is None
-    assert parser.parse(lines[1]) is None
+    assert parser.parse(lines[0]) is NOT_A_RECORD
+    assert parser.parse(lines[1]) is NOT_A_RECORD
     record = parser.parse(lines[2])
     assert record is not None
     assert record.duration_s == 0.001
@@ -264,6 +275,11 @@ def test_jsonlog_object() -> None:
     assert record.ts == TS
     assert tag_of(record) == Tag("r1", 4, 6)
     assert parser.parse('{"error_severity":"LOG","message":"duration: x ms"}') is None
+    assert parser.parse('{"error_severity":"LOG","message":"checkpoint starting"}') is NOT_A_RECORD
+    assert parser.parse('{"error_severity":"DETAIL","message":"parameters: $1 = \'5\'"}') is (
+        NOT_A_RECORD
+    )
+    assert parser.parse('{"message":"duration: 1 ms"}') is None
     assert parser.parse("[1, 2]") is None
     assert parser.parse("{not json") is None
 
@@ -275,7 +291,9 @@ def test_jsonlog_object() -> None:
 def test_documented_samples_through_collect_component(log_format: str, sample: str) -> None:
     path = SAMPLES / sample
     rows, counts = collect_component("db", path, get_parser("postgresql", log_format), "r1", None)
-    assert (counts.matched, counts.other_run, counts.untagged) == (3, 1, 1)
+    # Every other line is the server's own (startup, parse, bind, DETAIL, ERROR): untagged.
+    assert (counts.matched, counts.other_run, counts.unparseable) == (3, 1, 0)
+    assert counts.untagged == counts.lines - 4
     assert [(row.users, row.req_id, row.duration_s) for row in rows] == [
         (4, 17, 0.012345),
         (8, 18, 0.0505),
@@ -528,7 +546,8 @@ def test_real_postgres_logs_are_matched_by_tag(postgres: Postgres) -> None:
     postgres.stop()
 
     # stderr: the extended protocol's parse and bind lines and the continuation line of the
-    # two-line statement give None; that statement's comment is on the continuation line.
+    # two-line statement are no records (untagged); that statement's comment is on the
+    # continuation line.
     rows, counts = results[APP_PREFIX]
     assert counts == FileCounts(
         component="db",
@@ -536,19 +555,19 @@ def test_real_postgres_logs_are_matched_by_tag(postgres: Postgres) -> None:
         lines=11,
         matched=4,
         other_run=1,
-        untagged=3,
-        unparseable=3,
-        unparseable_lines=[3, 4, 9],
+        untagged=6,
+        unparseable=0,
+        unparseable_lines=[],
     )
     assert [(row.users, row.req_id) for row in rows] == [(4, 17), (8, 18), (8, 19), (16, 21)]
-    # csvlog: the two-line record is given on its second line, its first line gives None.
+    # csvlog: the two-line record is given on its second line, its first line is no record.
     rows_csv, counts_csv = results["csvlog"]
     assert (counts_csv.lines, counts_csv.matched, counts_csv.other_run) == (11, 5, 1)
-    assert (counts_csv.untagged, counts_csv.unparseable) == (2, 3)
+    assert (counts_csv.untagged, counts_csv.unparseable) == (5, 0)
     # jsonlog: one line a record.
     rows_json, counts_json = results["jsonlog"]
     assert (counts_json.lines, counts_json.matched, counts_json.other_run) == (10, 5, 1)
-    assert (counts_json.untagged, counts_json.unparseable) == (2, 2)
+    assert (counts_json.untagged, counts_json.unparseable) == (4, 0)
     expected = [(4, 17), (8, 18), (8, 19), (2, 20), (16, 21)]
     for found in (rows_csv, rows_json):
         assert [(row.users, row.req_id) for row in found] == expected

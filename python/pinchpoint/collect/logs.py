@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pinchpoint.collect.formats import LineParser
+from pinchpoint.collect.formats import NOT_A_RECORD, LineParser
 from pinchpoint.collect.tag import check_run_id, find_tag, parse_header
 
 # Longer lines are cut to this many bytes (the rest is skipped), to bound memory.
@@ -145,7 +145,8 @@ class FileCounts:
 
     Every non-empty line read is counted once: `lines == matched + other_run +
     untagged + unparseable`. A line of this run whose record has no duration counts
-    as unparseable. Line numbers count from 1 at the first line read after the mark.
+    as unparseable; a line in the log's format that holds no record (NOT_A_RECORD)
+    as untagged. Line numbers count from 1 at the first line read after the mark.
     """
 
     component: str
@@ -198,6 +199,9 @@ def match_lines(
         record = parser.parse(line)
         if record is None:
             _unparseable(counts)
+            continue
+        if record is NOT_A_RECORD:
+            counts.untagged += 1
             continue
         tag = find_tag(record.target) if record.target else None
         if tag is None and record.tag_header:

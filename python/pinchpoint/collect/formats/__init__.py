@@ -18,9 +18,16 @@ from pinchpoint.collect.formats import (
     probe,
     uwsgi,
 )
-from pinchpoint.collect.formats.base import FormatError, LineParser, Record
+from pinchpoint.collect.formats.base import NOT_A_RECORD, FormatError, LineParser, Record
 
-__all__ = ["FormatError", "LineParser", "Record", "get_parser", "known_formats"]
+__all__ = [
+    "NOT_A_RECORD",
+    "FormatError",
+    "LineParser",
+    "Record",
+    "get_parser",
+    "known_formats",
+]
 
 _FACTORIES: dict[str, Callable[[str | None], LineParser]] = {
     "nginx": nginx.parser_for,

@@ -27,12 +27,19 @@ class Record:
     tag_header: str | None = None
 
 
+# What a parser gives for a line of its log that holds no request's record (a PostgreSQL
+# `DETAIL` line, or another tool's statement's `parse` step): counted as untagged, not as
+# unparseable, which is left to lines not in the log's format.
+NOT_A_RECORD = Record(duration_s=None)
+
+
 class LineParser(Protocol):
     @property
     def gives_duration(self) -> bool: ...
 
     def parse(self, line: str) -> Record | None:
-        """The record of one line (without its newline), or None if the line does not parse."""
+        """The record of one line (without its newline), NOT_A_RECORD for a line in the
+        format that holds none, or None if the line does not parse."""
         ...
 
 

@@ -13,8 +13,11 @@ The log_format says how the server writes its log:
 Records are the `LOG` messages `duration: N ms` with `statement: ...` (simple
 protocol), `execute <name>: ...` (extended protocol) or nothing after them. The
 extended protocol's `parse` and `bind` duration lines, every other message, and the
-continuation lines of a statement written over several lines give None. duration_s
-is the logged duration; there is no upstream time and no status.
+continuation lines of a message written over several lines give NOT_A_RECORD: they are
+the server's and hold no record, whatever comment (of pinchpoint or another tool, such
+as sqlcommenter's `traceparent`) they carry, and count as untagged. None is left to
+lines not in the log's format. duration_s is the logged duration; there is no upstream
+time and no status.
 
 The run tag, in either place (the statement's comment wins when both have one):
 
@@ -41,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import unquote
 
-from pinchpoint.collect.formats.base import ANY, FormatError, Record, to_float
+from pinchpoint.collect.formats.base import ANY, NOT_A_RECORD, FormatError, Record, to_float
 from pinchpoint.collect.formats.clock import scaled, zoned_timestamp
 from pinchpoint.collect.tag import find_tag
 
@@ -129,15 +132,16 @@ def _timestamp(text: str | None) -> float | None:
 
 
 def duration_record(message: str, application_name: str | None, ts: float | None) -> Record | None:
-    """The record of a `duration: ...` LOG message, or None for any other message."""
+    """The record of a `duration: ...` LOG message, NOT_A_RECORD for any other message,
+    None for a duration that does not read."""
     match = _DURATION.fullmatch(message)
     if match is None:
-        return None
+        return None if message.startswith("duration:") else NOT_A_RECORD
     millis, rest = match.groups()
     statement = ""
     if rest:
         if _SKIPPED.match(rest):
-            return None
+            return NOT_A_RECORD
         if rest.startswith("statement: "):
             statement = rest[len("statement: ") :]
         elif (execute := _EXECUTE.fullmatch(rest)) is not None:
@@ -166,10 +170,12 @@ class StderrParser:
 
     def parse(self, line: str) -> Record | None:
         if line.startswith("\t"):
-            return None  # continuation of a message written over several lines
+            return NOT_A_RECORD  # continuation of a message written over several lines
         match = self.regex.fullmatch(line)
-        if match is None or match.group("severity") != "LOG":
+        if match is None:
             return None
+        if match.group("severity") != "LOG":
+            return NOT_A_RECORD
         values = {letter: match.group(group) for letter, group in self.groups.items()}
         ts = to_float(values.get("n"))
         if ts is None:
@@ -214,7 +220,7 @@ def compile_prefix(prefix: str) -> StderrParser:
 @dataclass
 class CsvlogParser:
     """Lines of the csvlog. A record whose quoted fields hold line breaks spans several
-    lines: its earlier lines give None and its last line gives the record."""
+    lines: its earlier lines give NOT_A_RECORD and its last line gives the record."""
 
     log_format: str = CSVLOG
     _pending: list[str] = field(default_factory=list, repr=False)
@@ -233,14 +239,16 @@ class CsvlogParser:
             return None
         text = "\n".join(self._pending)
         if text.count('"') % 2 == 1:
-            return None  # a quoted field goes on on the next line
+            return NOT_A_RECORD  # a quoted field goes on on the next line
         self._pending = []
         try:
             row = next(csv.reader([text], strict=True))
         except (csv.Error, StopIteration):
             return None
-        if len(row) <= _CSV_APPLICATION or row[_CSV_SEVERITY] != "LOG":
+        if len(row) <= _CSV_APPLICATION:
             return None
+        if row[_CSV_SEVERITY] != "LOG":
+            return NOT_A_RECORD
         return duration_record(
             row[_CSV_MESSAGE], row[_CSV_APPLICATION], _timestamp(row[_CSV_LOG_TIME])
         )
@@ -261,9 +269,11 @@ class JsonlogParser:
             data = json.loads(line)
         except ValueError:
             return None
-        if not isinstance(data, dict) or data.get("error_severity") != "LOG":
+        if not isinstance(data, dict) or not isinstance(data.get("error_severity"), str):
             return None
         message, app, ts = data.get("message"), data.get("application_name"), data.get("timestamp")
+        if data["error_severity"] != "LOG":
+            return NOT_A_RECORD
         if not isinstance(message, str):
             return None
         return duration_record(
