@@ -93,8 +93,18 @@ def test_quota_that_is_rarely_throttled_is_not_the_finding() -> None:
     assert v["bottleneck"]["resource"] == "time"
 
 
-def test_quota_throttled_already_at_the_lowest_load_is_not_what_grows() -> None:
-    assert cpu_quota("app", quota_steps(shares=(0.9, 0.92, 0.95, 0.95)), CTX) is None
+def test_quota_used_up_from_the_lowest_load_is_named_from_there() -> None:
+    f = cpu_quota("app", quota_steps(shares=(0.9, 0.92, 0.95, 0.95)), CTX)
+    assert f is not None
+    assert (f.component, f.resource, f.starts_at_users) == ("gunicorn", "cpu_quota", 1)
+
+
+def test_quota_throttled_in_bursts_far_below_it_is_not_what_grows() -> None:
+    # Throttled as much at the lowest load as at the highest, and using a fifth of it.
+    steps = quota_steps(shares=(0.9, 0.92, 0.95, 0.95))
+    for s in steps:
+        s["resources"]["gunicorn"]["cpu_cores"] = 0.1
+    assert cpu_quota("app", steps, CTX) is None
 
 
 def test_no_quota_no_finding() -> None:

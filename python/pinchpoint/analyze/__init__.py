@@ -62,6 +62,7 @@ def analyze(run_dir: Path) -> dict:
         generator_threads=int(data.run.get("engine", {}).get("threads") or 1),
         min_latency_ms=min_latency_ms(data.requests),
         endpoint=_endpoint(data),
+        roles={c.name: c.role for c in data.plan.component},
     )
     for step in steps:
         step["usage"] = usage_table(step, ctx)

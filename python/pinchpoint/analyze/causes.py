@@ -21,7 +21,7 @@ POOL_FULL = 0.8
 # Busy workers that want this share of a core each (used + waited for) compute.
 CPU_BOUND = 0.7
 # The host has room for another computing worker when this much of a core is idle.
-IDLE_CORE = 0.5
+IDLE_CORE = 0.3
 # A host is CPU-saturated above this share of its cores (less what neighbours took)...
 CPU_SATURATED = 0.85
 # ...or when tasks wait for a core (PSI "some") this share of the time, having waited at
@@ -36,7 +36,8 @@ def tier_cause(
     """The resource behind a tier's growing time, first from the causes that fill pools."""
     group = process_group(tier, steps, ctx)
     found = (
-        cpu_quota(tier, steps, ctx)
+        proxy_queue(tier, steps, ctx)
+        or cpu_quota(tier, steps, ctx)
         or db_lock(tier, steps, ctx, onset["users"])
         or bandwidth(tier, steps, ctx)
         or disk(tier, steps, ctx)
@@ -49,6 +50,50 @@ def tier_cause(
         if found is not None:
             return found
     return own_time(tier, group, steps, onset, ctx)
+
+
+def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+    """The tier queues requests itself (it logs the wait: HAProxy's Tw) while what it calls
+    has room: its own connection limit holds them back (maxconn)."""
+    base, top = steps[0], steps[-1]
+    queued = [s["tiers"].get(tier, {}).get("logged_queue_p50_ms") for s in (base, top)]
+    if queued[1] is None:
+        return None
+    grew = queued[1] - (queued[0] or 0.0)
+    own = [s["tiers"].get(tier, {}).get("self_p50_ms") or 0.0 for s in (base, top)]
+    if grew <= 0 or grew < 0.5 * (own[1] - own[0]):
+        return None
+    full = [
+        callee
+        for callee in ctx.calls.get(tier, [])
+        if (group_use(callee, top, ctx).pool or 0.0) >= POOL_FULL
+    ]
+    if full:
+        return None
+    onset = next(
+        (s for s in steps if (s["tiers"].get(tier, {}).get("logged_queue_p50_ms") or 0.0)
+         - (queued[0] or 0.0) > 0.25 * grew),
+        top,
+    )  # fmt: skip
+    behind = ", ".join(
+        f"{c} ran {group_use(c, top, ctx).busy:.2f} requests at a time"
+        + (f" against {w} workers" if (w := group_use(c, top, ctx).workers) else "")
+        for c in ctx.calls.get(tier, [])
+    )
+    evidence = [
+        f"{tier} logged its requests waiting in its own queue p50 {ms_text(queued[1])} at "
+        f"{load_text(top)}, {ms_text(queued[0] or 0.0)} at {load_text(base)}",
+        f"behind it {behind}: they had room",
+    ]
+    summary = (
+        f"{tier} holds requests in its queue from {load_text(onset)} while the tier behind it "
+        "has room: its own limit on connections to the server (maxconn) is the ceiling. "
+        "Raise it to what the server can take."
+    )
+    return Finding(
+        tier, "proxy_limit", onset["users"], evidence, f"{tier} connection limit (queueing)",
+        summary, rate_of(onset),
+    )  # fmt: skip
 
 
 def pool_or_cpu(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -15,6 +15,12 @@ class Context:
     # The shortest latency of an answered request, for Little's-law worker estimates.
     min_latency_ms: float | None = None
     endpoint: str = "all requests"
+    # Each component's role in the plan (proxy, app_server, database, ...).
+    roles: dict[str, str] = field(default_factory=dict)
+
+
+# Roles whose processes are no pool of request slots: event loops, backends per connection.
+_NO_POOL = frozenset({"proxy", "database", "app"})
 
 
 def users_text(n: int) -> str:
@@ -54,9 +60,12 @@ def resource_of(step: dict, who: str, key: str) -> float | None:
 
 
 def workers_of(tier: str, step: dict, ctx: Context) -> int | None:
-    """The tier's worker count: from the plan, else its processes less a pre-fork master."""
+    """The tier's worker count: from the plan, else (for a tier that may be a pool of
+    workers) its processes less a pre-fork master."""
     if tier in ctx.workers:
         return ctx.workers[tier]
+    if ctx.roles.get(tier) in _NO_POOL:
+        return None
     procs = step.get("resources", {}).get(tier, {}).get("processes")
     return procs - 1 if procs and procs > 1 else None
 

@@ -20,8 +20,9 @@ from pinchpoint.analyze.usage import process_group as host_of
 
 # A CPU quota limits when the kernel throttled at least this share of its periods...
 THROTTLED = 0.2
-# ...and this much more than at the lowest load.
+# ...and this much more than at the lowest load, or while using this share of the quota.
 THROTTLED_GROWTH = 0.1
+AT_QUOTA = 0.85
 # Database processes waiting for a lock, on average, that make lock waits the finding.
 LOCK_WAITS = 0.5
 # A proxy limit: at least this share of requests fail at the highest load...
@@ -62,7 +63,11 @@ def cpu_quota(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         return None
     shares = [resource_of(s, host, "cpu_throttled_share") or 0.0 for s in steps]
     top, base = steps[-1], steps[0]
-    if shares[-1] < THROTTLED or shares[-1] - shares[0] < THROTTLED_GROWTH:
+    quota_top = resource_of(top, host, "cpu_quota_cores") or 0.0
+    # Throttled more as the load grew, or throttled while using all of the quota: then
+    # it limited from the lowest load on.
+    at_quota = quota_top > 0 and (cpu_of(top, host) or 0.0) >= AT_QUOTA * quota_top
+    if shares[-1] < THROTTLED or (shares[-1] - shares[0] < THROTTLED_GROWTH and not at_quota):
         return None
     onset = next(s for s, share in zip(steps, shares, strict=True) if share >= THROTTLED)
     quota = resource_of(top, host, "cpu_quota_cores") or 0.0

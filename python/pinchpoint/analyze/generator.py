@@ -19,6 +19,8 @@ GENERATOR_SHARE = 0.25
 # this many cores' worth): a generator starved of CPU sends late and reads late.
 STARVED_SHARE = 0.5
 STARVED_CORES = 0.1
+# ...and that wait, spread over the requests of the step, is this share of their latency.
+STARVED_DELAY = 0.1
 # Processes outside the stack that used this share of the host's cores are a finding.
 NEIGHBOUR_SHARE = 0.25
 
@@ -27,8 +29,12 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
     """Whether the generator, or the host it runs on, limited the run."""
     hosts = [host_use(s, ctx) for s in steps]
     peak = max((h.generator for h in hosts), default=0.0)
-    shares = [h.generator_wait_share for h in hosts if (h.generator_wait or 0) >= STARVED_CORES]
-    starved = max((s for s in shares if s is not None), default=0.0)
+    shares = [
+        h.generator_wait_share or 0.0
+        for h, s in zip(hosts, steps, strict=True)
+        if (h.generator_wait or 0.0) >= STARVED_CORES and _delay_share(h, s) >= STARVED_DELAY
+    ]
+    starved = max(shares, default=0.0)
     return {
         "saturated": peak >= GENERATOR_SATURATED * ctx.generator_threads,
         "host_saturated": any(_busy_with_generator(h) for h in hosts),
@@ -37,6 +43,14 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
         "cpu_wait_share_max": round(starved, 3),
         "threads": ctx.generator_threads,
     }
+
+
+def _delay_share(h: HostUse, step: dict) -> float:
+    """The generator's wait for a core per request, as a share of the median latency."""
+    latency = step["latency_ms"]["p50"]
+    if not latency or not step["throughput_rps"]:
+        return 0.0
+    return (h.generator_wait or 0.0) * 1000 / step["throughput_rps"] / latency
 
 
 def _busy_with_generator(h: HostUse) -> bool:

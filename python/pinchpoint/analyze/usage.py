@@ -63,6 +63,9 @@ class GroupUse:
     quota: float | None
     throttled: float | None
     lock_waits: float | None
+    # Processes that serve requests (less a pre-fork master): each computes on one core at
+    # most (an interpreter lock, an event loop).
+    processes: int | None = None
 
     @property
     def pool(self) -> float | None:
@@ -76,9 +79,13 @@ class GroupUse:
 
     @property
     def demand_per_worker(self) -> float | None:
-        """The cores each busy worker wanted: near 1 for workers that compute all the time."""
+        """The cores each busy worker wanted: near 1 for workers that compute all the time.
+        Threads of one process, or requests of one event loop, share its one core."""
         demand = self.demand
-        return demand / self.busy if demand is not None and self.busy > 0 else None
+        if demand is None or self.busy <= 0:
+            return None
+        running = [self.busy, *(n for n in (self.workers, self.processes) if n)]
+        return demand / max(min(running), 1e-9)
 
 
 def sampled(step: dict) -> list[str]:
@@ -126,7 +133,15 @@ def group_use(group: str, step: dict, ctx: Context) -> GroupUse:
         quota=resource_of(step, group, "cpu_quota_cores"),
         throttled=resource_of(step, group, "cpu_throttled_share"),
         lock_waits=resource_of(step, group, "lock_waits"),
+        processes=_serving(resource_of(step, group, "processes")),
     )
+
+
+def _serving(processes: float | None) -> int | None:
+    """Worker processes: all but a pre-fork master when there are several."""
+    if not processes:
+        return None
+    return int(processes) - 1 if processes > 1 else int(processes)
 
 
 def usage_table(step: dict, ctx: Context) -> dict[str, dict[str, float]]:

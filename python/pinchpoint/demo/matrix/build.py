@@ -1,0 +1,87 @@
+"""Starts the real stack of a drawn scenario, with a CPU hog beside it when asked."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import psutil
+
+from pinchpoint.demo.cgroup import CpuQuota
+from pinchpoint.demo.env import PG_DSN_ENV
+from pinchpoint.demo.matrix.spec import Spec
+from pinchpoint.demo.neighbour import CpuHog, starved_generator
+from pinchpoint.demo.nginx import ProxyOptions
+from pinchpoint.demo.postgres import PostgresCluster, with_database
+from pinchpoint.demo.scenarios import Scenario
+from pinchpoint.demo.stack import DemoStack
+from pinchpoint.demo.uwsgi import UwsgiStack
+
+# A hog never outlives a scenario by much, even if the run is killed.
+HOG_MAX_S = 900
+
+
+def _path(spec: Spec) -> tuple[str, str]:
+    if spec.static:
+        return "/static", "GET"
+    if spec.hold_ms is not None:
+        return f"/api/hot?hold={spec.hold_ms}", "POST"
+    if spec.fsync_kb is not None:
+        return f"/api/fsync?kb={spec.fsync_kb}&n={spec.fsync_n}", "GET"
+    return f"/sys_perf_check?cpu={spec.cpu_ms:.2f}&wait={spec.wait_ms:.2f}", "GET"
+
+
+def _stack(spec: Spec, workdir: Path, app_env: dict[str, str]) -> DemoStack:
+    proxy = None
+    if spec.limit_conn is not None:
+        proxy = ProxyOptions(limit_conn=spec.limit_conn)
+    elif spec.maxconn is not None:
+        proxy = ProxyOptions(maxconn=spec.maxconn)
+    options: dict = {"front": spec.front, "app_env": app_env}
+    if proxy is not None:
+        options["proxy"] = proxy
+    if spec.server.startswith("uwsgi"):
+        return UwsgiStack(workdir, spec.workers, threads=spec.threads, **options)
+    worker_class = spec.server.split("-", 1)[1]
+    threads = spec.threads if worker_class == "gthread" else 1
+    return DemoStack(workdir, spec.workers, worker_class=worker_class, threads=threads, **options)
+
+
+def _server_pids(stack: DemoStack) -> list[int]:
+    master = psutil.Process(int(stack.gunicorn_pid_file.read_text().split()[0]))
+    return [master.pid, *(child.pid for child in master.children(recursive=True))]
+
+
+@contextmanager
+def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario]:
+    """The scenario's stack, started and stopped again whatever happens; with `noisy`, a
+    process outside the stack spinning on a core the whole time."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        app_env: dict[str, str] = {}
+        database = None
+        if spec.hold_ms is not None:
+            from pinchpoint.demo.hot import COUNTERS_SQL
+
+            pg = stack.enter_context(PostgresCluster())
+            pg.execute(COUNTERS_SQL)
+            app_env[PG_DSN_ENV] = pg.dsn
+            database = pg.component()
+        quota = stack.enter_context(CpuQuota(spec.quota)) if spec.quota else None
+        demo = stack.enter_context(_stack(spec, workdir, app_env))
+        if quota is not None:
+            quota.add(_server_pids(demo))
+        components = demo.components()
+        if database is not None:
+            components = with_database(components, database)
+        if noisy:
+            stack.enter_context(CpuHog(1.0, max_seconds=HOG_MAX_S))
+        if spec.starved:
+            stack.enter_context(starved_generator(max_seconds=HOG_MAX_S))
+        path, method = _path(spec)
+        with contextlib.nullcontext():
+            yield Scenario(
+                demo.url, components, path, method=method, think_time_s=spec.think_ms / 1000
+            )

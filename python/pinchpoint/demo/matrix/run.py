@@ -1,0 +1,55 @@
+"""Runs drawn scenarios through the real pipeline and judges each verdict."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pinchpoint.demo.matrix.build import running
+from pinchpoint.demo.matrix.score import Outcome, judge
+from pinchpoint.demo.matrix.spec import Spec
+from pinchpoint.pipeline import execute
+from pinchpoint.plan import parse_plan
+
+
+def run_one(
+    spec: Spec,
+    workdir: Path,
+    noisy: bool = False,
+    step_s: float = 2.5,
+    find_knee: bool = False,
+) -> tuple[Outcome, dict]:
+    """Starts the scenario's stack, steps its users through the pipeline, stops it; the
+    judged outcome and the verdict."""
+    with running(spec, workdir / "stack", noisy=noisy) as scenario:
+        text = scenario.plan(users=spec.users, duration_s=step_s)
+        if find_knee:
+            step = f"step = {spec.users[2]}\n"
+            text = text.replace(step, step + "find_knee = true\n", 1)
+        outcome = execute(parse_plan(text), text, workdir / "runs")
+    return judge(spec, outcome.verdict, noisy), outcome.verdict
+
+
+def run_all(
+    specs: list[Spec],
+    noisy: bool,
+    step_s: float,
+    keep: Path | None = None,
+    report: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    outcomes = []
+    for spec in specs:
+        workdir = Path(tempfile.mkdtemp(prefix="pinchpoint-matrix-"))
+        try:
+            outcome, _ = run_one(spec, workdir, noisy=noisy, step_s=step_s)
+        finally:
+            if keep is not None:
+                shutil.copytree(workdir / "runs", keep / spec.name / ("noisy" if noisy else "quiet"),
+                                dirs_exist_ok=True)  # fmt: skip
+            shutil.rmtree(workdir, ignore_errors=True)
+        outcomes.append(outcome)
+        if report is not None:
+            report(outcome)
+    return outcomes
