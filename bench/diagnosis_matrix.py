@@ -1,0 +1,140 @@
+"""The verdict's accuracy on seeded scenarios of real stacks, each with a known limit.
+
+Draws N scenarios from a seed (python/pinchpoint/demo/matrix/spec.py: the classes in turn,
+each one's truth from a capacity model), starts each stack for real, steps its users with
+short steps, and judges the verdict: resource right, component right, both, and the start
+within one step of the truth; then the same with a CPU hog spinning on a core beside the
+stack (`--neighbour`), where the neighbour must also be reported as a finding of its own.
+`--find-knee` also runs each scenario with the knee search and counts the verdicts that
+agree with the full plan's.
+
+    .venv/bin/python bench/diagnosis_matrix.py --count 44 --seed 7 --neighbour both
+
+Needs root (cgroups), nginx, HAProxy, uWSGI and PostgreSQL, as `make test` installs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pinchpoint.demo.matrix.run import run_one
+from pinchpoint.demo.matrix.score import Outcome, accuracy_table, confusion, label
+from pinchpoint.demo.matrix.spec import draw
+
+
+def _line(o: Outcome, levels: list[int], seconds: float) -> str:
+    mark = "ok " if o.right else "BAD"
+    neighbour = (
+        ""
+        if o.neighbour_reported is None
+        else f" neighbour={'yes' if o.neighbour_reported else 'NO'}"
+    )
+    return (
+        f"{mark} {o.name:<46} {'noisy' if o.noisy else 'quiet'} truth={label(o.truth.component, o.truth.resource)}"
+        f"@{o.truth.starts_at_users} got={label(o.component, o.resource)}@{o.starts_at_users}"
+        f" start={'ok' if o.start_ok(levels) else 'off'}{neighbour} ({seconds:.0f} s)"
+    )
+
+
+def _print_tables(title: str, outcomes: list[tuple[Outcome, list[int]]]) -> None:
+    print(f"\n{title}")
+    print(f"{'class':<20}{'n':>4}{'resource':>10}{'component':>11}{'both':>8}{'start':>8}")
+    for row in accuracy_table(outcomes):
+        print(
+            f"{row['class']:<20}{row['n']:>4}{100 * row['resource']:>9.0f}%"
+            f"{100 * row['component']:>10.0f}%{100 * row['right']:>7.0f}%{100 * row['start']:>7.0f}%"
+        )
+    healthy = [o for o, _ in outcomes if o.truth.resource is None]
+    if healthy:
+        false = sum(o.false_bottleneck for o in healthy)
+        print(f"false bottlenecks on healthy scenarios: {false} of {len(healthy)}")
+    noisy = [o for o, _ in outcomes if o.neighbour_reported is not None]
+    if noisy:
+        print(f"neighbour reported: {sum(o.neighbour_reported for o in noisy)} of {len(noisy)}")
+    print("confusion (true resource → named resource: count)")
+    for (truth, named), n in sorted(confusion([o for o, _ in outcomes]).items()):
+        print(f"  {truth:>12} → {named:<12} {n}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--count", type=int, default=44, help="scenarios to draw (default 44)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--only", nargs="*", default=None, help="run only these classes")
+    parser.add_argument("--step-seconds", type=float, default=2.0)
+    parser.add_argument("--neighbour", choices=("no", "yes", "both"), default="both")
+    parser.add_argument("--find-knee", action="store_true")
+    parser.add_argument("--json", type=Path, default=None, help="write every outcome here")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
+    args = parser.parse_args()
+
+    specs = [s for s in draw(args.seed, args.count) if not args.only or s.cls in args.only]
+    modes = {"no": [False], "yes": [True], "both": [False, True]}[args.neighbour]
+    results: dict[bool, list[tuple[Outcome, list[int]]]] = {m: [] for m in modes}
+    agree: list[bool] = []
+    records = []
+    for noisy in modes:
+        for spec in specs:
+            if noisy and spec.starved:
+                continue  # a starved generator is its own neighbour already
+            workdir = Path(tempfile.mkdtemp(prefix="pinchpoint-matrix-"))
+            began = time.monotonic()
+            try:
+                outcome, _ = run_one(spec, workdir, noisy=noisy, step_s=args.step_seconds)
+                if args.find_knee and not noisy:
+                    searched, _ = run_one(
+                        spec, workdir / "knee", step_s=args.step_seconds, find_knee=True
+                    )
+                    agree.append(
+                        (searched.component, searched.resource)
+                        == (outcome.component, outcome.resource)
+                    )
+            except Exception as e:  # a stack that failed to start is reported, not hidden
+                print(f"ERR {spec.name}: {type(e).__name__}: {e}", flush=True)
+                continue
+            finally:
+                if args.keep is not None and (workdir / "runs").exists():
+                    shutil.copytree(
+                        workdir / "runs",
+                        args.keep / spec.name / ("noisy" if noisy else "quiet"),
+                        dirs_exist_ok=True,
+                    )
+                shutil.rmtree(workdir, ignore_errors=True)
+            print(_line(outcome, spec.levels(), time.monotonic() - began), flush=True)
+            if not outcome.right:
+                print(f"    {outcome.headline}", flush=True)
+            results[noisy].append((outcome, spec.levels()))
+            records.append(
+                {
+                    "spec": spec.as_dict(),
+                    "noisy": noisy,
+                    "verdict": {
+                        "component": outcome.component,
+                        "resource": outcome.resource,
+                        "starts_at_users": outcome.starts_at_users,
+                        "headline": outcome.headline,
+                    },
+                }
+            )
+    for noisy in modes:
+        if results[noisy]:
+            _print_tables(
+                "with a CPU hog on a core beside the stack" if noisy else "quiet", results[noisy]
+            )
+    if agree:
+        print(f"\n--find-knee agrees with the full plan: {sum(agree)} of {len(agree)}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(records, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
