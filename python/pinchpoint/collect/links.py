@@ -8,11 +8,13 @@ root qdisc is `tbf` (its rate) or `htb` (the sum of its root classes' `ceil`), e
 speed (`/sys/class/net/<if>/speed`); for receiving it is its speed. Virtual interfaces
 often report no speed, and loopback none: a link with no ceiling is not counted.
 
-Cost: the ceilings and speeds are read every REFRESH_S seconds (`tc -s -j qdisc` in each
-namespace; in a named one also `ip netns exec ... /sys/class/net/*/speed`). Each sample
-reads the byte counters (this namespace's are given; `ip -n <ns> -s -j link` for each
-named one) and, where a shaper was found, its queue (`tc -s -j qdisc`): one or two short
-`ip` / `tc` runs per named namespace, about 1.5 ms each.
+Cost: the namespaces, ceilings and speeds are read every REFRESH_S seconds (`tc -s -j
+qdisc` in each namespace, `tc class show` for an htb; in a named one also `ip netns exec
+... /sys/class/net/*/speed`: a few ms per namespace). Each sample reads the byte counters
+(this namespace's are given; a short-lived thread enters each named namespace with
+setns and reads its /proc/net/dev, falling back to `ip -n <ns> -s -j link`) and, when the
+link nearest its ceiling carries traffic and has a qdisc, that namespace's `tc -s -j
+qdisc`: well under 1 ms per sample, plus about 3 to 5 ms for that one `tc` run.
 """
 
 from __future__ import annotations
