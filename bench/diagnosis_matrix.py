@@ -8,7 +8,7 @@ stack (`--neighbour`), where the neighbour must also be reported as a finding of
 `--find-knee` also runs each scenario with the knee search and counts the verdicts that
 agree with the full plan's.
 
-    .venv/bin/python bench/diagnosis_matrix.py --count 44 --seed 7 --neighbour both
+    .venv/bin/python bench/diagnosis_matrix.py --count 48 --seed 7 --neighbour both
 
 Needs root (cgroups), nginx, HAProxy, uWSGI and PostgreSQL, as `make test` installs them.
 """
@@ -66,7 +66,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--count", type=int, default=44, help="scenarios to draw (default 44)")
+    parser.add_argument("--count", type=int, default=48, help="scenarios to draw (default 48)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--only", nargs="*", default=None, help="run only these classes")
     parser.add_argument("--step-seconds", type=float, default=2.0)

@@ -92,3 +92,23 @@ def test_tiers_that_barely_grew_are_not_findings() -> None:
     assert [(f["component"], f["resource"]) for f in v["findings"]] == [("app", "time")]
     flat = [step(1, 16.0), step(7, 16.2)]
     assert decide(flat, CTX)["findings"] == []
+
+
+def _shaped(carried: float, received: float) -> list[dict]:
+    steps = growing({"net_util": (0.1, 0.4, 0.9, 0.99), "net_link_bytes_s": (1, 2, 3, carried)})
+    for s in steps:
+        s["resources"]["host"]["net_link"] = "pinchpoint-ab/ppabn"
+        s["resources"]["host"]["net_link_limit_bytes_s"] = 250_000.0
+        s["bytes_per_s"] = received
+    return steps
+
+
+def test_a_shaped_link_carrying_the_runs_bytes_is_the_network_path() -> None:
+    b = decide(_shaped(carried=245_000.0, received=240_000.0), CTX)["bottleneck"]
+    assert (b["component"], b["resource"]) == ("network", "bandwidth")
+    assert "pinchpoint-ab/ppabn" in b["summary"]
+    assert any("2.0 Mbit/s against a ceiling of 2.0 Mbit/s" in e for e in b["evidence"])
+
+
+def test_a_full_link_carrying_another_runs_bytes_is_not_this_runs_limit() -> None:
+    assert bandwidth("app", _shaped(carried=245_000.0, received=2_000.0), CTX) is None

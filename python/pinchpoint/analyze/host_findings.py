@@ -20,6 +20,9 @@ IO_PRESSURE, IO_PRESSURE_RISE = 0.3, 0.2
 MEMORY_PRESSURE, MEMORY_PRESSURE_RISE = 0.1, 0.1
 # ...the busiest link at this share of its speed.
 NET_UTIL, NET_UTIL_RISE = 0.85, 0.3
+# ...carrying between these multiples of the bytes the client received (a response crosses
+# a link once per hop; far more is another's traffic).
+LINK_SHARE, LINK_HOPS = 0.5, 4.0
 
 
 @dataclass
@@ -121,7 +124,7 @@ def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     """The busiest network link (or its shaped rate) runs near its ceiling as the tier's time
     grows: the network path is the component."""
     link = rise(steps, HOST, "net_util", NET_UTIL, NET_UTIL_RISE)
-    if link is None:
+    if link is None or not _carries_the_load(link.peak_step):
         return None
     name = _link_name(link.peak_step)
     evidence = [
@@ -138,6 +141,16 @@ def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         "network", "bandwidth", link.onset["users"], evidence, f"network link {name}", summary,
         rate_of(link.onset),
     )  # fmt: skip
+
+
+def _carries_the_load(step: dict) -> bool:
+    """Whether the link's traffic is the run's: about the bytes the client received, once
+    per hop, where both are known."""
+    carried = resource_of(step, HOST, "net_link_bytes_s")
+    received = step.get("bytes_per_s")
+    if carried is None or received is None:
+        return True
+    return LINK_SHARE * received <= carried <= LINK_HOPS * received
 
 
 def _link_name(step: dict) -> str:

@@ -115,6 +115,8 @@ def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
         "error_rate": errors.height / part.height if part.height else 0.0,
         "errors_by_class": by_class,
         "throughput_rps": ok.height / w.seconds,
+        # Response bytes the client received per second: what the path to it carried.
+        "bytes_per_s": float(part["bytes"].sum()) / w.seconds if "bytes" in part.columns else 0.0,
         "latency_ms": _ms(latency),
         "latency_mean_ms": float(latency.mean() * 1000) if latency.size else None,
         # How long the failed requests took: a limit that refuses answers fast.

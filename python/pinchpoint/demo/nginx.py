@@ -90,6 +90,8 @@ class ProxyOptions:
     protocol: str = "http"
     limit_conn: int | None = None
     maxconn: int | None = None
+    # Where the upstream listens: another address for one in a network namespace.
+    upstream_host: str = HOST
 
     def __post_init__(self) -> None:
         if self.protocol not in ("http", "uwsgi"):
@@ -106,7 +108,7 @@ def _pass_lines(options: ProxyOptions, upstream_port: int, keepalive: bool) -> s
             f"            uwsgi_param {name} {value};" for name, value in _UWSGI_PARAMS
         )
         return f"""\
-            uwsgi_pass {HOST}:{upstream_port};
+            uwsgi_pass {options.upstream_host}:{upstream_port};
 {params}
             uwsgi_connect_timeout 10s;
             uwsgi_send_timeout {PROXY_READ_TIMEOUT_S}s;
@@ -117,7 +119,7 @@ def _pass_lines(options: ProxyOptions, upstream_port: int, keepalive: bool) -> s
         target = "http://pinchpoint_upstream;\n            proxy_http_version 1.1;\n"
         target += '            proxy_set_header Connection "";'
     else:
-        target = f"http://{HOST}:{upstream_port};"
+        target = f"http://{options.upstream_host}:{upstream_port};"
     return f"""\
             proxy_pass {target}
             proxy_set_header Host $http_host;

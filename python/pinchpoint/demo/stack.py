@@ -3,6 +3,7 @@ by pinchpoint."""
 
 import atexit
 import contextlib
+import dataclasses
 import http.client
 import importlib.util
 import os
@@ -97,6 +98,7 @@ class DemoStack:
         threads: int = 1,
         front: str = "nginx",
         edge: ProxyOptions | None = None,
+        server_netns: tuple[list[str], str] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -123,6 +125,11 @@ class DemoStack:
         if self.edge.protocol != "http":
             raise ValueError("the edge nginx passes requests to the inner one over http")
         self.app_env = dict(app_env or {})
+        # The application server inside a network namespace: the argv prefix that runs a
+        # command there, and its address (see demo/netns.py); the proxy calls it there.
+        self._server_prefix, self.server_host = server_netns or ([], HOST)
+        if server_netns is not None:
+            self.proxy = dataclasses.replace(self.proxy, upstream_host=self.server_host)
         self._nginx_paths = NginxPaths(self.workdir)
         self._edge_paths = NginxPaths(self.workdir, "edge")
         self._haproxy_paths = haproxy.HaproxyPaths(self.workdir)
@@ -169,7 +176,7 @@ class DemoStack:
         try:
             self._gunicorn = Child(
                 self.server_name,
-                self._server_argv(),
+                [*self._server_prefix, *self._server_argv()],
                 self.workdir / f"{self.server_name}.out",
                 self._server_env(),
             )
@@ -302,7 +309,7 @@ class DemoStack:
     def _gunicorn_argv(self) -> list[str]:
         return gunicorn_argv(
             self.workdir,
-            f"{HOST}:{self.gunicorn_port}",
+            f"{self.server_host}:{self.gunicorn_port}",
             self.workers,
             self.worker_class,
             self.threads,
@@ -323,7 +330,7 @@ class DemoStack:
 
     def _server_answers(self, port: int) -> bool:
         """Whether the application server answers on port (over HTTP for gunicorn)."""
-        return _answers(port)
+        return _answers(port, self.server_host)
 
     def _wait_ready(
         self,
@@ -380,8 +387,8 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise StackTerminated(f"received signal {signal.Signals(signum).name}")
 
 
-def _answers(port: int) -> bool:
-    conn = http.client.HTTPConnection(HOST, port, timeout=2.0)
+def _answers(port: int, host: str = HOST) -> bool:
+    conn = http.client.HTTPConnection(host, port, timeout=2.0)
     try:
         conn.request("GET", READY_PATH)
         return conn.getresponse().status == 200

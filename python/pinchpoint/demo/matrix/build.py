@@ -13,6 +13,7 @@ from pinchpoint.demo.cgroup import CpuQuota
 from pinchpoint.demo.env import PG_DSN_ENV
 from pinchpoint.demo.matrix.spec import Spec
 from pinchpoint.demo.neighbour import CpuHog, starved_generator
+from pinchpoint.demo.netns import ShapedLink
 from pinchpoint.demo.nginx import ProxyOptions
 from pinchpoint.demo.postgres import PostgresCluster, with_database
 from pinchpoint.demo.scenarios import Scenario
@@ -30,16 +31,21 @@ def _path(spec: Spec) -> tuple[str, str]:
         return f"/api/hot?hold={spec.hold_ms}", "POST"
     if spec.fsync_kb is not None:
         return f"/api/fsync?kb={spec.fsync_kb}&n={spec.fsync_n}", "GET"
-    return f"/sys_perf_check?cpu={spec.cpu_ms:.2f}&wait={spec.wait_ms:.2f}", "GET"
+    size = f"&bytes={spec.response_bytes}" if spec.response_bytes else ""
+    return f"/sys_perf_check?cpu={spec.cpu_ms:.2f}&wait={spec.wait_ms:.2f}{size}", "GET"
 
 
-def _stack(spec: Spec, workdir: Path, app_env: dict[str, str]) -> DemoStack:
+def _stack(
+    spec: Spec, workdir: Path, app_env: dict[str, str], link: ShapedLink | None
+) -> DemoStack:
     proxy = None
     if spec.limit_conn is not None:
         proxy = ProxyOptions(limit_conn=spec.limit_conn)
     elif spec.maxconn is not None:
         proxy = ProxyOptions(maxconn=spec.maxconn)
     options: dict = {"front": spec.front, "app_env": app_env}
+    if link is not None:
+        options["server_netns"] = (link.prefix, link.ns_address)
     if proxy is not None:
         options["proxy"] = proxy
     if spec.server.startswith("uwsgi"):
@@ -70,7 +76,8 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
             app_env[PG_DSN_ENV] = pg.dsn
             database = pg.component()
         quota = stack.enter_context(CpuQuota(spec.quota)) if spec.quota else None
-        demo = stack.enter_context(_stack(spec, workdir, app_env))
+        link = stack.enter_context(ShapedLink(spec.link_bytes_s)) if spec.link_bytes_s else None
+        demo = stack.enter_context(_stack(spec, workdir, app_env, link))
         if quota is not None:
             quota.add(_server_pids(demo))
         components = demo.components()

@@ -40,6 +40,7 @@ CLASSES = (
     "proxy_limit",
     "proxy_queue",
     "disk",
+    "bandwidth",
     "generator",
     "starved_generator",
     "healthy",
@@ -76,6 +77,10 @@ class Spec:
     fsync_kb: int | None = None
     fsync_n: int | None = None
     static: bool = False
+    # A link shaped to this many bytes/s between the proxy and the server, and the bytes of
+    # each response.
+    link_bytes_s: int | None = None
+    response_bytes: int | None = None
     starved: bool = False
     think_ms: float = 0.0
     users: tuple[int, int, int] = (1, 7, 2)
@@ -283,6 +288,23 @@ def _disk(rng: random.Random) -> Spec | None:
                 fsync_n=n, users=users, truth=truth)  # fmt: skip
 
 
+def _bandwidth(rng: random.Random) -> Spec | None:
+    """The server in a network namespace behind a link shaped to a few Mbit/s; responses
+    large enough that the link fills before anything else."""
+    rate = rng.randint(1_000_000, 4_000_000)
+    size = rng.choice((32, 64, 96, 128)) * 1024
+    transfer_ms = size / rate * 1000
+    if not 8 <= transfer_ms <= 100:
+        return None
+    wait = rng.uniform(1.0, 3.0) * transfer_ms
+    link_rps = rate / size
+    knee = link_rps * (transfer_ms + wait + OVERHEAD_MS) / 1000
+    users = steps_for(knee, rng, most=12)
+    truth = Truth("network", "bandwidth", first_level(_levels(users), knee))
+    return Spec("", "bandwidth", "gunicorn-sync", "nginx", 16, 1, 0.2, wait, link_bytes_s=rate,
+                response_bytes=size, users=users, truth=truth)  # fmt: skip
+
+
 def _generator(rng: random.Random) -> Spec | None:
     """nginx answering a static page by itself: the generator's host saturates first."""
     upper = rng.choice((16, 24, 32))
@@ -293,12 +315,13 @@ def _generator(rng: random.Random) -> Spec | None:
 
 
 def _starved_generator(rng: random.Random) -> Spec | None:
-    """A healthy stack loaded by a generator pinned to a core two spinning processes share."""
-    spec = _healthy(rng)
-    if spec is None:
-        return None
-    return replace(spec, cls="starved_generator", starved=True,
-                   truth=Truth("generator", "cpu", spec.users[0]))  # fmt: skip
+    """nginx's static page loaded by a generator pinned to one core that two spinning
+    processes share: it cannot send or read as fast as nginx answers."""
+    users = (1, rng.choice((7, 9, 13)), 0)
+    users = (1, users[1], (users[1] - 1) // 3)
+    return Spec("", "starved_generator", "gunicorn-sync", rng.choice(("nginx", "nginx2")), 2, 1,
+                0.0, 0.0, static=True, starved=True, users=users,
+                truth=Truth("generator", "cpu", 1))  # fmt: skip
 
 
 def _healthy(rng: random.Random) -> Spec | None:
@@ -333,6 +356,7 @@ DRAWERS = {
     "proxy_limit": _proxy_limit,
     "proxy_queue": _proxy_queue,
     "disk": _disk,
+    "bandwidth": _bandwidth,
     "generator": _generator,
     "starved_generator": _starved_generator,
     "healthy": _healthy,

@@ -1,0 +1,56 @@
+"""A fixed, seeded subset of the scenario matrix, started for real: one scenario of every
+class on a quiet host, and the classes a CPU neighbour could confuse with one beside it.
+The full matrix and its accuracy are bench/diagnosis_matrix.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from diagnosis_helpers import check_schema, need_nginx, need_program, need_root
+
+from pinchpoint.demo.matrix.run import run_one
+from pinchpoint.demo.matrix.spec import CLASSES, Spec, draw
+
+SEED = 7
+STEP_S = 2.0
+# The neighbour changes the answer for these, or must not: a CPU hog on one core.
+NOISY = ("pool_wait", "pool_cpu", "host_cpu", "cpu_quota")
+
+
+def _first(cls: str) -> Spec:
+    return next(s for s in draw(SEED, 44) if s.cls == cls)
+
+
+def _needs(spec: Spec) -> None:
+    need_nginx()
+    need_root("cgroups, hogs and PostgreSQL clusters")
+    if spec.front == "haproxy":
+        need_program("haproxy", "apt: haproxy")
+    if spec.server.startswith("uwsgi"):
+        need_program("uwsgi", "apt: uwsgi-core uwsgi-plugin-python3")
+
+
+def _check(spec: Spec, tmp_path: Path, noisy: bool) -> None:
+    _needs(spec)
+    outcome, verdict = run_one(spec, tmp_path, noisy=noisy, step_s=STEP_S)
+    print(f"{spec.name} {'noisy' if noisy else 'quiet'}: {outcome.headline}")
+    run_dir = next((tmp_path / "runs").iterdir())
+    check_schema(run_dir / "verdict.json")
+    truth = spec.expected(noisy)
+    assert (outcome.component, outcome.resource) == (truth.component, truth.resource), (
+        outcome.headline
+    )
+    assert outcome.start_ok(spec.levels()), (outcome.starts_at_users, truth.starts_at_users)
+    if noisy:
+        assert outcome.neighbour_reported, [f["name"] for f in verdict["findings"]]
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_matrix_scenario_verdict_is_its_truth(cls: str, tmp_path: Path) -> None:
+    _check(_first(cls), tmp_path, noisy=False)
+
+
+@pytest.mark.parametrize("cls", NOISY)
+def test_matrix_scenario_verdict_holds_beside_a_cpu_neighbour(cls: str, tmp_path: Path) -> None:
+    _check(_first(cls), tmp_path, noisy=True)
