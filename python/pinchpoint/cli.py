@@ -135,8 +135,8 @@ def _sla_outcome(objectives, outcome, console: Console, as_json: bool) -> bool:
 
 @app.command()
 def demo(
-    lower: Annotated[int, typer.Option("-l", "--lower", help="Users of the first step.")] = 2,
-    upper: Annotated[int, typer.Option("-u", "--upper", help="Users of the last step.")] = 16,
+    lower: Annotated[int, typer.Option("-l", "--lower", help="Users of the first step.")] = 1,
+    upper: Annotated[int, typer.Option("-u", "--upper", help="Users of the last step.")] = 15,
     step: Annotated[int, typer.Option("-s", "--step", help="Users added at each step.")] = 2,
     seconds: Annotated[float, typer.Option("-t", "--time", help="Seconds each step lasts.")] = 5.0,
     workers: Annotated[int, typer.Option("--workers", help="gunicorn sync workers.")] = 2,

@@ -38,8 +38,13 @@ def _curve(steps: list[dict]) -> dict:
     knee = find_knee(users, throughput, [s["latency_ms"]["p50"] for s in measured])
     closed = all(s.get("kind", "users") == "users" for s in measured)
     scalability = fit_usl(users, throughput) if closed else None
+    knee_dict = knee.as_dict() if knee else None
+    if knee_dict is not None and knee.ci_low <= min(users):
+        # Past the knee already at the lightest step (its interval reaches that step): it
+        # lies at or below it.
+        knee_dict["at_lowest_load"] = True
     return {
-        "knee": knee.as_dict() if knee else None,
+        "knee": knee_dict,
         "scalability": scalability.as_dict() if scalability else None,
     }
 

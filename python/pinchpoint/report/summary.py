@@ -6,6 +6,9 @@ from typing import Any
 
 from pinchpoint.report import fmt
 
+# Below this R² the scalability law's fit says nothing worth printing.
+MIN_R2 = 0.5
+
 
 def bottleneck(verdict: dict[str, Any]) -> dict[str, Any] | None:
     found = verdict.get("bottleneck")
@@ -60,28 +63,44 @@ def facts(verdict: dict[str, Any]) -> list[tuple[str, str]]:
 
 def generator_warning(verdict: dict[str, Any]) -> str | None:
     generator = verdict.get("generator")
-    if not isinstance(generator, dict) or not generator.get("saturated"):
+    if not isinstance(generator, dict):
         return None
-    cores = generator.get("cpu_cores_max")
-    used = f" (up to {cores:.2f} CPU cores)" if fmt.is_number(cores) else ""
-    return (
-        f"Warning: the load generator was saturated{used}; the limit measured may be"
-        " the generator's, not the stack's."
-    )
+    if generator.get("saturated"):
+        cores = generator.get("cpu_cores_max")
+        used = f" (up to {cores:.2f} CPU cores)" if fmt.is_number(cores) else ""
+        what = f"the load generator was saturated{used}"
+    elif generator.get("host_saturated"):
+        what = "the host running the load generator was saturated"
+    elif generator.get("starved"):
+        what = "the load generator's threads waited for a CPU"
+    else:
+        return None
+    return f"Warning: {what}; the limit measured may be the generator's, not the stack's."
 
 
 def curve(verdict: dict[str, Any]) -> list[str]:
     """The knee and the scalability fit, in words; empty when the verdict has neither."""
     lines = []
     knee = verdict.get("knee")
-    if isinstance(knee, dict) and fmt.is_number(knee.get("load")):
+    lowest = _lowest_users(verdict)
+    if isinstance(knee, dict) and knee.get("at_lowest_load") and lowest is not None:
+        lines.append(
+            f"Knee at or below {lowest} users, the lowest load tested: throughput had stopped "
+            f"scaling near {knee['throughput_at_knee']:.0f} req/s already; start lower to see it"
+        )
+    elif isinstance(knee, dict) and fmt.is_number(knee.get("load")):
         lines.append(
             f"Knee at {knee['load']:.1f} users (95% interval {knee['ci_low']:.1f}–{knee['ci_high']:.1f}, "
             f"confidence {knee['confidence']:.2f}): throughput stops scaling near "
             f"{knee['throughput_at_knee']:.0f} req/s"
         )
     usl = verdict.get("scalability")
-    if isinstance(usl, dict) and fmt.is_number(usl.get("sigma")):
+    if isinstance(usl, dict) and fmt.is_number(usl.get("r_squared")) and usl["r_squared"] < MIN_R2:
+        lines.append(
+            f"Scalability (USL): the law does not fit these steps (R² {usl['r_squared']:.2f}); "
+            "no prediction"
+        )
+    elif isinstance(usl, dict) and fmt.is_number(usl.get("sigma")):
         peak = usl.get("peak_throughput")
         at = usl.get("peak_load")
         where = f" at {at:.1f} users" if fmt.is_number(at) else ""
@@ -95,6 +114,12 @@ def curve(verdict: dict[str, Any]) -> list[str]:
             f"fit R² {usl['r_squared']:.2f}"
         )
     return lines
+
+
+def _lowest_users(verdict: dict[str, Any]) -> int | None:
+    users = [s.get("users") for s in verdict.get("steps") or [] if isinstance(s, dict)]
+    users = [u for u in users if isinstance(u, int) and u > 0]
+    return min(users) if users else None
 
 
 def endpoints(verdict: dict[str, Any]) -> list[str]:
@@ -120,5 +145,6 @@ def other_findings(verdict: dict[str, Any]) -> list[str]:
                 if fmt.is_number(f.get("starts_at_rate"))
                 else f"{f.get('starts_at_users')} users"
             )
-            lines.append(f"Also: {f['name']} from {where} (confidence {f['confidence']:.2f})")
+            since = "at or below" if f.get("at_lowest_load") else "from"
+            lines.append(f"Also: {f['name']} {since} {where} (confidence {f['confidence']:.2f})")
     return lines
