@@ -112,3 +112,13 @@ def test_a_shaped_link_carrying_the_runs_bytes_is_the_network_path() -> None:
 
 def test_a_full_link_carrying_another_runs_bytes_is_not_this_runs_limit() -> None:
     assert bandwidth("app", _shaped(carried=245_000.0, received=2_000.0), CTX) is None
+
+
+def test_a_disk_filled_by_another_process_is_not_the_tiers_limit() -> None:
+    steps = growing(
+        {"disk_util": (0.05, 0.3, 0.85, 0.97), "disk_write_bytes_s": (0, 0, 150e6, 155e6)}
+    )
+    steps[-1]["resources"]["gunicorn"]["disk_write_bytes_s"] = 30e3
+    assert disk("app", steps, CTX) is None
+    steps[-1]["resources"]["gunicorn"]["disk_write_bytes_s"] = 120e6
+    assert disk("app", steps, CTX) is not None

@@ -106,6 +106,10 @@ def pool_or_cpu(
     evidence = _cpu_lines(tier, group, steps, onset, ctx)
     full = use.pool is not None and use.pool >= POOL_FULL
     computing = use.demand_per_worker is not None and use.demand_per_worker >= CPU_BOUND
+    if full and not computing and group not in ctx.workers:
+        # Workers counted from processes, not declared: an event loop or a thread pool may
+        # hold many waiting requests each, so only computing ones say the pool is full.
+        full = False
     if full:
         evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
         if estimate is not None:

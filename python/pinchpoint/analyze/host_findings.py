@@ -16,6 +16,8 @@ HOST = "host"
 # The device busy this share of the time, or tasks stalled on I/O this share of it...
 DISK_UTIL, DISK_UTIL_RISE = 0.8, 0.3
 IO_PRESSURE, IO_PRESSURE_RISE = 0.3, 0.2
+# ...with the tier's processes doing at least this share of the host's disk traffic.
+DISK_SHARE = 0.25
 # ...some task stalled on memory (reclaim, swap-in) this share of the time...
 MEMORY_PRESSURE, MEMORY_PRESSURE_RISE = 0.1, 0.1
 # ...the busiest link at this share of its speed.
@@ -58,7 +60,7 @@ def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     util = rise(steps, HOST, "disk_util", DISK_UTIL, DISK_UTIL_RISE)
     stall = rise(steps, HOST, "io_pressure", IO_PRESSURE, IO_PRESSURE_RISE)
     seen = util or stall
-    if seen is None:
+    if seen is None or not _its_io(tier, seen.peak_step, steps, ctx):
         return None
     evidence = []
     if util is not None:
@@ -89,6 +91,21 @@ def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         who or tier, "disk", seen.onset["users"], evidence, f"disk I/O, seen in {tier}'s time", summary,
         rate_of(seen.onset),
     )  # fmt: skip
+
+
+def _its_io(tier: str, step: dict, steps: list[dict], ctx: Context) -> bool:
+    """Whether the disk's traffic is the tier's: its processes read or wrote a good share of
+    what the host's disks did, where both are known (else another's I/O filled the disk)."""
+    who = host_of(tier, steps, ctx)
+    host = sum(
+        resource_of(step, HOST, k) or 0.0 for k in ("disk_read_bytes_s", "disk_write_bytes_s")
+    )
+    if who is None or host <= 0:
+        return True
+    mine = [resource_of(step, who, k) for k in ("disk_read_bytes_s", "disk_write_bytes_s")]
+    if all(m is None for m in mine):
+        return True
+    return sum(m or 0.0 for m in mine) >= DISK_SHARE * host
 
 
 def memory(tier: str, steps: list[dict], ctx: Context) -> Finding | None:

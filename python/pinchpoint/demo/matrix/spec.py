@@ -189,9 +189,11 @@ def _pool_cpu(rng: random.Random) -> Spec | None:
     """One worker process that computes (pure CPU) or mostly waits (mixed) on a 2-core host:
     the pool is too small while a core idles. With a neighbour on the other core, a
     computing worker has no idle core left: then the CPU is the limit."""
-    server = rng.choice(("gunicorn-sync", "uwsgi-processes", "gunicorn-gthread", "uwsgi-threads"))
-    threads = 1 if server.endswith(("sync", "processes")) else rng.randint(2, 4)
-    pure = rng.random() < 0.6
+    server = rng.choice(
+        ("gunicorn-sync", "uwsgi-processes", "gunicorn-gthread", "uwsgi-threads", "gunicorn-uvicorn")
+    )
+    threads = 1 if server.endswith(("sync", "processes", "uvicorn")) else rng.randint(2, 4)
+    pure = server.endswith("uvicorn") or rng.random() < 0.6
     cpu = rng.uniform(4, 10)
     wait = 0.0 if pure else rng.uniform(2.0, 3.0) * cpu
     users = steps_for(threads, rng)
