@@ -30,11 +30,8 @@ from pinchpoint.demo.matrix.spec import draw
 
 def _line(o: Outcome, levels: list[int], seconds: float) -> str:
     mark = "ok " if o.right else "BAD"
-    neighbour = (
-        ""
-        if o.neighbour_reported is None
-        else f" neighbour={'yes' if o.neighbour_reported else 'NO'}"
-    )
+    neighbour = f" neighbour={'yes' if o.neighbour_reported else 'no'}"
+    neighbour += "" if o.neighbour_ok else " (WRONG)"
     return (
         f"{mark} {o.name:<46} {'noisy' if o.noisy else 'quiet'} truth={label(o.truth.component, o.truth.resource)}"
         f"@{o.truth.starts_at_users} got={label(o.component, o.resource)}@{o.starts_at_users}"
@@ -54,9 +51,10 @@ def _print_tables(title: str, outcomes: list[tuple[Outcome, list[int]]]) -> None
     if healthy:
         false = sum(o.false_bottleneck for o in healthy)
         print(f"false bottlenecks on healthy scenarios: {false} of {len(healthy)}")
-    noisy = [o for o, _ in outcomes if o.neighbour_reported is not None]
-    if noisy:
-        print(f"neighbour reported: {sum(o.neighbour_reported for o in noisy)} of {len(noisy)}")
+    wrong = sum(not o.neighbour_ok for o, _ in outcomes)
+    print(
+        f"neighbour finding wrong (missed with one, or reported without): {wrong} of {len(outcomes)}"
+    )
     print("confusion (true resource → named resource: count)")
     for (truth, named), n in sorted(confusion([o for o, _ in outcomes]).items()):
         print(f"  {truth:>12} → {named:<12} {n}")

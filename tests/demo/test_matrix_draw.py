@@ -80,8 +80,9 @@ def test_a_noisy_run_must_report_the_neighbour() -> None:
     spec = next(s for s in draw(7, 44) if s.noisy_truth is not None)
     assert spec.expected(noisy=True) != spec.expected(noisy=False)
     v = {"bottleneck": None, "findings": [{"component": "neighbours", "resource": "cpu"}]}
-    assert judge(spec, v, noisy=True).neighbour_reported is True
-    assert judge(spec, {"bottleneck": None, "findings": []}, noisy=True).neighbour_reported is False
+    assert judge(spec, v, noisy=True).neighbour_ok
+    assert not judge(spec, {"bottleneck": None, "findings": []}, noisy=True).neighbour_ok
+    assert not judge(spec, v, noisy=False).neighbour_ok
     assert isinstance(judge(spec, v, noisy=True), Outcome)
     assert spec.expected(noisy=True) == Truth(
         spec.truth.component, "cpu", spec.truth.starts_at_users

@@ -20,8 +20,8 @@ class Outcome:
     resource: str | None
     starts_at_users: int | None
     headline: str
-    # The neighbour, when there was one, reported as a finding of its own.
-    neighbour_reported: bool | None = None
+    # A neighbour reported as a finding of its own: right with a neighbour, wrong without.
+    neighbour_reported: bool = False
 
     @property
     def resource_ok(self) -> bool:
@@ -34,6 +34,10 @@ class Outcome:
     @property
     def right(self) -> bool:
         return self.resource_ok and self.component_ok
+
+    @property
+    def neighbour_ok(self) -> bool:
+        return self.neighbour_reported == self.noisy
 
     @property
     def false_bottleneck(self) -> bool:
@@ -52,9 +56,7 @@ class Outcome:
 
 def judge(spec: Spec, verdict: dict, noisy: bool) -> Outcome:
     b = verdict.get("bottleneck") or {}
-    neighbour = None
-    if noisy:
-        neighbour = any(f["component"] == "neighbours" for f in verdict.get("findings", []))
+    neighbour = any(f["component"] == "neighbours" for f in verdict.get("findings") or [])
     return Outcome(
         spec.name,
         spec.cls,

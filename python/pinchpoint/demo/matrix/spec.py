@@ -190,7 +190,13 @@ def _pool_cpu(rng: random.Random) -> Spec | None:
     the pool is too small while a core idles. With a neighbour on the other core, a
     computing worker has no idle core left: then the CPU is the limit."""
     server = rng.choice(
-        ("gunicorn-sync", "uwsgi-processes", "gunicorn-gthread", "uwsgi-threads", "gunicorn-uvicorn")
+        (
+            "gunicorn-sync",
+            "uwsgi-processes",
+            "gunicorn-gthread",
+            "uwsgi-threads",
+            "gunicorn-uvicorn",
+        )
     )
     threads = 1 if server.endswith(("sync", "processes", "uvicorn")) else rng.randint(2, 4)
     pure = server.endswith("uvicorn") or rng.random() < 0.6
