@@ -122,3 +122,15 @@ def test_a_disk_filled_by_another_process_is_not_the_tiers_limit() -> None:
     assert disk("app", steps, CTX) is None
     steps[-1]["resources"]["gunicorn"]["disk_write_bytes_s"] = 120e6
     assert disk("app", steps, CTX) is not None
+
+
+def test_writes_held_at_the_cgroups_limit_are_the_disk_of_the_tiers_process() -> None:
+    steps = growing({})
+    for s, written in zip(steps, (1e6, 3e6, 4.9e6, 5.0e6), strict=True):
+        s["resources"]["gunicorn"].update(disk_write_bytes_s=written, disk_write_limit_bytes_s=5e6)
+    b = decide(steps, CTX)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "disk", 5)
+    assert "may write 5.0 MB/s" in b["evidence"][-1]
+    for s in steps:
+        s["resources"]["gunicorn"]["disk_write_bytes_s"] = 1e6  # far below its limit
+    assert disk("app", steps, CTX) is None

@@ -57,6 +57,9 @@ def _pct(share: float) -> str:
 
 def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     """The host's disk is busy, or tasks stall on I/O, as the tier's time grows."""
+    limited = disk_limit(tier, steps, ctx)
+    if limited is not None:
+        return limited
     util = rise(steps, HOST, "disk_util", DISK_UTIL, DISK_UTIL_RISE)
     stall = rise(steps, HOST, "io_pressure", IO_PRESSURE, IO_PRESSURE_RISE)
     seen = util or stall
@@ -91,6 +94,45 @@ def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         who or tier, "disk", seen.onset["users"], evidence, f"disk I/O, seen in {tier}'s time", summary,
         rate_of(seen.onset),
     )  # fmt: skip
+
+
+def disk_limit(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+    """The tier's processes read or write at the limit their cgroup allows them (blkio
+    throttle, io.max): their disk bytes/s against that limit, as CPU against a quota."""
+    who = host_of(tier, steps, ctx)
+    if who is None:
+        return None
+    for way, verb in (("write", "wrote"), ("read", "read")):
+        shares = [_limit_share(s, who, way) for s in steps]
+        measured = [(s, v) for s, v in zip(steps, shares, strict=True) if v is not None]
+        if len(measured) < 2 or measured[-1][1] < DISK_UTIL:
+            continue
+        onset = next(s for s, v in measured if v >= DISK_UTIL)
+        top = measured[-1][0]
+        limit = resource_of(top, who, f"disk_{way}_limit_bytes_s") or 0.0
+        done = resource_of(top, who, f"disk_{way}_bytes_s") or 0.0
+        evidence = [
+            f"{who}'s cgroup may {way} {limit / 1e6:.1f} MB/s: its processes {verb} "
+            f"{done / 1e6:.1f} MB/s at {load_text(top)}, {_pct(measured[-1][1])} of it "
+            f"({_pct(measured[0][1])} at {load_text(steps[0])})",
+        ]
+        summary = (
+            f"{who}'s disk {way}s are held to its cgroup's limit ({limit / 1e6:.1f} MB/s) from "
+            f"{load_text(onset)}: requests wait for I/O the limit does not give. Raise the limit, "
+            "or write less per request (batching, no fsync per request); more workers or CPU "
+            "will not help."
+        )
+        return Finding(
+            who, "disk", onset["users"], evidence, f"{who} disk {way} limit ({limit / 1e6:.1f} MB/s)",
+            summary, rate_of(onset),
+        )  # fmt: skip
+    return None
+
+
+def _limit_share(step: dict, who: str, way: str) -> float | None:
+    limit = resource_of(step, who, f"disk_{way}_limit_bytes_s")
+    done = resource_of(step, who, f"disk_{way}_bytes_s")
+    return done / limit if limit and done is not None else None
 
 
 def _its_io(tier: str, step: dict, steps: list[dict], ctx: Context) -> bool:

@@ -369,7 +369,12 @@ def _io_and_sockets(frame: pl.DataFrame) -> dict:
     backlog = _measured(frame, "listen_backlog")
     if backlog is not None:
         out["listen_backlog_peak"] = int(backlog.max())
-    for column in ("listen_backlog_limit", "memory_limit_bytes"):
+    for column in (
+        "listen_backlog_limit",
+        "memory_limit_bytes",
+        "disk_read_limit_bytes_s",
+        "disk_write_limit_bytes_s",
+    ):
         values = _measured(frame, column)
         if values is not None:
             out[column] = int(values.max())
