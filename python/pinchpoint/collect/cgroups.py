@@ -1,17 +1,22 @@
-"""The CPU quota of the cgroup a process runs in, how often the kernel throttled it, and
-its memory limit. Only read, never written.
+"""The CPU quota of the cgroup a process runs in, how often the kernel throttled it, its
+memory limit and the rates its disk I/O is throttled to. Only read, never written.
 
 Both cgroup versions:
 
 - v1: the `cpu` controller's hierarchy; quota in `cpu.cfs_quota_us` (-1: none) per
   `cpu.cfs_period_us`; `cpu.stat` has `nr_periods`, `nr_throttled`, `throttled_time` (ns);
   the `memory` controller's hierarchy: `memory.limit_in_bytes` (a huge number: none);
+  the `blkio` controller's: `blkio.throttle.read_bps_device` and `write_bps_device`, a
+  `major:minor bytes_per_second` line per throttled disk (empty: none);
 - v2: the unified hierarchy; quota in `cpu.max` (`max 100000`: none, `20000 100000`:
   a fifth of a core); `cpu.stat` has `nr_periods`, `nr_throttled`, `throttled_usec`;
-  `memory.max` (`max`: none).
+  `memory.max` (`max`: none); `io.max`, a line per throttled disk
+  (`8:16 rbps=2097152 wbps=max riops=max wiops=120`).
 
 A process is limited by the nearest cgroup, itself or an ancestor, that has a quota; its
-memory by the lowest limit of its cgroup and the ancestors.
+memory by the lowest limit of its cgroup and the ancestors; its disk I/O, per disk, by the
+lowest rate of its cgroup and the ancestors in v2, but in v1 by its own cgroup's alone (v1
+throttling is flat: a parent's rate does not hold its children).
 Paths in /proc/<pid>/cgroup are taken relative to the root of the mount (mountinfo), so
 a container that sees only its own part of the hierarchy is read right too.
 """
@@ -76,18 +81,46 @@ class MemoryCgroup:
     limit_bytes: int
 
 
-class CgroupReader:
-    """The CPU quota and memory limit of components' processes, for the resource sampler.
-    Processes are seldom moved and limits seldom changed: a process's cgroups and their
-    limits are looked up when it is first seen and again every `refresh_s`, once for
-    every component; the throttling counters at every read."""
+@dataclass(frozen=True)
+class DiskRate:
+    """A rate a cgroup folder throttles one disk's reads or writes to."""
 
-    def __init__(self, cpu: list[Mount], memory: list[Mount], refresh_s: float = 1.0) -> None:
+    device: str  # major:minor
+    path: Path
+    bytes_s: int
+
+
+@dataclass(frozen=True)
+class DiskCgroups:
+    """The rates that hold a process's disk reads and writes, one per throttled disk."""
+
+    read: tuple[DiskRate, ...]
+    write: tuple[DiskRate, ...]
+
+
+_Found = tuple[CpuCgroup | None, MemoryCgroup | None, DiskCgroups | None]
+
+
+class CgroupReader:
+    """The CPU quota, memory limit and disk rates of components' processes, for the
+    resource sampler. Processes are seldom moved and limits seldom changed: a process's
+    cgroups and their limits are looked up when it is first seen and again every
+    `refresh_s`, once for every component; the throttling counters at every read. The
+    blkio mounts are this machine's unless given."""
+
+    def __init__(
+        self,
+        cpu: list[Mount],
+        memory: list[Mount],
+        refresh_s: float = 1.0,
+        blkio: list[Mount] | None = None,
+    ) -> None:
         self._cpu, self._memory = cpu, memory
+        self._blkio = read_mounts("blkio") if blkio is None else blkio
         self._refresh_s = refresh_s
         self._looked_up: float | None = None
-        self._groups: dict[int, tuple[CpuCgroup | None, MemoryCgroup | None]] = {}
-        self._resolved: dict[str, tuple[CpuCgroup | None, MemoryCgroup | None]] = {}
+        self._groups: dict[int, _Found] = {}
+        self._resolved: dict[str, _Found] = {}
 
     def new_sample(self) -> None:
         """Starts a sample: every refresh_s, forgets the cgroups and limits looked up."""
@@ -97,18 +130,28 @@ class CgroupReader:
             self._looked_up = now
 
     def read(self, pids: Iterable[int], last: dict[Path, Throttling]) -> dict[str, Any]:
-        """The quota and memory-limit columns of one component's processes (None where
-        none applies): the sum over their distinct cgroups. `last` holds the component's
-        throttling counters at the previous read, and is updated in place."""
+        """The quota, memory-limit and disk-limit columns of one component's processes
+        (None where none applies): the sum over their distinct cgroups (and disks). `last`
+        holds the component's throttling counters at the previous read, and is updated in
+        place."""
         cpu: dict[Path, CpuCgroup] = {}
         memory: dict[Path, int] = {}
-        for pid in pids if self._cpu or self._memory else ():
-            quota, limit = self._lookup(pid)
+        disk_read: dict[tuple[str, Path], int] = {}
+        disk_write: dict[tuple[str, Path], int] = {}
+        for pid in pids if self._cpu or self._memory or self._blkio else ():
+            quota, limit, disk = self._lookup(pid)
             if quota is not None:
                 cpu[quota.path] = quota
             if limit is not None:
                 memory[limit.path] = limit.limit_bytes
-        out: dict[str, Any] = {"memory_limit_bytes": sum(memory.values()) if memory else None}
+            if disk is not None:
+                disk_read.update(((r.device, r.path), r.bytes_s) for r in disk.read)
+                disk_write.update(((r.device, r.path), r.bytes_s) for r in disk.write)
+        out: dict[str, Any] = {
+            "memory_limit_bytes": sum(memory.values()) if memory else None,
+            "disk_read_limit_bytes_s": sum(disk_read.values()) if disk_read else None,
+            "disk_write_limit_bytes_s": sum(disk_write.values()) if disk_write else None,
+        }
         now = {path: t for path, g in cpu.items() if (t := g.throttling()) is not None}
         before = dict(last)
         last.clear()
@@ -124,7 +167,7 @@ class CgroupReader:
             "cpu_throttled_s": sum(t.throttled_s - b.throttled_s for t, b in deltas),
         }
 
-    def _lookup(self, pid: int) -> tuple[CpuCgroup | None, MemoryCgroup | None]:
+    def _lookup(self, pid: int) -> _Found:
         found = self._groups.get(pid)
         if found is not None:
             return found
@@ -132,12 +175,13 @@ class CgroupReader:
             with open(f"{PROC}/{pid}/cgroup") as f:
                 text = f.read()
         except OSError:
-            return None, None
+            return None, None, None
         found = self._resolved.get(text)
         if found is None:
             found = (
                 cpu_cgroup_of(process_cgroups(text), self._cpu),
                 memory_cgroup_of(process_cgroups(text, "memory"), self._memory),
+                disk_cgroups_of(process_cgroups(text, "blkio"), self._blkio),
             )
             self._resolved[text] = found
         self._groups[pid] = found
@@ -154,7 +198,7 @@ def cpu_mounts(mountinfo: str, controller: str = "cpu") -> list[Mount]:
             continue
         dash = fields.index("-")
         fstype, options = fields[dash + 1], fields[dash + 3].split(",")
-        root, point = fields[3], Path(_unescape(fields[4]))
+        root, point = fields[3], Path(unescape_mount_path(fields[4]))
         if fstype == "cgroup" and controller in options:
             found.append(Mount(1, root, point))
         elif fstype == "cgroup2":
@@ -205,6 +249,46 @@ def memory_limit_of(folder: Path, version: int) -> int | None:
     if not text.isdigit() or (version == 1 and int(text) >= _V1_NO_LIMIT):
         return None
     return int(text)
+
+
+def disk_rates_of(folder: Path, version: int) -> tuple[dict[str, int], dict[str, int]]:
+    """The rates one cgroup folder throttles disks' reads and writes to, in bytes per
+    second, by `major:minor` ({} where it sets none)."""
+    read: dict[str, int] = {}
+    write: dict[str, int] = {}
+    if version == 1:
+        for rates, name in ((read, "read"), (write, "write")):
+            for line in (_text(folder / f"blkio.throttle.{name}_bps_device") or "").splitlines():
+                device, _, rate = line.partition(" ")
+                if rate.strip().isdigit() and int(rate) > 0:
+                    rates[device] = int(rate)
+        return read, write
+    for line in (_text(folder / "io.max") or "").splitlines():
+        device, *keys = line.split()
+        for key, _, rate in (k.partition("=") for k in keys):
+            if key in ("rbps", "wbps") and rate.isdigit() and int(rate) > 0:
+                (read if key == "rbps" else write)[device] = int(rate)
+    return read, write
+
+
+def disk_cgroups_of(paths: dict[int, str], mounts: list[Mount]) -> DiskCgroups | None:
+    """The rates that hold a process's disk reads and writes, from the paths
+    process_cgroups gave for the blkio controller: per disk, the lowest in v2 on the path
+    from its cgroup to the root, in v1 its own cgroup's; None when no disk is throttled."""
+    read: dict[str, DiskRate] = {}
+    write: dict[str, DiskRate] = {}
+    seen: set[Mount] = set()
+    for mount, folder in _ancestors(paths, mounts):
+        if mount.version == 1 and mount in seen:
+            continue  # v1 throttling is flat: an ancestor's rate does not hold a child
+        seen.add(mount)
+        for found, rates in zip((read, write), disk_rates_of(folder, mount.version), strict=True):
+            for device, rate in rates.items():
+                if device not in found or rate < found[device].bytes_s:
+                    found[device] = DiskRate(device, folder, rate)
+    if not read and not write:
+        return None
+    return DiskCgroups(tuple(read.values()), tuple(write.values()))
 
 
 def limiting_cgroup(pid: int, mounts: list[Mount]) -> CpuCgroup | None:
@@ -274,6 +358,13 @@ def _key_values(path: Path) -> dict[str, int] | None:
     return out
 
 
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
 def _integer(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
@@ -281,8 +372,9 @@ def _integer(path: Path) -> int | None:
         return None
 
 
-def _unescape(text: str) -> str:
-    # mountinfo writes space, tab, newline and backslash as octal escapes.
+def unescape_mount_path(text: str) -> str:
+    """A path as mountinfo writes it (space, tab, newline and backslash as octal escapes),
+    the escapes undone."""
     for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
         text = text.replace(code, char)
     return text

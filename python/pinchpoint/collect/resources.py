@@ -91,6 +91,10 @@ SCHEMA = pa.schema(
         ("listen_backlog", pa.int32()),
         ("listen_backlog_limit", pa.int32()),
         ("connections", pa.int32()),
+        # The rates the component's cgroups throttle its disk reads and writes to, in bytes
+        # per second (blkio or io.max; null: none). See cgroups.py.
+        ("disk_read_limit_bytes_s", pa.int64()),
+        ("disk_write_limit_bytes_s", pa.int64()),
     ]
 )
 # Columns added after the first five: a table without them (an older agent) gets nulls.
