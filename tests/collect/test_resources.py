@@ -229,6 +229,8 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
         "listen_backlog",
         "listen_backlog_limit",
         "connections",
+        "disk_read_limit_bytes_s",
+        "disk_write_limit_bytes_s",
     ]
     frame = pl.read_parquet(path)
     assert frame.height == len(sampler.rows())
