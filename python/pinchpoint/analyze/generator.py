@@ -20,7 +20,7 @@ GENERATOR_SHARE = 0.25
 STARVED_SHARE = 0.5
 STARVED_CORES = 0.1
 # ...and that wait, spread over the requests of the step, is this share of their latency.
-STARVED_DELAY = 0.1
+STARVED_DELAY = 0.2
 # Processes outside the stack that used this share of the host's cores are a finding.
 NEIGHBOUR_SHARE = 0.25
 
@@ -29,18 +29,20 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
     """Whether the generator, or the host it runs on, limited the run."""
     hosts = [host_use(s, ctx) for s in steps]
     peak = max((h.generator for h in hosts), default=0.0)
-    shares = [
-        h.generator_wait_share or 0.0
-        for h, s in zip(hosts, steps, strict=True)
-        if (h.generator_wait or 0.0) >= STARVED_CORES and _delay_share(h, s) >= STARVED_DELAY
+    shares = [h.generator_wait_share or 0.0 for h in hosts]
+    delayed = [
+        share >= STARVED_SHARE
+        and (h.generator_wait or 0.0) >= STARVED_CORES
+        and _delay_share(h, s) >= STARVED_DELAY
+        for h, s, share in zip(hosts, steps, shares, strict=True)
     ]
-    starved = max(shares, default=0.0)
     return {
         "saturated": peak >= GENERATOR_SATURATED * ctx.generator_threads,
         "host_saturated": any(_busy_with_generator(h) for h in hosts),
-        "starved": starved >= STARVED_SHARE,
+        # At most of the steps: a generator delayed at one step is noise, not the run.
+        "starved": bool(delayed) and sum(delayed) >= 0.5 * len(delayed),
         "cpu_cores_max": round(peak, 3),
-        "cpu_wait_share_max": round(starved, 3),
+        "cpu_wait_share_max": round(max(shares, default=0.0), 3),
         "threads": ctx.generator_threads,
     }
 
@@ -48,9 +50,12 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
 def _delay_share(h: HostUse, step: dict) -> float:
     """The generator's wait for a core per request, as a share of the median latency."""
     latency = step["latency_ms"]["p50"]
-    if not latency or not step["throughput_rps"]:
+    seconds = step.get("duration_s") or 0.0
+    sent = step.get("requests") or 0
+    rate = sent / seconds if seconds and sent else step["throughput_rps"]
+    if not latency or not rate:
         return 0.0
-    return (h.generator_wait or 0.0) * 1000 / step["throughput_rps"] / latency
+    return (h.generator_wait or 0.0) * 1000 / rate / latency
 
 
 def _busy_with_generator(h: HostUse) -> bool:

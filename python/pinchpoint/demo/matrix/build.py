@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 
+from pinchpoint.demo.blkio import DiskLimit
 from pinchpoint.demo.cgroup import CpuQuota
 from pinchpoint.demo.env import PG_DSN_ENV
 from pinchpoint.demo.matrix.spec import Spec
@@ -80,6 +81,9 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
         demo = stack.enter_context(_stack(spec, workdir, app_env, link))
         if quota is not None:
             quota.add(_server_pids(demo))
+        if spec.disk_write_bytes_s:
+            disk = stack.enter_context(DiskLimit(spec.disk_write_bytes_s, str(workdir)))
+            disk.add(_server_pids(demo))
         components = demo.components()
         if database is not None:
             components = with_database(components, database)

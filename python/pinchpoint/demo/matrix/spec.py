@@ -80,6 +80,8 @@ class Spec:
     # A link shaped to this many bytes/s between the proxy and the server, and the bytes of
     # each response.
     link_bytes_s: int | None = None
+    # The server's cgroup may write this many bytes/s.
+    disk_write_bytes_s: int | None = None
     response_bytes: int | None = None
     starved: bool = False
     think_ms: float = 0.0
@@ -288,12 +290,20 @@ def _proxy_queue(rng: random.Random) -> Spec | None:
 
 
 def _disk(rng: random.Random) -> Spec | None:
-    kb = rng.choice((512, 1024))
-    n = rng.randint(8, 16)
-    users = (1, 9, 2)
-    truth = Truth(server_name("gunicorn-sync"), "disk", 3)
+    """The server's cgroup may write so many bytes/s (blkio throttle); each request appends
+    and fsyncs kb KiB; users think between requests, so the limit fills past the first."""
+    limit = rng.randint(1, 4) * 1024 * 1024
+    kb = rng.choice((32, 64, 128))
+    write_ms = kb * 1024 / limit * 1000
+    if not 8 <= write_ms <= 80:
+        return None
+    think = rng.uniform(1.0, 3.0) * write_ms
+    knee = (write_ms + think + OVERHEAD_MS) / (write_ms + OVERHEAD_MS)
+    users = steps_for(knee, rng, most=12)
+    truth = Truth(server_name("gunicorn-sync"), "disk", first_level(_levels(users), knee))
     return Spec("", "disk", "gunicorn-sync", rng.choice(FRONTS), 8, 1, 0.0, 0.0, fsync_kb=kb,
-                fsync_n=n, users=users, truth=truth)  # fmt: skip
+                fsync_n=1, disk_write_bytes_s=limit, think_ms=think, users=users,
+                truth=truth)  # fmt: skip
 
 
 def _bandwidth(rng: random.Random) -> Spec | None:

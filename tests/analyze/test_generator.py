@@ -1,0 +1,68 @@
+"""The generator and its host: saturated, starved of CPU, or sharing the host with a busy
+neighbour; each on steps where it must fire and where it must not."""
+
+from __future__ import annotations
+
+from test_verdict_rules import CTX, pool_steps
+
+from pinchpoint.analyze.generator import generator_check, neighbour_finding
+from pinchpoint.analyze.verdict import decide
+
+
+def _set(steps: list[dict], who: str, **values: float) -> list[dict]:
+    for s in steps:
+        s["resources"].setdefault(who, {}).update(values)
+        s.setdefault("requests", int(s["throughput_rps"] * 2))
+        s.setdefault("duration_s", 2.0)
+    return steps
+
+
+def test_a_generator_waiting_for_a_core_for_a_good_share_of_each_request_is_named() -> None:
+    # ~50 µs requests; the generator waits 0.6 cores' worth for a core: 40 µs a request.
+    steps = _set(pool_steps(), "generator", cpu_cores=0.3, cpu_wait_cores=0.6)
+    for s in steps:
+        s["latency_ms"]["p50"] = 0.05
+        s["throughput_rps"] = 15_000.0
+        s["requests"] = 30_000
+    check = generator_check(steps, CTX)
+    assert check["starved"] is True
+    v = decide(steps, CTX)
+    assert (v["bottleneck"]["component"], v["bottleneck"]["resource"]) == ("generator", "cpu")
+    assert "waited for a CPU" in v["headline"]
+
+
+def test_a_generator_waiting_little_per_request_is_not_named() -> None:
+    # The same wait share, but 0.3 ms a request against 10-40 ms latencies.
+    steps = _set(pool_steps(), "generator", cpu_cores=0.05, cpu_wait_cores=0.2)
+    check = generator_check(steps, CTX)
+    assert check["cpu_wait_share_max"] == 0.8
+    assert check["starved"] is False
+    assert decide(steps, CTX)["bottleneck"]["resource"] == "worker_pool"
+
+
+def test_a_host_saturated_with_a_quarter_of_it_the_generators_is_the_generators_host() -> None:
+    steps = _set(pool_steps(), "generator", cpu_cores=0.9)
+    for s in steps:
+        s["resources"]["host"]["cpu_cores"] = 1.95
+    assert generator_check(steps, CTX)["host_saturated"] is True
+    assert decide(steps, CTX)["bottleneck"]["component"] == "generator"
+    for s in steps:
+        s["resources"]["generator"]["cpu_cores"] = 0.1  # the stack's own CPU saturates it
+    assert generator_check(steps, CTX)["host_saturated"] is False
+
+
+def test_a_neighbour_taking_a_core_is_a_finding_beside_the_stacks_own_limit() -> None:
+    steps = pool_steps()
+    for s in steps:
+        s["resources"]["host"]["cpu_cores"] = 1.95  # gunicorn 0.4, generator 0.05: 1.5 others
+    found = neighbour_finding(steps, CTX)
+    assert found is not None and found.component == "neighbours"
+    assert "1.50 of 2 cores" in found.evidence[0]
+    v = decide(steps, CTX)
+    # The pool's workers wait rather than compute: still the pool, with the neighbour after.
+    assert v["bottleneck"]["resource"] == "worker_pool"
+    assert [f["component"] for f in v["findings"]] == ["gunicorn", "neighbours"]
+
+
+def test_a_quiet_host_has_no_neighbour_finding() -> None:
+    assert neighbour_finding(pool_steps(), CTX) is None
