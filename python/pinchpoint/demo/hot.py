@@ -10,6 +10,7 @@ log is matched to the run. Each worker process keeps one connection.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -65,7 +66,7 @@ def bump(conn: Any, hold_s: float, comment: str) -> int:
 
 def register(app: Flask, dsn: str | None) -> None:
     """Adds `POST /api/hot` to the app; it answers 503 when dsn is None."""
-    connections: dict[int, Any] = {}
+    connections: dict[tuple[int, int], Any] = {}
     if dsn is not None:
         # Imported now: a server that preloads the app (gunicorn --preload, uWSGI without
         # lazy-apps) imports it once, not in every worker's first request.
@@ -74,10 +75,12 @@ def register(app: Flask, dsn: str | None) -> None:
     def connection() -> Any:
         import psycopg
 
-        pid = os.getpid()  # a connection made before a fork is not this process's
-        conn = connections.get(pid)
+        # One per thread (gthread, uWSGI threads: a transaction must not share its
+        # connection), and one made before a fork is not this process's.
+        key = (os.getpid(), threading.get_ident())
+        conn = connections.get(key)
         if conn is None or conn.closed:
-            conn = connections[pid] = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            conn = connections[key] = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         return conn
 
     @app.post("/api/hot")
@@ -92,7 +95,7 @@ def register(app: Flask, dsn: str | None) -> None:
         try:
             n = bump(connection(), hold / 1000, sql_comment(request_tag()))
         except psycopg.Error as e:
-            connections.pop(os.getpid(), None)
+            connections.pop((os.getpid(), threading.get_ident()), None)
             return jsonify(error=f"database: {e}"), 503
         return jsonify(n=n)
 
