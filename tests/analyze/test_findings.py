@@ -152,7 +152,9 @@ def test_lock_waits_of_a_database_the_tier_calls_count() -> None:
     steps = db_steps()
     found = db_lock("app", steps, DB_CTX)
     assert found is not None and found.component == "postgres"
-    assert db_lock("nginx", steps, DB_CTX) is None  # nginx does not call postgres
+    assert db_lock("nginx", steps, DB_CTX) is not None  # through gunicorn and the app
+    apart = Context(**{**DB_CTX.__dict__, "calls": {"nginx": ["gunicorn"], "gunicorn": ["app"]}})
+    assert db_lock("nginx", steps, apart) is None  # a database no tier below it calls
 
 
 def test_lock_waits_start_where_the_tier_grows() -> None:
@@ -249,3 +251,10 @@ def test_no_worker_estimate_without_answered_requests() -> None:
     assert workers_estimate(steps, 10.2, "GET /p") is None
     assert workers_estimate([step(1, 10.5)], None, "GET /p") is None
     assert decide(steps, CTX)["workers_estimate"] == []
+
+
+def test_lock_waits_two_calls_below_a_full_pool_are_the_cause() -> None:
+    # nginx → gunicorn → app → postgres: gunicorn's pool fills because the app waits on locks.
+    steps = db_steps()
+    found = db_lock("gunicorn", steps, DB_CTX)
+    assert found is not None and found.component == "postgres"

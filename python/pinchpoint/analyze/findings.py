@@ -94,10 +94,23 @@ def cpu_quota(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     return Finding(host, "cpu_quota", onset["users"], evidence, name, summary, rate_of(onset))
 
 
+def below(tier: str, ctx: Context) -> list[str]:
+    """The tier and every tier it calls, directly or through others, nearest first."""
+    found: list[str] = []
+    todo = [tier]
+    while todo:
+        name = todo.pop(0)
+        if name not in found:
+            found.append(name)
+            todo.extend(ctx.calls.get(name, []))
+    return found
+
+
 def db_lock(tier: str, steps: list[dict], ctx: Context, grows_from: int = 0) -> Finding | None:
-    """The tier, or one it calls, is a database whose processes wait for locks; it starts
-    where they wait and the tier's time has grown (from `grows_from` users)."""
-    for name in [tier, *ctx.calls.get(tier, [])]:
+    """The tier, or one below it, is a database whose processes wait for locks; it starts
+    where they wait and the tier's time has grown (from `grows_from` users). A slow tier
+    below fills the pools of every tier above it, so the whole chain below is asked."""
+    for name in below(tier, ctx):
         waits = [resource_of(s, name, "lock_waits") or 0.0 for s in steps]
         if waits[-1] >= LOCK_WAITS and waits[-1] - waits[0] >= LOCK_WAITS / 2:
             return _db_lock_finding(name, steps, waits, grows_from)

@@ -164,6 +164,11 @@ def usage_table(step: dict, ctx: Context) -> dict[str, dict[str, float]]:
             row["throttled"] = round(use.throttled, 3)
         if use.lock_waits:
             row["lock_waits"] = round(use.lock_waits, 3)
+        for way in ("read", "write"):
+            limit = resource_of(step, name, f"disk_{way}_limit_bytes_s")
+            done = resource_of(step, name, f"disk_{way}_bytes_s")
+            if limit and done is not None:
+                row[f"disk_{way}"] = round(done / limit, 3)
         out[name] = row
     gauges = {
         "cpu": host.utilisation,
