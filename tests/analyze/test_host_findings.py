@@ -134,3 +134,24 @@ def test_writes_held_at_the_cgroups_limit_are_the_disk_of_the_tiers_process() ->
     for s in steps:
         s["resources"]["gunicorn"]["disk_write_bytes_s"] = 1e6  # far below its limit
     assert disk("app", steps, CTX) is None
+
+
+def _flat_bytes(size: float) -> list[dict]:
+    """Throughput stops at 25 req/s from 3 users while nothing saturates; responses of
+    `size` bytes."""
+    steps = [step(1, 40.0, app=1.0, throughput=25.0 / 2), step(3, 60.0, app=1.0, throughput=25.0)]
+    steps += [step(5, 200.0, app=1.0, throughput=25.3), step(7, 280.0, app=1.0, throughput=24.8)]
+    for s in steps:
+        s["bytes_per_s"] = s["throughput_rps"] * size
+        s["tiers"]["gunicorn"]["self_p50_ms"] = s["latency_ms"]["p50"] - 2
+    return steps
+
+
+def test_bytes_stopping_at_a_ceiling_with_nothing_saturated_is_an_inferred_network_path() -> None:
+    b = decide(_flat_bytes(96 * 1024), CTX)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("network", "bandwidth", 3)
+    assert "19.7 Mbit/s" in b["summary"] or "19.6 Mbit/s" in b["summary"]
+
+
+def test_small_responses_at_a_ceiling_are_no_network_path() -> None:
+    assert decide(_flat_bytes(512), CTX)["bottleneck"]["resource"] == "time"
