@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -11,10 +12,19 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from pinchpoint.live import LiveView
-from pinchpoint.plan import PlanError, load_plan, parse_plan
+# Imported by each command as it runs (the plan, the pipeline and the engine take
+# seconds to import), so --help and a plan's error are printed at once.
+from pinchpoint.plan_check import PlanError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+# Plain help (rich_markup_mode=None): typer's rich help imports ~0.2 s of markdown and
+# traceback rendering before printing a line.
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help=__doc__,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
 err = Console(stderr=True)
 
 
@@ -68,19 +78,24 @@ def run(
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
     Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
-    from pinchpoint.pipeline import execute
+    from pinchpoint.plan import parse_plan, read_plan_text
+    from pinchpoint.plan_check import check_before_run
 
     try:
-        plan = load_plan(plan_file)
-        text = plan_file.read_text()
+        text = read_plan_text(plan_file)
+        plan = parse_plan(text, str(plan_file))
         if find_knee and not plan.load.find_knee:
             from pinchpoint.load.find_knee import with_find_knee
 
             text = with_find_knee(text, str(plan_file))
             plan = parse_plan(text, f"{plan_file} with --find-knee")
+        check_before_run(plan, text, str(plan_file), runs_dir)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
+    from pinchpoint.live import LiveView
+    from pinchpoint.pipeline import execute
+
     console = Console(stderr=True) if as_json else Console()
     try:
         with LiveView(console, quiet) as view:
@@ -147,9 +162,25 @@ def demo(
     find_knee: FindKnee = False,
 ) -> None:
     """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
+    from pinchpoint.plan_check import check_folder, check_number
+
+    try:
+        check_folder(runs_dir, "--runs-dir")
+        for flag, value, high in (("--lower", lower, 10_000), ("--upper", upper, 10_000)):
+            check_number(flag, value, 1, high)
+        check_number("--step", step, 1, 10_000)
+        check_number("--time", seconds, 0, 3600, low_open=True)
+        check_number("--workers", workers, 1, 64)
+        check_number("--cpu", cpu_ms, 0, 10_000)
+        check_number("--wait", wait_ms, 0, 10_000)
+    except PlanError as e:
+        fail(e)
+        raise typer.Exit(2) from None
     from pinchpoint.demo import DemoStack, NginxNotFound, StackError
     from pinchpoint.demo.plan import demo_plan
+    from pinchpoint.live import LiveView
     from pinchpoint.pipeline import execute
+    from pinchpoint.plan import parse_plan
 
     console = Console()
     with tempfile.TemporaryDirectory(prefix="pinchpoint-demo-") as tmp:
@@ -192,6 +223,7 @@ def demo(
 
 @app.command()
 def load(
+    ctx: typer.Context,
     target: Annotated[
         str,
         typer.Argument(help="http(s)://host:port/path to load, or a plan file (.toml)."),
@@ -241,6 +273,8 @@ def load(
     quiet: Quiet = False,
 ) -> None:
     """A plain load test with no diagnosis: throughput, latency percentiles and errors."""
+    _check_load(ctx)
+    from pinchpoint.live import LiveView
     from pinchpoint.load.plain import UrlLoad, plain_load, render_summary
 
     source: UrlLoad | Path
@@ -293,10 +327,12 @@ def import_(
 ) -> None:
     """Turn another load tool's results into a run folder that can be compared."""
     from pinchpoint.imports import ImportFormatError, import_results
+    from pinchpoint.plan_check import check_folder
 
     try:
+        check_folder(runs_dir, "--runs-dir")
         run_dir = import_results(path, fmt, runs_dir)
-    except (ImportFormatError, ValueError, FileNotFoundError) as e:
+    except (ImportFormatError, ValueError, OSError) as e:
         fail(e)
         raise typer.Exit(2) from None
     Console().print(f"Imported {path} as {run_dir}", highlight=False)
@@ -333,8 +369,18 @@ def compare(
 
 
 @app.command()
-def analyze(run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False)]) -> None:
+def analyze(
+    run_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="The run folder (runs/<run id>) to analyze again.", exists=True, file_okay=False
+        ),
+    ],
+) -> None:
     """Recompute a run folder's verdict and report from what it holds."""
+    if not any((run_dir / name).exists() for name in RUN_FILES):
+        fail(f"{run_dir}: not a run folder: it holds none of {', '.join(RUN_FILES)}")
+        raise typer.Exit(2)
     from pinchpoint.analyze import analyze as analyze_run
     from pinchpoint.load.engine import recover_records
     from pinchpoint.report.html import write_report
@@ -409,5 +455,75 @@ def agent(
     serve(server)
 
 
+# A folder holding none of these is not a run folder.
+RUN_FILES = ("run.json", "plan.toml", "requests.parquet", "requests.arrows")
+# The flags of `pinchpoint load` that describe a URL load; a plan sets them in [load].
+URL_FLAGS = {
+    "connections": "-c",
+    "seconds": "-d",
+    "rate": "--rate",
+    "poisson": "--poisson",
+    "max_in_flight": "--max-in-flight",
+    "threads": "--threads",
+    "timeout": "--timeout",
+    "tag": "--tag",
+}
+
+
+def _check_load(ctx: typer.Context) -> None:
+    """`pinchpoint load`'s arguments, checked before anything starts; exits 2 on a bad one."""
+    from pinchpoint.plan_check import check_folder, check_url_load
+
+    params = ctx.params
+    target = str(params["target"])
+    try:
+        if params.get("out") is not None:
+            check_folder(params["out"], "--out")
+        if "://" in target:
+            check_url_load(params)
+            return
+        given = [
+            flag
+            for name, flag in URL_FLAGS.items()
+            if (source := ctx.get_parameter_source(name)) is not None
+            and source.name not in ("DEFAULT", "DEFAULT_MAP")
+        ]
+        if given:
+            raise PlanError(
+                f"{', '.join(given)} go with a URL; {target} is a plan: "
+                "set its load in [load] (users, duration, [[load.phase]] arrival_rate)"
+            )
+        from pinchpoint.plan import parse_plan, read_plan_text
+        from pinchpoint.plan_check import check_plan_target
+
+        text = read_plan_text(Path(target))
+        check_plan_target(parse_plan(text, target), text, target)
+    except PlanError as e:
+        fail(e)
+        raise typer.Exit(2) from None
+
+
 def main() -> None:
-    sys.exit(app())
+    """The command, with every usage error on one line and no traceback for the user
+    (PINCHPOINT_TRACEBACK=1 shows an unexpected error's)."""
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
+    try:
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as e:
+        e.show()
+        code = e.exit_code
+    except ClickException as e:
+        ctx = getattr(e, "ctx", None)
+        where = f"{ctx.command_path}: " if ctx is not None else ""
+        fail(f"{where}{' '.join(e.format_message().split())}")
+        code = e.exit_code
+    except typer.Abort:
+        fail("Aborted.")
+        code = 1
+    except Exception as e:
+        if os.environ.get("PINCHPOINT_TRACEBACK"):
+            raise
+        fail(f"pinchpoint: unexpected error: {type(e).__name__}: {' '.join(str(e).split())}")
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)

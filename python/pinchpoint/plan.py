@@ -8,17 +8,20 @@ are re-exported here.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from pinchpoint.collect.formats import known_formats
+from pinchpoint.collect.formats import get_parser, known_formats
 from pinchpoint.collect.prometheus_plan import Prometheus, check_series_names
 from pinchpoint.plan_load import (
     MAX_COUNT,
     MAX_RATE,
+    MAX_THREADS,
+    MAX_USERS,
     Level,
     Load,
     Phase,
@@ -40,6 +43,8 @@ from pinchpoint.sla import Sla
 __all__ = [
     "MAX_COUNT",
     "MAX_RATE",
+    "MAX_THREADS",
+    "MAX_USERS",
     "Agent",
     "Component",
     "Duration",
@@ -58,11 +63,46 @@ __all__ = [
     "Target",
     "Think",
     "ThinkTime",
+    "check_url",
     "load_plan",
     "parse_duration",
     "parse_plan",
     "parse_toml",
+    "read_plan_text",
 ]
+
+
+# The largest plan file read: plans are a few KB.
+MAX_PLAN_BYTES = 1 << 20
+# An HTTP method or header name (RFC 9110 token).
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# What cannot go into a request line unescaped: space and control characters.
+_NOT_IN_URL = re.compile(r"[\x00-\x20\x7f]")
+# What cannot go into a header value: control characters but tab (a CR or LF splits it).
+_NOT_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _unsafe(
+    pattern: re.Pattern[str], text: str, what: str, fix: str = "escape it (%20) or remove it"
+) -> None:
+    if m := pattern.search(text):
+        raise ValueError(f"{what} {text!r} holds {m.group()!r} at character {m.start() + 1}: {fix}")
+
+
+def check_url(url: str, shape: str = "http(s)://host[:port][/path]") -> str:
+    """An http(s) URL with a host, a port from 1 to 65535 and no space or control
+    character; raises ValueError saying what is wrong."""
+    _unsafe(_NOT_IN_URL, url, "the URL")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as e:
+        raise ValueError(f"{url!r} is not a URL ({e}): it must be {shape}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} must be {shape}")
+    if port == 0:
+        raise ValueError(f"{url!r}: port 0 cannot be connected to; ports go from 1 to 65535")
+    return url
 
 
 def _http_version(value: object) -> object:
@@ -82,15 +122,12 @@ class Target(Strict):
     insecure: bool = False
     # HTTP/2: users (open loop: requests in flight) sharing one connection; by default
     # one connection per user, 100 streams per connection in open loop.
-    streams_per_connection: int | None = Field(default=None, ge=1)
+    streams_per_connection: int | None = Field(default=None, ge=1, le=10_000)
 
     @field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{url!r} must be http(s)://host[:port][/path]")
-        return url
+        return check_url(url)
 
     @field_validator("ca_file")
     @classmethod
@@ -165,7 +202,24 @@ class Request(Strict):
     @model_validator(mode="after")
     def _check_path(self) -> Request:
         if not self.path.startswith("/"):
-            raise ValueError(f"path {self.path!r} must start with '/'")
+            raise FieldError("path", f"path {self.path!r} must start with '/'")
+        try:
+            _unsafe(_NOT_IN_URL, self.path, "the path")
+        except ValueError as e:
+            raise FieldError("path", str(e)) from None
+        if not _TOKEN.match(self.method):
+            raise FieldError(
+                "method", f"{self.method!r} is not an HTTP method: letters, no space (GET, POST)"
+            )
+        for name, value in self.headers.items():
+            if not _TOKEN.match(name):
+                raise FieldError(
+                    ("headers", name), f"{name!r} is not a header name: no space, colon or CR/LF"
+                )
+            try:
+                _unsafe(_NOT_IN_HEADER, value, f"header {name}:", "a CR or LF would end the header")
+            except ValueError as e:
+                raise FieldError(("headers", name), str(e)) from None
         return self
 
 
@@ -182,12 +236,22 @@ class Log(Strict):
             raise ValueError(f"unknown log format {name!r}; known formats: {', '.join(known)}")
         return name
 
+    @model_validator(mode="after")
+    def _compiles(self) -> Log:
+        # Compiled now so a format that cannot parse stops the plan, not the run's end.
+        try:
+            get_parser(self.format, self.log_format)
+        except Exception as e:  # any failure to compile is the plan's fault
+            message = str(e) or type(e).__name__
+            raise FieldError("log_format", f"does not compile: {message}") from None
+        return self
+
 
 class Process(Strict):
     """Which processes make up a component: exactly one of pid_file, pids or name."""
 
     pid_file: str | None = None
-    pids: list[int] = Field(default_factory=list)
+    pids: list[Annotated[int, Field(ge=1, le=4_194_304)]] = Field(default_factory=list)
     name: str | None = None
 
     @model_validator(mode="after")
@@ -201,7 +265,7 @@ class Component(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     role: str = "service"
     calls: list[str] = Field(default_factory=list)
-    workers: int | None = Field(default=None, ge=1)
+    workers: int | None = Field(default=None, ge=1, le=100_000)
     log: Log | None = None
     process: Process | None = None
     # The [[agent]] that collects this component; None: collected on this host.
@@ -231,10 +295,7 @@ class Agent(Strict):
     @field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{url!r} must be http(s)://host:port")
-        return url.rstrip("/")
+        return check_url(url, "http(s)://host:port").rstrip("/")
 
     @model_validator(mode="after")
     def _one_token(self) -> Agent:
@@ -322,8 +383,26 @@ class Plan(Strict):
 
 
 def load_plan(path: Path) -> Plan:
-    text = path.read_text(encoding="utf-8")
-    return parse_plan(text, str(path))
+    return parse_plan(read_plan_text(path), str(path))
+
+
+def read_plan_text(path: Path) -> str:
+    """A plan file's text; PlanError when it cannot be read, is too large or is not UTF-8."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_PLAN_BYTES + 1)
+    except OSError as e:
+        raise PlanError(f"{path}: cannot read the plan: {e.strerror or e}") from None
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanError(f"{path}: larger than {MAX_PLAN_BYTES >> 10} KB: not a plan")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise PlanError(
+            f"{path}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}): "
+            "a plan is a TOML text file"
+        ) from None
 
 
 def parse_plan(text: str, source: str = "<plan>") -> Plan:

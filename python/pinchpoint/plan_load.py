@@ -12,6 +12,10 @@ from pinchpoint.plan_toml import Duration, FieldError, Strict
 
 MAX_RATE = 1_000_000.0  # requests per second
 MAX_COUNT = 1_000_000_000
+# Closed-loop users: one connection each, so more than the ports one address has.
+MAX_USERS = 100_000
+# Engine threads: far more than any machine's cores.
+MAX_THREADS = 1024
 
 
 def _think(value: object) -> object:
@@ -60,7 +64,7 @@ class Stage(Strict):
     """Closed loop: go linearly from the previous stage's users (0 before the first) to
     `users` over `ramp`, then hold them for `hold`."""
 
-    users: int = Field(ge=0)
+    users: int = Field(ge=0, le=MAX_USERS)
     ramp: Duration = 0.0
     hold: Duration = 0.0
 
@@ -162,7 +166,7 @@ class Load(Strict):
     upper: float | None = Field(default=None, gt=0)
     step: float = Field(default=1, gt=0)
     duration: Duration | None = None
-    users: int | None = Field(default=None, ge=1)
+    users: int | None = Field(default=None, ge=1, le=MAX_USERS)
     stage: list[Stage] = Field(default_factory=list)
     phase: list[Phase] = Field(default_factory=list)
     think_time: Think = ThinkTime(constant=0.0)
@@ -171,7 +175,7 @@ class Load(Strict):
     max_in_flight: int = Field(default=1000, ge=1, le=1_000_000)
     timeout: Duration = Field(default=10.0, gt=0)
     warmup: Duration = 0.5
-    threads: int = Field(default=0, ge=0)
+    threads: int = Field(default=0, ge=0, le=MAX_THREADS)
     # A step plan of users searched for its knee (load/find_knee.py) instead of run whole.
     find_knee: bool = False
 
@@ -266,6 +270,8 @@ class Load(Strict):
                 value = getattr(self, name)
                 if value != int(value):
                     raise FieldError(name, f"{name} counts users: a whole number, not {value:g}")
+            if self.upper > MAX_USERS:
+                raise FieldError("upper", f"at most {MAX_USERS} users")
         elif self.upper > MAX_RATE:
             raise FieldError("upper", f"at most {MAX_RATE:g} requests per second")
         if (self.upper - self.lower) / self.step > 10_000:

@@ -3,14 +3,32 @@ model with errors that name the file, the line and the field."""
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
+from pinchpoint.plan_check import PlanError
+
+__all__ = [
+    "MAX_DURATION_S",
+    "Duration",
+    "FieldError",
+    "PlanError",
+    "Strict",
+    "field_line",
+    "parse_duration",
+    "parse_toml",
+]
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+# The longest duration a plan may give anything: 30 days.
+MAX_DURATION_S = 30 * 86400.0
+# Deeper nesting than any plan needs; tomllib recurses per level.
+MAX_NESTING = 64
 
 
 def parse_duration(value: object) -> float:
@@ -23,8 +41,12 @@ def parse_duration(value: object) -> float:
         seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
     else:
         raise ValueError(f"{value!r} is not a duration (use seconds, or '500ms', '6s', '2m', '1h')")
+    if not math.isfinite(seconds):
+        raise ValueError(f"{value!r} is not a finite duration")
     if seconds < 0:
         raise ValueError("a duration cannot be negative")
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{value!r} is longer than 30 days ({MAX_DURATION_S:g}s)")
     return seconds
 
 
@@ -33,7 +55,7 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class FieldError(ValueError):
@@ -45,18 +67,22 @@ class FieldError(ValueError):
         self.loc = (loc,) if isinstance(loc, str | int) else tuple(loc)
 
 
-class PlanError(ValueError):
-    """A plan that cannot run, with where the problem is."""
-
-
 def parse_toml(model: type[_M], text: str, source: str, error: type[ValueError] = PlanError) -> _M:
     """A TOML text validated into `model`; `error` names the file, line and field."""
+    deep = _too_deep(text) if text.count("[") + text.count("{") > MAX_NESTING else None
+    if deep is not None:
+        raise error(f"{source}:{deep}: arrays or tables nested more than {MAX_NESTING} deep")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise error(f"{source}: {e}") from None
+    except (ValueError, RecursionError) as e:
+        # tomllib's int() of a number of more than 4300 digits, or nesting it recursed on.
+        raise error(f"{source}: {_first_line(str(e)) or type(e).__name__}") from None
     try:
         return model.model_validate(data)
+    except RecursionError:
+        raise error(f"{source}: values nested too deep") from None
     except ValidationError as e:
         lines = _key_lines(text)
         messages = []
@@ -69,8 +95,55 @@ def parse_toml(model: type[_M], text: str, source: str, error: type[ValueError] 
             field = _dotted(loc)
             line = _nearest_line(lines, loc)
             where = f"{source}:{line}" if line else source
-            messages.append(f"{where}: {field or 'plan'}: {msg}")
+            messages.append(f"{where}: {field or 'plan'}: {_first_line(msg)}")
         raise error("\n".join(messages)) from None
+
+
+def field_line(text: str, loc: tuple) -> int | None:
+    """The line of a TOML text where the table or key at `loc` (or its nearest parent) is."""
+    return _nearest_line(_key_lines(text), loc)
+
+
+def _first_line(message: str) -> str:
+    """A message as one line: control characters (a CR or LF from the plan) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+def _too_deep(text: str) -> int | None:
+    """The line where brackets and braces open more than MAX_NESTING deep, counted outside
+    strings and comments, or None."""
+    depth = 0
+    line = 1
+    quote = ""
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            if quote in ('"', "'"):
+                quote = ""
+        elif quote:
+            if c == "\\" and quote[0] == '"':
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = ""
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            quote = c * 3 if text.startswith(c * 3, i) else c
+            i += len(quote) - 1
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return None
 
 
 def _dotted(loc: tuple) -> str:

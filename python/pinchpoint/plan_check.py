@@ -1,0 +1,111 @@
+"""Checks of the world a plan runs in, made before a run folder exists or a sampler
+starts: the folder runs are written to can be written, and the target's host resolves.
+Each failure is a PlanError of one line naming the file, line and field (or the flag)."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pinchpoint.plan import Plan
+
+# How long a name lookup may take before the host counts as unresolvable.
+RESOLVE_TIMEOUT_S = 5.0
+
+
+class PlanError(ValueError):
+    """A plan (or a command line) that cannot run, with where the problem is. Defined
+    here, with no import of pydantic, so the command line can catch it before it loads
+    the plan's models."""
+
+
+def check_folder(path: Path, flag: str) -> None:
+    """`path` is a folder that can be written, or can be made in one that can."""
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        where = "is a file" if existing == path else f"is under {existing}, a file"
+        raise PlanError(f"{flag} {path}: {where}, not a folder")
+    if existing.exists() and not os.access(existing, os.W_OK | os.X_OK):
+        raise PlanError(f"{flag} {path}: {existing} cannot be written to")
+
+
+def check_resolves(host: str, port: int, where: str) -> None:
+    """The host name resolves within RESOLVE_TIMEOUT_S; `where` prefixes the error."""
+    outcome: list[BaseException | None] = []
+
+    def lookup() -> None:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as e:
+            outcome.append(e)
+        else:
+            outcome.append(None)
+
+    # getaddrinfo has no timeout of its own; a daemon thread is left behind if it hangs.
+    thread = threading.Thread(target=lookup, name="resolve", daemon=True)
+    thread.start()
+    thread.join(RESOLVE_TIMEOUT_S)
+    if not outcome:
+        raise PlanError(f"{where}: {host!r} did not resolve within {RESOLVE_TIMEOUT_S:g}s")
+    error = outcome[0]
+    if error is not None:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        raise PlanError(f"{where}: host {host!r} does not resolve: {reason}")
+
+
+def check_plan_target(plan: Plan, text: str, source: str) -> None:
+    """The plan's target host resolves (errors point at target.url in `source`)."""
+    from pinchpoint.plan_toml import field_line
+
+    target = plan.target
+    line = field_line(text, ("target", "url"))
+    where = f"{source}:{line}: target.url" if line else f"{source}: target.url"
+    check_resolves(target.host, target.port, where)
+
+
+def check_before_run(plan: Plan, text: str, source: str, runs_dir: Path) -> None:
+    """What `pinchpoint run` checks after the plan parses and before anything starts."""
+    check_folder(runs_dir, "--runs-dir")
+    check_plan_target(plan, text, source)
+
+
+def check_number(
+    flag: str, value: float, low: float, high: float, *, low_open: bool = False
+) -> None:
+    """A command-line number is finite and within [low, high] (low excluded with low_open)."""
+    below = value <= low if low_open else value < low
+    if not math.isfinite(value) or below or value > high:
+        bound = f"above {low:g}" if low_open else f"at least {low:g}"
+        raise PlanError(f"{flag} {value!r}: must be {bound} and at most {high:g}")
+
+
+def check_url_load(params: dict) -> None:
+    """`pinchpoint load <url>`'s flags in range and its URL's host resolving."""
+    from urllib.parse import urlsplit
+
+    from pinchpoint.plan import MAX_RATE, MAX_THREADS, MAX_USERS, check_url
+    from pinchpoint.plan_toml import MAX_DURATION_S
+
+    url = str(params["target"])
+    try:
+        check_url(url)
+    except ValueError as e:
+        raise PlanError(f"TARGET: {e}") from None
+    check_number("-c/--connections", params["connections"], 1, MAX_USERS)
+    check_number("-d/--duration", params["seconds"], 0, MAX_DURATION_S, low_open=True)
+    if params.get("rate") is not None:
+        check_number("--rate", params["rate"], 0, MAX_RATE, low_open=True)
+    check_number("--max-in-flight", params["max_in_flight"], 1, 1_000_000)
+    check_number("--threads", params["threads"], 0, MAX_THREADS)
+    check_number("--timeout", params["timeout"], 0, MAX_DURATION_S, low_open=True)
+    parts = urlsplit(url)
+    check_resolves(parts.hostname or "", parts.port or 80, f"TARGET {url}")
