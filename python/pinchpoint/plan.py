@@ -406,4 +406,6 @@ def read_plan_text(path: Path) -> str:
 
 
 def parse_plan(text: str, source: str = "<plan>") -> Plan:
+    if not text.strip():
+        raise PlanError(f"{source}: the plan is empty: it needs [target], [load] and [[request]]")
     return parse_toml(Plan, text, source)
