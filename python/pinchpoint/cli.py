@@ -411,11 +411,12 @@ def sla(
     """Check a run folder against its plan's SLA table: exits 1 when an objective is broken."""
     import json
 
+    from pinchpoint.plan import read_plan_text
     from pinchpoint.sla import broken, check_sla, render_sla, sla_of_plan_text
 
     source = plan_file or run_dir / "plan.toml"
     try:
-        objectives = sla_of_plan_text(source.read_text(encoding="utf-8"), str(source))
+        objectives = sla_of_plan_text(read_plan_text(source), str(source))
         if objectives is None or objectives.is_empty():
             raise ValueError(f"{source}: no [sla] table to check")
         results = check_sla(objectives, run_dir)

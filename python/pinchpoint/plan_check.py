@@ -72,9 +72,35 @@ def check_plan_target(plan: Plan, text: str, source: str) -> None:
     check_resolves(target.host, target.port, where)
 
 
+def check_secrets_and_files(plan: Plan, text: str, source: str) -> None:
+    """Each environment variable an [[agent]] or [[prometheus]] names is set, and each
+    ca_file they name can be read."""
+    from pinchpoint.plan_toml import field_line
+
+    tables = [("agent", i, a, ("token_env",)) for i, a in enumerate(plan.agent)]
+    tables += [
+        ("prometheus", i, p, ("token_env", "username_env", "password_env"))
+        for i, p in enumerate(plan.prometheus)
+    ]
+    for table, index, model, env_fields in tables:
+        for name in env_fields:
+            variable = getattr(model, name)
+            if variable is not None and not os.environ.get(variable, "").strip():
+                line = field_line(text, (table, index, name))
+                raise PlanError(
+                    f"{source}:{line}: {table}[{index}].{name}: "
+                    f"environment variable {variable} is not set"
+                )
+        ca_file = model.ca_file
+        if ca_file is not None and not os.access(ca_file, os.R_OK):
+            line = field_line(text, (table, index, "ca_file"))
+            raise PlanError(f"{source}:{line}: {table}[{index}].ca_file: cannot read {ca_file}")
+
+
 def check_before_run(plan: Plan, text: str, source: str, runs_dir: Path) -> None:
     """What `pinchpoint run` checks after the plan parses and before anything starts."""
     check_folder(runs_dir, "--runs-dir")
+    check_secrets_and_files(plan, text, source)
     check_plan_target(plan, text, source)
 
 

@@ -144,6 +144,38 @@ PLAN_CASES: list[tuple[str, tuple[str, str] | str, str]] = [
         ),
         "agent[0].timeout",
     ),
+    (
+        "agent token_env unset",
+        (
+            "[[request]]",
+            '[[agent]]\nname = "a"\nurl = "http://127.0.0.1:9"\n'
+            'token_env = "PINCHPOINT_TEST_UNSET"\n[[request]]',
+        ),
+        "x.toml:11: agent[0].token_env: environment variable PINCHPOINT_TEST_UNSET",
+    ),
+    (
+        "agent ca_file missing",
+        (
+            "[[request]]",
+            '[[agent]]\nname = "a"\nurl = "https://127.0.0.1:9"\n'
+            'ca_file = "missing.pem"\n[[request]]',
+        ),
+        "x.toml:11: agent[0].ca_file: cannot read missing.pem",
+    ),
+    (
+        "prometheus token_env unset",
+        BASE + '[[prometheus]]\nurl = "http://127.0.0.1:9"\ntoken_env = "PINCHPOINT_TEST_UNSET"\n'
+        '[prometheus.series.host]\npreset = "node_exporter"\n',
+        "x.toml:12: prometheus[0].token_env",
+    ),
+    (
+        "prometheus step nan",
+        BASE + '[[prometheus]]\nurl = "http://127.0.0.1:9"\nstep = nan\n'
+        '[prometheus.series.host]\npreset = "node_exporter"\n',
+        "x.toml:12: prometheus[0].step",
+    ),
+    ("sla nan", BASE + "[sla]\np99_ms = nan\n", "x.toml:11: sla.p99_ms"),
+    ("sla error rate inf", BASE + "[sla]\nerror_rate = inf\n", "x.toml:11: sla.error_rate"),
     ("host unresolvable", ("127.0.0.1:9", "pinchpoint-no-such-host.invalid:9"), "target.url"),
     (
         "nginx log_format no variable",
@@ -181,6 +213,7 @@ def _cli(
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     env = {**os.environ, "TMPDIR": str(cwd / "tmp"), "COLUMNS": "80"}
     env.pop("PINCHPOINT_TRACEBACK", None)
+    env.pop("PINCHPOINT_TEST_UNSET", None)
     (cwd / "tmp").mkdir(exist_ok=True)
     start = time.monotonic()
     done = subprocess.run(
