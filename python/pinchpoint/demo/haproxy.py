@@ -93,6 +93,9 @@ frontend pinchpoint
     default_backend app
 
 backend app
+    # The server may close its side after each answer (uWSGI's plain http-socket does):
+    # HAProxy then opens a new one, and keeps the client's connection alive.
+    option http-server-close
     server app1 {HOST}:{upstream_port}{maxconn}
 """
 

@@ -35,9 +35,13 @@ class Outcome:
     def right(self) -> bool:
         return self.resource_ok and self.component_ok
 
+    # Whether processes outside the stack took CPU: a hog beside it, or the ones that
+    # starve the generator.
+    neighbour_expected: bool = False
+
     @property
     def neighbour_ok(self) -> bool:
-        return self.neighbour_reported == self.noisy
+        return self.neighbour_reported == self.neighbour_expected
 
     @property
     def false_bottleneck(self) -> bool:
@@ -67,6 +71,7 @@ def judge(spec: Spec, verdict: dict, noisy: bool) -> Outcome:
         b.get("starts_at_users"),
         verdict.get("headline", ""),
         neighbour,
+        noisy or spec.starved,
     )
 
 
