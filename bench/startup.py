@@ -2,7 +2,7 @@
 the error of a plan with a typo in `pinchpoint run` (the time a user waits to learn the
 plan is wrong). Each command is run --rounds times, alternating, and the median wall time
 and CPU time (user + system, of the child) are printed side by side with the time of the
-Python interpreter doing nothing. With --compare DIR the same commands also run on the
+Python interpreter doing nothing, and of a whole 0.2 s `pinchpoint load`. With --compare DIR the same commands also run on the
 `python/` folder of another checkout (e.g. `git worktree add /tmp/before HEAD~5`), so the
 two figures sit side by side. Targets: 0.3 s for --help, 0.5 s for the plan error.
 
@@ -53,6 +53,17 @@ def _cases(plan: Path) -> dict[str, list[str]]:
         "load --help": [*cli, "load", "--help"],
         "run <plan with a typo>": [*cli, "run", str(plan)],
         "load <url with port 99999>": [*cli, "load", "http://127.0.0.1:99999/"],
+        # A whole short load (0.2 s of refused connections): start-up, run and summary.
+        "load <refused url> -d 0.2": [
+            *cli,
+            "load",
+            "http://127.0.0.1:1/",
+            "-d",
+            "0.2",
+            "-c",
+            "1",
+            "-q",
+        ],
     }
 
 
@@ -84,7 +95,7 @@ def main() -> None:
                 for name, argv in cases.items():
                     runs.setdefault((tree, name), []).append(_timed(argv, _env(python_dir)))
     header = f"{'command':<30}" + "".join(
-        f"{tree + ' wall s':>14}{tree + ' cpu s':>13}" for tree in trees
+        f"{tree + ' wall s':>17}{tree + ' cpu s':>16}" for tree in trees
     )
     print(f"median of {rounds} runs; the exit code is the last run's")
     print(header + f"{'target s':>10}{'exit':>6}")
@@ -92,8 +103,8 @@ def main() -> None:
         row = f"{name:<30}"
         for tree in trees:
             results = runs[(tree, name)]
-            row += f"{statistics.median(r[0] for r in results):>14.3f}"
-            row += f"{statistics.median(r[1] for r in results):>13.3f}"
+            row += f"{statistics.median(r[0] for r in results):>17.3f}"
+            row += f"{statistics.median(r[1] for r in results):>16.3f}"
         target = TARGETS_S.get(name)
         row += f"{target:>10.1f}" if target else f"{'':>10}"
         print(row + f"{runs[('this', name)][-1][2]:>6}")

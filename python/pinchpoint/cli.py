@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 # Imported by each command as it runs (the plan, the pipeline and the engine take
 # seconds to import), so --help and a plan's error are printed at once.
 from pinchpoint.plan_check import PlanError
+
+if TYPE_CHECKING:
+    from rich.console import Console as RichConsole
 
 # Plain help (rich_markup_mode=None): typer's rich help imports ~0.2 s of markdown and
 # traceback rendering before printing a line.
@@ -25,12 +26,25 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
+
+
+def Console(stderr: bool = False) -> RichConsole:
+    """rich's Console, imported on first use (rich costs start-up time --help need not pay)."""
+    from rich.console import Console as RichConsole
+
+    return RichConsole(stderr=stderr)
+
+
+@functools.cache
+def _stderr() -> RichConsole:
+    return Console(stderr=True)
 
 
 def fail(message: object) -> None:
     """An error on stderr, red, as one unwrapped line: file names and `[[tables]]` intact."""
-    err.print(Text(str(message), style="red"), highlight=False, soft_wrap=True)
+    from rich.text import Text
+
+    _stderr().print(Text(str(message), style="red"), highlight=False, soft_wrap=True)
 
 
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where run folders are written.")]
@@ -45,7 +59,7 @@ FindKnee = Annotated[
 ]
 
 
-def _show(outcome, console: Console) -> None:
+def _show(outcome, console: RichConsole) -> None:
     from pinchpoint.report.terminal import render_steps, render_verdict
 
     console.print()
@@ -119,7 +133,7 @@ def _sla_json(results: list | None) -> dict | None:
     return {"passed": not broken(results), "results": [r.to_dict() for r in results]}
 
 
-def _sla_outcome(objectives, outcome, console: Console, as_json: bool) -> bool:
+def _sla_outcome(objectives, outcome, console: RichConsole, as_json: bool) -> bool:
     """Check the plan's [sla] on the run, print it (and the JSON); False when broken."""
     import json
 
@@ -176,6 +190,8 @@ def demo(
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
+    import tempfile
+
     from pinchpoint.demo import DemoStack, NginxNotFound, StackError
     from pinchpoint.demo.plan import demo_plan
     from pinchpoint.live import LiveView
@@ -302,7 +318,7 @@ def load(
     else:
         source = Path(target)
     try:
-        with LiveView(err, quiet or as_json) as view:
+        with LiveView(_stderr(), quiet or as_json) as view:
             summary = plain_load(source, out, on_tick=view)
     except (PlanError, OSError) as e:
         fail(e)

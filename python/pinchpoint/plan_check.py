@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +38,9 @@ def check_folder(path: Path, flag: str) -> None:
 
 def check_resolves(host: str, port: int, where: str) -> None:
     """The host name resolves within RESOLVE_TIMEOUT_S; `where` prefixes the error."""
+    import socket
+    import threading
+
     outcome: list[BaseException | None] = []
 
     def lookup() -> None:
