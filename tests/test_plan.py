@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pinchpoint.plan import PlanError, parse_duration, parse_plan
+from pinchpoint.plan import PlanError, check_url, parse_duration, parse_plan
 
 GOOD = """\
 [target]
@@ -65,7 +65,9 @@ def test_durations_take_units(text: object, value: float) -> None:
     assert parse_duration(text) == value
 
 
-@pytest.mark.parametrize("bad", ["6 sec", "-1s", "", True, "fast"])
+@pytest.mark.parametrize(
+    "bad", ["6 sec", "-1s", "", True, "fast", float("nan"), float("inf"), 1e30, "1e30h", "721h"]
+)
 def test_bad_durations_are_refused(bad: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(bad)
@@ -109,3 +111,46 @@ def test_upper_below_lower_is_refused() -> None:
 def test_toml_syntax_errors_name_the_line() -> None:
     with pytest.raises(PlanError, match=r"plan.toml: .*line 5"):
         parse_plan(GOOD.replace("lower = 2", "lower = = 2"), "plan.toml")
+
+
+def test_the_longest_duration_is_thirty_days() -> None:
+    assert parse_duration("720h") == 30 * 86400.0
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:99999/",
+        "http://127.0.0.1:0/",
+        "http://[::1/",
+        "http://h/a b",
+        "http://h/\r\n",
+        "http://h\t/",
+        "ftp://h/",
+        "http://",
+    ],
+)
+def test_urls_that_cannot_be_sent_are_refused(url: str) -> None:
+    with pytest.raises(ValueError):
+        check_url(url)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:65535/a?b=c", "https://[::1]/", "http://h"])
+def test_urls_that_can_be_sent_are_kept(url: str) -> None:
+    assert check_url(url) == url
+
+
+def test_brackets_inside_strings_and_comments_do_not_count_as_nesting() -> None:
+    deep = "[" * 100
+    text = GOOD.replace(
+        'path = "/sys_perf_check?cpu=2"',
+        f'path = "/{deep}"  # {deep}\nbody = """\n{deep}\n"""\nmethod = \'{deep}\'',
+    )
+    with pytest.raises(PlanError, match=r"plan.toml:\d+: request\[0\].method"):
+        parse_plan(text, "plan.toml")
+
+
+def test_a_log_format_that_does_not_compile_names_its_line() -> None:
+    text = GOOD.replace('format = "nginx"', 'format = "nginx"\nlog_format = "$status"')
+    with pytest.raises(PlanError, match=r"plan.toml:25: component\[1\].log.log_format: .*"):
+        parse_plan(text, "plan.toml")

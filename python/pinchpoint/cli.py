@@ -372,6 +372,10 @@ def compare(
     from pinchpoint.compare import render_comparison
 
     try:
+        if sla_ms is not None:
+            from pinchpoint.plan_check import check_number
+
+            check_number("--sla-ms", sla_ms, 0, 3_600_000, low_open=True)
         result = compare_runs(a, b, out, sla_ms)
     except (ValueError, FileNotFoundError) as e:
         fail(e)

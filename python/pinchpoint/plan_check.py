@@ -98,10 +98,24 @@ def check_secrets_and_files(plan: Plan, text: str, source: str) -> None:
             raise PlanError(f"{source}:{line}: {table}[{index}].ca_file: cannot read {ca_file}")
 
 
+def check_log_paths(plan: Plan, text: str, source: str) -> None:
+    """No component's log path is a folder (a log not written yet is fine)."""
+    from pinchpoint.plan_toml import field_line
+
+    for index, component in enumerate(plan.component):
+        if component.log is not None and Path(component.log.path).is_dir():
+            line = field_line(text, ("component", index, "log", "path"))
+            raise PlanError(
+                f"{source}:{line}: component[{index}].log.path: "
+                f"{component.log.path} is a folder, not a log file"
+            )
+
+
 def check_before_run(plan: Plan, text: str, source: str, runs_dir: Path) -> None:
     """What `pinchpoint run` checks after the plan parses and before anything starts."""
     check_folder(runs_dir, "--runs-dir")
     check_secrets_and_files(plan, text, source)
+    check_log_paths(plan, text, source)
     check_plan_target(plan, text, source)
 
 

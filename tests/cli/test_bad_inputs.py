@@ -194,6 +194,14 @@ PLAN_CASES: list[tuple[str, tuple[str, str] | str, str]] = [
     ("envoy log_format", BASE + NGINX.format(format="envoy", log_format="%"), "log_format"),
     ("jsonlines log_format", BASE + NGINX.format(format="jsonlines", log_format="x"), "log_format"),
     ("probe log_format", BASE + NGINX.format(format="probe", log_format="x"), "log_format"),
+    (
+        "log path a folder",
+        BASE
+        + NGINX.format(format="nginx", log_format="$status $request_time").replace(
+            "access.log", "."
+        ),
+        "x.toml:14: component[0].log.path: . is a folder",
+    ),
     ("unknown format", BASE + NGINX.format(format="nginxx", log_format="$x"), "log.format"),
     (
         "pid 10^12",
@@ -367,6 +375,7 @@ def test_run_refuses_a_runs_dir_that_cannot_hold_folders(
         (["analyze", "missing"], "missing"),
         (["demo", "--runs-dir", "taken"], "--runs-dir taken: is a file"),
         (["demo", "-t", "nan"], "--time nan"),
+        (["compare", "empty", "empty", "--sla-ms", "nan"], "--sla-ms nan"),
         (["demo", "--workers", "100000"], "--workers"),
         (["import", "x.csv", "-f", "csv", "--runs-dir", "taken"], "--runs-dir taken"),
     ],
