@@ -95,7 +95,7 @@ def parse_toml(model: type[_M], text: str, source: str, error: type[ValueError] 
             field = _dotted(loc)
             line = _nearest_line(lines, loc)
             where = f"{source}:{line}" if line else source
-            messages.append(f"{where}: {field or 'plan'}: {_first_line(msg)}")
+            messages.append(_first_line(f"{where}: {field or 'plan'}: {msg}"))
         raise error("\n".join(messages)) from None
 
 
