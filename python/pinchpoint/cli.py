@@ -406,9 +406,14 @@ def analyze(
     from pinchpoint.report.html import write_report
     from pinchpoint.report.terminal import render_steps, render_verdict
 
-    recover_records(run_dir)
-    verdict = analyze_run(run_dir)
-    write_report(run_dir)
+    try:
+        recover_records(run_dir)
+        verdict = analyze_run(run_dir)
+        write_report(run_dir)
+    except (OSError, ValueError) as e:
+        # A file of the folder missing or unreadable (json and parquet errors are ValueErrors).
+        fail(f"{run_dir}: cannot be analyzed: {' '.join(str(e).split())}")
+        raise typer.Exit(2) from None
     console = Console()
     render_steps(verdict, console)
     render_verdict(verdict, console)

@@ -373,6 +373,7 @@ def test_run_refuses_a_runs_dir_that_cannot_hold_folders(
         (["run", "."], "'.'"),
         (["analyze", "empty"], "empty: not a run folder"),
         (["analyze", "missing"], "missing"),
+        (["analyze", "broken"], "broken: cannot be analyzed"),
         (["demo", "--runs-dir", "taken"], "--runs-dir taken: is a file"),
         (["demo", "-t", "nan"], "--time nan"),
         (["compare", "empty", "empty", "--sla-ms", "nan"], "--sla-ms nan"),
@@ -385,6 +386,8 @@ def test_other_commands_refuse_bad_arguments_in_one_line(
     tmp_path: Path, args: list[str], names: str
 ) -> None:
     (tmp_path / "empty").mkdir()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "run.json").write_text("{")
     (tmp_path / "taken").write_text("")
     done, seconds = _cli(args, tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
