@@ -176,17 +176,10 @@ def demo(
     find_knee: FindKnee = False,
 ) -> None:
     """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
-    from pinchpoint.plan_check import check_folder, check_number
+    from pinchpoint.plan_check import check_demo_args
 
     try:
-        check_folder(runs_dir, "--runs-dir")
-        for flag, value, high in (("--lower", lower, 10_000), ("--upper", upper, 10_000)):
-            check_number(flag, value, 1, high)
-        check_number("--step", step, 1, 10_000)
-        check_number("--time", seconds, 0, 3600, low_open=True)
-        check_number("--workers", workers, 1, 64)
-        check_number("--cpu", cpu_ms, 0, 10_000)
-        check_number("--wait", wait_ms, 0, 10_000)
+        check_demo_args(runs_dir, lower, upper, step, seconds, workers, cpu_ms, wait_ms)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
@@ -483,47 +476,20 @@ def agent(
 
 # A folder holding none of these is not a run folder.
 RUN_FILES = ("run.json", "plan.toml", "requests.parquet", "requests.arrows")
-# The flags of `pinchpoint load` that describe a URL load; a plan sets them in [load].
-URL_FLAGS = {
-    "connections": "-c",
-    "seconds": "-d",
-    "rate": "--rate",
-    "poisson": "--poisson",
-    "max_in_flight": "--max-in-flight",
-    "threads": "--threads",
-    "timeout": "--timeout",
-    "tag": "--tag",
-}
 
 
 def _check_load(ctx: typer.Context) -> None:
     """`pinchpoint load`'s arguments, checked before anything starts; exits 2 on a bad one."""
-    from pinchpoint.plan_check import check_folder, check_url_load
+    from pinchpoint.plan_check import check_load_args
 
-    params = ctx.params
-    target = str(params["target"])
+    given = {
+        name
+        for name in ctx.params
+        if (source := ctx.get_parameter_source(name)) is not None
+        and source.name not in ("DEFAULT", "DEFAULT_MAP")
+    }
     try:
-        if params.get("out") is not None:
-            check_folder(params["out"], "--out")
-        if "://" in target:
-            check_url_load(params)
-            return
-        given = [
-            flag
-            for name, flag in URL_FLAGS.items()
-            if (source := ctx.get_parameter_source(name)) is not None
-            and source.name not in ("DEFAULT", "DEFAULT_MAP")
-        ]
-        if given:
-            raise PlanError(
-                f"{', '.join(given)} go with a URL; {target} is a plan: "
-                "set its load in [load] (users, duration, [[load.phase]] arrival_rate)"
-            )
-        from pinchpoint.plan import parse_plan, read_plan_text
-        from pinchpoint.plan_check import check_plan_target
-
-        text = read_plan_text(Path(target))
-        check_plan_target(parse_plan(text, target), text, target)
+        check_load_args(ctx.params, given)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None

@@ -150,3 +150,58 @@ def check_url_load(params: dict) -> None:
     check_number("--timeout", params["timeout"], 0, MAX_DURATION_S, low_open=True)
     parts = urlsplit(url)
     check_resolves(parts.hostname or "", parts.port or 80, f"TARGET {url}")
+
+
+# The flags of `pinchpoint load` that describe a URL load; a plan sets them in [load].
+URL_FLAGS = {
+    "connections": "-c",
+    "seconds": "-d",
+    "rate": "--rate",
+    "poisson": "--poisson",
+    "max_in_flight": "--max-in-flight",
+    "threads": "--threads",
+    "timeout": "--timeout",
+    "tag": "--tag",
+}
+
+
+def check_load_args(params: dict, given: set[str]) -> None:
+    """`pinchpoint load`'s parameters (`given`: those set on the command line): a URL with
+    its flags in range, or a plan that loads, with none of the URL's flags."""
+    if params.get("out") is not None:
+        check_folder(params["out"], "--out")
+    target = str(params["target"])
+    if "://" in target:
+        check_url_load(params)
+        return
+    flags = [flag for name, flag in URL_FLAGS.items() if name in given]
+    if flags:
+        raise PlanError(
+            f"{', '.join(flags)} go with a URL; {target} is a plan: "
+            "set its load in [load] (users, duration, [[load.phase]] arrival_rate)"
+        )
+    from pinchpoint.plan import parse_plan, read_plan_text
+
+    text = read_plan_text(Path(target))
+    check_plan_target(parse_plan(text, target), text, target)
+
+
+def check_demo_args(
+    runs_dir: Path,
+    lower: int,
+    upper: int,
+    step: int,
+    seconds: float,
+    workers: int,
+    cpu_ms: float,
+    wait_ms: float,
+) -> None:
+    """`pinchpoint demo`'s flags in range and its runs dir writable."""
+    check_folder(runs_dir, "--runs-dir")
+    check_number("--lower", lower, 1, 10_000)
+    check_number("--upper", upper, 1, 10_000)
+    check_number("--step", step, 1, 10_000)
+    check_number("--time", seconds, 0, 3600, low_open=True)
+    check_number("--workers", workers, 1, 64)
+    check_number("--cpu", cpu_ms, 0, 10_000)
+    check_number("--wait", wait_ms, 0, 10_000)
