@@ -42,7 +42,8 @@ def _check(spec: Spec, tmp_path: Path, noisy: bool) -> None:
         outcome.headline
     )
     assert outcome.start_ok(spec.levels()), (outcome.starts_at_users, truth.starts_at_users)
-    assert outcome.neighbour_ok, [f["name"] for f in verdict["findings"]]
+    if noisy:  # without a hog the host may still have neighbours of its own
+        assert outcome.neighbour_reported, [f["name"] for f in verdict["findings"]]
 
 
 @pytest.mark.parametrize("cls", CLASSES)
