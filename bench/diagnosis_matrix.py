@@ -91,10 +91,13 @@ def main() -> int:
                     searched, _ = run_one(
                         spec, workdir / "knee", step_s=args.step_seconds, find_knee=True
                     )
-                    agree.append(
-                        (searched.component, searched.resource)
-                        == (outcome.component, outcome.resource)
+                    same = (searched.component, searched.resource) == (
+                        outcome.component,
+                        outcome.resource,
                     )
+                    agree.append(same)
+                    if not same:
+                        print(f"    --find-knee: {searched.headline}", flush=True)
             except Exception as e:  # a stack that failed to start is reported, not hidden
                 print(f"ERR {spec.name}: {type(e).__name__}: {e}", flush=True)
                 continue
