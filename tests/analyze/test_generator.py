@@ -66,3 +66,17 @@ def test_a_neighbour_taking_a_core_is_a_finding_beside_the_stacks_own_limit() ->
 
 def test_a_quiet_host_has_no_neighbour_finding() -> None:
     assert neighbour_finding(pool_steps(), CTX) is None
+
+
+def test_a_starved_generator_whose_latency_no_tier_saw_is_named() -> None:
+    # Requests nginx answers in a few µs; the client waits ten times longer, outside it.
+    steps = _set(pool_steps(), "generator", cpu_cores=0.25, cpu_wait_cores=0.5)
+    for s in steps:
+        s["latency_ms"]["p50"] = 0.4
+        s["tiers"]["nginx"]["p50_ms"] = 0.02
+        s["throughput_rps"] = 12_000.0
+        s["requests"] = 24_000
+    assert generator_check(steps, CTX)["starved"] is True
+    for s in steps:
+        s["tiers"]["nginx"]["p50_ms"] = 0.38  # the tiers saw the time: not the generator's
+    assert generator_check(steps, CTX)["starved"] is False

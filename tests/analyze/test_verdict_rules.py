@@ -167,3 +167,27 @@ def test_a_single_step_is_not_enough_to_judge() -> None:
     v = decide([step(1, 10.5)], CTX)
     assert v["bottleneck"] is None
     assert "at least two" in v["headline"]
+
+
+def test_a_mean_that_grows_under_a_flat_median_is_growth() -> None:
+    # Throttling delays a third of the requests by a whole period: the median hides it.
+    steps = [step(1, 16.0, host_cpu=0.5), step(3, 17.0, host_cpu=0.5), step(5, 19.0, host_cpu=0.5)]
+    for s, mean in zip(steps, (16.5, 25.4, 41.0), strict=True):
+        s["latency_mean_ms"] = mean
+        s["throughput_rps"] = s["users"] / mean * 1000
+    v = decide(steps, ROOMY)
+    assert v["bottleneck"] is not None and v["bottleneck"]["starts_at_users"] in (3, 5)
+
+
+def test_one_process_whose_threads_want_more_than_a_core_is_too_few_processes() -> None:
+    # One gthread process of 4 threads: its threads use 0.5 cores and wait 0.8 more for one
+    # interpreter, its thread pool half full, while a core idles.
+    ctx = Context(**{**CTX.__dict__, "workers": {"gunicorn": 4}})
+    steps = [step(1, 10.0), step(3, 28.0, queue=17.0, concurrency=1.8)]
+    steps.append(step(5, 46.0, queue=35.0, concurrency=2.0))
+    for s in steps:
+        s["resources"]["gunicorn"].update(cpu_cores=0.5, cpu_wait_cores=0.8, processes=2)
+        s["resources"]["host"]["cpu_cores"] = 1.0
+    b = decide(steps, ctx)["bottleneck"]
+    assert (b["component"], b["resource"]) == ("gunicorn", "worker_pool")
+    assert "idle cores" in b["summary"]

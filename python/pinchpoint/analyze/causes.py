@@ -160,7 +160,19 @@ def pool_or_cpu(
         return _cpu(tier, group, steps, onset, evidence, ctx)
     if host_saturated(steps, onset, ctx) and _computes(use):
         return _cpu(tier, group, steps, onset, evidence, ctx)
+    if _processes_busy(use) and host.idle >= IDLE_CORE:
+        # Threads of one process share its interpreter lock: every process wanting a core
+        # is a pool of processes too small, whatever its threads' occupancy says.
+        evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
+        return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle, onset=onset)
     return None
+
+
+def _processes_busy(use: GroupUse) -> bool:
+    """Whether each of the group's worker processes wanted about a core (used plus waited)."""
+    processes = use.processes or use.workers
+    demand = use.demand
+    return bool(processes) and demand is not None and demand >= CPU_BOUND * processes
 
 
 def _computes(use: GroupUse) -> bool:
@@ -193,9 +205,15 @@ def _pool_onset(group: str, steps: list[dict], ctx: Context) -> dict:
 
 
 def _pool(
-    group: str, steps: list[dict], evidence: list[str], ctx: Context, computing: bool, idle: float
+    group: str,
+    steps: list[dict],
+    evidence: list[str],
+    ctx: Context,
+    computing: bool,
+    idle: float,
+    onset: dict | None = None,
 ) -> Finding:
-    onset = _pool_onset(group, steps, ctx)
+    onset = onset or _pool_onset(group, steps, ctx)
     workers = group_use(group, steps[-1], ctx).workers
     if computing:
         summary = (

@@ -21,6 +21,8 @@ STARVED_SHARE = 0.5
 STARVED_CORES = 0.1
 # ...and that wait, spread over the requests of the step, is this share of their latency.
 STARVED_DELAY = 0.2
+# ...or most of the client's latency was spent outside every tier (when a tier logged it).
+OUTSIDE_SHARE = 0.5
 # Processes outside the stack that used this share of the host's cores are a finding.
 NEIGHBOUR_SHARE = 0.25
 
@@ -33,7 +35,7 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
     delayed = [
         share >= STARVED_SHARE
         and (h.generator_wait or 0.0) >= STARVED_CORES
-        and _delay_share(h, s) >= STARVED_DELAY
+        and (_delay_share(h, s) >= STARVED_DELAY or _outside_share(s, ctx) >= OUTSIDE_SHARE)
         for h, s, share in zip(hosts, steps, shares, strict=True)
     ]
     return {
@@ -56,6 +58,17 @@ def _delay_share(h: HostUse, step: dict) -> float:
     if not latency or not rate:
         return 0.0
     return (h.generator_wait or 0.0) * 1000 / rate / latency
+
+
+def _outside_share(step: dict, ctx: Context) -> float:
+    """The share of the client's median latency that no tier saw: the time between the
+    generator and the first tier (the network, and the generator's own delays)."""
+    latency = step["latency_ms"]["p50"]
+    entry = step.get("tiers", {}).get(ctx.order[0], {}) if ctx.order else {}
+    seen = entry.get("p50_ms")
+    if not latency or seen is None:
+        return 0.0
+    return max(0.0, latency - seen) / latency
 
 
 def _busy_with_generator(h: HostUse) -> bool:

@@ -41,6 +41,23 @@ def _latency(step: dict) -> float | None:
     return step["latency_ms"]["p50"]
 
 
+def _grew(step: dict, base: dict) -> float:
+    """How much the step's latency grew over the base's, as a share of the base's: the median's
+    or the mean's growth, whichever is larger. A closed loop's mean is users ÷ throughput
+    (Little's law), so it grows when throughput stops scaling even where the median hides it
+    (a throttled quota delays a third of the requests by a whole period)."""
+    shares = []
+    for key in (_latency, _mean):
+        a, b = key(base), key(step)
+        if a is not None and b is not None and b - a > GROWTH_MIN_MS:
+            shares.append((b - a) / a if a > 0 else float("inf"))
+    return max(shares, default=0.0)
+
+
+def _mean(step: dict) -> float | None:
+    return step.get("latency_mean_ms")
+
+
 _fmt = ms_text
 _cpu = cpu_of
 
@@ -78,8 +95,8 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
         )
     base, top = usable[0], usable[-1]
     threshold = max(GROWTH_MIN_MS, GROWTH_SHARE * _latency(base))
-    growth = _latency(top) - _latency(base)
-    onset = next((s for s in usable if _latency(s) - _latency(base) > threshold), None)
+    growth = max(_latency(top) - _latency(base), (_mean(top) or 0.0) - (_mean(base) or 0.0))
+    onset = next((s for s in usable if _grew(s, base) > GROWTH_SHARE), None)
     if onset is None:
         return {
             "bottleneck": None,
