@@ -23,6 +23,7 @@ STARVED_CORES = 0.1
 STARVED_DELAY = 0.2
 # ...or most of the client's latency was spent outside every tier (when a tier logged it).
 OUTSIDE_SHARE = 0.5
+MOSTLY_ANSWERED = 0.02
 # Processes outside the stack that used this share of the host's cores are a finding.
 NEIGHBOUR_SHARE = 0.25
 
@@ -66,7 +67,9 @@ def _outside_share(step: dict, ctx: Context) -> float:
     latency = step["latency_ms"]["p50"]
     entry = step.get("tiers", {}).get(ctx.order[0], {}) if ctx.order else {}
     seen = entry.get("p50_ms")
-    if not latency or seen is None:
+    # The tier's median counts its failures too, the client's only the answers: comparable
+    # only while nearly every request was answered.
+    if not latency or seen is None or step.get("error_rate", 0.0) > MOSTLY_ANSWERED:
         return 0.0
     return max(0.0, latency - seen) / latency
 
