@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import typer
 # Imported by each command as it runs (the plan, the pipeline and the engine take
 # seconds to import), so --help and a plan's error are printed at once.
 from pinchpoint.plan_check import PlanError
+from pinchpoint.terminal import Console, err_console, fail, sla_json, sla_outcome
 
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
@@ -26,25 +26,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-
-
-def Console(stderr: bool = False) -> RichConsole:
-    """rich's Console, imported on first use (rich costs start-up time --help need not pay)."""
-    from rich.console import Console as RichConsole
-
-    return RichConsole(stderr=stderr)
-
-
-@functools.cache
-def _stderr() -> RichConsole:
-    return Console(stderr=True)
-
-
-def fail(message: object) -> None:
-    """An error on stderr, red, as one unwrapped line: file names and `[[tables]]` intact."""
-    from rich.text import Text
-
-    _stderr().print(Text(str(message), style="red"), highlight=False, soft_wrap=True)
 
 
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Where run folders are written.")]
@@ -118,48 +99,11 @@ def run(
         fail(e)
         raise typer.Exit(2) from None
     _show(outcome, console)
-    sla_met = _sla_outcome(plan.sla, outcome, console, as_json)
+    sla_met = sla_outcome(plan.sla, outcome, console, as_json)
     if outcome.interrupted:
         raise typer.Exit(130)
     if not sla_met:
         raise typer.Exit(1)
-
-
-def _sla_json(results: list | None) -> dict | None:
-    from pinchpoint.sla import broken
-
-    if results is None:
-        return None
-    return {"passed": not broken(results), "results": [r.to_dict() for r in results]}
-
-
-def _sla_outcome(objectives, outcome, console: RichConsole, as_json: bool) -> bool:
-    """Check the plan's [sla] on the run, print it (and the JSON); False when broken."""
-    import json
-
-    from pinchpoint.sla import broken, check_sla, render_sla
-
-    results = None
-    met = True
-    if objectives is not None and not objectives.is_empty():
-        try:
-            results = check_sla(objectives, outcome.run_dir)
-        except FileNotFoundError as e:
-            fail(f"The SLA was not checked: {e}")
-            met = False
-        else:
-            console.print()
-            render_sla(results, console)
-            met = not broken(results)
-    if as_json:
-        document = {
-            "run_dir": str(outcome.run_dir),
-            "interrupted": outcome.interrupted,
-            "verdict": outcome.verdict,
-            "sla": _sla_json(results),
-        }
-        print(json.dumps(document, indent=2))
-    return met
 
 
 @app.command()
@@ -311,7 +255,7 @@ def load(
     else:
         source = Path(target)
     try:
-        with LiveView(_stderr(), quiet or as_json) as view:
+        with LiveView(err_console(), quiet or as_json) as view:
             summary = plain_load(source, out, on_tick=view)
     except (PlanError, OSError) as e:
         fail(e)
@@ -442,7 +386,7 @@ def sla(
         fail(e)
         raise typer.Exit(2) from None
     if as_json:
-        print(json.dumps({"run_dir": str(run_dir), "sla": _sla_json(results)}, indent=2))
+        print(json.dumps({"run_dir": str(run_dir), "sla": sla_json(results)}, indent=2))
     else:
         render_sla(results, Console())
     if broken(results):
