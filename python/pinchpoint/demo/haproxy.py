@@ -15,12 +15,12 @@ others wait in the backend's queue, and their wait is Tw (`queue_s` in tiers.par
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.nginx import PROXY_READ_TIMEOUT_S, ProxyOptions
+from pinchpoint.demo.procs import check_config as run_check
 
 HOST = "127.0.0.1"
 _FALLBACK_DIRS = "/usr/sbin:/usr/local/sbin"
@@ -108,17 +108,7 @@ def haproxy_argv(haproxy: Path, paths: HaproxyPaths, *, test: bool = False) -> l
 
 def check_config(haproxy: Path, paths: HaproxyPaths, timeout_s: float = 15.0) -> None:
     """Runs `haproxy -c` on the config; raises StackError with HAProxy's message if it fails."""
-    result = subprocess.run(
-        haproxy_argv(haproxy, paths, test=True),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    if result.returncode != 0:
-        message = (result.stderr + result.stdout).strip() or f"exit status {result.returncode}"
-        raise StackError(f"HAProxy rejected the demo config {paths.conf}:\n{message}")
+    run_check(haproxy_argv(haproxy, paths, test=True), "HAProxy", paths.conf, timeout_s)
 
 
 def haproxy_component(name: str, calls: list[str], paths: HaproxyPaths) -> dict[str, object]:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint.collect.formats.nginx import NGINX_FORMAT
-from pinchpoint.demo.errors import NginxNotFound, StackError
+from pinchpoint.demo.errors import NginxNotFound
+from pinchpoint.demo.procs import check_config as run_check
 
 _FALLBACK_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin")
 HOST = "127.0.0.1"
@@ -223,17 +224,7 @@ def nginx_argv(nginx: Path, paths: NginxPaths, *, test: bool = False) -> list[st
 
 def check_config(nginx: Path, paths: NginxPaths, timeout_s: float = 15.0) -> None:
     """Runs `nginx -t` on the config; raises StackError with nginx's own message if it fails."""
-    result = subprocess.run(
-        nginx_argv(nginx, paths, test=True),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    if result.returncode != 0:
-        message = (result.stderr + result.stdout).strip() or f"exit status {result.returncode}"
-        raise StackError(f"nginx rejected the demo config {paths.conf}:\n{message}")
+    run_check(nginx_argv(nginx, paths, test=True), "nginx", paths.conf, timeout_s)
 
 
 @functools.cache

@@ -95,3 +95,15 @@ def _setpriv() -> str | None:
         check=False,
     )
     return setpriv if probe.returncode == 0 else None
+
+
+def check_config(argv: list[str], server: str, conf: Path, timeout_s: float) -> None:
+    """Runs a server's own config check (`nginx -t`, `haproxy -c`); StackError with the
+    server's message when it rejects the config."""
+    result = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s,
+        check=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        message = (result.stderr + result.stdout).strip() or f"exit status {result.returncode}"
+        raise StackError(f"{server} rejected the demo config {conf}:\n{message}")
