@@ -191,3 +191,18 @@ def test_one_process_whose_threads_want_more_than_a_core_is_too_few_processes() 
     b = decide(steps, ctx)["bottleneck"]
     assert (b["component"], b["resource"]) == ("gunicorn", "worker_pool")
     assert "idle cores" in b["summary"]
+
+
+def test_throughput_that_stops_scaling_is_a_knee_under_a_millisecond() -> None:
+    # A static page: four times the users, the same throughput, latency 0.05 → 0.2 ms.
+    steps = [step(u, lat, app=0.01) for u, lat in ((4, 0.05), (8, 0.1), (16, 0.2))]
+    for s in steps:
+        s["tiers"]["nginx"]["self_p50_ms"] = s["latency_ms"]["p50"] - 0.03
+    v = decide(steps, ROOMY)
+    assert v["bottleneck"] is not None, v["headline"]
+    assert (v["bottleneck"]["component"], v["bottleneck"]["starts_at_users"]) == ("nginx", 8)
+
+
+def test_sub_millisecond_latency_that_scales_is_no_knee() -> None:
+    steps = [step(u, lat, app=0.01) for u, lat in ((4, 0.05), (8, 0.07), (16, 0.09))]
+    assert decide(steps, ROOMY)["bottleneck"] is None

@@ -4,7 +4,7 @@ the load where it starts, and the resource behind it, with the evidence."""
 from __future__ import annotations
 
 from pinchpoint.analyze.causes import own_time, pool_or_cpu, tier_cause
-from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, start_text
+from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, rate_of, start_text
 from pinchpoint.analyze.findings import REFUSALS, Finding, proxy_limit, workers_estimate
 from pinchpoint.analyze.generator import (
     generator_check,
@@ -21,6 +21,10 @@ __all__ = ["Context", "decide", "tier_cost"]
 GROWTH_SHARE = 0.25
 # ...and by more than this, so sub-millisecond jitter on fast endpoints is not a finding.
 GROWTH_MIN_MS = 1.0
+# A closed loop whose users grew this many times while its throughput per user fell to this
+# share has saturated, however fast its requests: Little's law, not jitter.
+SCALING_LOAD = 2.0
+SCALING_SHARE = 0.5
 # Tiers whose own time grew by this share of the latency's growth are findings too.
 OTHER_TIER_SHARE = 0.1
 # How much a finding with no saturated resource behind it counts, against 1 for one with.
@@ -51,7 +55,21 @@ def _grew(step: dict, base: dict) -> float:
         a, b = key(base), key(step)
         if a is not None and b is not None and b - a > GROWTH_MIN_MS:
             shares.append((b - a) / a if a > 0 else float("inf"))
-    return max(shares, default=0.0)
+    return max([*shares, _stopped_scaling(step, base)])
+
+
+def _stopped_scaling(step: dict, base: dict) -> float:
+    """In closed loop, the growth of users ÷ throughput (the mean time a user waits for an
+    answer, by Little's law) when the load grew but the throughput per user collapsed; 0
+    otherwise. It finds the knee of endpoints too fast for a millisecond to show it."""
+    if rate_of(step) is not None or rate_of(base) is not None:
+        return 0.0
+    n0, n1 = float(base["users"] or 0), float(step["users"] or 0)
+    x0, x1 = base["throughput_rps"] or 0.0, step["throughput_rps"] or 0.0
+    if n0 <= 0 or x0 <= 0 or x1 <= 0 or n1 < SCALING_LOAD * n0:
+        return 0.0
+    per_user = (x1 / n1) / (x0 / n0)
+    return 1 / per_user - 1 if per_user <= SCALING_SHARE else 0.0
 
 
 def _mean(step: dict) -> float | None:
@@ -94,9 +112,12 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             [(_finding_dict(refusing), refusing.name, share), *extra], generator, usable
         )
     base, top = usable[0], usable[-1]
-    threshold = max(GROWTH_MIN_MS, GROWTH_SHARE * _latency(base))
     growth = max(_latency(top) - _latency(base), (_mean(top) or 0.0) - (_mean(base) or 0.0))
     onset = next((s for s in usable if _grew(s, base) > GROWTH_SHARE), None)
+    # A tier's time counts as grown by a millisecond, or, where the whole latency grew by
+    # less, by its share of the lowest load's latency.
+    floor = GROWTH_MIN_MS if growth > GROWTH_MIN_MS else 0.0
+    threshold = max(floor, GROWTH_SHARE * _latency(base))
     if onset is None:
         return {
             "bottleneck": None,

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.demo.errors import NginxNotFound
@@ -86,6 +87,8 @@ class ProxyOptions:
     (limit_conn); it answers the others 503 at once, without calling the upstream (nginx
     only). maxconn: how many requests HAProxy sends the server at once (the server's
     `maxconn`); the others wait in HAProxy's queue, logged as Tw (HAProxy only).
+    workers: nginx's worker processes, or "auto" for one per core (nginx only; one worker
+    uses at most one core).
     """
 
     protocol: str = "http"
@@ -93,6 +96,7 @@ class ProxyOptions:
     maxconn: int | None = None
     # Where the upstream listens: another address for one in a network namespace.
     upstream_host: str = HOST
+    workers: int | Literal["auto"] = 1
 
     def __post_init__(self) -> None:
         if self.protocol not in ("http", "uwsgi"):
@@ -155,7 +159,7 @@ def render_config(
     static: bool = True,
     keepalive: bool = False,
 ) -> str:
-    """The nginx.conf text: one worker in the foreground, passing 127.0.0.1:port upstream.
+    """The nginx.conf text: its workers in the foreground, passing 127.0.0.1:port upstream.
 
     With static, nginx answers `/static` itself (200 "ok"), without the upstream. With
     keepalive (for an upstream that is another nginx), it keeps connections to it open.
@@ -185,7 +189,7 @@ def render_config(
     return f"""\
 # Written by pinchpoint's demo stack.
 daemon off;
-{user}worker_processes 1;
+{user}worker_processes {options.workers};
 worker_rlimit_nofile 16384;
 pid {paths.pid_file};
 error_log {paths.error_log} warn;

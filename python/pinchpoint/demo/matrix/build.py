@@ -44,6 +44,8 @@ def _stack(
         proxy = ProxyOptions(limit_conn=spec.limit_conn)
     elif spec.maxconn is not None:
         proxy = ProxyOptions(maxconn=spec.maxconn)
+    elif spec.proxy_workers != 1:
+        proxy = ProxyOptions(workers=spec.proxy_workers)
     options: dict = {"front": spec.front, "app_env": app_env}
     if link is not None:
         options["server_netns"] = (link.prefix, link.ns_address)

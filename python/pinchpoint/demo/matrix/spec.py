@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 CORES = 2
 # CPU per request outside the app's own work (proxy, server, framework, log lines and the
@@ -84,6 +84,8 @@ class Spec:
     disk_write_bytes_s: int | None = None
     response_bytes: int | None = None
     starved: bool = False
+    # nginx's worker processes: "auto" for one per core.
+    proxy_workers: int | Literal["auto"] = 1
     think_ms: float = 0.0
     users: tuple[int, int, int] = (1, 7, 2)
     truth: Truth = field(default_factory=lambda: Truth(None, None, None))
@@ -324,12 +326,13 @@ def _bandwidth(rng: random.Random) -> Spec | None:
 
 
 def _generator(rng: random.Random) -> Spec | None:
-    """nginx answering a static page by itself: the generator's host saturates first."""
+    """nginx answering a static page by itself with a worker per core: the generator's host
+    saturates first, whatever the speed of its cores."""
     upper = rng.choice((16, 24, 32))
     users = (4, upper, (upper - 4) // 4)
     truth = Truth("generator", "cpu", 4)
     return Spec("", "generator", "gunicorn-sync", "nginx", 2, 1, 0.0, 0.0, static=True,
-                users=users, truth=truth)  # fmt: skip
+                proxy_workers="auto", users=users, truth=truth)  # fmt: skip
 
 
 def _starved_generator(rng: random.Random) -> Spec | None:
