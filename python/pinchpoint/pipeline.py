@@ -19,11 +19,12 @@ from pinchpoint.analyze import analyze
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
 from pinchpoint.collect.local import LocalCollector
 from pinchpoint.collect.prometheus import PrometheusCollector
-from pinchpoint.collect.remote import RemoteCollector, redact_tokens
+from pinchpoint.collect.remote import RemoteCollector
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.find_knee import KneeRun, renumber_tier_requests, search_knee
 from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan import Plan
+from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
 from pinchpoint.report.html import write_report
 
 # Tiers write their log line when the response is done; give the last ones time to land.
@@ -91,6 +92,7 @@ def _host_facts() -> dict:
     }
 
 
+@private_files()
 def execute(
     plan: Plan,
     plan_text: str,
@@ -100,9 +102,8 @@ def execute(
 ) -> RunOutcome:
     run_id = run_id or new_run_id()
     using = collectors(plan)
-    run_dir = runs_dir / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
-    (run_dir / "plan.toml").write_text(redact_tokens(plan_text, plan.agent))
+    run_dir = private_dir(runs_dir / run_id)
+    (run_dir / "plan.toml").write_text(redact_plan_text(plan_text, secret_values(plan)))
     started = time.time()
     knee: KneeRun | None = None
     with sigterm_as_interrupt():

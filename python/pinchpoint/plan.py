@@ -123,11 +123,22 @@ class Target(Strict):
     # HTTP/2: users (open loop: requests in flight) sharing one connection; by default
     # one connection per user, 100 streams per connection in open loop.
     streams_per_connection: int | None = Field(default=None, ge=1, le=10_000)
+    # Request headers whose values are secret besides Authorization, Cookie and
+    # Proxy-Authorization: sent as written, stored redacted in the run folder.
+    secret_headers: list[str] = Field(default_factory=list, max_length=100)
 
     @field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
         return check_url(url)
+
+    @field_validator("secret_headers")
+    @classmethod
+    def _check_secret_headers(cls, names: list[str]) -> list[str]:
+        for index, name in enumerate(names):
+            if not _TOKEN.match(name):
+                raise FieldError(index, f"{name!r} is not a header name: no space, colon or CR/LF")
+        return names
 
     @field_validator("ca_file")
     @classmethod
@@ -286,28 +297,33 @@ class Agent(Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     url: str
-    token: str | None = None
+    # The environment variable holding the agent's token: the plan holds no secret.
     token_env: str | None = None
     # CA bundle (or the agent's own certificate) to verify an https agent with.
     ca_file: str | None = None
     timeout: Duration = Field(default=10.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_token(cls, data: object) -> object:
+        if isinstance(data, dict) and "token" in data:
+            raise FieldError(
+                "token",
+                "the plan holds no secret: name the environment variable that holds the "
+                "token with token_env",
+            )
+        return data
 
     @field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
         return check_url(url, "http(s)://host:port").rstrip("/")
 
-    @model_validator(mode="after")
-    def _one_token(self) -> Agent:
-        if self.token is not None and self.token_env is not None:
-            raise ValueError("set token or token_env, not both")
-        return self
-
     def bearer(self) -> str | None:
         """The token to send, read from the environment for token_env; raises PlanError
         when that variable is not set."""
         if self.token_env is None:
-            return self.token
+            return None
         value = os.environ.get(self.token_env, "").strip()
         if not value:
             raise PlanError(

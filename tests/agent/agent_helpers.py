@@ -20,6 +20,8 @@ import httpx
 from pinchpoint.agent import AgentServer, make_server, parse_config
 
 TOKEN = "test-token-0123456789abcdef"
+# The variable a plan names its agents' token by (a plan holds no secret); conftest sets it.
+TOKEN_ENV = "PP_TEST_AGENT_TOKEN"
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 

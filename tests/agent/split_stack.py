@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from agent_helpers import PYTHON_DIR, TOKEN, AgentProcess, config_text, toml_tables, toml_value
+from agent_helpers import (
+    PYTHON_DIR,
+    TOKEN_ENV,
+    AgentProcess,
+    config_text,
+    toml_tables,
+    toml_value,
+)
 
 from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.demo import DemoStack
@@ -29,7 +36,6 @@ from pinchpoint.demo.nginx import NginxPaths, find_nginx, nginx_argv, render_con
 from pinchpoint.demo.procs import Child
 from pinchpoint.demo.stack import _gunicorn_has_control_socket
 
-TOKEN_ENV = "PP_TEST_AGENT_TOKEN"
 PROXY = ["nginx"]
 APP = ["gunicorn", "app"]
 
@@ -45,15 +51,14 @@ class Split:
 def plan_text(
     url: str, agents: dict[str, AgentProcess], components: Sequence[dict[str, Any]], **load: Any
 ) -> str:
-    """A plan loading `url`, its components on the agents; agent `a` by token_env."""
+    """A plan loading `url`, its components on the agents, their token by token_env."""
     steps = {"lower": 1, "upper": 3, "step": 2, "duration": "1.5s", "warmup": "0.3s", **load}
     lines = ["[target]", f"url = {toml_value(url)}", "", "[load]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in steps.items()]
     lines += ["", "[sampling]", 'interval = "0.25s"', "", "[[request]]"]
     lines += ['path = "/sys_perf_check?cpu=1&wait=3"']
     agent_tables = [
-        {"name": name, "url": agent.url, "timeout": "5s"}
-        | ({"token_env": TOKEN_ENV} if name == "a" else {"token": TOKEN})
+        {"name": name, "url": agent.url, "timeout": "5s", "token_env": TOKEN_ENV}
         for name, agent in agents.items()
     ]
     lines += toml_tables("component", components) + toml_tables("agent", agent_tables)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from agent_helpers import PYTHON_DIR, TOKEN, toml_tables
+from agent_helpers import PYTHON_DIR, TOKEN, TOKEN_ENV, toml_tables
 from split_stack import APP, loopback_split, plan_text, topology
 
 from pinchpoint.demo import NginxNotFound, find_nginx
@@ -65,7 +65,7 @@ def test_an_unreachable_agent_is_reported_and_the_run_completes(tmp_path: Path) 
                 '[load]\nlower = 1\nupper = 1\nduration = "1s"\nwarmup = "0.2s"\n',
                 '[[request]]\npath = "/"',
                 *toml_tables("component", [{"name": "db", "host": "gone"}]),
-                *toml_tables("agent", [{"name": "gone", "url": url, "token": TOKEN}]),
+                *toml_tables("agent", [{"name": "gone", "url": url, "token_env": TOKEN_ENV}]),
             ]
         )
         outcome = execute(parse_plan(text), text, tmp_path / "runs")
@@ -93,7 +93,11 @@ def test_an_agent_killed_mid_run_is_reported_and_the_run_completes(tmp_path: Pat
         plan.write_text(text)
         runs = tmp_path / "runs"
         argv = [sys.executable, "-m", "pinchpoint", "run", str(plan), "--runs-dir", str(runs)]
-        env = {"PYTHONPATH": str(PYTHON_DIR), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
+        env = {
+            "PYTHONPATH": str(PYTHON_DIR),
+            "PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
+            TOKEN_ENV: TOKEN,
+        }
         with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as run:
             deadline = time.monotonic() + 60
             while not (runs.exists() and any(runs.iterdir())) and time.monotonic() < deadline:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from agent_helpers import (
-    TOKEN,
+    TOKEN_ENV,
     agent_thread,
     append,
     client,
@@ -33,7 +33,7 @@ def test_the_client_gets_rows_counts_and_resources(tmp_path: Path) -> None:
     }
     with agent_thread(config_text([component])) as server:
         remote = RemoteCollector(
-            Agent(name="b", url=server.url, token=TOKEN), [Component(name="app", host="b")]
+            Agent(name="b", url=server.url, token_env=TOKEN_ENV), [Component(name="app", host="b")]
         )
         remote.start("cl-1", 0.1)
         log.write_text(
@@ -92,7 +92,7 @@ def test_an_agent_clock_far_off_is_moved_onto_this_hosts_clock(
     component = {"name": "app", "log": {"path": str(log), "format": "probe"}}
     with agent_thread(config_text([component])) as server:
         remote = RemoteCollector(
-            Agent(name="b", url=server.url, token=TOKEN), [Component(name="app", host="b")]
+            Agent(name="b", url=server.url, token_env=TOKEN_ENV), [Component(name="app", host="b")]
         )
         remote.start("sk-1", 0.1)
         append(log, probe_line("sk-1", 1, 1, ts=time.time() + 100.0))

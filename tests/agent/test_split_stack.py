@@ -52,7 +52,7 @@ def test_two_agents_on_loopback(tmp_path: Path) -> None:
     run_dir, stdout = run_split(tmp_path, loopback_split)
     check_complete_run(run_dir, ["a", "b"])
     assert "Not collected" not in stdout
-    assert TOKEN not in (run_dir / "plan.toml").read_text()  # the inline token is redacted
+    assert TOKEN not in (run_dir / "plan.toml").read_text()  # the token stays out of the run folder
     assert TOKEN not in (run_dir / "report.html").read_text()
 
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agent_helpers import TOKEN, agent_thread, append, config_text, probe_line
+from agent_helpers import TOKEN_ENV, agent_thread, append, config_text, probe_line
 
 from pinchpoint.collect.logs import TierRow
 from pinchpoint.collect.remote import RemoteCollector
@@ -39,7 +39,7 @@ def test_tls_agent_verified_with_ca_file(tmp_path: Path) -> None:
     with agent_thread(text) as server:
         assert server.url.startswith("https://")
         trusted = RemoteCollector(
-            Agent(name="b", url=server.url, token=TOKEN, ca_file=str(cert)),
+            Agent(name="b", url=server.url, token_env=TOKEN_ENV, ca_file=str(cert)),
             [Component(name="app", host="b")],
         )
         trusted.start("tls-1", 0.2)
@@ -51,14 +51,14 @@ def test_tls_agent_verified_with_ca_file(tmp_path: Path) -> None:
         assert [r.req_id for r in rows] == [7]
 
         untrusted = RemoteCollector(
-            Agent(name="c", url=server.url, token=TOKEN), [Component(name="app", host="c")]
+            Agent(name="c", url=server.url, token_env=TOKEN_ENV), [Component(name="app", host="c")]
         )
         untrusted.start("tls-2", 0.2)
         assert untrusted.report()["status"] == "lost"
         assert "CERTIFICATE_VERIFY_FAILED" in untrusted.problems[0]
 
         plain = RemoteCollector(
-            Agent(name="d", url=server.url.replace("https", "http"), token=TOKEN),
+            Agent(name="d", url=server.url.replace("https", "http"), token_env=TOKEN_ENV),
             [Component(name="app", host="d")],
         )
         plain.start("tls-3", 0.2)

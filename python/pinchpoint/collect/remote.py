@@ -279,11 +279,3 @@ def _describe(error: Exception) -> str:
     if isinstance(error, httpx.RemoteProtocolError):
         return f"connection broken ({text})"
     return text
-
-
-def redact_tokens(text: str, agents: Sequence[Agent]) -> str:
-    """The plan text without the agents' inline tokens, for the run folder and the report."""
-    for agent in agents:
-        if agent.token and len(agent.token) >= 8:
-            text = text.replace(agent.token, "<redacted>")
-    return text

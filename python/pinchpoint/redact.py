@@ -1,0 +1,218 @@
+"""What of a plan is secret, and keeping it out of the run folder.
+
+A plan's secrets are the values of its secret request headers (Authorization, Cookie
+and Proxy-Authorization, and those [target] secret_headers names) and the tokens and
+passwords of its agents and Prometheus servers, which the plan only names by their
+environment variables (token_env, password_env). The engine sends the headers as
+written; the run folder never holds them:
+
+- its plan.toml is the plan's text with every string that decodes to a secret, however
+  it is spelt (a TOML escape such as `\\u0073`, a literal or multi-line string), made
+  `"<redacted>"`, and every comment holding one made `# <redacted>`;
+- it is made with a umask of 077: the folder (and a runs folder made for it) is 0700,
+  each file written into it 0600.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pinchpoint.plan import Plan
+
+# Headers whose values are always secret (lower case).
+SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization")
+REDACTED = "<redacted>"
+# A secret this long is also redacted where it is part of a longer string; a shorter one
+# only where a string is exactly it.
+MIN_PART = 6
+# What is written instead of a plan whose secrets could not be taken out of its text.
+WITHHELD = (
+    "# The plan is withheld: it holds a secret (a secret request header, or an agent's or\n"
+    "# Prometheus server's token) that could not be redacted from its text.\n"
+)
+# A TOML basic string's escapes, to read the spelling of a secret in a comment.
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|x[0-9A-Fa-f]{2}|.)", re.DOTALL)
+_SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b"}
+
+
+def secret_values(plan: Plan) -> list[str]:
+    """Every secret of the plan: its secret headers' values (and their credential parts:
+    the value after `Bearer `, each cookie's value), and the tokens and passwords its
+    agents and Prometheus servers read from the environment. Longest first."""
+    names = {*SECRET_HEADERS, *(n.lower() for n in plan.target.secret_headers)}
+    found: set[str] = set()
+    for request in plan.request:
+        for name, value in request.headers.items():
+            if name.lower() in names and value:
+                found.add(value)
+                found.update(p for p in _parts(value) if len(p) >= MIN_PART)
+    variables = [a.token_env for a in plan.agent]
+    variables += [v for p in plan.prometheus for v in (p.token_env, p.password_env)]
+    for variable in variables:
+        if variable and (value := os.environ.get(variable, "").strip()):
+            found.add(value)
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def _parts(value: str) -> list[str]:
+    """The credentials in a header value: after the scheme (`Bearer x`), and each
+    `name=value` pair's value (cookies)."""
+    parts = [value.split(None, 1)[1].strip()] if len(value.split(None, 1)) == 2 else []
+    for piece in re.split(r"[;,]", value):
+        if "=" in piece:
+            parts.append(piece.split("=", 1)[1].strip().strip('"'))
+    return parts
+
+
+def redact_plan_text(text: str, secrets: list[str]) -> str:
+    """The plan text with every string or comment holding a secret redacted; WITHHELD
+    when a secret would still be found in it, as text or as a decoded string."""
+    if not secrets:
+        return text
+    out: list[str] = []
+    at = 0
+    for start, end, kind in _tokens(text):
+        out.append(text[at:start])
+        piece = text[start:end]
+        if kind == "string" and _holds(_decode(piece), secrets):
+            piece = f'"{REDACTED}"'
+        elif kind == "comment" and (_holds(piece, secrets) or _holds(_unescape(piece), secrets)):
+            piece = f"# {REDACTED}"
+        out.append(piece)
+        at = end
+    out.append(text[at:])
+    redacted = "".join(out)
+    for secret in secrets:
+        if len(secret) >= MIN_PART:
+            redacted = redacted.replace(secret, REDACTED)
+    return redacted if _clean(redacted, secrets) else WITHHELD
+
+
+def _holds(value: str | None, secrets: list[str]) -> bool:
+    if value is None:  # a string that does not decode: taken for a secret, to be safe
+        return True
+    return any(s == value or (len(s) >= MIN_PART and s in value) for s in secrets)
+
+
+def _clean(text: str, secrets: list[str]) -> bool:
+    """No secret in the text, and none in any key or string it decodes to."""
+    if any(s in text for s in secrets if len(s) >= MIN_PART):
+        return False
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
+        return False
+    return not any(_holds(s, secrets) for s in _strings(data))
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _decode(literal: str) -> str | None:
+    """What a TOML string literal (with its quotes) decodes to; None if it does not."""
+    try:
+        value = tomllib.loads(f"v = {literal}")["v"]
+    except (tomllib.TOMLDecodeError, ValueError, KeyError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _unescape(text: str) -> str:
+    """A comment read as if it were a basic string's content, escapes decoded."""
+
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if code[0] in "uUx" and len(code) > 1:
+            try:
+                return chr(int(code[1:], 16))
+            except (ValueError, OverflowError):
+                return m.group(0)
+        return _SIMPLE.get(code, code)
+
+    return _ESCAPE.sub(one, text)
+
+
+def _tokens(text: str) -> Iterator[tuple[int, int, str]]:
+    """The string literals (`string`, quotes included) and comments (`comment`, from
+    `#` to the end of the line) of a TOML text, as (start, end, kind)."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            yield i, end, "comment"
+            i = end
+        elif c in "\"'":
+            end = _string_end(text, i)
+            yield i, end, "string"
+            i = end
+        else:
+            i += 1
+
+
+def _string_end(text: str, start: int) -> int:
+    """Where the string literal starting at `start` ends (after its closing quotes)."""
+    quote = text[start]
+    n = len(text)
+    if text.startswith(quote * 3, start):
+        i = start + 3
+        while i < n:
+            if quote == '"' and text[i] == "\\":
+                i += 2
+            elif text.startswith(quote * 3, i):
+                end = i + 3
+                # Up to two more quotes before the closing three belong to the string.
+                while end < n and end - i < 5 and text[end] == quote:
+                    end += 1
+                return end
+            else:
+                i += 1
+        return n
+    i = start + 1
+    while i < n and text[i] != "\n":
+        if quote == '"' and text[i] == "\\":
+            i += 2
+        elif text[i] == quote:
+            return i + 1
+        else:
+            i += 1
+    return min(i, n)
+
+
+@contextmanager
+def private_files() -> Iterator[None]:
+    """Files and folders made inside are for this user only (umask 077); usable as a
+    decorator. The umask is the process's: files other threads make meanwhile are
+    private too."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def private_dir(path: Path, exist_ok: bool = False) -> Path:
+    """Makes the folder `path` (and its missing parents) for this user only: 0700. An
+    existing empty folder is made 0700 too; one that holds files is left as it is."""
+    with private_files():
+        path.mkdir(mode=0o700, parents=True, exist_ok=exist_ok)
+    if not any(path.iterdir()):
+        path.chmod(0o700)
+    return path
