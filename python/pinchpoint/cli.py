@@ -12,7 +12,7 @@ import typer
 # Imported by each command as it runs (the plan, the pipeline and the engine take
 # seconds to import), so --help and a plan's error are printed at once.
 from pinchpoint.plan_check import PlanError
-from pinchpoint.terminal import Console, err_console, fail, sla_json, sla_outcome
+from pinchpoint.terminal import Console, err_console, fail, sla_json, sla_outcome, warn
 
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
@@ -88,20 +88,27 @@ def run(
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
+    from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
-    from pinchpoint.pipeline import execute
+    from pinchpoint.pipeline import execute, new_run_id
 
     console = Console(stderr=True) if as_json else Console()
-    try:
-        with LiveView(console, quiet) as view:
-            outcome = execute(plan, text, runs_dir, on_tick=view)
-    except PlanError as e:
-        fail(e)
-        raise typer.Exit(2) from None
-    _show(outcome, console)
-    sla_met = sla_outcome(plan.sla, outcome, console, as_json)
-    if outcome.interrupted:
-        raise typer.Exit(130)
+    run_id = new_run_id()
+    with catching(say=lambda line: warn(line, console)) as caught:
+        try:
+            with LiveView(console, quiet) as view:
+                outcome = execute(plan, text, runs_dir, on_tick=view, run_id=run_id)
+        except PlanError as e:
+            fail(e)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            left = runs_dir / run_id
+            fail(f"Interrupted before {left} was complete: pinchpoint analyze {left} recovers it")
+            raise typer.Exit(caught.exit_code() or 130) from None
+        _show(outcome, console)
+        sla_met = sla_outcome(plan.sla, outcome, console, as_json)
+    if caught.signals or outcome.interrupted:
+        raise typer.Exit(caught.exit_code() or 130)
     if not sla_met:
         raise typer.Exit(1)
 
@@ -228,7 +235,7 @@ def load(
     """A plain load test with no diagnosis: throughput, latency percentiles and errors."""
     _check_load(ctx)
     from pinchpoint.live import LiveView
-    from pinchpoint.load.plain import UrlLoad, plain_load, render_summary
+    from pinchpoint.load.plain import UrlLoad, interrupted_line, plain_load, render_summary
 
     source: UrlLoad | Path
     if "://" in target:
@@ -254,18 +261,28 @@ def load(
         raise typer.Exit(2)
     else:
         source = Path(target)
-    try:
-        with LiveView(err_console(), quiet or as_json) as view:
-            summary = plain_load(source, out, on_tick=view)
-    except (PlanError, OSError) as e:
-        fail(e)
-        raise typer.Exit(2) from None
-    if as_json:
-        import json
+    from pinchpoint.interrupts import catching
 
-        print(json.dumps(summary, indent=2))
-    else:
-        render_summary(summary, Console())
+    with catching(say=warn) as caught:
+        try:
+            with LiveView(err_console(), quiet or as_json) as view:
+                summary = plain_load(source, out, on_tick=view)
+        except (PlanError, OSError) as e:
+            fail(e)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            fail("Interrupted again before the summary was written")
+            raise typer.Exit(caught.exit_code() or 130) from None
+        if as_json:
+            import json
+
+            print(json.dumps(summary, indent=2))
+            if summary["interrupted"]:
+                warn(interrupted_line(summary))
+        else:
+            render_summary(summary, Console())
+    if caught.signals:
+        raise typer.Exit(caught.exit_code())
 
 
 @app.command("import")
@@ -339,12 +356,12 @@ def analyze(
         fail(f"{run_dir}: not a run folder: it holds none of {', '.join(RUN_FILES)}")
         raise typer.Exit(2)
     from pinchpoint.analyze import analyze as analyze_run
-    from pinchpoint.load.engine import recover_records
+    from pinchpoint.recover import recover
     from pinchpoint.report.html import write_report
     from pinchpoint.report.terminal import render_steps, render_verdict
 
     try:
-        recover_records(run_dir)
+        recovery = recover(run_dir)  # a folder left by a killed run
         verdict = analyze_run(run_dir)
         write_report(run_dir)
     except (OSError, ValueError) as e:
@@ -352,6 +369,8 @@ def analyze(
         fail(f"{run_dir}: cannot be analyzed: {' '.join(str(e).split())}")
         raise typer.Exit(2) from None
     console = Console()
+    if recovery.partial:
+        warn(recovery.line(), console)
     render_steps(verdict, console)
     render_verdict(verdict, console)
 
@@ -455,8 +474,9 @@ def main() -> None:
         fail(f"{where}{' '.join(e.format_message().split())}")
         code = e.exit_code
     except typer.Abort:
+        # Ctrl-C outside a run's own handling (see interrupts.py), or the end of input.
         fail("Aborted.")
-        code = 1
+        code = 130
     except Exception as e:
         if os.environ.get("PINCHPOINT_TRACEBACK"):
             raise

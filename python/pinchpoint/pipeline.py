@@ -6,11 +6,9 @@ import json
 import os
 import platform
 import secrets
-import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +18,7 @@ from pinchpoint.collect.gather import Collector, write_logs, write_resources
 from pinchpoint.collect.local import LocalCollector
 from pinchpoint.collect.prometheus import PrometheusCollector
 from pinchpoint.collect.remote import RemoteCollector
+from pinchpoint.interrupts import catching
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.find_knee import KneeRun, renumber_tier_requests, search_knee
 from pinchpoint.load.histograms import step_counts, write_histograms
@@ -45,24 +44,6 @@ class RunOutcome:
 def new_run_id(now: datetime | None = None) -> str:
     now = now or datetime.now(UTC)
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops a run the way Ctrl-C does, so what was measured is kept."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def collectors(plan: Plan) -> list[Collector]:
@@ -106,7 +87,8 @@ def execute(
     (run_dir / "plan.toml").write_text(redact_plan_text(plan_text, secret_values(plan)))
     started = time.time()
     knee: KneeRun | None = None
-    with sigterm_as_interrupt():
+    # SIGINT and SIGTERM stop the load and the run goes on with what it measured.
+    with catching():
         for collector in using:
             collector.start(run_id, plan.sampling.interval)
         try:
@@ -133,6 +115,7 @@ def execute(
         "started": started,
         "ended": time.time(),
         "interrupted": result.interrupted,
+        "abandoned": summary.get("abandoned", 0),
         "warmup_s": plan.load.warmup,
         "steps": steps,
         "records": result.rows,

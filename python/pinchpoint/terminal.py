@@ -29,6 +29,14 @@ def fail(message: object) -> None:
     err_console().print(Text(str(message), style="red"), highlight=False, soft_wrap=True)
 
 
+def warn(message: str, console: RichConsole | None = None) -> None:
+    """A notice in yellow, one line, on `console` (default stderr)."""
+    from rich.text import Text
+
+    target = console if console is not None else err_console()
+    target.print(Text(message, style="yellow"), highlight=False, soft_wrap=True)
+
+
 def sla_json(results: list | None) -> dict | None:
     from pinchpoint.sla import broken
 

@@ -75,6 +75,12 @@ def analyze(run_dir: Path) -> dict:
         "schema": SCHEMA,
         "run_id": data.run["run_id"],
         "interrupted": bool(data.run.get("interrupted")),
+        # Rebuilt after the run was killed (recover.py): what the folder lacked.
+        **(
+            {"partial": True, "missing": data.run["recovered"]["missing"]}
+            if data.run.get("partial")
+            else {}
+        ),
         "tiers": ctx.order,
         "calls": ctx.calls,
         "steps": steps,

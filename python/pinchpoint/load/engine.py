@@ -1,8 +1,9 @@
 """Runs a plan's load (closed-loop steps or open-loop phases) on the Rust engine, with
 the GIL released while it waits.
 
-Ctrl-C (or SIGTERM turned into KeyboardInterrupt by the caller) stops the run after
-the requests in flight; what was measured is kept and converted to Parquet.
+A first SIGINT or SIGTERM (counted by `interrupts.catching()`, or a KeyboardInterrupt
+without it) stops the run after the requests in flight; a second abandons those at once.
+Every request that ended is kept and converted to Parquet.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinchpoint import _engine
+from pinchpoint import _engine, interrupts
 from pinchpoint.plan import Level, Plan
 
 TICK_S = 1.0
+# How often the wait looks at the signals caught: a second Ctrl-C acts within this.
+POLL_S = 0.1
+# After an abandon, how long the engine gets to drop its tasks and close the records.
+ABANDON_GRACE_S = 5.0
 
 
 @dataclass
@@ -120,29 +125,59 @@ def run_steps(
     """Runs every step of the plan and writes `requests.parquet` into run_dir."""
     stream = run_dir / "requests.arrows"
     run = _engine.start(engine_config(plan, run_id, stream))
-    interrupted = False
-    # The end can take up to the request timeout after a stop; allow that and a margin.
-    give_up_after = max([plan.load.timeout, *(r.timeout or 0.0 for r in plan.request)]) + 5.0
-    stop_asked_at: float | None = None
+    longest = max([plan.load.timeout, *(r.timeout or 0.0 for r in plan.request)])
+    halt = _Halt(run, longest)
+    next_tick = time.monotonic() + TICK_S
     summary = None
     while summary is None:
         try:
-            summary = run.wait(TICK_S)
-            if summary is None and on_tick is not None:
+            halt.check()
+            summary = run.wait(POLL_S)
+            if summary is None and on_tick is not None and time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + TICK_S
                 on_tick(run.snapshot())
         except KeyboardInterrupt:
-            interrupted = True
-            run.stop()
-            stop_asked_at = stop_asked_at or time.monotonic()
-        if summary is None and stop_asked_at and time.monotonic() - stop_asked_at > give_up_after:
-            raise RuntimeError("the load engine did not stop in time")
+            halt.uncaught += 1
     parquet = run_dir / "requests.parquet"
     rows = _engine.records_to_parquet(str(stream), str(parquet))
     stream.unlink()
-    summary["interrupted"] = summary["interrupted"] or interrupted
+    summary["interrupted"] = summary["interrupted"] or halt.level > 0
     return LoadResult(
         summary=summary, requests_path=parquet, rows=rows, interrupted=summary["interrupted"]
     )
+
+
+class _Halt:
+    """Turns the signals caught into a stop (the first) and an abandon (the second)."""
+
+    def __init__(self, run: _engine.LoadRun, longest_timeout_s: float) -> None:
+        self.run = run
+        self.longest = longest_timeout_s
+        self.level = 0  # 1 stopped, 2 abandoned
+        self.uncaught = 0  # KeyboardInterrupts with no catcher in force
+        self.give_up_at: float | None = None
+
+    def check(self) -> None:
+        wanted = min(max(interrupts.count(), self.uncaught), 2)
+        now = time.monotonic()
+        if wanted > self.level:
+            caught = interrupts.active()
+            if wanted == 1:
+                self.run.stop()
+                self.give_up_at = now + self.longest + ABANDON_GRACE_S
+                if caught is not None:
+                    caught.tell(
+                        f"{caught.first_name()}: stopping; waiting up to {self.longest:g} s "
+                        "for the requests in flight (Ctrl-C again to abandon them)"
+                    )
+            else:
+                self.run.abandon()
+                self.give_up_at = now + ABANDON_GRACE_S
+                if caught is not None:
+                    caught.tell("Abandoning the requests in flight")
+            self.level = wanted
+        if self.give_up_at is not None and now > self.give_up_at:
+            raise RuntimeError("the load engine did not stop in time")
 
 
 def recover_records(run_dir: Path) -> int | None:

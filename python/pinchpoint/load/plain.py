@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan import Plan, load_plan, parse_plan
@@ -87,26 +89,46 @@ def plain_load(
     out: Path | None = None,
     on_tick: Callable[[dict], None] | None = None,
 ) -> dict:
-    """Runs the load and returns its summary; with `out`, keeps the run folder there."""
+    """Runs the load and returns its summary; with `out`, keeps the run folder there
+    (without, the records go to a temporary folder removed at the end). Stopped by a
+    signal (see interrupts.py), the summary covers what ran and says `interrupted`."""
     plan = load_plan(source) if isinstance(source, Path) else url_plan(source)
-    with tempfile.TemporaryDirectory(prefix="pinchpoint-load-") as tmp:
-        run_dir = out or Path(tmp)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        me = psutil.Process()
-        cpu_before, wall_before = _cpu_seconds(me), time.monotonic()
-        result = run_steps(plan, "load", run_dir, on_tick=on_tick)
-        cpu_s, wall_s = _cpu_seconds(me) - cpu_before, time.monotonic() - wall_before
-        requests = pl.read_parquet(result.requests_path)
-        summary = _summary(plan, result.summary, requests)
-        summary["target"] = plan.target.url
-        summary["interrupted"] = result.interrupted
-        summary["generator"] = _generator(plan, cpu_s, wall_s, requests)
-        if isinstance(source, UrlLoad):
-            summary["url"] = source.url
-            summary["connections"] = source.connections if source.rate is None else None
-        if out is not None:
-            write_histograms(result.summary, run_dir)
-            (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        return _load_into(plan, source, out, keep=True, on_tick=on_tick)
+    tmp = Path(tempfile.mkdtemp(prefix="pinchpoint-load-"))
+    try:
+        return _load_into(plan, source, tmp, keep=False, on_tick=on_tick)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_into(
+    plan: Plan,
+    source: UrlLoad | Path,
+    run_dir: Path,
+    keep: bool,
+    on_tick: Callable[[dict], None] | None,
+) -> dict:
+    me = psutil.Process()
+    cpu_before, wall_before = _cpu_seconds(me), time.monotonic()
+    result = run_steps(plan, "load", run_dir, on_tick=on_tick)
+    cpu_s, wall_s = _cpu_seconds(me) - cpu_before, time.monotonic() - wall_before
+    requests = pl.read_parquet(result.requests_path)
+    summary = _summary(plan, result.summary, requests)
+    summary["target"] = plan.target.url
+    summary["interrupted"] = result.interrupted
+    if result.interrupted:
+        caught = interrupts.active()
+        summary["signal"] = caught.first_name() if caught and caught.signals else None
+        summary["abandoned"] = int(result.summary.get("abandoned") or 0)
+    summary["generator"] = _generator(plan, cpu_s, wall_s, requests)
+    if isinstance(source, UrlLoad):
+        summary["url"] = source.url
+        summary["connections"] = source.connections if source.rate is None else None
+    if keep:
+        write_histograms(result.summary, run_dir)
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
@@ -244,6 +266,8 @@ def render_summary(summary: dict, console: Console) -> None:
     console.print(
         f"generator: {gen['cpu_cores']:.2f} of {gen['threads']} cores{lag_text}", highlight=False
     )
+    if summary.get("interrupted"):
+        console.print(Text(interrupted_line(summary), style="bold yellow"))
     if gen["saturated"]:
         console.print(
             Text(
@@ -252,6 +276,17 @@ def render_summary(summary: dict, console: Console) -> None:
                 style="bold red",
             )
         )
+
+
+def interrupted_line(summary: dict) -> str:
+    """What the terminal says of a load cut short."""
+    by = f" by {summary['signal']}" if summary.get("signal") else ""
+    abandoned = summary.get("abandoned") or 0
+    dropped = f"; {abandoned} requests in flight abandoned" if abandoned else ""
+    return (
+        f"Interrupted{by}: the summary covers the {summary['requests']} requests that "
+        f"ended before the stop{dropped}."
+    )
 
 
 def _steps_table(steps: list[dict]) -> Table:

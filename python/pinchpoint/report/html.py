@@ -181,7 +181,10 @@ def _run_line(data: RunData, run_id: str) -> str:
     if start is not None and end is not None:
         parts.append(f"lasted {escape(fmt.duration(end - start))}")
     line = f'<p class="meta">{" · ".join(parts)}</p>'
-    if data.run.get("interrupted") or data.verdict.get("interrupted"):
+    partial = summary.partial_warning(data.verdict)
+    if partial:
+        line += f'\n<p class="warning" id="partial">{escape(partial)}</p>'
+    elif data.run.get("interrupted") or data.verdict.get("interrupted"):
         line += '\n<p class="warning">The run was interrupted: later steps are missing.</p>'
     return line
 

@@ -61,6 +61,18 @@ def facts(verdict: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def partial_warning(verdict: dict[str, Any]) -> str | None:
+    """A verdict rebuilt from the folder of a killed run (recover.py) says so, and what
+    the folder lacked."""
+    if not verdict.get("partial"):
+        return None
+    missing = "; ".join(str(m) for m in verdict.get("missing") or []) or "nothing else"
+    return (
+        "PARTIAL: the run was killed before it finished; this verdict was rebuilt from its "
+        f"plan and the requests it recorded. Missing: {missing}."
+    )
+
+
 def generator_warning(verdict: dict[str, Any]) -> str | None:
     generator = verdict.get("generator")
     if not isinstance(generator, dict):

@@ -80,9 +80,9 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
     lines = summary.other_findings(verdict) + summary.curve(verdict) + summary.endpoints(verdict)
     for line in lines:
         console.print(Text(line), highlight=False)
-    warning = summary.generator_warning(verdict)
-    if warning:
-        console.print(Text(warning, style="bold yellow"), highlight=False)
+    for warning in (summary.generator_warning(verdict), summary.partial_warning(verdict)):
+        if warning:
+            console.print(Text(warning, style="bold yellow"), highlight=False)
 
 
 def verdict_text(verdict: dict[str, Any]) -> str:

@@ -1,0 +1,159 @@
+"""A run folder left by a run that was killed (kill -9, a crash, the machine lost):
+rebuilt as far as its files allow, so `pinchpoint analyze` can give a partial verdict.
+
+A run writes `plan.toml` first, streams its records to `requests.arrows` while the load
+goes, and writes `requests.parquet`, `resources.parquet`, `tiers.parquet`,
+`collection.json` and last `run.json` after it. Killed during the load, the folder holds
+the plan and the records stream only. From those:
+- `requests.parquet` is converted from the stream (a batch cut short by the kill is lost);
+- `run.json` is rebuilt from the plan and the records: each step's window from the first
+  and last request it sent, the step's load level from the plan. The host facts are
+  those of the host analyzing (it usually is the one that ran). It is marked
+  `interrupted` and `partial`, and `recovered` says what was rebuilt and what is missing.
+
+The tiers' logs and the resource samples of a killed run are not rebuilt: the verdict
+then rests on the client's records only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from pinchpoint.load.engine import recover_records
+from pinchpoint.plan import Plan, load_plan
+
+# What a complete run folder holds besides the plan, the records and run.json, and
+# what each is for the reader.
+LATER_FILES = {
+    "tiers.parquet": "the tiers' log records",
+    "resources.parquet": "the resource samples",
+    "collection.json": "the collection summary",
+    "histograms.json": "the engine's histograms",
+}
+# Written only for a plan with components.
+TIER_FILES = ("tiers.parquet", "collection.json")
+
+
+@dataclass
+class Recovery:
+    """What `recover` rebuilt and what the folder still lacks (empty: nothing to do)."""
+
+    rebuilt: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    records: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        return "run.json" in self.rebuilt
+
+    def line(self) -> str:
+        """One line for the terminal."""
+        return (
+            f"Rebuilt {' and '.join(self.rebuilt)} of a killed run from plan.toml and "
+            f"{self.records} request records."
+        )
+
+
+class RecoveryError(ValueError):
+    """The folder lacks what a rebuild needs (the plan, or any request record)."""
+
+
+def recover(run_dir: Path) -> Recovery:
+    """Converts a leftover records stream and, when run.json is missing, rebuilds it
+    from plan.toml and the records. Raises RecoveryError when run.json is missing and
+    cannot be rebuilt."""
+    out = Recovery()
+    stream = run_dir / "requests.arrows"
+    if stream.exists():
+        try:
+            out.records = recover_records(run_dir)
+            out.rebuilt.append("requests.parquet")
+        except RuntimeError as e:
+            # Nothing readable in it (killed before the first batch was written).
+            out.missing.append(f"the records ({stream.name} unreadable: {_one_line(e)})")
+    if (run_dir / "run.json").exists():
+        return out
+    plan_path, parquet = run_dir / "plan.toml", run_dir / "requests.parquet"
+    if not plan_path.is_file():
+        raise RecoveryError(f"{run_dir}: run.json and plan.toml are missing: nothing to rebuild")
+    if not parquet.is_file():
+        raise RecoveryError(f"{run_dir}: run.json is missing and no request was recorded")
+    plan = load_plan(plan_path)
+    if plan.load.find_knee:
+        raise RecoveryError(f"{run_dir}: a find_knee run killed during its search is not rebuilt")
+    requests = pl.read_parquet(parquet)
+    if requests.height == 0:
+        raise RecoveryError(f"{run_dir}: run.json is missing and no request was recorded")
+    out.records = requests.height
+    expected = [n for n in LATER_FILES if plan.component or n not in TIER_FILES]
+    out.missing += [f"{LATER_FILES[n]} ({n})" for n in expected if not (run_dir / n).exists()]
+    run = rebuilt_run(run_dir.name, plan, requests)
+    run["recovered"] = {"rebuilt": [*out.rebuilt, "run.json"], "missing": out.missing}
+    (run_dir / "run.json").write_text(json.dumps(run, indent=2))
+    out.rebuilt.append("run.json")
+    return out
+
+
+def rebuilt_run(run_id: str, plan: Plan, requests: pl.DataFrame) -> dict:
+    """run.json of a killed run, from its plan and its records."""
+    at = "intended_us" if "intended_us" in requests.columns else "start_us"
+    ends = pl.col("start_us") + pl.col(
+        "service_us" if "service_us" in requests.columns else "latency_us"
+    )
+    by_step = (
+        requests.group_by("step")
+        .agg(pl.col(at).min().alias("first"), pl.col(at).max().alias("last"))
+        .sort("step")
+    )
+    levels = plan.load.levels()
+    ran = [(int(s), first, last) for s, first, last in by_step.iter_rows() if s < len(levels)]
+    steps = []
+    for n, (index, first, last) in enumerate(ran):
+        level = levels[index]
+        start = first / 1e6
+        # A step followed by another ran its whole duration; the last one was cut short
+        # by the kill, after its last request sent.
+        end = start + level.duration if n + 1 < len(ran) else last / 1e6 + 1e-6
+        entry = {
+            "step": index,
+            "users": level.users if level.kind == "users" else 0,
+            "kind": level.kind,
+            "level": level.level,
+            "start": start,
+            "end": end,
+        }
+        if level.name:
+            entry["name"] = level.name
+        steps.append(entry)
+    cpu_count = os.cpu_count() or 1
+    return {
+        "run_id": run_id,
+        "started": requests[at].min() / 1e6,
+        "ended": requests.select(ends.max()).item() / 1e6,
+        "interrupted": True,
+        "partial": True,
+        "warmup_s": plan.load.warmup,
+        "steps": steps,
+        "records": requests.height,
+        "records_error": None,
+        "engine": {"threads": plan.load.threads or cpu_count},
+        "host": {
+            "hostname": socket.gethostname(),
+            "cpu_count": cpu_count,
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "assumed": True,
+        },
+        "log_marks": {},
+    }
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
