@@ -8,7 +8,8 @@ written; the run folder never holds them:
 
 - its plan.toml is the plan's text with every string that decodes to a secret, however
   it is spelt (a TOML escape such as `\\u0073`, a literal or multi-line string), made
-  `"<redacted>"`, and every comment holding one made `# <redacted>`;
+  `"<redacted>"` (a string holding one has it replaced by `<redacted>`), and every
+  comment holding one made `# <redacted>`;
 - it is made with a umask of 077: the folder (and a runs folder made for it) is 0700,
   each file written into it 0600.
 """
@@ -81,8 +82,8 @@ def redact_plan_text(text: str, secrets: list[str]) -> str:
     for start, end, kind in _tokens(text):
         out.append(text[at:start])
         piece = text[start:end]
-        if kind == "string" and _holds(_decode(piece), secrets):
-            piece = f'"{REDACTED}"'
+        if kind == "string" and _holds(value := _decode(piece), secrets):
+            piece = _basic_string(REDACTED if value is None else _without(value, secrets))
         elif kind == "comment" and (_holds(piece, secrets) or _holds(_unescape(piece), secrets)):
             piece = f"# {REDACTED}"
         out.append(piece)
@@ -99,6 +100,29 @@ def _holds(value: str | None, secrets: list[str]) -> bool:
     if value is None:  # a string that does not decode: taken for a secret, to be safe
         return True
     return any(s == value or (len(s) >= MIN_PART and s in value) for s in secrets)
+
+
+def _without(value: str, secrets: list[str]) -> str:
+    """The string with each secret in it (longest first) replaced; REDACTED if it is one."""
+    if value in secrets:
+        return REDACTED
+    for secret in secrets:
+        if len(secret) >= MIN_PART:
+            value = value.replace(secret, REDACTED)
+    return value
+
+
+def _basic_string(value: str) -> str:
+    """A TOML basic string (double quotes) that decodes to `value`."""
+    out = []
+    for c in value:
+        if c in '"\\':
+            out.append("\\" + c)
+        elif c < " " or c == "\x7f":
+            out.append(f"\\u{ord(c):04X}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
 
 
 def _clean(text: str, secrets: list[str]) -> bool:

@@ -108,13 +108,19 @@ def write_logs(
     """tiers.parquet and collection.json from every collector; returns collection.json.
 
     Components of an agent are marked with its name, and those it could not give with an
-    `error`; those a collector warns about (no process found) get its `warnings`; any of `components` (those with a log, or on an agent) that no collector
-    gave counts for is listed with zero counts and an error.
+    `error`; those a collector warns about (no process found, a log with no file) get
+    `warnings`, and the log with no file is a problem of its collector; any of
+    `components` (those with a log, or on an agent) that no collector gave counts for is
+    listed with zero counts and an error.
     """
     counts: list[FileCounts] = []
     with TierWriter(run_dir / "tiers.parquet") as writer:
         for collector in collectors:
-            counts.extend(collector.collect_logs(writer.add))
+            found = collector.collect_logs(writer.add)
+            # A log with no file is a problem of its collector, on the terminal too.
+            on = f"agent {collector.name}: " if collector.name is not None else ""
+            collector.problems.extend(f"{on}{w}" for c in found if (w := c.warning()))
+            counts.extend(found)
     collected = collection_json(run_id, counts)
     entries = collected["components"]
     agents = {c.name: c.report() or {} for c in collectors if c.name is not None}

@@ -103,7 +103,7 @@ class LocalCollector:
             return
         sources = log_sources(component.log.path, self.marks.get(name))
         if not sources:
-            counts_out.append(FileCounts(component=name, path=component.log.path))
+            counts_out.append(FileCounts(component=name, path=component.log.path, missing=True))
         for source in sources:
             counts = FileCounts(component=name, path=source.path)
             counts_out.append(counts)

@@ -157,9 +157,11 @@ class FileCounts:
     untagged: int = 0
     unparseable: int = 0
     unparseable_lines: list[int] = field(default_factory=list)
+    # No file was there to read: the path names none, or the glob matches none.
+    missing: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "lines": self.lines,
             "matched": self.matched,
             "other_run": self.other_run,
@@ -167,6 +169,14 @@ class FileCounts:
             "unparseable": self.unparseable,
             "unparseable_lines": list(self.unparseable_lines),
         }
+        return {**out, "missing": True} if self.missing else out
+
+    def warning(self) -> str | None:
+        """What to warn of: a log with no file to read (its 0 lines are not a count)."""
+        if not self.missing:
+            return None
+        what = "no file matches" if any(c in self.path for c in "*?[") else "no such file"
+        return f"{self.component}: log {self.path}: {what}, 0 lines read"
 
 
 def collect_component(
@@ -253,4 +263,6 @@ def collection_json(run_id: str, counts: Iterable[FileCounts]) -> dict[str, Any]
         for key in ("lines", "matched", "other_run", "untagged", "unparseable"):
             entry[key] += getattr(file_counts, key)
         entry.setdefault("files", {})[file_counts.path] = file_counts.as_dict()
+        if (warning := file_counts.warning()) is not None:
+            entry.setdefault("warnings", []).append(warning)
     return {"schema": "pinchpoint.collection/1", "run_id": run_id, "components": components}

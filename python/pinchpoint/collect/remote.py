@@ -267,6 +267,7 @@ def _counts(name: str, data: dict[str, Any]) -> FileCounts:
         untagged=int(data["untagged"]),
         unparseable=int(data["unparseable"]),
         unparseable_lines=[int(n) for n in data.get("unparseable_lines", [])],
+        missing=data.get("missing") is True,
     )
 
 
