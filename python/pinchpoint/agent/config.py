@@ -6,6 +6,7 @@ port = 7070
 token_file = "/etc/pinchpoint/agent.token"   # or token = "..."
 tls_cert = "/etc/pinchpoint/agent.crt"       # optional, with tls_key
 tls_key = "/etc/pinchpoint/agent.key"
+max_connections = 4096                        # optional
 
 [[component]]                                 # as in a plan
 name = "nginx"
@@ -50,6 +51,9 @@ class Listen(BaseModel):
     max_runs: int = Field(default=8, ge=1, le=1000)
     # A run not stopped by then stops sampling by itself.
     max_run: Duration = Field(default=6 * 3600.0, gt=0)
+    # Connections held open at once (idle, arriving or answered); a new one over the cap
+    # closes the one idle the longest. Lowered to what the open-files limit allows.
+    max_connections: int = Field(default=4096, ge=16, le=1_000_000)
 
     @model_validator(mode="after")
     def _check(self) -> Listen:

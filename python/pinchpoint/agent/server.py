@@ -9,6 +9,8 @@
                                              of the run, then {"end": true, "files": [...]}
 
 Component names are looked up in the config; nothing from a request is used as a path.
+Connections are read by one selector thread and answered by a bounded pool of threads
+(pinchpoint.agent.connections); the access log on stderr redacts query values.
 """
 
 from __future__ import annotations
@@ -16,36 +18,51 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import re
 import socket
 import ssl
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, BinaryIO
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
+from io import BytesIO
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pyarrow as pa
 
 from pinchpoint.agent.config import AgentConfig
+from pinchpoint.agent.connections import (
+    MAX_BODY_BYTES,
+    ClientGone,
+    Connection,
+    ConnectionServer,
+    SocketWriter,
+    body_length,
+)
 from pinchpoint.agent.runs import ApiError, Runs, check_interval
+from pinchpoint.collect.local import LocalCollector
 from pinchpoint.collect.logs import FileCounts, TierRow
 from pinchpoint.collect.remote import AGENT_SELF, ARROW_STREAM
 from pinchpoint.collect.resources import GENERATOR
 
-MAX_BODY_BYTES = 64 * 1024
 CHUNK_BYTES = 64 * 1024
 KEEPALIVE_S = 2.0
+WORKERS = 16
+# Log streams run for long: they may take this many of the pool's threads, so that the
+# others are always free for short calls.
+MAX_STREAMS = 12
 _ROW_FIELDS = ("users", "req_id", "ts", "duration_s", "upstream_s", "status", "queue_s")
+_QUERY = re.compile(r"\?(\S*)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
 
 
-class AgentServer(ThreadingHTTPServer):
-    """A threading HTTP server holding the agent's config, token and runs."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
+class AgentServer(ConnectionServer):
+    """The agent: its config, token and runs, served by a bounded pool of threads."""
 
     def __init__(
         self,
@@ -54,18 +71,12 @@ class AgentServer(ThreadingHTTPServer):
         token: str | None,
         tls: ssl.SSLContext | None = None,
     ) -> None:
-        self.address_family = _family(address[0])
-        super().__init__(address, Handler)
-        if tls is not None:
-            # The handshake is done by the connection's thread (Handler.handle), so a slow
-            # client cannot hold up accepting others.
-            self.socket = tls.wrap_socket(
-                self.socket, server_side=True, do_handshake_on_connect=False
-            )
+        super().__init__(address, tls, config.agent.max_connections, WORKERS)
         self.tls = tls is not None
         self.config = config
         self.token = token.encode() if token else None
         self.runs = Runs(config.component, config.agent.max_runs, config.agent.max_run)
+        self.streams = threading.BoundedSemaphore(MAX_STREAMS)
 
     @property
     def url(self) -> str:
@@ -73,17 +84,45 @@ class AgentServer(ThreadingHTTPServer):
         host = f"[{host}]" if ":" in str(host) else str(host)
         return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
+    def answer(self, conn: Connection) -> bool:
+        handler = Handler(conn, self)
+        handler.handle_one_request()
+        return not handler.close_connection
+
     def server_close(self) -> None:
         self.runs.close()
         super().server_close()
 
 
+def redact_query(text: str) -> str:
+    """`text` with the values of every query replaced by `*` (a part that is not
+    `name=value` with a plain name, wholly), so that a token in a query is never logged."""
+
+    def redact(found: re.Match[str]) -> str:
+        parts = [part.partition("=") for part in found.group(1).split("&") if part]
+        return "?" + "&".join(
+            f"{name}=*" if equals and _NAME.fullmatch(name) else "*" for name, equals, _ in parts
+        )
+
+    return _QUERY.sub(redact, text)
+
+
 class Handler(BaseHTTPRequestHandler):
-    server: AgentServer
+    """One request, read whole by the selector thread and answered in a pool thread."""
+
+    server: AgentServer  # type: ignore[assignment]
     protocol_version = "HTTP/1.1"
     server_version = "pinchpoint-agent/1"
     sys_version = ""
-    timeout = 60  # an idle or stalled connection gives its thread back
+
+    def __init__(self, conn: Connection, server: AgentServer) -> None:
+        # Not BaseHTTPRequestHandler's: it would read the socket; the request is read.
+        self.server = server
+        self.request = self.connection = conn.sock
+        self.client_address = conn.address
+        self.rfile = BytesIO(conn.request)
+        self.wfile = SocketWriter(conn.sock)  # type: ignore[assignment]
+        self.close_connection = True
 
     def do_GET(self) -> None:
         self._handle("GET")
@@ -97,16 +136,21 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._handle("DELETE")
 
-    def handle(self) -> None:
-        if isinstance(self.connection, ssl.SSLSocket):
-            try:
-                self.connection.do_handshake()
-            except (ssl.SSLError, OSError):
-                return
-        super().handle()
+    def handle_expect_100(self) -> bool:
+        return True  # sent by the selector thread while it waited for the body
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        if isinstance(code, HTTPStatus):
+            code = code.value
+        line = getattr(self, "requestline", "")
+        self.log_message('"%s" %s', redact_query(line), code)
+
+    def log_error(self, format: str, *args: Any) -> None:
+        pass  # the access line says the status; the rest is the client's
 
     def log_message(self, format: str, *args: Any) -> None:
-        sys.stderr.write(f"pinchpoint agent: {self.address_string()} {format % args}\n")
+        text = (format % args).translate(_CONTROL)
+        sys.stderr.write(f"pinchpoint agent: {self.address_string()} {text}\n")
 
     # -- dispatch ------------------------------------------------------------------------
 
@@ -117,10 +161,10 @@ class Handler(BaseHTTPRequestHandler):
             action()
         except ApiError as e:
             self._send_json(e.status, {"error": e.message}, close=True)
-        except (BrokenPipeError, ConnectionResetError):
+        except ClientGone:
             self.close_connection = True
         except Exception as e:
-            traceback.print_exc()
+            traceback.print_exc()  # a defect of the agent: shown, and answered with a 500
             self._send_json(500, {"error": f"{type(e).__name__}: {e}"}, close=True)
 
     def _authenticate(self) -> None:
@@ -223,6 +267,14 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, f"no component {name!r} in run {run_id}")
         if run.collector.components[name].log is None:
             raise ApiError(404, f"component {name!r} has no log")
+        if not self.server.streams.acquire(blocking=False):
+            raise ApiError(503, "too many log streams at once; retry when one has ended")
+        try:
+            self._stream_logs(run.collector, name)
+        finally:
+            self.server.streams.release()
+
+    def _stream_logs(self, collector: LocalCollector, name: str) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Transfer-Encoding", "chunked")
@@ -231,11 +283,11 @@ class Handler(BaseHTTPRequestHandler):
         out = ChunkWriter(self.wfile)
         counts: list[FileCounts] = []
         try:
-            for row in run.collector.component_rows(name, counts, tick=out.keepalive):
+            for row in collector.component_rows(name, counts, tick=out.keepalive):
                 out.line(_row_json(row))
             end = {"end": True, "files": [_counts_json(c) for c in counts]}
             out.line(json.dumps(end))
-        except (BrokenPipeError, ConnectionResetError):
+        except ClientGone:
             raise
         except Exception as e:  # the headers are sent: say so in the stream, and end it
             out.line(json.dumps({"error": f"{type(e).__name__}: {e}"}))
@@ -244,19 +296,27 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing ------------------------------------------------------------------------
 
     def _body(self) -> dict[str, Any]:
+        """The request's JSON object ({} without a body); 400 for anything else."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             raise ApiError(411, "send a Content-Length")
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            raise ApiError(400, "bad Content-Length") from None
-        if not 0 <= length <= MAX_BODY_BYTES:
+        length = body_length(self.headers)
+        if length is None:
+            raise ApiError(400, "bad Content-Length")
+        if length > MAX_BODY_BYTES:
             raise ApiError(413, f"the body must be at most {MAX_BODY_BYTES} bytes")
         raw = self.rfile.read(length) if length else b""
-        if not raw.strip():
+        if len(raw) != length:
+            raise ApiError(400, "the body is shorter than its Content-Length")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(400, "the body is not UTF-8") from None
+        if not text.strip():
             return {}
         try:
-            body = json.loads(raw)
+            body = json.loads(text)
+        except RecursionError:
+            raise ApiError(400, "the body is nested too deeply") from None
         except ValueError:
             raise ApiError(400, "the body is not JSON") from None
         if not isinstance(body, dict):
@@ -273,6 +333,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         if status == 401:
             self.send_header("WWW-Authenticate", 'Bearer realm="pinchpoint-agent"')
+        if status == 503:
+            self.send_header("Retry-After", "1")
         if close:
             # An error may leave an unread body on the connection: do not reuse it.
             self.send_header("Connection", "close")
@@ -285,7 +347,7 @@ class ChunkWriter:
     """HTTP/1.1 chunked output of lines, sent every CHUNK_BYTES; `keepalive` sends a blank
     line when nothing was sent for KEEPALIVE_S, so a long read does not look dead."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: SocketWriter) -> None:
         self._out = out
         self._buffer: list[bytes] = []
         self._size = 0
@@ -326,10 +388,3 @@ def _row_json(row: TierRow) -> str:
 
 def _counts_json(counts: FileCounts) -> dict[str, Any]:
     return {"path": counts.path, **counts.as_dict()}
-
-
-def _family(host: str) -> socket.AddressFamily:
-    try:
-        return socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][0]
-    except (OSError, IndexError):
-        return socket.AF_INET
