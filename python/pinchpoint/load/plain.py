@@ -27,6 +27,7 @@ from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan import Plan, load_plan, parse_plan
+from pinchpoint.redact import private_dir, private_files
 
 PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
 # The generator is saturated when its CPU reaches this share of the threads it runs on.
@@ -84,6 +85,7 @@ def url_plan(spec: UrlLoad) -> Plan:
     return parse_plan("\n".join(lines), "command line")
 
 
+@private_files()
 def plain_load(
     source: UrlLoad | Path,
     out: Path | None = None,
@@ -91,10 +93,11 @@ def plain_load(
 ) -> dict:
     """Runs the load and returns its summary; with `out`, keeps the run folder there
     (without, the records go to a temporary folder removed at the end). Stopped by a
-    signal (see interrupts.py), the summary covers what ran and says `interrupted`."""
+    signal (see interrupts.py), the summary covers what ran and says `interrupted`.
+    The folder is 0700 (made so if new or empty), the files written in it 0600."""
     plan = load_plan(source) if isinstance(source, Path) else url_plan(source)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        private_dir(out, exist_ok=True)
         return _load_into(plan, source, out, keep=True, on_tick=on_tick)
     tmp = Path(tempfile.mkdtemp(prefix="pinchpoint-load-"))
     try:
@@ -138,7 +141,9 @@ def _cpu_seconds(proc: psutil.Process) -> float:
 
 
 def _summary(plan: Plan, engine: dict, requests: pl.DataFrame) -> dict:
+    """Counts over every request; latencies over the answered ones only (None if none)."""
     windows = step_windows(plan, engine)
+    answered = requests.filter(pl.col("error").is_null())
     elapsed = sum(max(w["end"] - w["start"], 0.0) for w in windows) or 1e-9
     steps = []
     for w, counts in zip(windows, step_counts(engine), strict=True):
@@ -152,7 +157,7 @@ def _summary(plan: Plan, engine: dict, requests: pl.DataFrame) -> dict:
                 "duration_s": round(span, 3),
                 "requests_per_s": counts["requests"] / span,
                 "statuses": {str(k): v for k, v in counts["statuses"].items()},
-                "latency_us": _engine_latency(counts),
+                "latency_us": _latency(answered.filter(pl.col("step") == w["step"])["latency_us"]),
             }
         )
     return {
@@ -164,24 +169,16 @@ def _summary(plan: Plan, engine: dict, requests: pl.DataFrame) -> dict:
         "bytes": int(requests["bytes"].sum() or 0),
         "statuses": _statuses(requests),
         "errors": _errors(requests),
-        "latency_us": _latency(requests["latency_us"]),
+        "latency_us": _latency(answered["latency_us"]),
         "steps": steps,
         "endpoints": _endpoints(plan, requests),
     }
 
 
-def _engine_latency(counts: dict) -> dict:
-    return {
-        **counts["percentiles_us"],
-        "min": counts.get("min_us"),
-        "max": counts.get("max_us"),
-        "mean": counts.get("mean_us"),
-    }
-
-
-def _latency(values: pl.Series) -> dict:
+def _latency(values: pl.Series) -> dict | None:
+    """Percentiles, min, max and mean of the latencies given; None when there are none."""
     if values.len() == 0:
-        return {}
+        return None
     out = {f"p{q:g}": int(values.quantile(q / 100, "higher")) for q in PERCENTILES}
     return {**out, "min": int(values.min()), "max": int(values.max()), "mean": values.mean()}
 
@@ -208,7 +205,7 @@ def _endpoints(plan: Plan, requests: pl.DataFrame) -> list[dict]:
                 "request": f"{request.method} {request.path}",
                 "requests": mine.height,
                 "failed": failed,
-                "latency_us": _latency(mine["latency_us"]),
+                "latency_us": _latency(mine.filter(pl.col("error").is_null())["latency_us"]),
             }
         )
     return out
@@ -247,12 +244,15 @@ def render_summary(summary: dict, console: Console) -> None:
         f"{summary['requests_per_s']:,.0f} req/s {over}",
         highlight=False,
     )
-    table = Table(title="latency (ms)")
-    keys = ("min", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max")
-    for key in keys:
-        table.add_column(key, justify="right")
-    table.add_row(*(_ms(summary["latency_us"].get(k)) for k in keys))
-    console.print(table)
+    if summary["latency_us"] is None:
+        console.print("latency: no responses", highlight=False)
+    else:
+        table = Table(title="latency (ms), answered requests")
+        keys = ("min", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max")
+        for key in keys:
+            table.add_column(key, justify="right")
+        table.add_row(*(_ms(summary["latency_us"].get(k)) for k in keys))
+        console.print(table)
     if len(summary["steps"]) > 1:
         console.print(_steps_table(summary["steps"]))
     if len(summary["endpoints"]) > 1:
@@ -303,8 +303,8 @@ def _steps_table(steps: list[dict]) -> Table:
             f"{s['name']} ({load})" if s.get("name") else load,
             f"{s['requests_per_s']:,.1f}",
             str(failed),
-            _ms(s["latency_us"].get("p50")),
-            _ms(s["latency_us"].get("p99")),
+            _ms((s["latency_us"] or {}).get("p50")),
+            _ms((s["latency_us"] or {}).get("p99")),
             str(s.get("late", "")),
         )
     return table
@@ -315,7 +315,7 @@ def _endpoints_table(endpoints: list[dict]) -> Table:
     for name in ("request", "count", "failed", "p50", "p95", "p99", "max"):
         table.add_column(name, justify="right" if name != "request" else "left")
     for e in endpoints:
-        lat = e["latency_us"]
+        lat = e["latency_us"] or {}
         table.add_row(
             e["request"],
             str(e["requests"]),
