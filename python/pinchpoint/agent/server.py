@@ -57,7 +57,7 @@ WORKERS = 16
 MAX_STREAMS = 12
 _ROW_FIELDS = ("users", "req_id", "ts", "duration_s", "upstream_s", "status", "queue_s")
 _QUERY = re.compile(r"\?(\S*)")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")
+_QUERY_NAMES = frozenset({"format"})  # the query parameters the API reads
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
 
 
@@ -95,13 +95,13 @@ class AgentServer(ConnectionServer):
 
 
 def redact_query(text: str) -> str:
-    """`text` with the values of every query replaced by `*` (a part that is not
-    `name=value` with a plain name, wholly), so that a token in a query is never logged."""
+    """`text` with every query redacted, so that a token sent in one is never logged:
+    a parameter the API reads keeps its name (`format=*`), any other part is `*`."""
 
     def redact(found: re.Match[str]) -> str:
         parts = [part.partition("=") for part in found.group(1).split("&") if part]
         return "?" + "&".join(
-            f"{name}=*" if equals and _NAME.fullmatch(name) else "*" for name, equals, _ in parts
+            f"{name}=*" if equals and name in _QUERY_NAMES else "*" for name, equals, _ in parts
         )
 
     return _QUERY.sub(redact, text)
@@ -314,7 +314,7 @@ class Handler(BaseHTTPRequestHandler):
         if not text.strip():
             return {}
         try:
-            body = json.loads(text)
+            body = json.loads(text, parse_constant=_not_json)
         except RecursionError:
             raise ApiError(400, "the body is nested too deeply") from None
         except ValueError:
@@ -380,6 +380,10 @@ class ChunkWriter:
         self.flush()
         self._out.write(b"0\r\n\r\n")
         self._out.flush()
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _row_json(row: TierRow) -> str:

@@ -3,6 +3,8 @@
 A log is the files its pattern matches and their rotations: the files in the same folder
 whose name starts with a matched file's name (`access.log.1`, `access.log-20260101`).
 Only those files are ever opened, and any file they were renamed to (found by inode).
+A glob's matches and the rotations are never symbolic links, and a glob's matches stay
+inside the folder the pattern names before its first wildcard.
 
 `mark_logs` notes, for each of these files, its inode, its size and the bytes just before
 its end. `log_sources` then says which files to read, and from where, so that every line
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,9 +72,22 @@ def is_glob(pattern: str) -> bool:
 
 
 def log_files(pattern: str) -> list[Path]:
-    """The regular files a path or glob names right now, sorted."""
-    names = sorted(glob.glob(pattern)) if is_glob(pattern) else [pattern]
-    return [Path(name) for name in names if os.path.isfile(name)]
+    """The regular files a path or glob names right now, sorted.
+
+    A glob's matches stay inside its folder (the pattern's part before the first wildcard)
+    and go through no symbolic link below it: a link planted in a log folder does not take
+    the reader anywhere else. A plain path is read as configured, link or not.
+    """
+    if not is_glob(pattern):
+        return [Path(pattern)] if os.path.isfile(pattern) else []
+    base = Path(glob_folder(pattern))
+    return [Path(name) for name in sorted(glob.glob(pattern)) if _inside(Path(name), base)]
+
+
+def glob_folder(pattern: str) -> str:
+    """The folder a glob's matches must stay in: its part before the first wildcard."""
+    first = min(pattern.index(ch) for ch in _GLOB_CHARS if ch in pattern)
+    return os.path.dirname(pattern[:first]) or "."
 
 
 def log_set(pattern: str) -> dict[int, Path]:
@@ -169,6 +185,26 @@ def _find_copy(
         if inode not in excluded and _holds_tail(path, fm):
             return inode, path
     return None
+
+
+def _inside(path: Path, base: Path) -> bool:
+    """Whether `path` is a regular file below `base`, reached through no symbolic link and
+    no `..` (each part below `base` checked as it is on disk, not as it resolves)."""
+    parts = path.parts[len(base.parts) :]
+    if path.parts[: len(base.parts)] != base.parts or not parts:
+        return False
+    where = base
+    for part in parts:
+        if part in (os.curdir, os.pardir):
+            return False
+        where = where / part
+        try:
+            mode = os.lstat(where).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            return False
+    return stat.S_ISREG(mode)
 
 
 def _inodes(paths: list[Path]) -> dict[int, Path]:
