@@ -120,6 +120,8 @@ def execute(
         "steps": steps,
         "records": result.rows,
         "records_error": summary.get("records_error"),
+        # Per class of error, the first distinct reasons the engine saw (the OS's, TLS's).
+        "error_reasons": dict(summary.get("error_reasons") or {}),
         "engine": {"threads": threads},
         "host": _host_facts(),
         "log_marks": {name: m for c in using for name, m in c.log_marks().items()},

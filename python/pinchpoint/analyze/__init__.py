@@ -87,6 +87,8 @@ def analyze(run_dir: Path) -> dict:
         **decide(steps, ctx),
         **_curve(steps),
     }
+    if reasons := data.run.get("error_reasons"):
+        verdict["error_reasons"] = reasons
     endpoints = endpoint_table(data)
     if endpoints:
         verdict["endpoints"] = endpoints

@@ -68,6 +68,8 @@ KNEE_SLACK = 0.02
 RESOLUTION = 0.125
 # Beyond a level's duration and request timeout, what starting and stopping it may take.
 LEVEL_MARGIN_S = 10.0
+# Distinct reasons kept per class of error, as the engine keeps them per run.
+REASONS_PER_CLASS = 3
 
 Tick = Callable[[dict], None]
 
@@ -383,6 +385,7 @@ def _merge(levels: list[_Level], run_dir: Path, interrupted: bool) -> KneeRun:
         "records": rows,
         "interrupted": interrupted,
         "records_error": next((s["records_error"] for s in summaries if s["records_error"]), None),
+        "error_reasons": _merged_reasons(summaries),
     }
     steps = [
         {
@@ -398,6 +401,16 @@ def _merge(levels: list[_Level], run_dir: Path, interrupted: bool) -> KneeRun:
     ]
     load = LoadResult(summary=summary, requests_path=path, rows=rows, interrupted=interrupted)
     return KneeRun(load=load, steps=steps, record={}, offsets=offsets)
+
+
+def _merged_reasons(summaries: list[dict]) -> dict[str, list[str]]:
+    """Each class of error's reasons over the levels: the first few distinct."""
+    merged: dict[str, list[str]] = {}
+    for summary in summaries:
+        for name, reasons in (summary.get("error_reasons") or {}).items():
+            kept = merged.setdefault(name, [])
+            kept.extend(r for r in reasons if r not in kept)
+    return {name: kept[:REASONS_PER_CLASS] for name, kept in merged.items()}
 
 
 def renumber_tier_requests(run_dir: Path, offsets: dict[int, int]) -> None:

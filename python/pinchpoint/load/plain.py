@@ -169,6 +169,8 @@ def _summary(plan: Plan, engine: dict, requests: pl.DataFrame) -> dict:
         "bytes": int(requests["bytes"].sum() or 0),
         "statuses": _statuses(requests),
         "errors": _errors(requests),
+        # Per class of error, the first distinct reasons the engine saw (the OS's, TLS's).
+        "error_reasons": dict(engine.get("error_reasons") or {}),
         "latency_us": _latency(answered["latency_us"]),
         "steps": steps,
         "endpoints": _endpoints(plan, requests),
@@ -258,7 +260,7 @@ def render_summary(summary: dict, console: Console) -> None:
     if len(summary["endpoints"]) > 1:
         console.print(_endpoints_table(summary["endpoints"]))
     statuses = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items()) or "none"
-    errors = ", ".join(f"{k}: {v}" for k, v in summary["errors"].items()) or "none"
+    errors = errors_text(summary["errors"], summary.get("error_reasons") or {})
     console.print(f"statuses {statuses}; errors {errors}", highlight=False)
     gen = summary["generator"]
     lag = gen.get("send_lag_us")
@@ -287,6 +289,15 @@ def interrupted_line(summary: dict) -> str:
         f"Interrupted{by}: the summary covers the {summary['requests']} requests that "
         f"ended before the stop{dropped}."
     )
+
+
+def errors_text(errors: dict[str, int], reasons: dict[str, list[str]]) -> str:
+    """`tls: 50 (invalid peer certificate: UnknownIssuer)`, per class; `none` if none."""
+    parts = []
+    for name, count in errors.items():
+        why = "; ".join(reasons.get(name) or [])
+        parts.append(f"{name}: {count}" + (f" ({why})" if why else ""))
+    return ", ".join(parts) or "none"
 
 
 def _steps_table(steps: list[dict]) -> Table:

@@ -210,7 +210,7 @@ def _verdict_section(data: RunData, run_id: str) -> str:
     if evidence:
         lines.append("<h2>Evidence</h2>")
         lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in evidence) + "</ul>")
-    curve = summary.other_findings(verdict) + summary.curve(verdict) + summary.endpoints(verdict)
+    curve = summary.notes(verdict)
     if curve:
         lines.append("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in curve) + "</ul>")
     warning = summary.generator_warning(verdict)

@@ -61,6 +61,26 @@ def facts(verdict: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def notes(verdict: dict[str, Any]) -> list[str]:
+    """The lines after the evidence: other findings, the curve, the endpoints and why
+    requests failed."""
+    return other_findings(verdict) + curve(verdict) + endpoints(verdict) + error_reasons(verdict)
+
+
+def error_reasons(verdict: dict[str, Any]) -> list[str]:
+    """Why requests failed, per class of error: `tls errors (50): invalid peer
+    certificate: UnknownIssuer`."""
+    counts: dict[str, int] = {}
+    for step in verdict.get("steps", []):
+        for name, n in (step.get("errors_by_class") or {}).items():
+            counts[name] = counts.get(name, 0) + int(n)
+    lines = []
+    for name, reasons in (verdict.get("error_reasons") or {}).items():
+        n = f" ({counts[name]})" if counts.get(name) else ""
+        lines.append(f"{name} errors{n}: {'; '.join(reasons)}")
+    return lines
+
+
 def partial_warning(verdict: dict[str, Any]) -> str | None:
     """A verdict rebuilt from the folder of a killed run (recover.py) says so, and what
     the folder lacked."""

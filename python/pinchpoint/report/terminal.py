@@ -77,8 +77,7 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
         for item in evidence:
             bullets.add_row("•", Text(item))
         console.print(bullets)
-    lines = summary.other_findings(verdict) + summary.curve(verdict) + summary.endpoints(verdict)
-    for line in lines:
+    for line in summary.notes(verdict):
         console.print(Text(line), highlight=False)
     for warning in (summary.generator_warning(verdict), summary.partial_warning(verdict)):
         if warning:
