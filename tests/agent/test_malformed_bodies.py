@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import TOKEN, agent_thread, client, config_text
 
-from pinchpoint.agent.connections import MAX_BODY_BYTES
+from pinchpoint.agent.transport import MAX_BODY_BYTES
 
 BAD_BODIES = {
     "nested arrays": b"[" * 30_000 + b"]" * 30_000,

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import errno
 import queue
-import re
-import resource
 import selectors
 import socket
 import ssl
@@ -30,13 +28,25 @@ import threading
 import time
 import traceback
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from contextlib import suppress
-from email.message import Message
-from http.client import HTTPException, parse_headers
-from io import BytesIO
 
-MAX_BODY_BYTES = 64 * 1024
-MAX_HEAD_BYTES = 64 * 1024
+from pinchpoint.agent.transport import (
+    BUSY,
+    CLOSED,
+    DRAINING,
+    IDLE,
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    READING,
+    ClientGone,
+    Connection,
+    body_size,
+    family,
+    head_end,
+    raise_fd_limit,
+)
+
 HEAD_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 60.0
 WRITE_TIMEOUT_S = 30.0
@@ -47,8 +57,6 @@ ACCEPT_BATCH = 256
 FD_RESERVE = 256  # descriptors kept for log files, /proc, the pool and the sampler
 PAUSE_ACCEPT_S = 0.1  # when the process is out of descriptors with nothing to close
 
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_DIGITS = re.compile(r"[0-9]{1,18}")
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _HEAD_TOO_LARGE = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
@@ -56,96 +64,6 @@ _HEAD_TOO_LARGE = (
 )
 _OUT_OF_FDS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
-
-IDLE, READING, BUSY, DRAINING, CLOSED = "idle", "reading", "busy", "draining", "closed"
-
-
-class ClientGone(Exception):
-    """The client closed, reset or stopped reading: its connection is closed quietly."""
-
-
-class SocketWriter:
-    """A connection's output: each write is sent whole, within the socket's timeout."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-
-    def write(self, data: bytes) -> int:
-        try:
-            self._sock.sendall(data)
-        except (OSError, ValueError) as e:  # reset, timeout, TLS error, closed
-            raise ClientGone(str(e)) from None
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-
-class Connection:
-    """One client connection and what it has sent that is not answered yet."""
-
-    __slots__ = (
-        "address",
-        "buffer",
-        "continued",
-        "events",
-        "handshaking",
-        "keep",
-        "must_close",
-        "need",
-        "request",
-        "scanned",
-        "since",
-        "sock",
-        "state",
-    )
-
-    def __init__(self, sock: socket.socket, address: tuple, now: float) -> None:
-        self.sock = sock
-        self.address = address
-        self.buffer = bytearray()
-        self.since = now  # start of the current state: its deadline counts from here
-        self.state = IDLE
-        self.events = selectors.EVENT_READ
-        self.handshaking = isinstance(sock, ssl.SSLSocket)
-        self.scanned = 0  # bytes of the buffer searched for the end of the head
-        self.need: int | None = None  # bytes of the whole request, once its head is read
-        self.continued = False  # "100 Continue" sent for this request
-        self.must_close = False  # the request's body is not read whole: close after it
-        self.request = b""  # the request handed to the pool: head and body
-        self.keep = False  # the answer left the connection open
-
-
-def body_length(headers: Message) -> int | None:
-    """The body's length its Content-Length gives (0 without one); None when invalid."""
-    values = {v.strip() for v in headers.get_all("Content-Length") or []}
-    if not values:
-        return 0
-    if len(values) > 1:
-        return None
-    (value,) = values
-    return int(value) if _DIGITS.fullmatch(value) else None
-
-
-def raise_fd_limit(wanted: int) -> int:
-    """Raises this process's soft limit on open files towards `wanted` (at most to the hard
-    limit) when it is lower; returns the soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return wanted
-    if soft < wanted:
-        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-        with suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-    return soft
-
-
-def family(host: str) -> socket.AddressFamily:
-    try:
-        return socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][0]
-    except (OSError, IndexError):
-        return socket.AF_INET
 
 
 class ConnectionServer:
@@ -219,8 +137,10 @@ class ConnectionServer:
                         with suppress(OSError):
                             self._wake_r.recv(4096)
                     else:
-                        self._ready(key.data)
-                self._take_back()
+                        self._guarded(self._ready, key.data)
+                while self._done:
+                    self._busy -= 1
+                    self._guarded(self._take_back, self._done.popleft())
         finally:
             self._stop = False
             self._stopped.set()
@@ -344,23 +264,16 @@ class ConnectionServer:
 
     def _read_head(self, conn: Connection) -> bool:
         """Sets conn.need once the head is in; False while it is not (or was refused)."""
-        found = _HEAD_END.search(conn.buffer, max(0, conn.scanned - 3))
-        if found is None:
+        end = head_end(conn.buffer, max(0, conn.scanned - 3))
+        if end is None:
             conn.scanned = len(conn.buffer)
             if conn.scanned > MAX_HEAD_BYTES:
                 with suppress(OSError, ValueError):
                     conn.sock.send(_HEAD_TOO_LARGE)
                 self._linger(conn)
             return False
-        end = found.end()
-        head = bytes(conn.buffer[:end])
-        try:
-            headers = parse_headers(BytesIO(head[head.find(b"\n") + 1 :]))
-        except (HTTPException, ValueError):
-            headers = None  # the handler parses it again and answers the error
-        length = None if headers is None else body_length(headers)
-        chunked = headers is not None and headers.get("Transfer-Encoding") is not None
-        if length is None or chunked or length > MAX_BODY_BYTES:
+        length = body_size(bytes(conn.buffer[:end]))
+        if length is None:
             # Answered (with an error) from the head alone; what follows is not read.
             conn.need, conn.must_close = end, True
         else:
@@ -378,14 +291,19 @@ class ConnectionServer:
         self._busy += 1
         self._jobs.put(conn)
 
-    def _take_back(self) -> None:
-        while self._done:
-            conn = self._done.popleft()
-            self._busy -= 1
-            conn.request = b""
-            if not conn.keep:
-                self._linger(conn)
-                continue
+    def _guarded(self, step: Callable[[Connection], None], conn: Connection) -> None:
+        """One step of a connection; a socket error it did not expect closes only it."""
+        try:
+            step(conn)
+        except (OSError, ValueError):
+            self._close(conn)
+
+    def _take_back(self, conn: Connection) -> None:
+        """A connection back from the pool: kept for its next request, or closed."""
+        conn.request = b""
+        if not conn.keep:
+            self._linger(conn)
+        else:
             conn.must_close = False
             conn.events = selectors.EVENT_READ
             self._selector.register(conn.sock, selectors.EVENT_READ, conn)

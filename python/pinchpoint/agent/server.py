@@ -35,15 +35,15 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pyarrow as pa
 
 from pinchpoint.agent.config import AgentConfig
-from pinchpoint.agent.connections import (
+from pinchpoint.agent.connections import ConnectionServer
+from pinchpoint.agent.runs import ApiError, Runs, check_interval
+from pinchpoint.agent.transport import (
     MAX_BODY_BYTES,
     ClientGone,
     Connection,
-    ConnectionServer,
     SocketWriter,
     body_length,
 )
-from pinchpoint.agent.runs import ApiError, Runs, check_interval
 from pinchpoint.collect.local import LocalCollector
 from pinchpoint.collect.logs import FileCounts, TierRow
 from pinchpoint.collect.remote import AGENT_SELF, ARROW_STREAM
