@@ -98,3 +98,10 @@ def test_each_import_gets_its_own_folder(runs_dir: Path) -> None:
     second = import_results(SAMPLE, "csv", runs_dir)
     assert first != second
     assert sorted(p.name for p in runs_dir.iterdir()) == sorted([first.name, second.name])
+
+
+def test_an_imported_run_folder_is_private(runs_dir: Path) -> None:
+    run_dir = import_results(SAMPLE, "csv", runs_dir)
+    assert runs_dir.stat().st_mode & 0o777 == 0o700
+    assert run_dir.stat().st_mode & 0o777 == 0o700
+    assert {p.stat().st_mode & 0o777 for p in run_dir.iterdir()} == {0o600}

@@ -13,6 +13,7 @@ from pinchpoint.analyze.steps import min_latency_ms, step_table
 from pinchpoint.analyze.usage import usage_table
 from pinchpoint.analyze.usl import fit_usl
 from pinchpoint.analyze.verdict import Context, decide
+from pinchpoint.redact import private_files
 
 SCHEMA = "pinchpoint.verdict/1"
 
@@ -55,6 +56,7 @@ def _endpoint(data: RunData) -> str:
     return paths.pop() if len(paths) == 1 else "all requests"
 
 
+@private_files()
 def analyze(run_dir: Path) -> dict:
     """Computes the verdict of a run folder and writes `verdict.json` into it."""
     data = read_run(run_dir)

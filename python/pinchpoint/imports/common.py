@@ -18,6 +18,8 @@ from typing import Any
 
 import polars as pl
 
+from pinchpoint.redact import private_files
+
 SUMMARY_SCHEMA = "pinchpoint.summary/1"
 REQUEST_SCHEMA: dict[str, Any] = {
     "req_id": pl.UInt64,
@@ -263,9 +265,11 @@ def new_run_id(tool: str, now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{tool}-{secrets.token_hex(2)}"
 
 
+@private_files()
 def write_run(imported: Imported, runs_dir: Path) -> Path:
     """Write the run folder under runs_dir and return it. Written to a hidden folder
-    first and renamed, so a half-written import never looks like a run."""
+    first and renamed, so a half-written import never looks like a run. The folder (and
+    a runs_dir made for it) is 0700, its files 0600."""
     runs_dir = Path(runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
     while True:

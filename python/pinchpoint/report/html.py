@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from pinchpoint import sla as slas
+from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, summary, time_charts, users_charts
 from pinchpoint.report.load import RunData, load_run, steady_requests
 from pinchpoint.report.table import StepTable, step_table
@@ -89,6 +90,7 @@ SYNC_SCRIPT = """
 """
 
 
+@private_files()
 def write_report(run_dir: Path) -> Path:
     """Write `run_dir/report.html` from the run folder and return its path.
 
