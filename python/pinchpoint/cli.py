@@ -377,7 +377,12 @@ def analyze(
 
 @app.command()
 def sla(
-    run_dir: Annotated[Path, typer.Argument(exists=True, file_okay=False)],
+    run_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="The run folder (runs/<run id>) to check.", exists=True, file_okay=False
+        ),
+    ],
     plan_file: Annotated[
         Path | None,
         typer.Option(
