@@ -11,7 +11,8 @@ request id.
 `req_id` is optional when parsing: a record holding `pp_run` and `pp_users` but no
 `pp_req` still belongs to a run and a load level (tiers.parquet allows a null req_id).
 A field that is present but malformed makes the whole tag invalid (None): a damaged
-tag must never be matched to a run.
+tag must never be matched to a run. So does a number out of range, however many digits
+it has: it is refused before it is converted.
 """
 
 import re
@@ -108,7 +109,11 @@ def _tag(
 
 
 def _integer(text: str, maximum: int) -> int | None:
+    """The value of a decimal field (leading zeros allowed) if it is at most `maximum`."""
     if not _DECIMAL.fullmatch(text):
         return None
-    value = int(text)
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(maximum)):
+        return None  # more than `maximum`, and int() would refuse past 4,300 digits
+    value = int(digits)
     return value if value <= maximum else None

@@ -14,6 +14,9 @@ What pinchpoint reads from a line:
 - the tag from `%r`, or `%U` + `%q`, or the header `%{X-Pinchpoint}i`.
 
 Apache gives no upstream time in its access log (mod_proxy's time is not a directive).
+A line longer than MAX_LINE_CHARS or with a duration beyond MAX_DURATION_S does not
+parse; a status below 100 reads as None. The regex is built as `template.py` says, so a
+line costs time linear in its length.
 """
 
 import re
@@ -22,15 +25,20 @@ from dataclasses import dataclass
 from pinchpoint.collect.formats.base import (
     ANY,
     CLF_TIME,
+    INT,
     QUOTED,
+    STATUS_CODES,
     WORD,
     FormatError,
     Record,
+    duration,
     inside_quotes,
     parse_clf_time,
     to_int,
+    too_long,
 )
 from pinchpoint.collect.formats.clock import scaled
+from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
 
 # pinchpoint's suggested format: Common Log Format plus %D.
 APACHE_FORMAT = '%h %l %u %t "%r" %>s %b %D'
@@ -41,17 +49,17 @@ _ARGUMENT = re.compile(r"\{([^}]*)\}")
 _CONFIG_ESCAPE = re.compile(r"\\(.)")
 _CONFIG_ESCAPES = {'"': '"', "\\": "\\", "t": "\t", "n": "\n"}
 
-_DIGITS_OR_DASH = r"(?:\d+|-)"
+_DIGITS_OR_DASH = rf"(?:{INT}|-)"
 _TYPED = {
-    "D": r"\d+",
-    "T": r"\d+",
+    "D": INT,
+    "T": INT,
     "s": r"(?:\d{3}|-)",
     "b": _DIGITS_OR_DASH,
-    "B": r"\d+",
-    "I": r"\d+",
-    "O": r"\d+",
-    "S": r"\d+",
-    "k": r"\d+",
+    "B": INT,
+    "I": INT,
+    "O": INT,
+    "S": INT,
+    "k": INT,
     "P": _DIGITS_OR_DASH,
     "p": _DIGITS_OR_DASH,
 }
@@ -80,21 +88,22 @@ def _key(letter: str, modifiers: str) -> tuple[str, str | None]:
     return f"{letter}:{argument}", argument
 
 
-def _time_pattern(argument: str | None) -> str:
+def _time_pattern(argument: str | None) -> tuple[str, str | None]:
     if argument is None:
-        return rf"\[{CLF_TIME}\]"
+        return rf"\[{CLF_TIME}\]", None
     unit = argument.removeprefix("begin:").removeprefix("end:")
-    return r"\d+" if unit in _TIME_NUMBERS else ANY
+    return (INT, None) if unit in _TIME_NUMBERS else (ANY, TEXT_ANY)
 
 
-def _directive_pattern(letter: str, argument: str | None, quoted: bool) -> str:
+def _directive_pattern(letter: str, argument: str | None, quoted: bool) -> tuple[str, str | None]:
+    """The pattern of a directive, and its kind of text (None if typed; see `template.py`)."""
     if letter == "t":
         return _time_pattern(argument)
     if letter in _TYPED:
-        return _TYPED[letter]
+        return _TYPED[letter], None
     if quoted:
-        return QUOTED
-    return WORD if letter in _WORDS else ANY
+        return QUOTED, TEXT_QUOTED
+    return (WORD, TEXT_WORD) if letter in _WORDS else (ANY, TEXT_ANY)
 
 
 @dataclass(frozen=True)
@@ -108,26 +117,33 @@ class ApacheParser:
         return any(key in self.groups for key, _ in _DURATIONS)
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            return None
         match = self.regex.fullmatch(line)
         if match is None:
             return None
         values = {key: match.group(group) for key, group in self.groups.items()}
-        duration = None
+        seconds = None
         for key, exponent in _DURATIONS:
-            duration = scaled(values.get(key), exponent)
-            if duration is not None:
+            seconds = scaled(values.get(key), exponent)
+            if seconds is not None:
+                seconds = duration(seconds)
+                if seconds is None:
+                    return None
                 break
         status = to_int(values.get(">s"))
         if status is None:
             status = to_int(values.get("s"))
+        if status not in STATUS_CODES:
+            status = None
         target = values.get("r", "")
         if "U" in values or "q" in values:
             target += f" {values.get('U', '')}{values.get('q', '')}"
         header = values.get(_HEADER)
         return Record(
-            duration_s=duration,
+            duration_s=seconds,
             status=status,
-            ts=_timestamp(values, duration),
+            ts=_timestamp(values, seconds),
             target=target,
             tag_header=header if header not in (None, "-") else None,
         )
@@ -153,33 +169,33 @@ def _timestamp(values: dict[str, str], duration: float | None) -> float | None:
 def compile_format(log_format: str) -> ApacheParser:
     """Compile an Apache `LogFormat` string into a line parser."""
     fmt = _config_unescape(log_format).rstrip("\n")
-    parts: list[str] = []
+    template = Template()
     literals = ""
     groups: dict[str, str] = {}
     end = 0
     for match in _DIRECTIVE.finditer(fmt):
         literal = fmt[end : match.start()]
-        parts.append(re.escape(literal))
+        template.literal(literal)
         literals += literal
         end = match.end()
         modifiers, letter = match.groups()
         if letter == "%":
-            parts.append("%")
+            template.literal("%")
             literals += "%"
             continue
         key, argument = _key(letter, modifiers)
-        pattern = _directive_pattern(letter, argument, inside_quotes(literals))
+        pattern, kind = _directive_pattern(letter, argument, inside_quotes(literals))
         if re.search(r"[0-9!]", _ARGUMENT.sub("", modifiers)):
             pattern = f"(?:{pattern}|-)"  # a status condition not met logs `-`
         if key in groups:
-            parts.append(f"(?:{pattern})")
+            template.field(f"(?:{pattern})", kind)
         else:
             groups[key] = f"d{len(groups)}"
-            parts.append(f"(?P<{groups[key]}>{pattern})")
+            template.field(f"(?P<{groups[key]}>{pattern})", kind)
     if not groups:
         raise FormatError(f"Apache LogFormat has no %directive: {log_format!r}")
-    parts.append(re.escape(fmt[end:]))
-    return ApacheParser(log_format, re.compile("".join(parts)), groups)
+    template.literal(fmt[end:])
+    return ApacheParser(log_format, re.compile(template.regex()), groups)
 
 
 def parser_for(log_format: str | None) -> ApacheParser:

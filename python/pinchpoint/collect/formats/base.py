@@ -1,9 +1,23 @@
 """What every log format produces, and pieces shared by the formats."""
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Protocol
+
+# Longest line a parser reads, in characters (bytes for the ASCII lines servers write).
+# A longer line is not parsed, whatever it holds: it counts as unparseable. Every format
+# checks it before any regex, so no line costs more than this much work; the Rust nginx
+# parser has the same cap (`MAX_PARSE_LINE` in pinchpoint-logs).
+MAX_LINE_CHARS = 64 * 1024
+# Longest time a request can take, in seconds (a week): a logged duration beyond it, or
+# one that is not a finite number, is damage and is not read.
+MAX_DURATION_S = 7 * 24 * 3600.0
+# HTTP status codes; a logged number outside them is not a status.
+STATUS_CODES = range(100, 1000)
+# Most digits of a logged integer, and of either side of a decimal point (2^64 has 20).
+MAX_DIGITS = 20
 
 
 class FormatError(ValueError):
@@ -49,7 +63,8 @@ QUOTED = r'(?:[^"\\]|\\.)*?'
 ANY = r".*?"
 # Text without spaces.
 WORD = r"\S*?"
-NUMBER = r"\d+(?:\.\d+)?"
+INT = rf"\d{{1,{MAX_DIGITS}}}"
+NUMBER = rf"{INT}(?:\.{INT})?"
 
 # Common Log Format time, e.g. `10/Oct/2000:13:55:36 -0700`.
 CLF_TIME = r"\d{2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}"
@@ -96,6 +111,23 @@ def parse_iso_time(text: str) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
+
+
+def too_long(line: str) -> bool:
+    """Whether a line is longer than MAX_LINE_CHARS, so that it is not parsed."""
+    return len(line) > MAX_LINE_CHARS
+
+
+def duration(seconds: float | None) -> float | None:
+    """`seconds` if it is a time a request can take (finite, 0 to MAX_DURATION_S), else None."""
+    if seconds is None or not 0.0 <= seconds <= MAX_DURATION_S:  # NaN fails the comparison
+        return None
+    return seconds
+
+
+def finite(value: float | None) -> float | None:
+    """`value` if it is a finite number, else None."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def to_float(text: str | None) -> float | None:

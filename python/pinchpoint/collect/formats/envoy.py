@@ -19,7 +19,9 @@ reads from a line:
 
 Envoy logs `-` for an empty value and does not escape quotes: a quoted header value
 that holds `"` makes its line unparseable. JSON access logs (`json_format`) are read
-by the `jsonlines` format.
+by the `jsonlines` format. A line longer than MAX_LINE_CHARS, a duration beyond
+MAX_DURATION_S or a status other than 0 outside 100-999 does not parse; the regex is
+built as `template.py` says, so a line costs time linear in its length.
 """
 
 import re
@@ -27,15 +29,20 @@ from dataclasses import dataclass
 
 from pinchpoint.collect.formats.base import (
     ANY,
+    INT,
     QUOTED,
+    STATUS_CODES,
     WORD,
     FormatError,
     Record,
+    duration,
     inside_quotes,
     parse_iso_time,
     to_int,
+    too_long,
 )
 from pinchpoint.collect.formats.clock import scaled
+from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
 
 ENVOY_FORMAT = (
     '[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" '
@@ -45,7 +52,7 @@ ENVOY_FORMAT = (
 )
 
 _OPERATOR = re.compile(r"%([A-Z][A-Z0-9_]*)(?:\(([^)]*)\))?(?::(\d+))?%")
-_NUMBER_OR_DASH = r"(?:\d+|-)"
+_NUMBER_OR_DASH = rf"(?:{INT}|-)"
 _START_TIME = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})"
 _SERVICE_TIME = "RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)"
 _HEADER = "REQ(X-PINCHPOINT)"
@@ -63,20 +70,25 @@ def _is_path(key: str) -> bool:
     return key.startswith("REQ(") and "PATH" in key
 
 
-def _operator_pattern(name: str, key: str, argument: str | None, quoted: bool) -> str:
+def _operator_pattern(
+    name: str, key: str, argument: str | None, quoted: bool
+) -> tuple[str, str | None]:
+    """The pattern of an operator, and its kind of text (None if typed; see `template.py`)."""
     if name == "START_TIME":
         if argument is None:
-            return _START_TIME
-        return r"\d+" if argument == "%s" else ANY
+            return _START_TIME, None
+        return (INT, None) if argument == "%s" else (ANY, TEXT_ANY)
     if name == "RESPONSE_CODE" or key == _SERVICE_TIME:
-        return _NUMBER_OR_DASH
+        return _NUMBER_OR_DASH, None
     if "DURATION" in name or "BYTES" in name or name == "UPSTREAM_REQUEST_ATTEMPT_COUNT":
-        return _NUMBER_OR_DASH
+        return _NUMBER_OR_DASH, None
     if name == "PROTOCOL" or _is_path(key) or key == "REQ(:METHOD)":
-        return WORD
+        return WORD, TEXT_WORD
     if quoted:
-        return QUOTED
-    return ANY if name in ("REQ", "RESP", "TRAILER") else WORD
+        return QUOTED, TEXT_QUOTED
+    if name in ("REQ", "RESP", "TRAILER"):
+        return ANY, TEXT_ANY
+    return WORD, TEXT_WORD
 
 
 @dataclass(frozen=True)
@@ -90,19 +102,25 @@ class EnvoyParser:
         return "DURATION" in self.groups
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            return None
         match = self.regex.fullmatch(line)
         if match is None:
             return None
         values = {key: match.group(group) for key, group in self.groups.items()}
-        duration = _millis(values.get("DURATION"))
+        seconds = _millis(values.get("DURATION"))
         status = to_int(values.get("RESPONSE_CODE"))
+        if seconds is not None and duration(seconds) is None:
+            return None
+        if status and status not in STATUS_CODES:
+            return None  # 0 is Envoy's mark for no response
         start = _start(values.get("START_TIME"))
         header = values.get(_HEADER)
         return Record(
-            duration_s=duration,
-            upstream_s=_millis(values.get(_SERVICE_TIME)),
+            duration_s=seconds,
+            upstream_s=duration(_millis(values.get(_SERVICE_TIME))),
             status=status if status else None,
-            ts=None if start is None else start + (duration or 0.0),
+            ts=None if start is None else start + (seconds or 0.0),
             target=" ".join(value for key, value in values.items() if _is_path(key)),
             tag_header=header if header not in (None, "-") else None,
         )
@@ -123,27 +141,27 @@ def _start(text: str | None) -> float | None:
 def compile_format(format_string: str) -> EnvoyParser:
     """Compile an Envoy access log format string into a line parser."""
     fmt = format_string.removesuffix("\n").removesuffix("\\n")
-    parts: list[str] = []
+    template = Template()
     literals = ""
     groups: dict[str, str] = {}
     end = 0
     for match in _OPERATOR.finditer(fmt):
         literal = fmt[end : match.start()]
-        parts.append(re.escape(literal))
+        template.literal(literal)
         literals += literal
         end = match.end()
         name, argument, _length = match.groups()
         key = _operator_key(name, argument)
-        pattern = _operator_pattern(name, key, argument, inside_quotes(literals))
+        pattern, kind = _operator_pattern(name, key, argument, inside_quotes(literals))
         if key in groups:
-            parts.append(f"(?:{pattern})")
+            template.field(f"(?:{pattern})", kind)
         else:
             groups[key] = f"o{len(groups)}"
-            parts.append(f"(?P<{groups[key]}>{pattern})")
+            template.field(f"(?P<{groups[key]}>{pattern})", kind)
     if not groups:
         raise FormatError(f"Envoy access log format has no %OPERATOR%: {format_string!r}")
-    parts.append(re.escape(fmt[end:]))
-    return EnvoyParser(format_string, re.compile("".join(parts)), groups)
+    template.literal(fmt[end:])
+    return EnvoyParser(format_string, re.compile(template.regex()), groups)
 
 
 def parser_for(log_format: str | None) -> EnvoyParser:

@@ -20,24 +20,37 @@ file through syslog, or with `format raw` all parse. What pinchpoint reads:
   (`capture request header X-Pinchpoint len 128`) holding `run=...; users=...; req=...`.
 
 The log_format is None or `httplog`; custom `log-format` strings are not compiled.
+A line longer than MAX_LINE_CHARS, with a duration beyond MAX_DURATION_S or with a status
+other than -1 outside 100-999 does not parse. The record starts at the first word that
+is followed by `:port [date] ` (atomic groups, as `template.py` says), so a line costs
+time linear in its length.
 """
 
 import re
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import FormatError, Record
+from pinchpoint.collect.formats.base import (
+    INT,
+    STATUS_CODES,
+    FormatError,
+    Record,
+    duration,
+    too_long,
+)
 from pinchpoint.collect.formats.clock import local_timestamp, month_number, scaled
 from pinchpoint.collect.tag import parse_header
 
 _LINE = re.compile(
-    r"(?P<client>\S+):\d+ "
-    r"\[(?P<date>\d{2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2}(?:\.\d{3})?)\] "
-    r"\S+ [^\s/]+/\S+ "  # frontend backend/server
-    r"(?P<tq>-?\d+)/(?P<tw>-?\d+)/(?P<tc>-?\d+)/(?P<tr>-?\d+)/\+?(?P<ta>-?\d+) "
-    r"(?P<status>-?\d+) \+?-?\d+ \S+ \S+ \S+ "  # status bytes cookies termination-state
-    r"\d+/\d+/\d+/\d+/\+?\d+ \d+/\d+ "  # connection counts, queues
+    # Text before the client address, which starts a word.
+    r"(?>.*?(?<!\S)(?P<client>\S+):\d{1,5} "
+    r"\[(?P<date>\d{2}/[A-Za-z]{3}/\d{4}:\d{2}:\d{2}:\d{2}(?:\.\d{3})?)\] )"
+    r"(?>\S+ [^\s/]+/\S+ )"  # frontend backend/server
+    rf"(?P<tq>-?{INT})/(?P<tw>-?{INT})/(?P<tc>-?{INT})/(?P<tr>-?{INT})/\+?(?P<ta>-?{INT}) "
+    rf"(?P<status>-?{INT}) \+?-?{INT} "  # status bytes
+    r"(?>\S+ \S+ \S+ )"  # cookies termination-state
+    rf"{INT}/{INT}/{INT}/{INT}/\+?{INT} {INT}/{INT} "  # connection counts, queues
     r"(?P<captures>(?:\{[^}]*\} ){0,2})"
-    r'"(?P<request>.*)"'
+    r'"(?P<request>.*)"\Z'
 )
 _DATE = re.compile(r"(\d{2})/([A-Za-z]{3})/(\d{4}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?")
 _CAPTURE = re.compile(r"\{([^}]*)\}")
@@ -85,20 +98,26 @@ class HaproxyParser:
         return True
 
     def parse(self, line: str) -> HaproxyRecord | None:
-        match = _LINE.search(line)
+        if too_long(line):
+            return None
+        match = _LINE.match(line)
         if match is None:
             return None
-        duration = _seconds(match.group("ta"))
-        start = parse_date(match.group("date"))
+        ta = _seconds(match.group("ta"))
         status = int(match.group("status"))
+        if (ta is not None and duration(ta) is None) or (
+            status != -1 and status not in STATUS_CODES
+        ):
+            return None
+        start = parse_date(match.group("date"))
         return HaproxyRecord(
-            duration_s=duration,
-            upstream_s=_seconds(match.group("tr")),
+            duration_s=ta,
+            upstream_s=duration(_seconds(match.group("tr"))),
             status=status if status > 0 else None,
-            ts=None if start is None else start + (duration or 0.0),
+            ts=None if start is None else start + (ta or 0.0),
             target=match.group("request"),
             tag_header=_captured_tag_header(match.group("captures")),
-            queue_s=_seconds(match.group("tw")),
+            queue_s=duration(_seconds(match.group("tw"))),
         )
 
 

@@ -21,20 +21,30 @@ The fields pinchpoint knows:
 
 `uri` or `header` is required. Numbers may be JSON numbers or numeric strings. Text
 before the first `{` of a line (a logging prefix) is ignored. A line that is not a JSON
-object, or whose duration is missing, does not parse.
+object, that is longer than MAX_LINE_CHARS, whose duration is missing or is not a finite
+number from 0 to MAX_DURATION_S (`1e400`, a 400-digit integer), or whose status is a
+number outside 100-999 does not parse. Other times that are not finite read as None.
 """
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pinchpoint.collect.formats.base import FormatError, Record, parse_iso_time
-from pinchpoint.collect.formats.clock import scaled
+from pinchpoint.collect.formats.base import (
+    STATUS_CODES,
+    FormatError,
+    Record,
+    duration,
+    finite,
+    parse_iso_time,
+    too_long,
+)
 
-_NUMERIC = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# A decimal number: its digits, then a power of ten (of at most 9 digits).
+_NUMERIC = re.compile(r"(-?\d+(?:\.\d+)?)(?:[eE]([+-]?\d{1,9}))?")
+_DIGIT_STRING = re.compile(r"\d{1,20}")
 _SCALES = {"s": 0, "ms": -3, "us": -6}  # decimal exponents
 _TIMES = ("duration", "upstream", "ts", "start")
 FIELDS = (
@@ -75,29 +85,50 @@ def lookup(data: object, path: str) -> object:
     return None
 
 
-def _number_text(value: object) -> str | None:
-    """The decimal text of a JSON number or numeric string, None for anything else."""
+def _scaled(value: object, exponent: int) -> float | None:
+    """A JSON number or numeric string times 10**exponent, correctly rounded; None for
+    anything else. A huge number gives inf, never an error."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return repr(value) if math.isfinite(value) else None
-    if isinstance(value, str) and _NUMERIC.fullmatch(value.strip()):
-        return value.strip()
-    return None
+    if isinstance(value, float):
+        text = repr(value)  # `1.5e-05`, `inf` or `nan`, which _NUMERIC refuses
+    elif isinstance(value, int):
+        # A number of many digits (JSON has no limit) is more than any time.
+        text = str(value) if value.bit_length() <= 64 else ("-1e400" if value < 0 else "1e400")
+    elif isinstance(value, str):
+        text = value.strip()
+    else:
+        return None
+    match = _NUMERIC.fullmatch(text)
+    if match is None:
+        return None
+    mantissa, power = match.groups()
+    return float(f"{mantissa}e{int(power or 0) + exponent}")
 
 
 def _amount(value: object, exponent: int) -> float | None:
-    """A duration: a non-negative number (or numeric string) in its unit."""
-    seconds = scaled(_number_text(value), exponent)
-    return None if seconds is None or seconds < 0 else seconds
+    """A duration: a number (or numeric string) in its unit, from 0 to MAX_DURATION_S."""
+    return duration(_scaled(value, exponent))
 
 
 def _time(value: object, exponent: int) -> float | None:
-    """A time: unix time in its unit, or an ISO 8601 string."""
-    seconds = scaled(_number_text(value), exponent)
+    """A time: unix time in its unit, or an ISO 8601 string; None if not finite."""
+    seconds = _scaled(value, exponent)
     if seconds is None and isinstance(value, str):
         return parse_iso_time(value)
-    return seconds
+    return finite(seconds)
+
+
+def _status(value: object) -> int | bool | None:
+    """The status of a logged value: None if there is none or it is not a number, False
+    if it is a number outside 100-999."""
+    if isinstance(value, str) and _DIGIT_STRING.fullmatch(value):
+        value = int(value)
+    elif isinstance(value, str) and value.isdigit():
+        return False  # more digits than any status
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value if value in STATUS_CODES else False
 
 
 def _text(value: object) -> str | None:
@@ -155,28 +186,28 @@ class JsonLinesParser:
 
     def parse(self, line: str) -> Record | None:
         start = line.find("{")
-        if start < 0:
+        if start < 0 or too_long(line):
             return None
         try:
             data = json.loads(line[start:])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested too deep
             return None
         if not isinstance(data, dict):
             return None
         found = self._get(data, "duration")
-        duration = None if found is None else _amount(*found)
-        if duration is None:
+        seconds = None if found is None else _amount(*found)
+        if seconds is None:
             return None
         found = self._get(data, "upstream")
         upstream = None if found is None else _amount(*found)
-        status = lookup(data, self.fields["status"]) if "status" in self.fields else None
-        if isinstance(status, str) and status.isdigit():
-            status = int(status)
+        status = _status(lookup(data, self.fields["status"])) if "status" in self.fields else None
+        if status is False:
+            return None
         return Record(
-            duration_s=duration,
+            duration_s=seconds,
             upstream_s=upstream,
-            status=status if isinstance(status, int) and not isinstance(status, bool) else None,
-            ts=self._ts(data, duration),
+            status=status,
+            ts=self._ts(data, seconds),
             target=self._field_text(data, "uri") or "",
             tag_header=self._field_text(data, "header"),
         )

@@ -10,6 +10,13 @@ pinchpoint reads from a line:
 - ts from `$msec`, else `$time_local`, else `$time_iso8601`;
 - the tag from `$request_uri`, `$request`, `$args` or `$query_string`, or the
   header `$http_x_pinchpoint`.
+
+Numbers have at most 20 digits on either side of the point. A line longer than
+MAX_LINE_CHARS does not parse; a duration beyond MAX_DURATION_S reads as None, as does a
+status below 100 (nginx logs `000` when it sent no response). The regex is built as
+`template.py` says, so that a line costs time linear in its length: a text variable ends
+at the first place from which the typed variables and literals after it, up to the next
+text variable, match.
 """
 
 import re
@@ -18,16 +25,27 @@ from dataclasses import dataclass
 from pinchpoint.collect.formats.base import (
     ANY,
     CLF_TIME,
+    INT,
     NUMBER,
     QUOTED,
+    STATUS_CODES,
     WORD,
     FormatError,
     Record,
+    duration,
     inside_quotes,
     parse_clf_time,
     parse_iso_time,
     to_float,
     to_int,
+    too_long,
+)
+from pinchpoint.collect.formats.template import (
+    TEXT_ADDRESSES,
+    TEXT_ANY,
+    TEXT_QUOTED,
+    TEXT_WORD,
+    Template,
 )
 
 # The format pinchpoint configures nginx with (the demo stack uses exactly this).
@@ -52,17 +70,18 @@ _ADDRESS_LIST = r"\S+?(?:(?:, | : )\S+?)*"
 _LIST_SPLIT = re.compile(r"\s*[,:]\s*")
 _UPSTREAM_LISTS = {"upstream_status", "upstream_response_length"}
 
+_INT_OR_DASH = rf"(?:{INT}|-)"
 _TYPED = {
     "request_time": _NUMBER_OR_DASH,
     "msec": _NUMBER_OR_DASH,
     "connection_time": _NUMBER_OR_DASH,
     "status": r"(?:\d{3}|-)",
-    "body_bytes_sent": r"(?:\d+|-)",
-    "bytes_sent": r"(?:\d+|-)",
-    "request_length": r"(?:\d+|-)",
-    "connection": r"(?:\d+|-)",
-    "connection_requests": r"(?:\d+|-)",
-    "pid": r"(?:\d+|-)",
+    "body_bytes_sent": _INT_OR_DASH,
+    "bytes_sent": _INT_OR_DASH,
+    "request_length": _INT_OR_DASH,
+    "connection": _INT_OR_DASH,
+    "connection_requests": _INT_OR_DASH,
+    "pid": _INT_OR_DASH,
     "time_local": CLF_TIME,
     "time_iso8601": r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[+-]\d{2}:\d{2}|Z)?",
 }
@@ -71,20 +90,21 @@ _SPACED_PREFIXES = ("http_", "sent_http_", "upstream_http_", "cookie_")
 _TAG_GROUPS = ("v_request_uri", "v_request", "v_args", "v_query_string")
 
 
-def _variable_pattern(name: str, quoted: bool) -> str:
+def _variable_pattern(name: str, quoted: bool) -> tuple[str, str | None]:
+    """The pattern of a variable, and its kind of text (None if typed; see `template.py`)."""
     if name in _TYPED:
-        return _TYPED[name]
+        return _TYPED[name], None
     if name == "upstream_addr":
-        return _ADDRESS_LIST
+        return _ADDRESS_LIST, TEXT_ADDRESSES
     if name in _UPSTREAM_LISTS or name.startswith("upstream_bytes"):
-        return _LIST
+        return _LIST, None
     if name.startswith("upstream_") and name.endswith("_time"):
-        return _LIST
+        return _LIST, None
     if quoted:
-        return QUOTED
+        return QUOTED, TEXT_QUOTED
     if name == "request" or name.startswith(_SPACED_PREFIXES):
-        return ANY
-    return WORD
+        return ANY, TEXT_ANY
+    return WORD, TEXT_WORD
 
 
 @dataclass(frozen=True)
@@ -98,6 +118,8 @@ class NginxParser:
         return "request_time" in self.variables
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            return None
         match = self.regex.fullmatch(line)
         if match is None:
             return None
@@ -107,10 +129,11 @@ class NginxParser:
             ts = parse_clf_time(values["v_time_local"])
         if ts is None and "v_time_iso8601" in values:
             ts = parse_iso_time(values["v_time_iso8601"])
+        status = to_int(values.get("v_status"))
         return Record(
-            duration_s=to_float(values.get("v_request_time")),
-            upstream_s=sum_upstream(values.get("v_upstream_response_time")),
-            status=to_int(values.get("v_status")),
+            duration_s=duration(to_float(values.get("v_request_time"))),
+            upstream_s=duration(sum_upstream(values.get("v_upstream_response_time"))),
+            status=status if status in STATUS_CODES else None,
             ts=ts,
             target=" ".join(values[name] for name in _TAG_GROUPS if name in values),
             tag_header=values.get("v_http_x_pinchpoint"),
@@ -129,26 +152,26 @@ def sum_upstream(text: str | None) -> float | None:
 
 def compile_format(log_format: str) -> NginxParser:
     """Compile an nginx `log_format` string into a line parser."""
-    parts: list[str] = []
+    template = Template()
     literals = ""
     seen: set[str] = set()
     end = 0
     for match in _VARIABLE.finditer(log_format):
         literal = log_format[end : match.start()]
-        parts.append(re.escape(literal))
+        template.literal(literal)
         literals += literal
         name = match.group(1) or match.group(2)
-        pattern = _variable_pattern(name, inside_quotes(literals))
+        pattern, kind = _variable_pattern(name, inside_quotes(literals))
         if name in seen:
-            parts.append(f"(?:{pattern})")
+            template.field(f"(?:{pattern})", kind)
         else:
-            parts.append(f"(?P<v_{name}>{pattern})")
+            template.field(f"(?P<v_{name}>{pattern})", kind)
             seen.add(name)
         end = match.end()
     if not seen:
         raise FormatError(f"nginx log_format has no $variable: {log_format!r}")
-    parts.append(re.escape(log_format[end:]))
-    return NginxParser(log_format, re.compile("".join(parts)), frozenset(seen))
+    template.literal(log_format[end:])
+    return NginxParser(log_format, re.compile(template.regex()), frozenset(seen))
 
 
 def parser_for(log_format: str | None) -> NginxParser:

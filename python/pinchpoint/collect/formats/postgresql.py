@@ -35,6 +35,11 @@ ts is the time the line was logged (the statement's end): `%n`, else `%m` / `%t`
 (log_time / timestamp in csvlog and jsonlog) when the zone is UTC, a numeric offset or
 this machine's own zone abbreviation; otherwise None. Messages are read in English
 (`lc_messages = 'C'` or an English locale).
+
+A line longer than MAX_LINE_CHARS (a csvlog record over several lines: all of them
+together), or whose duration is beyond MAX_DURATION_S, does not parse. A prefix's regex
+is built as `template.py` says, and comments are found in one pass, so a line costs time
+linear in its length.
 """
 
 import csv
@@ -44,8 +49,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import unquote
 
-from pinchpoint.collect.formats.base import ANY, NOT_A_RECORD, FormatError, Record, to_float
+from pinchpoint.collect.formats.base import (
+    ANY,
+    INT,
+    MAX_LINE_CHARS,
+    NOT_A_RECORD,
+    NUMBER,
+    FormatError,
+    Record,
+    duration,
+    to_float,
+    too_long,
+)
 from pinchpoint.collect.formats.clock import scaled, zoned_timestamp
+from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_WORD, Template, atomic
 from pinchpoint.collect.tag import find_tag
 
 # PostgreSQL's default log_line_prefix.
@@ -54,44 +71,62 @@ CSVLOG = "csvlog"
 JSONLOG = "jsonlog"
 
 _DATE_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
-_ZONED = rf"{_DATE_TIME}(?:\.\d+)? \S+"
+# Words are lazy, so that a word before a literal ends at its first place (`template.py`).
+_ZONED = rf"{_DATE_TIME}(?:\.\d{{1,9}})? \S+?"
 _ESCAPE = re.compile(r"%(-?\d*)([A-Za-z%])")
-_ESCAPES = {
-    "a": ANY,
-    "u": ANY,
-    "d": ANY,
-    "b": ANY,
-    "i": ANY,
-    "r": r"\S*",
-    "h": r"\S*",
-    "c": r"[0-9a-f]+\.[0-9a-f]+",
-    "p": r"\d+",
-    "P": r"\d*",
-    "l": r"\d+",
-    "m": _ZONED,
-    "t": _ZONED,
-    "s": _ZONED,
-    "n": r"\d+(?:\.\d+)?",
-    "e": r"[0-9A-Z]{5}",
-    "v": r"(?:\d+/\d+)?",
-    "x": r"\d+",
-    "Q": r"-?\d+",
+# Each escape's pattern and its kind of text (None if typed; see `template.py`).
+_ESCAPES: dict[str, tuple[str, str | None]] = {
+    "a": (ANY, TEXT_ANY),
+    "u": (ANY, TEXT_ANY),
+    "d": (ANY, TEXT_ANY),
+    "b": (ANY, TEXT_ANY),
+    "i": (ANY, TEXT_ANY),
+    "r": (r"\S*?", TEXT_WORD),
+    "h": (r"\S*?", TEXT_WORD),
+    "c": (r"[0-9a-f]{1,16}\.[0-9a-f]{1,16}", None),
+    "p": (INT, None),
+    "P": (r"\d{0,20}", None),
+    "l": (INT, None),
+    "m": (_ZONED, TEXT_WORD),
+    "t": (_ZONED, TEXT_WORD),
+    "s": (_ZONED, TEXT_WORD),
+    "n": (NUMBER, None),
+    "e": (r"[0-9A-Z]{5}", None),
+    "v": (rf"(?:{INT}/{INT})?", None),
+    "x": (INT, None),
+    "Q": (rf"-?{INT}", None),
 }
-_SEVERITY = r"(?P<severity>[A-Z]+[1-5]?):  (?:[0-9A-Z]{5}: )?(?P<message>.*)"
+_GROUP_NAME = re.compile(r"\(\?P<(\w+)>")
+_WITHOUT_Q = "_without_q"
+_SEVERITY = r"(?P<severity>[A-Z]{1,10}[1-5]?):  (?:[0-9A-Z]{5}: )?(?P<message>.*)"
 
-_DURATION = re.compile(r"duration: (\d+(?:\.\d+)?) ms(?:  (.*))?", re.DOTALL)
+_DURATION = re.compile(rf"duration: ({NUMBER}) ms(?:  (.*))?", re.DOTALL)
 _EXECUTE = re.compile(r"execute [^:]*: (.*)", re.DOTALL)
 _SKIPPED = re.compile(r"(?:parse|bind) [^:]*: |plan:")
 _ZONED_TIME = re.compile(rf"({_DATE_TIME}(?:\.\d+)?) (\S+)")
 
-_COMMENT = re.compile(r"/\*(.*?)\*/", re.DOTALL)
-_SQLCOMMENTER = re.compile(r"\s*([^=,'\s]+)='((?:[^'\\]|\\.)*)'\s*(?:,|$)")
+# A key starts where no other key character is before it, so each is tried once.
+_SQLCOMMENTER = re.compile(r"\s*(?<![^=,'\s])([^=,'\s]++)='((?:[^'\\]|\\.)*+)'\s*(?:,|$)")
 _TAG_KEYS = ("pp_run", "pp_users", "pp_rate", "pp_req")
 _TAG_VALUE = re.compile(r"[A-Za-z0-9_.-]*")
 
 # csvlog columns (0-based) that pinchpoint reads; application_name from PostgreSQL 9.0.
 _CSV_LOG_TIME, _CSV_SEVERITY, _CSV_MESSAGE, _CSV_APPLICATION = 0, 11, 13, 22
 _CSV_MAX_LINES = 1000
+_RECORD_START = re.compile(r"\d{4}-\d{2}-\d{2} ")
+
+
+def _comments(statement: str) -> list[str]:
+    """The texts of a statement's `/* ... */` comments, found in one pass."""
+    comments: list[str] = []
+    at = statement.find("/*")
+    while at >= 0:
+        close = statement.find("*/", at + 2)
+        if close < 0:
+            break  # no comment closes after this point
+        comments.append(statement[at + 2 : close])
+        at = statement.find("/*", close + 2)
+    return comments
 
 
 def comment_tag(statement: str) -> str | None:
@@ -99,7 +134,7 @@ def comment_tag(statement: str) -> str | None:
     or None when no comment holds a valid one."""
     if "pp_run" not in statement:
         return None
-    for comment in _COMMENT.findall(statement):
+    for comment in _comments(statement):
         if "pp_run" not in comment:
             continue
         if "='" not in comment:
@@ -146,10 +181,13 @@ def duration_record(message: str, application_name: str | None, ts: float | None
             statement = rest[len("statement: ") :]
         elif (execute := _EXECUTE.fullmatch(rest)) is not None:
             statement = execute.group(1)
+    seconds = duration(scaled(millis, -3))
+    if seconds is None:
+        return None
     tag = comment_tag(statement)
     app = application_name if application_name not in (None, "", "[unknown]") else None
     return Record(
-        duration_s=scaled(millis, -3),
+        duration_s=seconds,
         ts=ts,
         target=tag if tag is not None else (app or ""),
         tag_header=app,
@@ -169,77 +207,112 @@ class StderrParser:
         return True
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            return None
         if line.startswith("\t"):
             return NOT_A_RECORD  # continuation of a message written over several lines
         match = self.regex.fullmatch(line)
         if match is None:
             return None
-        if match.group("severity") != "LOG":
+        found = _values(match)
+        if found["severity"] != "LOG":
             return NOT_A_RECORD
-        values = {letter: match.group(group) for letter, group in self.groups.items()}
+        values = {letter: found.get(group) for letter, group in self.groups.items()}
         ts = to_float(values.get("n"))
         if ts is None:
             ts = _timestamp(values.get("m")) or _timestamp(values.get("t"))
         app = values.get("a")
-        return duration_record(match.group("message"), app.strip() if app else None, ts)
+        return duration_record(found["message"], app.strip() if app else None, ts)
 
 
 def compile_prefix(prefix: str) -> StderrParser:
     """Compile a `log_line_prefix` into a parser of stderr log lines."""
-    parts: list[str] = []
+    before = current = Template()
+    after: Template | None = None  # what follows %q
     groups: dict[str, str] = {}
-    optional_from: int | None = None
     end = 0
     for match in _ESCAPE.finditer(prefix):
-        parts.append(re.escape(prefix[end : match.start()]))
+        current.literal(prefix[end : match.start()])
         end = match.end()
         padding, letter = match.groups()
         if letter == "%":
-            parts.append("%")
+            current.literal("%")
             continue
         if letter == "q":  # what follows is written only by session processes
-            optional_from = optional_from if optional_from is not None else len(parts)
+            if after is None:
+                after = current = Template()
             continue
-        pattern = _ESCAPES.get(letter)
-        if pattern is None:
+        escape = _ESCAPES.get(letter)
+        if escape is None:
             continue  # PostgreSQL writes nothing for an unknown escape
+        pattern, kind = escape
         if padding not in ("", "-"):
             pattern = f" *{pattern}" if not padding.startswith("-") else f"{pattern} *"
         if letter in groups:
-            parts.append(f"(?:{pattern})")
+            current.field(f"(?:{pattern})", kind)
         else:
             groups[letter] = f"e_{letter}"
-            parts.append(f"(?P<e_{letter}>{pattern})")
-    parts.append(re.escape(prefix[end:]))
-    if optional_from is not None:
-        parts[optional_from:] = ["(?:" + "".join(parts[optional_from:]) + ")?"]
-    regex = re.compile("".join(parts) + _SEVERITY, re.DOTALL)
+            current.field(f"(?P<e_{letter}>{pattern})", kind)
+    current.literal(prefix[end:])
+    regex = re.compile(_prefix_regex(before, after), re.DOTALL)
     return StderrParser(prefix, regex, groups)
+
+
+def _prefix_regex(before: Template, after: Template | None) -> str:
+    """The regex of a prefix, then the severity and message. What follows %q (`after`) is
+    tried first, then left out, as `(?:after)?` would; the groups of the second way are
+    named with _WITHOUT_Q after their names."""
+    if after is None:
+        return before.regex(_SEVERITY)
+    tail = _SEVERITY + r"\Z"
+    groups = before.groups()
+    head = "".join(f"(?>{group})" for group in groups[:-1])
+    last = groups[-1] if groups else ""
+    with_after = (f"(?>{last})" if last else "") + atomic(after.groups(), tail)
+    without = _GROUP_NAME.sub(rf"(?P<\1{_WITHOUT_Q}>", f"(?>{last}{tail})")
+    return f"{head}(?:{with_after}|{without})"
+
+
+def _values(match: re.Match[str]) -> dict[str, str]:
+    """The groups that matched, by name (without _WITHOUT_Q)."""
+    return {
+        name.removesuffix(_WITHOUT_Q): value
+        for name, value in match.groupdict().items()
+        if value is not None
+    }
 
 
 @dataclass
 class CsvlogParser:
     """Lines of the csvlog. A record whose quoted fields hold line breaks spans several
-    lines: its earlier lines give NOT_A_RECORD and its last line gives the record."""
+    lines: its earlier lines give NOT_A_RECORD and its last line gives the record. A record
+    whose lines hold more than MAX_LINE_CHARS in all does not parse."""
 
     log_format: str = CSVLOG
     _pending: list[str] = field(default_factory=list, repr=False)
+    _pending_chars: int = field(default=0, repr=False)
+    # Whether the pending lines leave a quoted field open (an odd number of quotes).
+    _open: bool = field(default=False, repr=False)
 
     @property
     def gives_duration(self) -> bool:
         return True
 
     def parse(self, line: str) -> Record | None:
-        if re.match(r"\d{4}-\d{2}-\d{2} ", line):
-            self._pending = [line]  # a record starts
-        elif self._pending and len(self._pending) < _CSV_MAX_LINES:
-            self._pending.append(line)
-        else:
+        if _RECORD_START.match(line):
+            self._pending, self._pending_chars, self._open = [], 0, False  # a record starts
+        elif not self._pending or len(self._pending) >= _CSV_MAX_LINES:
             self._pending = []
             return None
-        text = "\n".join(self._pending)
-        if text.count('"') % 2 == 1:
+        self._pending.append(line)
+        self._pending_chars += len(line) + 1
+        self._open ^= line.count('"') % 2 == 1
+        if self._pending_chars > MAX_LINE_CHARS + 1:
+            self._pending = []
+            return None
+        if self._open:
             return NOT_A_RECORD  # a quoted field goes on on the next line
+        text = "\n".join(self._pending)
         self._pending = []
         try:
             row = next(csv.reader([text], strict=True))
@@ -265,9 +338,11 @@ class JsonlogParser:
         return True
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            return None
         try:
             data = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested too deep
             return None
         if not isinstance(data, dict) or not isinstance(data.get("error_severity"), str):
             return None

@@ -3,21 +3,33 @@
     {"ts": 1763800000.1, "method": "GET", "status": 200, "duration_s": 0.0102,
      "uri": "/sys_perf_check?cpu=2&pp_run=r&pp_users=4&pp_req=17"}
 
-Text before the first `{` (a logging prefix) is ignored.
+Text before the first `{` (a logging prefix) is ignored. A line longer than MAX_LINE_CHARS,
+whose duration is not a number from 0 to MAX_DURATION_S or whose status is a number
+outside 100-999 does not parse.
 """
 
 import json
 import math
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import FormatError, Record
+from pinchpoint.collect.formats.base import (
+    STATUS_CODES,
+    FormatError,
+    Record,
+    duration,
+    too_long,
+)
 
 
 def _number(value: object) -> float | None:
+    """A finite JSON number as a float, else None (an integer too large for a float too)."""
     # bool is an int subclass; true/false is not a time.
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
     return number if math.isfinite(number) else None
 
 
@@ -29,22 +41,26 @@ class ProbeParser:
 
     def parse(self, line: str) -> Record | None:
         start = line.find("{")
-        if start < 0:
+        if start < 0 or too_long(line):
             return None
         try:
             data = json.loads(line[start:])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested too deep
             return None
         if not isinstance(data, dict):
             return None
-        duration = _number(data.get("duration_s"))
+        seconds = duration(_number(data.get("duration_s")))
         uri = data.get("uri")
-        if duration is None or not isinstance(uri, str):
+        if seconds is None or not isinstance(uri, str):
             return None
         status = data.get("status")
+        if not isinstance(status, int) or isinstance(status, bool):
+            status = None
+        elif status not in STATUS_CODES:
+            return None
         return Record(
-            duration_s=duration,
-            status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+            duration_s=seconds,
+            status=status,
             ts=_number(data.get("ts")),
             target=uri,
         )

@@ -23,7 +23,11 @@ compiled into a regex with one group per variable. What pinchpoint reads from it
 - the tag from `%(uri)`, or the header `%(var.HTTP_X_PINCHPOINT)`.
 
 uWSGI logs `-` for an empty value and escapes nothing; uWSGI gives no upstream time.
-Lines that are not request lines (uWSGI's own messages) do not parse.
+Lines that are not request lines (uWSGI's own messages) do not parse, nor do lines longer
+than MAX_LINE_CHARS, with a duration beyond MAX_DURATION_S, or with a status other than
+0 or -1 (no response) outside 100-999. The regexes are built as `template.py` says, so
+a line costs time linear in its length: the default line is read from the first
+`[pid: ` that starts a request line.
 """
 
 import re
@@ -32,36 +36,44 @@ from dataclasses import dataclass
 from pinchpoint.collect.formats.base import (
     ANY,
     CLF_TIME,
+    INT,
+    STATUS_CODES,
     WORD,
     FormatError,
     Record,
+    duration,
     parse_clf_time,
     to_float,
     to_int,
+    too_long,
 )
 from pinchpoint.collect.formats.clock import local_timestamp, month_number, scaled
+from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_WORD, Template
 
 # `ctime` without its newline: `Sat Nov 22 03:00:00 2026`, day padded with a space.
 CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
 _CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})")
 
+# Three atomic groups (see `template.py`): the prefix up to the first `[pid: ` that
+# starts a request line, the user up to the method, the URI up to the end.
 _DEFAULT = re.compile(
-    r".*?\[pid: \d+\|app: -?\d+\|req: -?\d+/\d+\] (?P<addr>\S*) \((?P<user>.*?)\) "
-    rf"\{{\d+ vars in \d+ bytes\}} \[(?P<ctime>{CTIME})\] (?P<method>\S*) (?P<uri>.*?) "
-    r"=> generated \d+ bytes in (?P<time>\d+) (?P<unit>msecs|micros)(?: via [a-z]+\(\))? "
-    r"\((?P<proto>\S*) (?P<status>-?\d+)\) \d+ headers in \d+ bytes "
-    r"\(\d+ switches on core \d+\)"
+    rf"(?>.*?\[pid: {INT}\|app: -?{INT}\|req: -?{INT}/{INT}\] (?P<addr>\S*) \()"
+    rf"(?>(?P<user>.*?)\) \{{{INT} vars in {INT} bytes\}} \[(?P<ctime>{CTIME})\] "
+    r"(?P<method>\S*) )"
+    rf"(?>(?P<uri>.*?) => generated {INT} bytes in (?P<time>{INT}) (?P<unit>msecs|micros)"
+    rf"(?: via [a-z]+\(\))? \((?P<proto>\S*) (?P<status>-?{INT})\) {INT} headers in "
+    rf"{INT} bytes \({INT} switches on core {INT}\)\Z)"
 )
 
 _VARIABLE = re.compile(r"%\(([^)]*)\)")
-_INTEGER = r"(?:-?\d+|-)"
+_INTEGER = rf"(?:-?{INT}|-)"
 _INTEGERS = {
     "status", "micros", "msecs", "rsize", "hsize", "size", "cl", "epoch", "time", "tmsecs",
     "tmicros", "pid", "wid", "switches", "vars", "core", "vsz", "rss", "vszM", "rssM",
     "pktsize", "modifier1", "modifier2", "headers", "werr", "rerr", "ioerr",
 }  # fmt: skip
 _TYPED = {
-    "secs": r"(?:\d+(?:\.\d+)?|-)",
+    "secs": rf"(?:{INT}(?:\.{INT})?|-)",
     "ltime": CLF_TIME,
     "ctime": CTIME,
 }
@@ -84,10 +96,17 @@ def parse_ctime(text: str) -> float | None:
     return local_timestamp(int(year), month_n, int(day), int(hour), int(minute), int(second))
 
 
-def _plus(start: float | None, duration: float | None) -> float | None:
+def _plus(start: float | None, seconds: float | None) -> float | None:
     if start is None:
         return None
-    return start + (duration or 0.0)
+    return start + (seconds or 0.0)
+
+
+def _status(code: int | None) -> int | bool | None:
+    """The status of a logged code: None for none (`-`, 0 or -1), False if it is no status."""
+    if code is None or code in (0, -1):
+        return None
+    return code if code in STATUS_CODES else False
 
 
 @dataclass(frozen=True)
@@ -101,16 +120,20 @@ class UwsgiDefaultParser:
         return True
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            return None
         match = _DEFAULT.fullmatch(line)
         if match is None:
             return None
         exponent = -3 if match.group("unit") == "msecs" else -6
-        duration = scaled(match.group("time"), exponent)
-        status = int(match.group("status"))
+        seconds = duration(scaled(match.group("time"), exponent))
+        status = _status(int(match.group("status")))
+        if seconds is None or status is False:
+            return None
         return Record(
-            duration_s=duration,
-            status=status if status > 0 else None,
-            ts=_plus(parse_ctime(match.group("ctime")), duration),
+            duration_s=seconds,
+            status=status,
+            ts=_plus(parse_ctime(match.group("ctime")), seconds),
             target=match.group("uri"),
         )
 
@@ -128,31 +151,35 @@ class UwsgiFormatParser:
         return any(name in self.groups for name, _ in _DURATIONS)
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            return None
         match = self.regex.fullmatch(line)
         if match is None:
             return None
         values = {name: match.group(group) for name, group in self.groups.items()}
-        duration = None
+        seconds = None
         for name, exponent in _DURATIONS:
-            duration = scaled(values.get(name), exponent)
-            if duration is not None:
+            seconds = scaled(values.get(name), exponent)
+            if seconds is not None:
                 break
-        status = to_int(values.get("status"))
+        status = _status(to_int(values.get("status")))
+        if status is False or (seconds is not None and duration(seconds) is None):
+            return None
         header = values.get(_HEADER)
         return Record(
-            duration_s=duration,
-            status=status if status is not None and status > 0 else None,
-            ts=self._ts(values, duration),
+            duration_s=seconds,
+            status=status,
+            ts=self._ts(values, seconds),
             target=values.get("uri", ""),
             tag_header=header if header not in (None, "-") else None,
         )
 
     @staticmethod
-    def _ts(values: dict[str, str], duration: float | None) -> float | None:
+    def _ts(values: dict[str, str], seconds: float | None) -> float | None:
         for name, exponent in _STARTS:
             start = scaled(values.get(name), exponent)
             if start is not None:
-                return start + (duration or 0.0)
+                return start + (seconds or 0.0)
         epoch = to_float(values.get("epoch"))
         if epoch is not None:
             return epoch
@@ -161,36 +188,37 @@ class UwsgiFormatParser:
             start = parse_clf_time(values["ltime"])
         if start is None and "ctime" in values:
             start = parse_ctime(values["ctime"])
-        return _plus(start, duration)
+        return _plus(start, seconds)
 
 
-def _variable_pattern(name: str) -> str:
+def _variable_pattern(name: str) -> tuple[str, str | None]:
+    """The pattern of a variable, and its kind of text (None if typed; see `template.py`)."""
     if name in _INTEGERS or name.startswith("metric."):
-        return _INTEGER
+        return _INTEGER, None
     if name in _TYPED:
-        return _TYPED[name]
-    return WORD if name in _WORDS else ANY
+        return _TYPED[name], None
+    return (WORD, TEXT_WORD) if name in _WORDS else (ANY, TEXT_ANY)
 
 
 def compile_format(logformat: str) -> UwsgiFormatParser:
     """Compile a uWSGI `--logformat` string into a line parser."""
-    parts: list[str] = []
+    template = Template()
     groups: dict[str, str] = {}
     end = 0
     for match in _VARIABLE.finditer(logformat):
-        parts.append(re.escape(logformat[end : match.start()]))
+        template.literal(logformat[end : match.start()])
         end = match.end()
         name = match.group(1)
-        pattern = _variable_pattern(name)
+        pattern, kind = _variable_pattern(name)
         if name in groups:
-            parts.append(f"(?:{pattern})")
+            template.field(f"(?:{pattern})", kind)
         else:
             groups[name] = f"v{len(groups)}"
-            parts.append(f"(?P<{groups[name]}>{pattern})")
+            template.field(f"(?P<{groups[name]}>{pattern})", kind)
     if not groups:
         raise FormatError(f"uWSGI logformat has no %(variable): {logformat!r}")
-    parts.append(re.escape(logformat[end:].rstrip("\n")))
-    return UwsgiFormatParser(logformat, re.compile("".join(parts)), groups)
+    template.literal(logformat[end:].rstrip("\n"))
+    return UwsgiFormatParser(logformat, re.compile(template.regex()), groups)
 
 
 def parser_for(log_format: str | None) -> UwsgiDefaultParser | UwsgiFormatParser:
