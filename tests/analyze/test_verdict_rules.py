@@ -206,3 +206,36 @@ def test_throughput_that_stops_scaling_is_a_knee_under_a_millisecond() -> None:
 def test_sub_millisecond_latency_that_scales_is_no_knee() -> None:
     steps = [step(u, lat, app=0.01) for u, lat in ((4, 0.05), (8, 0.07), (16, 0.09))]
     assert decide(steps, ROOMY)["bottleneck"] is None
+
+
+def queued_pool_steps(host_cpu: float = 0.6, app: float = 10.0) -> list[dict]:
+    """Four threads whose logged occupancy stops at 0.75 while requests queue before them."""
+    return [
+        step(1, 10.5, host_cpu=host_cpu),
+        step(4, 13.5, queue=2.0, concurrency=2.9, host_cpu=host_cpu),
+        step(7, 24.0, queue=13.0, concurrency=3.0, host_cpu=host_cpu, app=app),
+        step(10, 34.0, queue=23.0, concurrency=3.0, host_cpu=host_cpu, app=app),
+    ]
+
+
+def test_queue_before_a_pool_whose_occupancy_reads_three_quarters_is_the_worker_pool() -> None:
+    ctx = Context(**{**CTX.__dict__, "workers": {"gunicorn": 4}})
+    b = decide(queued_pool_steps(), ctx)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 4)
+    assert any("75% occupancy counts as full" in e for e in b["evidence"])
+
+
+def test_queue_before_a_pool_on_a_host_neighbours_saturate_is_still_the_pool() -> None:
+    # The app's own time stays flat: the CPU the neighbours took did not slow a request.
+    ctx = Context(**{**CTX.__dict__, "workers": {"gunicorn": 4}})
+    b = decide(queued_pool_steps(host_cpu=1.98), ctx)["bottleneck"]
+    assert (b["component"], b["resource"]) == ("gunicorn", "worker_pool")
+
+
+def test_queue_growing_no_faster_than_the_service_time_is_not_a_full_pool_below_the_mark() -> None:
+    # The requests themselves take twice as long: the queue follows the service time.
+    ctx = Context(**{**CTX.__dict__, "workers": {"gunicorn": 4}})
+    steps = queued_pool_steps(app=20.0)
+    for s in steps[2:]:
+        s["tiers"]["gunicorn"]["queue_p50_ms"] = 8.0
+    assert decide(steps, ctx)["bottleneck"]["resource"] != "worker_pool"

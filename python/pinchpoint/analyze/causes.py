@@ -16,8 +16,14 @@ from pinchpoint.analyze.findings import Finding, cpu_quota, db_lock, estimate_li
 from pinchpoint.analyze.host_findings import bandwidth, disk, memory
 from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, process_group
 
-# A worker pool is full when Little's-law concurrency reaches this share of its size.
+# A worker pool is full when Little's-law concurrency reaches this share of its size...
 POOL_FULL = 0.8
+# ...or this share while the queue before it, not its own time, grows: the logged time
+# leaves out what a worker does between requests (a dispatching thread waiting for a core,
+# connections spread unevenly over its processes), so a full pool can read below POOL_FULL.
+POOL_QUEUED = 0.6
+# The queue's growth must be this many times the tier's own time's growth, and a millisecond.
+QUEUE_OVER_SERVICE = 2.0
 # Busy workers that want this share of a core each (used + waited for) compute.
 CPU_BOUND = 0.7
 # The host has room for another computing worker when this much of a core is idle.
@@ -143,7 +149,9 @@ def pool_or_cpu(
     top = steps[-1]
     use, host = group_use(group, top, ctx), host_use(top, ctx)
     evidence = _cpu_lines(tier, group, steps, onset, ctx)
-    full = use.pool is not None and use.pool >= POOL_FULL
+    full = use.pool is not None and (
+        use.pool >= POOL_FULL or (use.pool >= POOL_QUEUED and _queue_grows(group, steps))
+    )
     computing = use.demand_per_worker is not None and use.demand_per_worker >= CPU_BOUND
     if full and not computing and group not in ctx.workers:
         # Workers counted from processes, not declared: an event loop or a thread pool may
@@ -198,10 +206,21 @@ def _pressed(base: dict, after: list[dict]) -> bool:
     return peak >= CPU_PRESSURE_SATURATED and peak - at_base >= CPU_PRESSURE_RISE
 
 
+def _queue_grows(group: str, steps: list[dict]) -> bool:
+    """Whether requests waited longer before the group at the heaviest step, by far more than
+    its own time grew: they queued for a worker rather than took longer in one."""
+    base, top = (s["tiers"].get(group, {}) for s in (steps[0], steps[-1]))
+    queued = (top.get("queue_p50_ms") or 0.0) - (base.get("queue_p50_ms") or 0.0)
+    served = (top.get("p50_ms") or 0.0) - (base.get("p50_ms") or 0.0)
+    return queued >= 1.0 and queued >= QUEUE_OVER_SERVICE * max(served, 0.0)
+
+
 def _pool_onset(group: str, steps: list[dict], ctx: Context) -> dict:
-    return next(
-        (s for s in steps if (group_use(group, s, ctx).pool or 0.0) >= POOL_FULL), steps[-1]
-    )
+    """The first step whose occupancy reads full: POOL_FULL, or near the occupancy the pool
+    read when its queue grew, for a pool whose logged time leaves part of its work out."""
+    top = group_use(group, steps[-1], ctx).pool or 0.0
+    mark = POOL_FULL if top >= POOL_FULL else 0.9 * top
+    return next((s for s in steps if (group_use(group, s, ctx).pool or 0.0) >= mark), steps[-1])
 
 
 def _pool(
@@ -278,6 +297,12 @@ def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> li
             0,
             f"queue time before {use.component} p50 {ms_text(queue)} higher at {load_text(top)}: "
             "requests wait for a free worker",
+        )
+    if use.pool is not None and use.pool < POOL_FULL:
+        lines.append(
+            f"{use.pool:.0%} occupancy counts as full: requests queued before {use.component} "
+            "while its own time stayed flat, so each worker is busy longer than its log says "
+            "(between requests, or connections spread unevenly over its processes)"
         )
     if use.cpu is not None and use.busy > 0:
         wait = f" and waited for {use.cpu_wait:.2f} more" if use.cpu_wait else ""
