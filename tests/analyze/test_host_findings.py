@@ -155,3 +155,24 @@ def test_bytes_stopping_at_a_ceiling_with_nothing_saturated_is_an_inferred_netwo
 
 def test_small_responses_at_a_ceiling_are_no_network_path() -> None:
     assert decide(_flat_bytes(512), CTX)["bottleneck"]["resource"] == "time"
+
+
+def _full_from_the_start(carried: float, received: float) -> list[dict]:
+    steps = _shaped(carried, received)
+    for s, util in zip(steps, (0.86, 0.95, 0.96, 0.96), strict=True):
+        s["resources"]["host"]["net_util"] = util
+        s["resources"]["host"]["net_link_bytes_s"] = carried
+    return steps
+
+
+def test_a_link_full_from_the_lightest_step_with_the_runs_bytes_is_the_network_path() -> None:
+    b = decide(_full_from_the_start(carried=245_000.0, received=240_000.0), CTX)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("network", "bandwidth", 1)
+
+
+def test_a_link_full_from_the_start_with_others_bytes_is_not_the_network_path() -> None:
+    assert bandwidth("app", _full_from_the_start(carried=245_000.0, received=2_000.0), CTX) is None
+    steps = _full_from_the_start(carried=245_000.0, received=240_000.0)
+    for s in steps:
+        del s["resources"]["host"]["net_link_bytes_s"]  # whose bytes: unknown
+    assert bandwidth("app", steps, CTX) is None

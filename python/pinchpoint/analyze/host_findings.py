@@ -182,7 +182,7 @@ def memory(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
 def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     """The busiest network link (or its shaped rate) runs near its ceiling as the tier's time
     grows: the network path is the component."""
-    link = rise(steps, HOST, "net_util", NET_UTIL, NET_UTIL_RISE)
+    link = rise(steps, HOST, "net_util", NET_UTIL, NET_UTIL_RISE) or _full_throughout(steps)
     if link is None or not _carries_the_load(link.peak_step):
         return None
     name = _link_name(link.peak_step)
@@ -202,13 +202,30 @@ def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     )  # fmt: skip
 
 
-def _carries_the_load(step: dict) -> bool:
+def _full_throughout(steps: list[dict]) -> Rise | None:
+    """A link full from some step on, at every heavier step, carrying the run's own bytes at
+    each (so its traffic is the load's, not another's): already near full at the lightest
+    step, it shows no rise, but it is the ceiling all the same."""
+    measured = [(s, v) for s in steps if (v := resource_of(s, HOST, "net_util")) is not None]
+    first = next((i for i, (_, v) in enumerate(measured) if v >= NET_UTIL), None)
+    if len(measured) < 2 or first is None or first == len(measured) - 1:
+        return None
+    full = measured[first:]
+    if min(v for _, v in full) < NET_UTIL:
+        return None
+    if not all(_carries_the_load(s, known=True) for s, _ in measured):
+        return None
+    peak_step, peak = max(full, key=lambda m: m[1])
+    return Rise(full[0][0], peak, peak_step, measured[0][1])
+
+
+def _carries_the_load(step: dict, known: bool = False) -> bool:
     """Whether the link's traffic is the run's: about the bytes the client received, once
     per hop, where both are known."""
     carried = resource_of(step, HOST, "net_link_bytes_s")
     received = step.get("bytes_per_s")
     if carried is None or received is None:
-        return True
+        return not known
     return LINK_SHARE * received <= carried <= LINK_HOPS * received
 
 
