@@ -1,0 +1,75 @@
+"""Format strings compiled into atomic groups (formats/template.py): where a text field
+ends, and lines that once backtracked for minutes, parsed now in one pass."""
+
+import re
+
+import pytest
+
+from pinchpoint.collect.formats import get_parser
+from pinchpoint.collect.formats.nginx import compile_format
+from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_WORD, Template
+
+
+def test_a_group_starts_at_each_text_field_and_holds_the_typed_fields_after_it() -> None:
+    template = Template()
+    template.literal("[")
+    template.field(r"(?P<a>\S*?)", TEXT_WORD)
+    template.literal(" ")
+    template.field(r"(?P<n>\d{1,3})", None)
+    template.field(r"(?P<b>.*?)", TEXT_ANY)
+    assert template.groups() == [r"\[", r"(?P<a>\S*?)\ (?P<n>\d{1,3})", "(?P<b>.*?)"]
+    regex = template.regex()
+    assert regex == r"(?>\[)(?>(?P<a>\S*?)\ (?P<n>\d{1,3}))(?>(?P<b>.*?)\Z)"
+    match = re.fullmatch(regex, "[ab 12x y")
+    assert match is not None
+    assert match.group("a", "n", "b") == ("ab", "12", "x y")
+
+
+def test_free_text_right_before_a_word_shares_its_group() -> None:
+    template = Template()
+    template.field("(?P<a>.*?)", TEXT_ANY)
+    template.field(r"(?P<b>\S*?)", TEXT_WORD)
+    template.literal(" ")
+    template.field(r"(?P<c>\S*?)", TEXT_WORD)
+    template.field("(?P<d>.*?)", TEXT_ANY)
+    assert template.groups() == [r"(?P<a>.*?)(?P<b>\S*?)\ ", r"(?P<c>\S*?)", "(?P<d>.*?)"]
+
+
+def test_a_text_field_keeps_the_first_end_from_which_its_group_matches() -> None:
+    parser = compile_format("$http_a $uri $request_time")
+    record = parser.parse("x z 0.5")
+    assert record is not None
+    assert record.duration_s == 0.5
+    # `$http_a` ends at the first space; `$uri` cannot then take `y z`.
+    assert parser.parse("x y z 0.5") is None
+    # Typed fields after a text field still make it try later ends.
+    typed = compile_format("$request $status $request_time").parse("GET /a b HTTP/1.1 200 0.5")
+    assert typed is not None
+    assert (typed.target, typed.status) == ("GET /a b HTTP/1.1", 200)
+
+
+def test_free_text_then_a_word_still_finds_the_word() -> None:
+    record = compile_format("$http_a$uri $request_time").parse("x y z 0.5")
+    assert record is not None
+    assert record.duration_s == 0.5
+    apache = get_parser("apache", "%m %U%q %>s %D").parse("GET /a b?pp_run=r1 200 15")
+    assert apache is not None
+    assert apache.target.strip() == "/a b?pp_run=r1"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("log_format", "line"),
+    [
+        # Adjacent numbers and words: cubic when every end of each was tried against the others.
+        (
+            "$status$request_time$upstream_response_time${request_uri}x$msec",
+            "200" + "1" * 60_000 + "y",
+        ),
+        ("$remote_addr $uri$is_args$args $status $request_time", "1.2.3.4 /" + "a" * 60_000),
+        ("$http_a $http_b $http_c $http_d $http_e $http_f $request_time", "x " * 30_000),
+        ("$http_a:$http_b:$http_c $request_time", ":" * 60_000),
+    ],
+)
+def test_lines_that_do_not_match_are_refused_in_one_pass(log_format: str, line: str) -> None:
+    assert compile_format(log_format).parse(line) is None
