@@ -162,9 +162,9 @@ def pool_or_cpu(
         if estimate is not None:
             evidence.append(estimate_line(estimate))
         if not computing:
-            return _pool(group, steps, evidence, ctx, computing=False, idle=host.idle)
+            return _pool(group, steps, evidence, ctx, computing=False, idle=host.idle, knee=onset)
         if host.idle >= IDLE_CORE:
-            return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle)
+            return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle, knee=onset)
         return _cpu(tier, group, steps, onset, evidence, ctx)
     if host_saturated(steps, onset, ctx) and _computes(use):
         return _cpu(tier, group, steps, onset, evidence, ctx)
@@ -172,7 +172,9 @@ def pool_or_cpu(
         # Threads of one process share its interpreter lock: every process wanting a core
         # is a pool of processes too small, whatever its threads' occupancy says.
         evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
-        return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle, onset=onset)
+        return _pool(
+            group, steps, evidence, ctx, computing=True, idle=host.idle, knee=onset, onset=onset
+        )
     return None
 
 
@@ -215,12 +217,14 @@ def _queue_grows(group: str, steps: list[dict]) -> bool:
     return queued >= 1.0 and queued >= QUEUE_OVER_SERVICE * max(served, 0.0)
 
 
-def _pool_onset(group: str, steps: list[dict], ctx: Context) -> dict:
-    """The first step whose occupancy reads full: POOL_FULL, or near the occupancy the pool
-    read when its queue grew, for a pool whose logged time leaves part of its work out."""
+def _pool_onset(group: str, steps: list[dict], ctx: Context, knee: dict) -> dict:
+    """The first step whose occupancy reads full (POOL_FULL); for a pool full by its queue
+    (its logged time leaves part of its work out), the first step near the occupancy it
+    read when full, or the knee where the latency began to grow, whichever came first."""
     top = group_use(group, steps[-1], ctx).pool or 0.0
     mark = POOL_FULL if top >= POOL_FULL else 0.9 * top
-    return next((s for s in steps if (group_use(group, s, ctx).pool or 0.0) >= mark), steps[-1])
+    first = next((s for s in steps if (group_use(group, s, ctx).pool or 0.0) >= mark), steps[-1])
+    return first if top >= POOL_FULL else min(first, knee, key=lambda s: s["users"])
 
 
 def _pool(
@@ -230,9 +234,10 @@ def _pool(
     ctx: Context,
     computing: bool,
     idle: float,
+    knee: dict,
     onset: dict | None = None,
 ) -> Finding:
-    onset = onset or _pool_onset(group, steps, ctx)
+    onset = onset or _pool_onset(group, steps, ctx, knee)
     workers = group_use(group, steps[-1], ctx).workers
     if computing:
         summary = (
