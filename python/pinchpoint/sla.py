@@ -175,9 +175,10 @@ def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaR
     path = run_dir / "requests.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found")
-    requests = pl.read_parquet(
-        path, columns=["step", "users", "start_us", "latency_us", "status", "error"]
-    )
+    columns = ["step", "users", "start_us", "latency_us", "status", "error"]
+    if "intended_us" in pl.read_parquet_schema(path):
+        columns.append("intended_us")  # open loop: the steady part is cut by it
+    requests = pl.read_parquet(path, columns=columns)
     run: dict[str, Any] = {}
     run_json = run_dir / "run.json"
     if run_json.is_file():
@@ -192,7 +193,7 @@ def evaluate(sla: Sla, requests: pl.DataFrame, run: dict[str, Any]) -> list[SlaR
     import numpy as np
     import polars as pl
 
-    from pinchpoint.report.load import steady_requests
+    from pinchpoint.rundir.steady import steady_requests
 
     failed = (pl.col("error").is_not_null() | (pl.col("status") >= 400)).fill_null(False)
     steady = steady_requests(requests, run).with_columns(failed.alias("_failed"))

@@ -4,56 +4,19 @@ and the resources of each component, over the steady part of every step."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from pinchpoint.analyze.frames import RunData
+from pinchpoint.rundir.steady import Window, in_window, steady_windows
+
+__all__ = ["Window", "in_window", "steady_windows"]
 
 # Below this share of a tier's records joined to its callee's by request id, self time
 # is taken as a difference of medians instead of per request.
 MIN_JOINED_SHARE = 0.5
-
-
-@dataclass
-class Window:
-    step: int
-    users: int
-    start: float
-    end: float
-    # The load level: "users" (closed loop) or "rate" (open loop, target requests/s).
-    kind: str = "users"
-    level: float | None = None
-    # Open loop: requests that waited for a free connection, and those never sent.
-    late: int | None = None
-    unsent: int | None = None
-
-    @property
-    def seconds(self) -> float:
-        return max(self.end - self.start, 1e-9)
-
-
-def steady_windows(run: dict) -> list[Window]:
-    """Each step's window with its warm-up cut off."""
-    warmup = float(run.get("warmup_s", 0.0))
-    out = []
-    for s in run["steps"]:
-        start = min(s["start"] + warmup, s["end"])
-        out.append(
-            Window(
-                step=s["step"],
-                users=s["users"],
-                start=start,
-                end=s["end"],
-                kind=s.get("kind", "users"),
-                level=s.get("level", s["users"]),
-                late=s.get("late"),
-                unsent=s.get("unsent"),
-            )
-        )
-    return out
 
 
 # Percentiles of the client's latency and of each tier's time and self time per step.
@@ -67,13 +30,6 @@ def _pct(values: np.ndarray, q: float) -> float | None:
 def _ms(values: np.ndarray) -> dict[str, float | None]:
     v = values * 1000.0
     return {f"p{q:g}": _pct(v, q) for q in PERCENTILES}
-
-
-def in_window(requests: pl.DataFrame, w: Window) -> pl.DataFrame:
-    """The requests of a step's steady part, by intended send time (or the send time)."""
-    lo, hi = int(w.start * 1e6), int(w.end * 1e6)
-    at = pl.col("intended_us" if "intended_us" in requests.columns else "start_us")
-    return requests.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi))
 
 
 def answered(requests: pl.DataFrame) -> pl.DataFrame:

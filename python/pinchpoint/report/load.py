@@ -10,7 +10,9 @@ from typing import Any
 
 import polars as pl
 
-from pinchpoint.report.fmt import is_number
+from pinchpoint.rundir.steady import SENT_AT, steady_requests
+
+__all__ = ["steady_requests"]
 
 REQUEST_COLUMNS = ["step", "users", "start_us", "latency_us", "status", "error"]
 RESOURCE_COLUMNS = ["ts", "component", "cpu_cores", "rss_bytes", "processes"]
@@ -65,7 +67,9 @@ def load_run(run_dir: Path) -> RunData:
     data = RunData(run_dir=run_dir, verdict=verdict)
     data.run = _read_json(run_dir / "run.json", data.problems)
     data.plan_text = _read_text(run_dir / "plan.toml", data.problems)
-    data.requests = _read_parquet(run_dir / "requests.parquet", REQUEST_COLUMNS, data.problems)
+    data.requests = _read_parquet(
+        run_dir / "requests.parquet", REQUEST_COLUMNS, data.problems, list(SENT_AT)
+    )
     data.resources = _read_parquet(
         run_dir / "resources.parquet", RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
     )
@@ -74,34 +78,6 @@ def load_run(run_dir: Path) -> RunData:
         counts = tiers.group_by("component").len().sort("component")
         data.tier_records = {str(c): int(n) for c, n in counts.iter_rows()}
     return data
-
-
-def steady_requests(requests: pl.DataFrame, run: dict[str, Any]) -> pl.DataFrame:
-    """The requests of each step's steady part, which the verdict's per-step numbers cover:
-    sent from the step's start plus run.json's `warmup_s` to its end.
-
-    Without usable step windows in run.json (an imported run, say), every request."""
-    warmup = run.get("warmup_s")
-    warmup_s = float(warmup) if is_number(warmup) else 0.0
-    rows: dict[str, list[int]] = {"step": [], "lo": [], "hi": []}
-    for step in run.get("steps") or []:
-        if not isinstance(step, dict):
-            return requests
-        index, start, end = step.get("step"), step.get("start"), step.get("end")
-        if not (is_number(index) and is_number(start) and is_number(end)):
-            return requests
-        rows["step"].append(int(index))
-        # As the analysis cuts it: the warm-up never runs past the step's end.
-        rows["lo"].append(int(min(float(start) + warmup_s, float(end)) * 1e6))
-        rows["hi"].append(int(float(end) * 1e6))
-    if not rows["step"]:
-        return requests
-    windows = pl.DataFrame(rows).with_columns(pl.col("step").cast(requests.schema["step"]))
-    return (
-        requests.join(windows, on="step", how="inner", maintain_order="left")
-        .filter((pl.col("start_us") >= pl.col("lo")) & (pl.col("start_us") < pl.col("hi")))
-        .drop("lo", "hi")
-    )
 
 
 def _read_json(path: Path, problems: dict[str, str]) -> dict[str, Any]:
