@@ -51,7 +51,10 @@ def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
     failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
     ok = part.filter(~failed)
     errors = part.filter(failed)
-    latency = (ok if ok.height else part)["latency_us"].to_numpy() / 1e6
+    # Latencies of the successful answers; with none, of every answer (a step that only
+    # got 503s); never of transport errors: they had no response to time.
+    answers = ok if ok.height else part.filter(pl.col("error").is_null())
+    latency = answers["latency_us"].to_numpy() / 1e6
     by_class = {}
     for row in (
         errors.group_by(pl.coalesce(pl.col("error"), pl.col("status").cast(pl.String)))
