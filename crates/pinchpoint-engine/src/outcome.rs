@@ -1,6 +1,11 @@
-//! How a request ended: a response with a status, or a classified transport error.
+//! How a request ended: a response with a status, or a classified transport error,
+//! and why: the first distinct messages of each class of error (the OS's, rustls's),
+//! noted into the [`Reasons`] of the run the current thread works for.
 
+use std::cell::RefCell;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
@@ -46,28 +51,111 @@ impl ErrorClass {
     }
 }
 
-/// Classifies a failure while connecting.
-pub fn classify_connect(err: &io::Error) -> ErrorClass {
-    match err.kind() {
-        io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
-        io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
-        _ => ErrorClass::ConnectError,
+/// Distinct messages kept per class of error.
+pub const REASONS_PER_CLASS: usize = 3;
+/// A message is cut to this many characters.
+const REASON_CHARS: usize = 200;
+
+/// Why requests of a run failed: up to [`REASONS_PER_CLASS`] distinct messages per
+/// class, in the order they first came.
+#[derive(Debug, Default)]
+pub struct Reasons {
+    kept: Mutex<Vec<(ErrorClass, String)>>,
+    full: [AtomicBool; ErrorClass::ALL.len()],
+}
+
+impl Reasons {
+    /// Keeps `message` (made only if the class has room) for `class` unless already kept.
+    pub fn note(&self, class: ErrorClass, message: impl FnOnce() -> String) {
+        let full = &self.full[class.index()];
+        if full.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut text = message();
+        if let Some((cut, _)) = text.char_indices().nth(REASON_CHARS) {
+            text.truncate(cut);
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = kept.iter().filter(|(c, _)| *c == class).count();
+        if mine < REASONS_PER_CLASS && !kept.iter().any(|(c, m)| *c == class && *m == text) {
+            kept.push((class, text));
+            if mine + 1 == REASONS_PER_CLASS {
+                full.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The messages of each class that has any, classes in [`ErrorClass::ALL`] order.
+    pub fn by_class(&self) -> Vec<(ErrorClass, Vec<String>)> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        ErrorClass::ALL
+            .iter()
+            .map(|&class| (class, kept.iter().filter(|(c, _)| *c == class).map(|(_, m)| m.clone()).collect()))
+            .filter(|(_, messages): &(ErrorClass, Vec<String>)| !messages.is_empty())
+            .collect()
     }
 }
 
-/// Classifies a failure on an established connection.
-pub fn classify_io(err: &io::Error) -> ErrorClass {
-    if crate::tls::is_tls_error(err) {
-        return ErrorClass::Tls;
+thread_local! {
+    static NOTING: RefCell<Option<Arc<Reasons>>> = const { RefCell::new(None) };
+}
+
+/// Makes this thread note why requests fail into `reasons` (None: nowhere); returns
+/// where it noted before.
+pub fn note_into(reasons: Option<Arc<Reasons>>) -> Option<Arc<Reasons>> {
+    NOTING.with(|noting| noting.replace(reasons))
+}
+
+/// This thread notes why requests fail into its reasons until the guard is dropped.
+pub struct Noting(Option<Arc<Reasons>>);
+
+/// Makes this thread note into `reasons` until the returned guard is dropped.
+pub fn noting(reasons: Arc<Reasons>) -> Noting {
+    Noting(note_into(Some(reasons)))
+}
+
+impl Drop for Noting {
+    fn drop(&mut self) {
+        note_into(self.0.take());
     }
-    match err.kind() {
-        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
-            ErrorClass::Reset
+}
+
+/// Notes why a request failed, into the reasons of the run this thread works for.
+pub fn note(class: ErrorClass, message: impl FnOnce() -> String) {
+    NOTING.with(|noting| {
+        if let Some(reasons) = noting.borrow().as_ref() {
+            reasons.note(class, message);
         }
-        io::ErrorKind::UnexpectedEof => ErrorClass::Closed,
-        io::ErrorKind::TimedOut => ErrorClass::Timeout,
-        _ => ErrorClass::Io,
-    }
+    });
+}
+
+/// Classifies a failure while connecting (and notes why).
+pub fn classify_connect(err: &io::Error) -> ErrorClass {
+    let class = match err.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
+        io::ErrorKind::TimedOut => ErrorClass::ConnectTimeout,
+        _ => ErrorClass::ConnectError,
+    };
+    note(class, || err.to_string());
+    class
+}
+
+/// Classifies a failure on an established connection (and notes why).
+pub fn classify_io(err: &io::Error) -> ErrorClass {
+    let class = if crate::tls::is_tls_error(err) {
+        ErrorClass::Tls
+    } else {
+        match err.kind() {
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
+                ErrorClass::Reset
+            }
+            io::ErrorKind::UnexpectedEof => ErrorClass::Closed,
+            io::ErrorKind::TimedOut => ErrorClass::Timeout,
+            _ => ErrorClass::Io,
+        }
+    };
+    note(class, || err.to_string());
+    class
 }
 
 #[cfg(test)]
@@ -79,5 +167,27 @@ mod tests {
         for (i, class) in ErrorClass::ALL.iter().enumerate() {
             assert_eq!(class.index(), i, "{}", class.name());
         }
+    }
+
+    #[test]
+    fn the_first_distinct_reasons_of_each_class_are_kept() {
+        let reasons = Arc::new(Reasons::default());
+        let before = note_into(Some(reasons.clone()));
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        for _ in 0..5 {
+            assert_eq!(classify_connect(&refused), ErrorClass::ConnectRefused);
+        }
+        for n in 0..5 {
+            note(ErrorClass::Tls, || format!("tls failure {n}"));
+        }
+        note(ErrorClass::Io, || "x".repeat(1000));
+        note_into(before);
+        note(ErrorClass::Timeout, || "not noted: this thread no longer notes".into());
+        let by_class = reasons.by_class();
+        let classes: Vec<_> = by_class.iter().map(|(c, _)| *c).collect();
+        assert_eq!(classes, [ErrorClass::ConnectRefused, ErrorClass::Tls, ErrorClass::Io]);
+        assert_eq!(by_class[0].1, [refused.to_string()]);
+        assert_eq!(by_class[1].1, ["tls failure 0", "tls failure 1", "tls failure 2"]);
+        assert_eq!(by_class[2].1[0].len(), REASON_CHARS);
     }
 }

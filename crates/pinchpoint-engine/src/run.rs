@@ -14,6 +14,7 @@ use crate::client::Target;
 use crate::config::RunConfig;
 use crate::http::Prepared;
 use crate::open_loop::{self, OpenShared, PhaseCounts};
+use crate::outcome::{self, ErrorClass, Reasons};
 use crate::recorder::Recorder;
 use crate::stats::{Live, StepStats};
 use crate::user::{pack_step, run_user, unix_us, Shared};
@@ -56,6 +57,8 @@ pub struct RunSummary {
     pub ended_us: i64,
     /// The records file could not be written completely.
     pub records_error: Option<String>,
+    /// Why requests failed: the first distinct messages of each class of error.
+    pub reasons: Vec<(ErrorClass, Vec<String>)>,
 }
 
 pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
@@ -97,7 +100,15 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
         b.worker_threads(threads);
         b
     };
+    // Every thread of the run (its workers, and this one: it runs a current-thread
+    // runtime and the open-loop scheduler) notes why requests fail.
+    let reasons = Arc::new(Reasons::default());
+    let _noting = outcome::noting(reasons.clone());
+    let noted = reasons.clone();
     let runtime = builder
+        .on_thread_start(move || {
+            outcome::note_into(Some(noted.clone()));
+        })
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
@@ -187,6 +198,7 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
         started_us,
         ended_us,
         records_error: written.err(),
+        reasons: reasons.by_class(),
     })
 }
 

@@ -26,6 +26,7 @@ pub struct StepStats {
     pub errors: [u64; ErrorClass::ALL.len()],
     pub statuses: BTreeMap<u16, u64>,
     pub bytes: u64,
+    /// Latencies of the answered requests (any status); none of those that failed.
     pub histogram: Histogram<u64>,
     /// The same per request of the plan, indexed by the record's `endpoint`.
     pub endpoints: Vec<EndpointStats>,
@@ -36,6 +37,7 @@ pub struct EndpointStats {
     pub requests: u64,
     /// Requests that got no response or an HTTP status of 400 or more.
     pub failed: u64,
+    /// Latencies of the answered requests.
     pub histogram: Histogram<u64>,
 }
 
@@ -71,7 +73,9 @@ impl StepStats {
             }
         }
         let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
-        self.histogram.record(us).expect("latency clamped into the histogram's range");
+        if r.error.is_none() {
+            self.histogram.record(us).expect("latency clamped into the histogram's range");
+        }
         let at = r.endpoint as usize;
         if self.endpoints.len() <= at {
             self.endpoints.resize_with(at + 1, EndpointStats::new);
@@ -79,11 +83,14 @@ impl StepStats {
         let e = &mut self.endpoints[at];
         e.requests += 1;
         e.failed += u64::from(r.error.is_some() || r.status >= 400);
-        e.histogram.record(us).expect("latency clamped into the histogram's range");
+        if r.error.is_none() {
+            e.histogram.record(us).expect("latency clamped into the histogram's range");
+        }
     }
 }
 
-/// Latencies since the last time a watcher took them: the live view's window.
+/// Latencies of the answered requests since the last time a watcher took them: the
+/// live view's window.
 pub struct LiveWindow {
     histogram: Mutex<Histogram<u64>>,
 }
@@ -103,7 +110,7 @@ impl std::fmt::Debug for LiveWindow {
 impl LiveWindow {
     fn add(&self, records: &[Record]) {
         let mut h = self.histogram.lock().unwrap_or_else(|e| e.into_inner());
-        for r in records {
+        for r in records.iter().filter(|r| r.error.is_none()) {
             let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
             h.record(us).expect("latency clamped into the histogram's range");
         }

@@ -20,7 +20,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::config::TlsOptions;
 use crate::http::Stream;
-use crate::outcome::{classify_io, ErrorClass};
+use crate::outcome::{classify_io, note, ErrorClass};
 
 /// ALPN protocol ids.
 pub const ALPN_H2: &[u8] = b"h2";
@@ -78,12 +78,20 @@ impl Connector {
     /// HTTP/1.1 only, which is a `tls` error when HTTP/2 was asked for.
     pub async fn handshake(&self, tcp: TcpStream, timeout: Duration) -> Result<TlsStream<TcpStream>, ErrorClass> {
         let stream = match tokio::time::timeout(timeout, self.connector.connect(self.name.clone(), tcp)).await {
-            Err(_) => return Err(ErrorClass::ConnectTimeout),
+            Err(_) => {
+                note(ErrorClass::ConnectTimeout, || format!("no TLS handshake within {timeout:?}"));
+                return Err(ErrorClass::ConnectTimeout);
+            }
             Ok(Err(e)) => return Err(classify_handshake(&e)),
             Ok(Ok(s)) => s,
         };
         let agreed = stream.get_ref().1.alpn_protocol();
         if agreed != Some(self.alpn) && !(agreed.is_none() && self.alpn == ALPN_HTTP1) {
+            note(ErrorClass::Tls, || {
+                let agreed = agreed.map_or("none".into(), String::from_utf8_lossy);
+                let offered = String::from_utf8_lossy(self.alpn);
+                format!("the server did not agree to ALPN {offered} (it chose {agreed})")
+            });
             return Err(ErrorClass::Tls);
         }
         Ok(stream)
@@ -95,7 +103,10 @@ impl Connector {
 /// timeout is what it would be on any connection.
 pub fn classify_handshake(err: &io::Error) -> ErrorClass {
     match err.kind() {
-        io::ErrorKind::UnexpectedEof => ErrorClass::Tls,
+        io::ErrorKind::UnexpectedEof => {
+            note(ErrorClass::Tls, || "the server closed the connection during the TLS handshake".into());
+            ErrorClass::Tls
+        }
         _ => classify_io(err),
     }
 }

@@ -25,6 +25,11 @@ fn errors(s: &RunSummary) -> BTreeMap<&'static str, u64> {
     out
 }
 
+/// The reasons the run kept for `class`.
+fn reasons(s: &RunSummary, class: ErrorClass) -> Vec<String> {
+    s.reasons.iter().find(|(c, _)| *c == class).map(|(_, r)| r.clone()).unwrap_or_default()
+}
+
 fn statuses(s: &RunSummary) -> BTreeMap<u16, u64> {
     let mut out = BTreeMap::new();
     for st in &s.steps {
@@ -134,6 +139,9 @@ fn an_untrusted_certificate_is_a_tls_error_and_insecure_accepts_it() {
         let errors = errors(&s);
         eprintln!("{http:?} untrusted: {errors:?}");
         assert_eq!(errors.keys().collect::<Vec<_>>(), vec![&"tls"], "{http:?}");
+        // Why: the TLS error itself, kept once however many handshakes failed.
+        assert_eq!(reasons(&s, ErrorClass::Tls), ["invalid peer certificate: UnknownIssuer"], "{http:?}");
+        assert_eq!(s.reasons.len(), 1, "{:?}", s.reasons);
         assert!(s.records >= 4, "the users kept trying for the whole step: {}", s.records);
         assert!(s.records < 400, "after a failed handshake a user pauses: {}", s.records);
         assert_eq!((server.connections(), server.requests()), (0, 0));
@@ -155,6 +163,8 @@ fn h2_without_the_servers_consent_by_alpn_is_a_tls_error() {
     let server = Server::tls(&certs, &[b"http/1.1"]);
     let s = run(&closed(dir.path(), &server, &["/"], 1, 300, protocol(HttpVersion::Http2, trusting(&ca))));
     assert_eq!(errors(&s).keys().collect::<Vec<_>>(), vec![&"tls"]);
+    // The server refuses the handshake with an alert, which is the reason given.
+    assert_eq!(reasons(&s, ErrorClass::Tls), ["received fatal alert: NoApplicationProtocol"]);
     assert_eq!(server.requests(), 0);
 }
 

@@ -181,6 +181,11 @@ fn server_down_gives_connect_refused_at_a_bounded_rate() {
     assert!(s.records > 0);
     assert_eq!(error_total(&s, ErrorClass::ConnectRefused), s.records);
     assert_eq!(s.steps[0].responses, 0);
+    // No latency percentiles: only answered requests have a latency to count.
+    assert!(s.steps[0].histogram.is_empty() && s.steps[0].endpoints[0].histogram.is_empty());
+    let [(class, reasons)] = &s.reasons[..] else { panic!("{:?}", s.reasons) };
+    assert_eq!(*class, ErrorClass::ConnectRefused);
+    assert!(reasons.len() == 1 && reasons[0].starts_with("Connection refused"), "{reasons:?}");
     // The connect backoff (10 ms) bounds each user to about 100 attempts a second.
     assert!(s.records <= users as u64 * 130, "{} attempts: the dead port is hammered", s.records);
     for r in &rows {
@@ -218,6 +223,8 @@ fn clean_close_without_answer_is_classified_closed() {
     assert!(s.records > 0);
     assert_eq!(received, s.records, "each closed request reached the server");
     assert_eq!(error_total(&s, ErrorClass::Closed), s.records, "errors {:?}", s.steps[0].errors);
+    let why = vec![(ErrorClass::Closed, vec!["the server closed the connection without answering".to_string()])];
+    assert_eq!(s.reasons, why);
     for r in &rows {
         assert_eq!((r.status, r.error.as_deref(), r.bytes), (0, Some("closed"), 0), "{r:?}");
     }

@@ -337,6 +337,11 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
     d.set_item("started_us", s.started_us)?;
     d.set_item("ended_us", s.ended_us)?;
     d.set_item("records_error", s.records_error.clone())?;
+    let reasons = PyDict::new(py);
+    for (class, messages) in &s.reasons {
+        reasons.set_item(class.name(), messages.clone())?;
+    }
+    d.set_item("error_reasons", reasons)?;
     Ok(d)
 }
 

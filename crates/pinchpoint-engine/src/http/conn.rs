@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::response::{parse_head, ChunkState, Chunked, Framing, Response};
-use crate::outcome::{classify_connect, classify_io, ErrorClass};
+use crate::outcome::{classify_connect, classify_io, note, ErrorClass};
 
 /// Read buffer of a connection; it grows (up to [`MAX_HEAD`]) only for a larger head.
 const READ_BUF: usize = 4096;
@@ -41,7 +41,10 @@ pub struct Conn<S = TcpStream> {
 /// A TCP connection to `addr` with Nagle off, within `timeout`.
 pub async fn connect_tcp(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ErrorClass> {
     let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Err(_) => return Err(ErrorClass::ConnectTimeout),
+        Err(_) => {
+            note(ErrorClass::ConnectTimeout, || format!("no connection to {addr} within {timeout:?}"));
+            return Err(ErrorClass::ConnectTimeout);
+        }
         Ok(Err(e)) => return Err(classify_connect(&e)),
         Ok(Ok(s)) => s,
     };
@@ -107,7 +110,9 @@ pub async fn exchange<S: Stream>(
     let mut filled = 0usize;
     let head = loop {
         if filled > start {
-            if let Some((n, head)) = parse_head(&buf[start..filled], head_request)? {
+            let parsed = parse_head(&buf[start..filled], head_request)
+                .inspect_err(|&c| note(c, || "the response head does not parse as HTTP/1.1".into()))?;
+            if let Some((n, head)) = parsed {
                 start += n;
                 if (100..200).contains(&head.status) && head.status != 101 {
                     continue;
@@ -122,6 +127,7 @@ pub async fn exchange<S: Stream>(
         }
         if filled == buf.len() {
             if buf.len() >= MAX_HEAD {
+                note(ErrorClass::Io, || format!("a response head longer than {MAX_HEAD} bytes"));
                 return Err(ErrorClass::Io);
             }
             buf.resize(buf.len() * 2, 0);
@@ -130,7 +136,8 @@ pub async fn exchange<S: Stream>(
             .await
             .map_err(|e| classify_io(&e))?;
         if n == 0 {
-            return Err(ErrorClass::Closed);
+            let when = if filled == 0 { "without answering" } else { "in the middle of the response head" };
+            return Err(closed(when));
         }
         filled += n;
     };
@@ -147,7 +154,7 @@ pub async fn exchange<S: Stream>(
             while left > 0 {
                 let n = read_some(stream, buf).await.map_err(|e| classify_io(&e))? as u64;
                 if n == 0 {
-                    return Err(ErrorClass::Closed);
+                    return Err(closed("before the end of the response body"));
                 }
                 closing |= n > left;
                 left = left.saturating_sub(n);
@@ -167,7 +174,9 @@ pub async fn exchange<S: Stream>(
         Framing::Chunked => {
             let mut body = Chunked::new();
             loop {
-                start += body.feed(&buf[start..filled])?;
+                start += body
+                    .feed(&buf[start..filled])
+                    .inspect_err(|&c| note(c, || "a chunked response body that does not parse".into()))?;
                 if body.state == ChunkState::Done {
                     closing |= start < filled;
                     break body.bytes;
@@ -176,13 +185,14 @@ pub async fn exchange<S: Stream>(
                 filled -= start;
                 start = 0;
                 if filled == buf.len() {
+                    note(ErrorClass::Io, || "a chunk size line longer than the read buffer".into());
                     return Err(ErrorClass::Io);
                 }
                 let n = read_some(stream, &mut buf[filled..])
                     .await
                     .map_err(|e| classify_io(&e))?;
                 if n == 0 {
-                    return Err(ErrorClass::Closed);
+                    return Err(closed("before the end of the chunked response body"));
                 }
                 filled += n;
             }
@@ -193,4 +203,10 @@ pub async fn exchange<S: Stream>(
         bytes,
         closing,
     })
+}
+
+/// The server closed the connection `when`: noted, and classified `closed`.
+fn closed(when: &str) -> ErrorClass {
+    note(ErrorClass::Closed, || format!("the server closed the connection {when}"));
+    ErrorClass::Closed
 }
