@@ -237,16 +237,32 @@ def test_lines_with_other_bytes_are_parsed_by_python_in_place(tmp_path: Path) ->
     assert [r.users for r in rows] == [4, 9, 4, 4]
 
 
-def test_a_line_that_backtracks_too_much_is_parsed_by_python(tmp_path: Path) -> None:
-    log_format = "$http_a $http_b $http_c $http_d $request_time $args"
-    hard = "x " * 80 + "y"  # no match: every split of the spaces is tried
-    lines = [hard, "a b c d 0.5 pp_run=r1&pp_users=2", hard, "a b c d e 0.5 pp_run=r1&pp_users=3"]
+def test_a_line_with_too_many_upstream_tries_to_follow_is_parsed_by_python(
+    tmp_path: Path,
+) -> None:
+    log_format = "$request_time $upstream_response_time $args"
+    long = "0.5 " + "0.1, " * 1000 + "0.1 pp_run=r1&pp_users=2"
+    lines = [long, "0.5 0.1, 0.2 pp_run=r1&pp_users=3", long + " x"]
     log = write(tmp_path / "access.log", lines)
     rows, counts = both(log_format, log)
     assert [(r.users, r.duration_s) for r in rows] == [(2, 0.5), (3, 0.5)]
-    assert (counts.lines, counts.unparseable, counts.unparseable_lines) == (4, 2, [1, 3])
+    assert rows[0].upstream_s == pytest.approx(100.1)
+    assert (counts.lines, counts.unparseable, counts.unparseable_lines) == (3, 1, [3])
     scanner = fastlogs.NginxScanner(str(log), 0, log_format, "r1", 1 << 20, False)
-    assert scanner.next_batch(100)["deferred"] == hard.encode()
+    assert scanner.next_batch(100)["deferred"] == long.encode()
+
+
+def test_lines_that_once_backtracked_are_decided_by_rust(tmp_path: Path) -> None:
+    log_format = "$http_a $http_b $http_c $http_d $request_time $args"
+    hard = "x " * 30_000 + "y"  # no match: each text variable ends at its first space
+    lines = [hard, "a b c d 0.5 pp_run=r1&pp_users=2", hard]
+    log = write(tmp_path / "access.log", lines)
+    rows, counts = both(log_format, log)
+    assert [(r.users, r.duration_s) for r in rows] == [(2, 0.5)]
+    assert (counts.lines, counts.unparseable, counts.unparseable_lines) == (3, 2, [1, 3])
+    scanner = fastlogs.NginxScanner(str(log), 0, log_format, "r1", 1 << 20, False)
+    batch = scanner.next_batch(100)
+    assert (batch["deferred"], batch["lines"], batch["unparseable"]) == (None, 3, 2)
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

@@ -7,7 +7,13 @@ import pytest
 
 from pinchpoint.collect.formats import get_parser
 from pinchpoint.collect.formats.nginx import compile_format
-from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_WORD, Template
+from pinchpoint.collect.formats.template import (
+    TEXT_ANY,
+    TEXT_QUOTED,
+    TEXT_WORD,
+    Template,
+    splits,
+)
 
 
 def test_a_group_starts_at_each_text_field_and_holds_the_typed_fields_after_it() -> None:
@@ -25,36 +31,56 @@ def test_a_group_starts_at_each_text_field_and_holds_the_typed_fields_after_it()
     assert match.group("a", "n", "b") == ("ab", "12", "x y")
 
 
-def test_free_text_right_before_a_word_shares_its_group() -> None:
+@pytest.mark.parametrize(
+    ("earlier", "literal", "later", "split"),
+    [
+        (TEXT_WORD, " ", TEXT_WORD, True),  # a word ends at the space
+        (TEXT_QUOTED, '" "', TEXT_QUOTED, True),  # a quoted value ends at its quote
+        (TEXT_ANY, " ", TEXT_ANY, True),  # free text holds what the earlier one would
+        (TEXT_WORD, ":", TEXT_WORD, True),
+        (TEXT_WORD, "", TEXT_WORD, True),
+        (TEXT_ANY, " ", TEXT_WORD, False),  # free text may end at a later space
+        (TEXT_ANY, "", TEXT_WORD, False),
+        (TEXT_WORD, ":", TEXT_QUOTED, False),
+        (TEXT_QUOTED, ", ", TEXT_QUOTED, True),
+        (TEXT_QUOTED, '", "', TEXT_WORD, True),
+        (TEXT_QUOTED, "\\", TEXT_QUOTED, False),
+    ],
+)
+def test_where_a_text_field_may_start_a_group(
+    earlier: str, literal: str, later: str, split: bool
+) -> None:
+    assert splits(earlier, literal, later) is split
+
+
+def test_free_text_shares_its_group_with_a_word_after_it() -> None:
     template = Template()
     template.field("(?P<a>.*?)", TEXT_ANY)
+    template.literal(" ")
     template.field(r"(?P<b>\S*?)", TEXT_WORD)
     template.literal(" ")
     template.field(r"(?P<c>\S*?)", TEXT_WORD)
     template.field("(?P<d>.*?)", TEXT_ANY)
-    assert template.groups() == [r"(?P<a>.*?)(?P<b>\S*?)\ ", r"(?P<c>\S*?)", "(?P<d>.*?)"]
-
-
-def test_a_text_field_keeps_the_first_end_from_which_its_group_matches() -> None:
-    parser = compile_format("$http_a $uri $request_time")
-    record = parser.parse("x z 0.5")
-    assert record is not None
-    assert record.duration_s == 0.5
-    # `$http_a` ends at the first space; `$uri` cannot then take `y z`.
-    assert parser.parse("x y z 0.5") is None
-    # Typed fields after a text field still make it try later ends.
-    typed = compile_format("$request $status $request_time").parse("GET /a b HTTP/1.1 200 0.5")
-    assert typed is not None
-    assert (typed.target, typed.status) == ("GET /a b HTTP/1.1", 200)
-
-
-def test_free_text_then_a_word_still_finds_the_word() -> None:
-    record = compile_format("$http_a$uri $request_time").parse("x y z 0.5")
+    assert template.groups() == [r"(?P<a>.*?)\ (?P<b>\S*?)\ ", r"(?P<c>\S*?)", "(?P<d>.*?)"]
+    record = compile_format("$http_a $uri $request_time").parse("x y z 0.5")
     assert record is not None
     assert record.duration_s == 0.5
     apache = get_parser("apache", "%m %U%q %>s %D").parse("GET /a b?pp_run=r1 200 15")
     assert apache is not None
     assert apache.target.strip() == "/a b?pp_run=r1"
+
+
+def test_a_text_field_keeps_the_first_end_from_which_its_group_matches() -> None:
+    parser = compile_format("$http_a $status $uri $request_time")
+    record = parser.parse("a b 200 /x 0.5")
+    assert record is not None
+    assert (record.status, record.duration_s) == (200, 0.5)
+    # `$http_a` ends before the first ` 200 `; `$uri` cannot then take `b 200 /x`.
+    assert parser.parse("a 200 b 200 /x 0.5") is None
+    # Typed fields after a text field still make it try later ends.
+    typed = compile_format("$request $status $request_time").parse("GET /a b HTTP/1.1 200 0.5")
+    assert typed is not None
+    assert (typed.target, typed.status) == ("GET /a b HTTP/1.1", 200)
 
 
 @pytest.mark.timeout(60)

@@ -18,7 +18,7 @@ use std::path::Path;
 
 pub use format::{Format, FormatError};
 pub use lines::{Lines, CHUNK};
-pub use scan::{Batch, Class, Counts, Parser, Rows, Scanner};
+pub use scan::{Batch, Class, Counts, Parser, Rows, Scanner, MAX_PARSE_LINE};
 
 /// A scanner of the file at `path` from byte `offset` (see `Lines::open`).
 pub fn scan_file(

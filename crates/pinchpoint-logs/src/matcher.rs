@@ -8,15 +8,25 @@
 //! captures the same values. Lines are ASCII here (`\s` is Python's ASCII whitespace,
 //! which includes `\x1c`-`\x1f`); a line that needs more than a budget of steps is
 //! reported as such, for the caller to hand to the Python parser.
+//!
+//! As in Python's regex (`formats/template.py`), a text variable (a word, a quoted
+//! value, free text, an address list) starts an atomic group: once the variables before
+//! it have matched up to it, no failure after it makes them try another end. The search
+//! is cut there, so each part of a line is scanned about once and a line costs time
+//! linear in its length (but for free text followed by a word, which share a group).
+//! Numbers have at most MAX_DIGITS digits on either side of the point (`\d{1,20}`).
 
 use memchr::{memchr, memchr3};
 
 use crate::format::{Format, Kind, FIELDS};
 
 /// Ends tried per line before giving up on it.
-const STEP_BUDGET: u32 = 200_000;
+const STEP_BUDGET: u32 = 1_000_000;
+/// Most digits of a number, and of either side of its decimal point.
+pub const MAX_DIGITS: usize = 20;
 /// Nested list items before giving up (each is a level of recursion).
-const DEPTH_BUDGET: u32 = 2_000;
+/// (Kept low enough for a thread's stack in a debug build; lists of retries are short.)
+const DEPTH_BUDGET: u32 = 256;
 
 /// Python's `str.isspace()` (and `\s`) on ASCII.
 pub fn is_space(b: u8) -> bool {
@@ -48,6 +58,7 @@ pub fn match_line(format: &Format, line: &[u8], spans: &mut Spans) -> Outcome {
         steps: 0,
         depth: 0,
         too_hard: false,
+        cut: false,
     };
     let ok = m.field(0, format.head.len());
     if m.too_hard {
@@ -73,6 +84,36 @@ struct Matcher<'a> {
     steps: u32,
     depth: u32,
     too_hard: bool,
+    /// What followed a text variable failed: no other end may be tried before it.
+    cut: bool,
+}
+
+impl Kind {
+    /// Whether a variable of this kind is text, which can end at many places.
+    pub fn is_text(self) -> bool {
+        matches!(
+            self,
+            Kind::Any | Kind::Word | Kind::Quoted | Kind::AddressList
+        )
+    }
+
+    /// Whether text of this kind, after text of kind `earlier` and `literal` between them,
+    /// starts a new group (`splits` in `template.py`): when the earlier one can end at one
+    /// place only, or when this one can hold all that the earlier one and the literal can.
+    fn splits(self, earlier: Kind, literal: &[u8]) -> bool {
+        let single_end = match (earlier, literal.first()) {
+            (Kind::Word, Some(&c)) => is_space(c),
+            (Kind::Quoted, Some(&c)) => c == b'"',
+            _ => false,
+        };
+        single_end
+            || self == Kind::Any
+            || (self == earlier && self == Kind::Word && !literal.iter().any(|b| is_space(*b)))
+            || (self == earlier
+                && self == Kind::Quoted
+                && !literal.contains(&b'"')
+                && !literal.contains(&b'\\'))
+    }
 }
 
 impl Matcher<'_> {
@@ -92,7 +133,9 @@ impl Matcher<'_> {
             }
             Kind::IntOrDash => {
                 let k = digits(s, p);
-                if k > 0 {
+                if k > 0 && self.ends_at_non_digit(i) {
+                    self.end(i, p, p + k)
+                } else if k > 0 {
                     (p + 1..=p + k).rev().any(|e| self.end(i, p, e))
                 } else {
                     s.get(p) == Some(&b'-') && self.end(i, p, p + 1)
@@ -113,7 +156,7 @@ impl Matcher<'_> {
             }
             Kind::AddressList => {
                 let mut e = p;
-                while e < n && !is_space(s[e]) {
+                while e < n && !is_space(s[e]) && !self.stopped() {
                     e += 1;
                     if self.addresses(i, p, e) {
                         return true;
@@ -123,12 +166,15 @@ impl Matcher<'_> {
             }
             Kind::Quoted => self.quoted(i, p),
             Kind::Any => match self.f.vars[i].literal_after.first() {
-                None => (p..=n).any(|e| self.end(i, p, e)),
+                None => (p..=n).any(|e| self.end(i, p, e) || self.stopped()) && !self.stopped(),
                 Some(&c) => {
                     let mut e = p;
                     while let Some(off) = memchr(c, &s[e..]) {
                         if self.end(i, p, e + off) {
                             return true;
+                        }
+                        if self.stopped() {
+                            return false;
                         }
                         e += off + 1;
                     }
@@ -142,7 +188,7 @@ impl Matcher<'_> {
                     if first.is_none_or(|c| s.get(e) == Some(&c)) && self.end(i, p, e) {
                         return true;
                     }
-                    if e >= n || is_space(s[e]) {
+                    if e >= n || is_space(s[e]) || self.stopped() {
                         return false;
                     }
                     e += 1;
@@ -154,7 +200,7 @@ impl Matcher<'_> {
     /// Variable `i`, started at `p`, ends at `e`: the literal after it must follow, then
     /// the next variable (or the end of the line). Records the capture on success.
     fn end(&mut self, i: usize, p: usize, e: usize) -> bool {
-        if self.too_hard {
+        if self.stopped() {
             return false;
         }
         self.steps += 1;
@@ -169,6 +215,10 @@ impl Matcher<'_> {
         let next = e + var.literal_after.len();
         let ok = if i + 1 == self.f.vars.len() {
             next == self.s.len()
+        } else if self.starts_group(i + 1) {
+            let ok = self.field(i + 1, next);
+            self.cut |= !ok;
+            ok
         } else {
             self.field(i + 1, next)
         };
@@ -180,7 +230,7 @@ impl Matcher<'_> {
         ok
     }
 
-    /// `\d+(?:\.\d+)?|-` at `at`, longest first, then `then`.
+    /// `\d{1,20}(?:\.\d{1,20})?|-` at `at`, longest first, then `then`.
     fn number(&mut self, i: usize, p: usize, at: usize, then: Then) -> bool {
         let s = self.s;
         if s.get(at) == Some(&b'-') {
@@ -191,17 +241,34 @@ impl Matcher<'_> {
             return false;
         }
         let int_end = at + k;
+        let only_longest = matches!(then, Then::End) && self.ends_at_non_digit(i);
         if s.get(int_end) == Some(&b'.') {
             let m = digits(s, int_end + 1);
             for e in (int_end + 2..=int_end + 1 + m).rev() {
                 if self.after_number(i, p, e, then) {
                     return true;
                 }
+                if only_longest {
+                    return false;
+                }
             }
+        }
+        if only_longest {
+            return self.after_number(i, p, int_end, then);
         }
         (at + 1..=int_end)
             .rev()
             .any(|e| self.after_number(i, p, e, then))
+    }
+
+    /// Whether what follows variable `i` cannot start with a digit or a point (the end of
+    /// the line, or a literal that does not): then only a number's longest end can be
+    /// followed by it, and shorter ends need not be tried.
+    fn ends_at_non_digit(&self, i: usize) -> bool {
+        match self.f.vars[i].literal_after.first() {
+            Some(c) => !c.is_ascii_digit() && *c != b'.',
+            None => i + 1 == self.f.vars.len(),
+        }
     }
 
     fn after_number(&mut self, i: usize, p: usize, e: usize, then: Then) -> bool {
@@ -251,7 +318,7 @@ impl Matcher<'_> {
             }
             let mut e = q + sep;
             let mut found = false;
-            while e < s.len() && !is_space(s[e]) {
+            while e < s.len() && !is_space(s[e]) && !self.stopped() {
                 e += 1;
                 if self.addresses(i, p, e) {
                     found = true;
@@ -264,6 +331,20 @@ impl Matcher<'_> {
             }
         }
         self.end(i, p, q)
+    }
+
+    /// Whether variable `j` (after the first) starts an atomic group, as `Template.field`
+    /// decides: a text variable does, unless the text variable right before it may need
+    /// to end past it (free text, then a space and a word).
+    fn starts_group(&self, j: usize) -> bool {
+        let (before, var) = (&self.f.vars[j - 1], &self.f.vars[j]);
+        var.kind.is_text()
+            && (!before.kind.is_text() || var.kind.splits(before.kind, &before.literal_after))
+    }
+
+    /// Whether the search is over without a match: cut, or out of budget.
+    fn stopped(&self) -> bool {
+        self.cut || self.too_hard
     }
 
     fn deeper(&mut self) -> bool {
@@ -285,6 +366,9 @@ impl Matcher<'_> {
                 if self.end(i, p, e) {
                     return true;
                 }
+                if self.stopped() {
+                    return false;
+                }
                 match s.get(e) {
                     None | Some(b'"') => return false,
                     Some(b'\\') if e + 1 >= n => return false,
@@ -299,6 +383,9 @@ impl Matcher<'_> {
             let r = e + off;
             if s[r] == c && self.end(i, p, r) {
                 return true;
+            }
+            if self.stopped() {
+                return false;
             }
             match s[r] {
                 b'"' => return false,
@@ -317,9 +404,14 @@ fn starts_with(s: &[u8], prefix: &[u8]) -> bool {
     s.len() >= prefix.len() && s.iter().zip(prefix).all(|(a, b)| a == b)
 }
 
+/// Digits at `at`, at most MAX_DIGITS (`\d{1,20}` takes no more).
 fn digits(s: &[u8], at: usize) -> usize {
-    s.get(at..)
-        .map_or(0, |t| t.iter().take_while(|b| b.is_ascii_digit()).count())
+    s.get(at..).map_or(0, |t| {
+        t.iter()
+            .take(MAX_DIGITS)
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    })
 }
 
 const CLF_LEN: usize = 26;
@@ -471,9 +563,60 @@ mod tests {
     }
 
     #[test]
-    fn a_line_that_backtracks_too_much_is_too_hard() {
+    fn a_text_variable_keeps_its_end_once_what_follows_it_matched() {
+        // `$http_a` ends before the first ` 200 `; `$uri` then cannot take `b 200 /x`.
+        let f = "$http_a $status $uri $request_time";
+        assert_eq!(matches(f, "a b 200 /x 0.5"), Outcome::Matched);
+        assert_eq!(matches(f, "a 200 b 200 /x 0.5"), Outcome::NoMatch);
+        // Free text followed by a word shares its group: it ends at the last space.
+        assert_eq!(
+            capture(
+                "$http_a $uri $request_time",
+                "x y z 0.5",
+                Field::RequestTime
+            )
+            .unwrap(),
+            "0.5"
+        );
+        // Typed variables after a text variable still make it try further ends.
+        assert_eq!(
+            capture("$http_a $status $uri", "a b 200 /x", Field::Status).unwrap(),
+            "200"
+        );
+    }
+
+    #[test]
+    fn many_text_variables_on_a_line_that_does_not_match_are_not_too_hard() {
         let f = "$http_a $http_b $http_c $http_d $http_e $http_f $request_time";
-        let line = "x ".repeat(300);
-        assert_eq!(matches(f, &line), Outcome::TooHard);
+        let line = "x ".repeat(30_000);
+        assert_eq!(matches(f, &line), Outcome::NoMatch);
+        let f = "$uri$args$request_uri$request_time";
+        assert_eq!(matches(f, &"1".repeat(60_000)), Outcome::Matched);
+        assert_eq!(
+            matches(f, &format!("{}x", "1".repeat(60_000))),
+            Outcome::NoMatch
+        );
+    }
+
+    #[test]
+    fn numbers_take_at_most_twenty_digits_a_side() {
+        let f = "$request_time|";
+        let twenty = "9".repeat(20);
+        assert_eq!(matches(f, &format!("{twenty}.{twenty}|")), Outcome::Matched);
+        assert_eq!(matches(f, &format!("9{twenty}|")), Outcome::NoMatch);
+        assert_eq!(matches(f, &format!("1.{twenty}9|")), Outcome::NoMatch);
+        assert_eq!(
+            matches("$body_bytes_sent|", &format!("9{twenty}|")),
+            Outcome::NoMatch
+        );
+    }
+
+    #[test]
+    fn a_list_too_long_to_follow_is_too_hard() {
+        let line = format!("{}1 x", "1, ".repeat(1_000));
+        assert_eq!(
+            matches("$upstream_response_time x", &line),
+            Outcome::TooHard
+        );
     }
 }

@@ -20,6 +20,9 @@ use crate::values::{self, IsoTime};
 
 /// Unparseable line numbers kept per batch (the collector keeps the first five).
 pub const EXAMPLES: usize = 5;
+/// Longest line parsed, in bytes (without its line ending): a longer line is unparseable
+/// before any matching, as in the Python parsers (`MAX_LINE_CHARS` in `formats/base.py`).
+pub const MAX_PARSE_LINE: usize = 64 * 1024;
 
 /// Lines read and how each was classified.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,6 +111,9 @@ impl Parser {
         if line.iter().all(|b| is_space(*b)) {
             return Class::Blank;
         }
+        if line.len() > MAX_PARSE_LINE {
+            return Class::Unparseable;
+        }
         let mut spans = Spans::default();
         match match_line(&self.format, line, &mut spans) {
             Outcome::Matched => {}
@@ -135,7 +141,10 @@ impl Parser {
         if tag.run != self.run_id.as_slice() {
             return Class::OtherRun;
         }
-        let Some(duration) = get(Field::RequestTime).and_then(values::number) else {
+        let Some(duration) = get(Field::RequestTime)
+            .and_then(values::number)
+            .and_then(values::duration)
+        else {
             return Class::Unparseable;
         };
         let mut ts = get(Field::Msec).and_then(values::number);
@@ -157,7 +166,8 @@ impl Parser {
         rows.duration_s.push(duration);
         rows.upstream_s.push(
             get(Field::UpstreamResponseTime)
-                .and_then(|t| values::sum_upstream(t, self.compensated_sum)),
+                .and_then(|t| values::sum_upstream(t, self.compensated_sum))
+                .and_then(values::duration),
         );
         rows.status
             .push(get(Field::Status).and_then(values::status));

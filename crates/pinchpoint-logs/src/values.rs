@@ -3,6 +3,15 @@
 
 use crate::matcher::is_space;
 
+/// Longest time a request can take, in seconds (a week), as `MAX_DURATION_S` in
+/// `formats/base.py`: a logged duration beyond it is damage.
+pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
+
+/// `duration()` of `formats/base.py`: a time from 0 to MAX_DURATION_S, else None (NaN too).
+pub fn duration(seconds: f64) -> Option<f64> {
+    (0.0..=MAX_DURATION_S).contains(&seconds).then_some(seconds)
+}
+
 /// `float(text)` of `\d+(?:\.\d+)?`, None for anything else (such as `-`).
 pub fn number(text: &[u8]) -> Option<f64> {
     let dot = text.iter().position(|b| *b == b'.');
@@ -34,12 +43,13 @@ const POWERS: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
-/// `int(text)` of `\d{3}` (a logged status), None for `-`.
+/// `int(text)` of `\d{3}` (a logged status) from 100 to 999; None for `-` or `000`.
 pub fn status(text: &[u8]) -> Option<i32> {
     if text.is_empty() || text.len() > 9 || !text.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(text.iter().fold(0i32, |v, b| v * 10 + i32::from(b - b'0')))
+    let code = text.iter().fold(0i32, |v, b| v * 10 + i32::from(b - b'0'));
+    (100..=999).contains(&code).then_some(code)
 }
 
 /// `sum_upstream`: the sum of a per-upstream time list (`0.010, 0.020 : 0.005`), None
@@ -194,6 +204,18 @@ mod tests {
         assert_eq!(number(b""), None);
         assert_eq!(status(b"502"), Some(502));
         assert_eq!(status(b"-"), None);
+        assert_eq!(status(b"000"), None);
+        assert_eq!(status(b"099"), None);
+    }
+
+    #[test]
+    fn durations_are_finite_and_at_most_a_week() {
+        assert_eq!(duration(0.0), Some(0.0));
+        assert_eq!(duration(MAX_DURATION_S), Some(604_800.0));
+        assert_eq!(duration(604_800.001), None);
+        assert_eq!(duration(f64::INFINITY), None);
+        assert_eq!(duration(f64::NAN), None);
+        assert_eq!(duration(-0.001), None);
     }
 
     #[test]

@@ -62,7 +62,7 @@ from pinchpoint.collect.formats.base import (
     too_long,
 )
 from pinchpoint.collect.formats.clock import scaled, zoned_timestamp
-from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_WORD, Template, atomic
+from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_STAMP, TEXT_WORD, Template, atomic
 from pinchpoint.collect.tag import find_tag
 
 # PostgreSQL's default log_line_prefix.
@@ -87,9 +87,9 @@ _ESCAPES: dict[str, tuple[str, str | None]] = {
     "p": (INT, None),
     "P": (r"\d{0,20}", None),
     "l": (INT, None),
-    "m": (_ZONED, TEXT_WORD),
-    "t": (_ZONED, TEXT_WORD),
-    "s": (_ZONED, TEXT_WORD),
+    "m": (_ZONED, TEXT_STAMP),
+    "t": (_ZONED, TEXT_STAMP),
+    "s": (_ZONED, TEXT_STAMP),
     "n": (NUMBER, None),
     "e": (r"[0-9A-Z]{5}", None),
     "v": (rf"(?:{INT}/{INT})?", None),

@@ -17,22 +17,41 @@ is scanned about once. A line that would need a text field to end at a later pla
 a later group to match does not parse; the Rust nginx matcher (`matcher.rs`) cuts its
 search at the same places.
 
-Two text fields with nothing between them share a group when the second cannot hold
-everything the first can (free text, then a word): the first may then need to end past
-the start of the word. That is the one place left where the engine tries the ends of two
-text fields against each other (quadratic in their length, on a line that does not match).
+A text field that comes after another, with only literal text between them, shares its
+group when the earlier one may need to end past it for the line to match (free text,
+then a space and a word: the free text ends at the last space before the word); see
+splits(). That is the one place left where the engine tries the ends of two text fields
+against each other: the later one's scans do not overlap when it is a word and the literal
+starts with a space, and they may (quadratic time, on a line that does not match) in a
+format such as `$http_a:$uri`.
 """
 
 import re
 
-# Kinds of text field (see absorbs()).
-TEXT_WORD, TEXT_ANY, TEXT_QUOTED, TEXT_ADDRESSES = "word", "any", "quoted", "addresses"
+# Kinds of text field: a word, free text, a quoted value, a list of addresses, and a
+# time that ends in a word (PostgreSQL's `%m`).
+TEXT_WORD, TEXT_ANY, TEXT_QUOTED = "word", "any", "quoted"
+TEXT_ADDRESSES, TEXT_STAMP = "addresses", "stamp"
 
 
-def absorbs(later: str, earlier: str) -> bool:
-    """Whether a text field of kind `later` can hold all that one of kind `earlier` can, so
-    that `earlier` right before it may end as early as it can."""
-    return later == TEXT_ANY or (later == earlier and later != TEXT_ADDRESSES)
+def splits(earlier: str, literal: str, later: str) -> bool:
+    """Whether a text field of kind `later`, after one of kind `earlier` and `literal`
+    between them, may start a new group: when the earlier one can end at one place only
+    (a word before a space, a quoted value before its quote), or when the later one can
+    hold all that the earlier one and the literal can, so that the earlier one loses
+    nothing by ending as early as it can."""
+    first = literal[:1]
+    if (earlier in (TEXT_WORD, TEXT_STAMP) and first.isspace()) or (
+        earlier == TEXT_QUOTED and first == '"'
+    ):
+        return True
+    if later == TEXT_ANY:
+        return True
+    if later == earlier == TEXT_WORD:
+        return not any(c.isspace() for c in literal)
+    if later == earlier == TEXT_QUOTED:
+        return '"' not in literal and "\\" not in literal
+    return False
 
 
 class Template:
@@ -40,25 +59,24 @@ class Template:
 
     def __init__(self) -> None:
         self._groups: list[list[str]] = [[]]
-        # The kind of the text field just added, until a literal or typed field follows.
+        # The kind of the last text field and the literal text after it, until a typed
+        # field follows.
         self._text_before: str | None = None
+        self._literal = ""
 
     def literal(self, text: str) -> None:
         """Literal text of the format."""
         if text:
             self._groups[-1].append(re.escape(text))
-            self._text_before = None
-
-    def pattern(self, pattern: str) -> None:
-        """A pattern of bounded length that is no field (such as `%` for `%%`)."""
-        self._groups[-1].append(pattern)
-        self._text_before = None
+            self._literal += text
 
     def field(self, pattern: str, kind: str | None) -> None:
-        """A field; `kind` is its kind of text (TEXT_WORD, TEXT_ANY...), or None for
-        a typed field of bounded length. A text field starts a new atomic group."""
-        before, self._text_before = self._text_before, kind
-        starts_group = kind is not None and (before is None or absorbs(kind, before))
+        """A field; `kind` is its kind of text (TEXT_WORD, TEXT_ANY...), or None for a
+        typed field of bounded length. A text field starts a new atomic group, but where
+        the text field before it may need to end past it (see splits())."""
+        before, literal = self._text_before, self._literal
+        self._text_before, self._literal = kind, ""
+        starts_group = kind is not None and (before is None or splits(before, literal, kind))
         if starts_group and self._groups[-1]:
             self._groups.append([])
         self._groups[-1].append(pattern)
