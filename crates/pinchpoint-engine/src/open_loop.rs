@@ -15,7 +15,7 @@
 //! omission), service time from the actual send.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender as RecordTx;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +32,7 @@ use crate::record::Record;
 use crate::run::Window;
 use crate::schedule::{Arrival, Schedule};
 use crate::stats::Live;
+use crate::user::Unsent;
 
 const BATCH_ROWS: usize = 128;
 const BATCH_EVERY: Duration = Duration::from_millis(100);
@@ -53,6 +54,8 @@ pub struct OpenShared {
     /// The start of the schedule, and the same moment in unix microseconds.
     pub base: Instant,
     pub base_unix_us: i64,
+    /// Requests dropped in flight when the run ended (see [`Unsent`]).
+    pub abandoned: Arc<AtomicU64>,
     pool: Mutex<Pool>,
 }
 
@@ -77,6 +80,7 @@ impl OpenShared {
             rates: levels.iter().map(|&r| rate_text(r)).collect(),
             base,
             base_unix_us,
+            abandoned: Arc::default(),
             pool: Mutex::new(Pool::default()),
         }
     }
@@ -269,14 +273,17 @@ enum Next {
 async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record>>) {
     let (job_tx, mut job_rx) = unbounded_channel::<Option<Job>>();
     let mut conn: Option<Conn> = None;
-    let mut batch: Vec<Record> = Vec::with_capacity(BATCH_ROWS);
+    let mut out = Unsent::new(tx, Vec::with_capacity(BATCH_ROWS), shared.abandoned.clone());
     let mut last_flush = Instant::now();
     let mut request = Outgoing::default();
     let mut job = first;
     loop {
-        batch.push(send(&shared, &mut conn, &job, &mut request).await);
-        if batch.len() >= BATCH_ROWS || last_flush.elapsed() >= BATCH_EVERY {
-            flush(&tx, &mut batch, &mut last_flush);
+        out.in_flight = true;
+        let record = send(&shared, &mut conn, &job, &mut request).await;
+        out.in_flight = false;
+        out.batch.push(record);
+        if out.batch.len() >= BATCH_ROWS || last_flush.elapsed() >= BATCH_EVERY {
+            flush(&out.tx, &mut out.batch, &mut last_flush);
         }
         let next = {
             let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
@@ -293,14 +300,14 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
             Next::Job(j) => j,
             Next::Exit => break,
             Next::Wait => {
-                let got = if batch.is_empty() {
+                let got = if out.batch.is_empty() {
                     job_rx.recv().await
                 } else {
                     let left = BATCH_EVERY.saturating_sub(last_flush.elapsed());
                     match tokio::time::timeout(left, job_rx.recv()).await {
                         Ok(got) => got,
                         Err(_) => {
-                            flush(&tx, &mut batch, &mut last_flush);
+                            flush(&out.tx, &mut out.batch, &mut last_flush);
                             job_rx.recv().await
                         }
                     }
@@ -312,7 +319,7 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
             }
         };
     }
-    flush(&tx, &mut batch, &mut last_flush);
+    flush(&out.tx, &mut out.batch, &mut last_flush);
 }
 
 async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: &mut Outgoing) -> Record {

@@ -59,6 +59,9 @@ pub struct RunSummary {
     pub records_error: Option<String>,
     /// Why requests failed: the first distinct messages of each class of error.
     pub reasons: Vec<(ErrorClass, Vec<String>)>,
+    /// Requests still in flight when the run ended that were dropped unanswered: after
+    /// `abandon`, or past the request timeout and the end's grace. Not recorded.
+    pub abandoned: u64,
 }
 
 pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
@@ -71,6 +74,18 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
 
 /// Runs the plan to its end, or until `stop` is set. Blocks the calling thread.
 pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result<RunSummary, String> {
+    run_until(config, stop, Arc::new(AtomicBool::new(false)), live)
+}
+
+/// As [`run`]; after a `stop`, setting `abandon` drops the requests still in flight at
+/// once instead of waiting up to their timeout. Every request that ended before is
+/// recorded: a user's unsent records go to the recorder as its task is dropped.
+pub fn run_until(
+    config: &RunConfig,
+    stop: Arc<AtomicBool>,
+    abandon: Arc<AtomicBool>,
+    live: Arc<Live>,
+) -> Result<RunSummary, String> {
     config.validate()?;
     let addr = resolve(&config.host, config.port)?;
     let requests = config
@@ -130,6 +145,7 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
 
     let started_us = unix_us(SystemTime::now());
     let mut counts = vec![PhaseCounts::default(); levels.len()];
+    let abandoned = Arc::new(AtomicU64::new(0));
     let (windows, interrupted) = match &config.open {
         None => {
             let shared = Arc::new(Shared {
@@ -143,13 +159,14 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
                 timeout: config.timeout,
                 current: AtomicU64::new(pack_step(0, 0)),
                 next_req_id: AtomicU64::new(0),
+                abandoned: abandoned.clone(),
             });
-            runtime.block_on(drive(config, shared, tx, &stop, &live))
+            runtime.block_on(drive(config, shared, tx, &stop, &abandon, &live))
         }
         Some(open) => {
             let base = Instant::now();
             let base_unix_us = unix_us(SystemTime::now());
-            let shared = Arc::new(OpenShared::new(
+            let mut open_shared = OpenShared::new(
                 target,
                 config.run_id.clone(),
                 config.tag,
@@ -158,22 +175,20 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
                 &levels,
                 base,
                 base_unix_us,
-            ));
+            );
+            open_shared.abandoned = abandoned.clone();
+            let shared = Arc::new(open_shared);
             let driven =
                 open_loop::drive(open, config.seed, &levels, shared, runtime.handle(), tx, &stop, &live);
             counts = driven.counts;
             let end_by = tokio::time::Instant::now() + config.max_timeout() + END_GRACE;
-            runtime.block_on(async {
-                for mut task in driven.tasks {
-                    if tokio::time::timeout_at(end_by, &mut task).await.is_err() {
-                        task.abort();
-                    }
-                }
-            });
+            runtime.block_on(finish(driven.tasks, end_by, &abandon));
             (driven.windows, driven.interrupted)
         }
     };
+    // Dropping the tasks still running counts the requests they abandon.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    let abandoned = abandoned.load(Ordering::Relaxed);
     let ended_us = unix_us(SystemTime::now());
     let (recorded, written) = recorder.join().map_err(|_| "the recorder thread panicked".to_string())?;
     let levels = levels
@@ -199,6 +214,7 @@ pub fn run(config: &RunConfig, stop: Arc<AtomicBool>, live: Arc<Live>) -> Result
         ended_us,
         records_error: written.err(),
         reasons: reasons.by_class(),
+        abandoned,
     })
 }
 
@@ -207,6 +223,7 @@ async fn drive(
     shared: Arc<Shared>,
     tx: mpsc::Sender<Vec<crate::record::Record>>,
     stop: &AtomicBool,
+    abandon: &AtomicBool,
     live: &Live,
 ) -> (Vec<Window>, bool) {
     let (done_tx, done_rx) = watch::channel(false);
@@ -254,12 +271,25 @@ async fn drive(
     let _ = done_tx.send(true);
     drop(tx);
     let end_by = tokio::time::Instant::now() + config.max_timeout() + END_GRACE;
-    for mut handle in users {
-        if tokio::time::timeout_at(end_by, &mut handle).await.is_err() {
-            handle.abort();
+    finish(users, end_by, abandon).await;
+    (windows, interrupted)
+}
+
+/// Waits for the tasks to end, until `end_by` or until `abandon` is set; then aborts
+/// those still running.
+async fn finish(tasks: Vec<JoinHandle<()>>, end_by: tokio::time::Instant, abandon: &AtomicBool) {
+    for mut task in tasks {
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= end_by || abandon.load(Ordering::Relaxed) {
+                task.abort();
+                break;
+            }
+            if tokio::time::timeout_at(end_by.min(now + STOP_POLL), &mut task).await.is_ok() {
+                break;
+            }
         }
     }
-    (windows, interrupted)
 }
 
 /// Converts a records stream left by a run (complete or cut short) to Parquet.

@@ -5,6 +5,7 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender as RecordTx;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -41,6 +42,8 @@ pub struct Shared {
     /// next, and tag a request with the wrong load level.
     pub current: AtomicU64,
     pub next_req_id: AtomicU64,
+    /// Requests dropped in flight when the run ended (see [`Unsent`]).
+    pub abandoned: Arc<AtomicU64>,
 }
 
 pub fn pack_step(step: u32, users: u32) -> u64 {
@@ -57,12 +60,12 @@ pub fn unix_us(t: SystemTime) -> i64 {
 
 pub async fn run_user(
     index: u32,
-    shared: std::sync::Arc<Shared>,
+    shared: Arc<Shared>,
     tx: RecordTx<Vec<Record>>,
     mut done: watch::Receiver<bool>,
 ) {
     let mut conn: Option<Conn> = None;
-    let mut batch: Vec<Record> = Vec::new();
+    let mut out = Unsent::new(tx, Vec::new(), shared.abandoned.clone());
     let mut last_flush = Instant::now();
     let mut request = Outgoing::default();
     let mut turn = index as usize;
@@ -77,7 +80,7 @@ pub async fn run_user(
     while !*done.borrow() {
         let (step, users) = unpack_step(shared.current.load(Ordering::Acquire));
         if index >= users {
-            flush(&tx, &mut batch, &mut last_flush, Instant::now());
+            flush(&out.tx, &mut out.batch, &mut last_flush, Instant::now());
             pause(&mut done, PARKED_POLL).await;
             continue;
         }
@@ -96,6 +99,7 @@ pub async fn run_user(
         // Whether the request's time ran out while connecting: connect's own timeout is
         // the same length, so which of the two timers fires first is a matter of chance.
         let mut connecting = false;
+        out.in_flight = true;
         let outcome = until(timer.as_mut(), deadline, async {
             if conn.is_none() {
                 connecting = true;
@@ -106,6 +110,7 @@ pub async fn run_user(
         })
         .await
         .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));
+        out.in_flight = false;
         let ended = Instant::now();
         let start_us = epoch_us + (started - epoch).as_micros() as i64;
         let latency_us = (ended - started).as_micros() as i64;
@@ -146,16 +151,44 @@ pub async fn run_user(
                 }
             }
         }
-        batch.push(record);
-        if batch.len() >= BATCH_ROWS || ended - last_flush >= BATCH_EVERY {
-            flush(&tx, &mut batch, &mut last_flush, ended);
+        out.batch.push(record);
+        if out.batch.len() >= BATCH_ROWS || ended - last_flush >= BATCH_EVERY {
+            flush(&out.tx, &mut out.batch, &mut last_flush, ended);
         }
         let wait = shared.think.sample(&mut rng).max(backoff);
         if !wait.is_zero() {
             pause(&mut done, wait).await;
         }
     }
-    flush(&tx, &mut batch, &mut last_flush, Instant::now());
+    flush(&out.tx, &mut out.batch, &mut last_flush, Instant::now());
+}
+
+/// Records of requests that ended, not yet sent to the recorder. Sent when dropped too:
+/// a task aborted in the middle of a request (an abandoned run) loses that request
+/// only, counted in `abandoned`, never the ones it finished before.
+pub struct Unsent {
+    pub tx: RecordTx<Vec<Record>>,
+    pub batch: Vec<Record>,
+    /// A request is in flight.
+    pub in_flight: bool,
+    abandoned: Arc<AtomicU64>,
+}
+
+impl Unsent {
+    pub fn new(tx: RecordTx<Vec<Record>>, batch: Vec<Record>, abandoned: Arc<AtomicU64>) -> Self {
+        Self { tx, batch, in_flight: false, abandoned }
+    }
+}
+
+impl Drop for Unsent {
+    fn drop(&mut self) {
+        if !self.batch.is_empty() {
+            let _ = self.tx.send(std::mem::take(&mut self.batch));
+        }
+        if self.in_flight {
+            self.abandoned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Runs `work` until it ends (Some) or `deadline` passes (None). The timer is moved

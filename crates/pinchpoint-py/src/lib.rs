@@ -200,6 +200,7 @@ struct LoadRun {
     /// Open loop: the live level is a target rate, not users.
     open_loop: bool,
     stop: Arc<AtomicBool>,
+    abandon: Arc<AtomicBool>,
     live: Arc<Live>,
     result: Mutex<Option<Receiver<Result<RunSummary, String>>>>,
 }
@@ -209,6 +210,13 @@ impl LoadRun {
     /// Asks the run to stop after the requests in flight; `wait` then returns it.
     fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the run and drops the requests in flight at once; `wait` then returns it
+    /// with every request that ended before (`abandoned`: how many were dropped).
+    fn abandon(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.abandon.store(true, Ordering::Relaxed);
     }
 
     /// Live counters: requests and errors so far, the current step, its users and its
@@ -342,6 +350,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
         reasons.set_item(class.name(), messages.clone())?;
     }
     d.set_item("error_reasons", reasons)?;
+    d.set_item("abandoned", s.abandoned)?;
     Ok(d)
 }
 
@@ -352,16 +361,17 @@ fn start(config: PyConfig) -> PyResult<LoadRun> {
     config.validate().map_err(PyValueError::new_err)?;
     let open_loop = config.open.is_some();
     let stop = Arc::new(AtomicBool::new(false));
+    let abandon = Arc::new(AtomicBool::new(false));
     let live = Arc::new(Live::default());
     let (tx, rx) = mpsc::channel();
-    let (stop2, live2) = (stop.clone(), live.clone());
+    let (stop2, abandon2, live2) = (stop.clone(), abandon.clone(), live.clone());
     std::thread::Builder::new()
         .name("pinchpoint-engine".into())
         .spawn(move || {
-            let _ = tx.send(pinchpoint_engine::run(&config, stop2, live2));
+            let _ = tx.send(pinchpoint_engine::run_until(&config, stop2, abandon2, live2));
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the engine thread: {e}")))?;
-    Ok(LoadRun { open_loop, stop, live, result: Mutex::new(Some(rx)) })
+    Ok(LoadRun { open_loop, stop, abandon, live, result: Mutex::new(Some(rx)) })
 }
 
 /// Converts a records stream (complete, or cut short by a killed run) to Parquet;

@@ -79,9 +79,12 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
         console.print(bullets)
     for line in summary.notes(verdict):
         console.print(Text(line), highlight=False)
-    for warning in (summary.generator_warning(verdict), summary.partial_warning(verdict)):
-        if warning:
-            console.print(Text(warning, style="bold yellow"), highlight=False)
+    warning = summary.generator_warning(verdict)
+    if warning:
+        console.print(Text(warning, style="bold yellow"), highlight=False)
+    partial = summary.partial_warning(verdict)
+    if partial:  # one line, whole in logs
+        console.print(Text(partial, style="bold yellow"), highlight=False, soft_wrap=True)
 
 
 def verdict_text(verdict: dict[str, Any]) -> str:
