@@ -114,6 +114,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pinchpoint-agent/1"
     sys_version = ""
+    # Not HTTP/0.9, whose answers have no status line: every answer has one.
+    default_request_version = "HTTP/1.0"
 
     def __init__(self, conn: Connection, server: AgentServer) -> None:
         # Not BaseHTTPRequestHandler's: it would read the socket; the request is read.
@@ -123,6 +125,16 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile = BytesIO(conn.request)
         self.wfile = SocketWriter(conn.sock)  # type: ignore[assignment]
         self.close_connection = True
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        # HTTP/0.9 ("GET /path", or named so): refused, with an answer that has a status line.
+        if len(self.requestline.split()) != 3 or int(self.request_version[5:].split(".")[0]) < 1:
+            self.request_version = self.default_request_version
+            self.send_error(HTTPStatus.BAD_REQUEST, "Use HTTP/1.1")
+            return False
+        return True
 
     def do_GET(self) -> None:
         self._handle("GET")
@@ -180,7 +192,10 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(401, "missing or wrong bearer token")
 
     def _route(self, method: str) -> Callable[[], None]:
-        path = urlsplit(self.path).path
+        try:
+            path = urlsplit(self.path).path
+        except ValueError:  # such as "http://[::1/": a bracket not closed
+            raise ApiError(400, "the request target is not a URL") from None
         if not path.startswith("/v1/"):
             raise ApiError(404, "not found")
         # Decoded per segment: an encoded '/' stays inside its segment.
