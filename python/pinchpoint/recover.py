@@ -28,6 +28,7 @@ import polars as pl
 
 from pinchpoint.load.engine import recover_records
 from pinchpoint.plan import Plan, load_plan
+from pinchpoint.redact import private_files
 
 # What a complete run folder holds besides the plan, the records and run.json, and
 # what each is for the reader.
@@ -65,10 +66,11 @@ class RecoveryError(ValueError):
     """The folder lacks what a rebuild needs (the plan, or any request record)."""
 
 
+@private_files()
 def recover(run_dir: Path) -> Recovery:
     """Converts a leftover records stream and, when run.json is missing, rebuilds it
-    from plan.toml and the records. Raises RecoveryError when run.json is missing and
-    cannot be rebuilt."""
+    from plan.toml and the records (files for this user only, as the run's). Raises
+    RecoveryError when run.json is missing and cannot be rebuilt."""
     out = Recovery()
     stream = run_dir / "requests.arrows"
     if stream.exists():
