@@ -150,6 +150,9 @@ def _strings(value: object) -> Iterator[str]:
 
 def _decode(literal: str) -> str | None:
     """What a TOML string literal (with its quotes) decodes to; None if it does not."""
+    one_line = len(literal) >= 2 and literal[0] == literal[-1] and literal[:3] != literal[0] * 3
+    if one_line and "\\" not in literal:
+        return literal[1:-1]  # nothing to decode
     try:
         value = tomllib.loads(f"v = {literal}")["v"]
     except (tomllib.TOMLDecodeError, ValueError, KeyError):
