@@ -6,6 +6,7 @@ import re
 import pytest
 
 from pinchpoint.collect.formats import get_parser
+from pinchpoint.collect.formats.base import QUOTED
 from pinchpoint.collect.formats.nginx import compile_format
 from pinchpoint.collect.formats.template import (
     TEXT_ANY,
@@ -23,9 +24,10 @@ def test_a_group_starts_at_each_text_field_and_holds_the_typed_fields_after_it()
     template.literal(" ")
     template.field(r"(?P<n>\d{1,3})", None)
     template.field(r"(?P<b>.*?)", TEXT_ANY)
-    assert template.groups() == [r"\[", r"(?P<a>\S*?)\ (?P<n>\d{1,3})", "(?P<b>.*?)"]
+    # A word before a space ends there only: it is made possessive, which is faster.
+    assert template.groups() == [r"\[", r"(?P<a>\S*+)\ (?P<n>\d{1,3})", "(?P<b>.*?)"]
     regex = template.regex()
-    assert regex == r"(?>\[)(?>(?P<a>\S*?)\ (?P<n>\d{1,3}))(?>(?P<b>.*?)\Z)"
+    assert regex == r"(?>\[)(?>(?P<a>\S*+)\ (?P<n>\d{1,3}))(?>(?P<b>.*?)\Z)"
     match = re.fullmatch(regex, "[ab 12x y")
     assert match is not None
     assert match.group("a", "n", "b") == ("ab", "12", "x y")
@@ -53,6 +55,21 @@ def test_where_a_text_field_may_start_a_group(
     assert splits(earlier, literal, later) is split
 
 
+def test_a_quoted_value_before_its_quote_is_possessive_and_matches_the_same() -> None:
+    template = Template()
+    template.literal('"')
+    template.field(f"(?P<a>{QUOTED})", TEXT_QUOTED)
+    template.literal('" "')
+    template.field(f"(?P<b>{QUOTED})", TEXT_QUOTED)
+    template.literal(" ")
+    regex = template.regex()
+    assert regex.count(r"(?:[^\"\\]++|\\.)*+") == 1  # `b` may end at any space
+    lazy = r'"(?P<a>(?:[^"\\]|\\.)*?)" "(?P<b>(?:[^"\\]|\\.)*?) '
+    for line in ['"a \\" b" "c d ', '"a\\\\" "x" ', '"\\', '"a" "b\\ c d ', '"" " ']:
+        got, expected = re.fullmatch(regex, line), re.fullmatch(lazy, line)
+        assert (got and got.groupdict()) == (expected and expected.groupdict()), line
+
+
 def test_free_text_shares_its_group_with_a_word_after_it() -> None:
     template = Template()
     template.field("(?P<a>.*?)", TEXT_ANY)
@@ -61,7 +78,7 @@ def test_free_text_shares_its_group_with_a_word_after_it() -> None:
     template.literal(" ")
     template.field(r"(?P<c>\S*?)", TEXT_WORD)
     template.field("(?P<d>.*?)", TEXT_ANY)
-    assert template.groups() == [r"(?P<a>.*?)\ (?P<b>\S*?)\ ", r"(?P<c>\S*?)", "(?P<d>.*?)"]
+    assert template.groups() == [r"(?P<a>.*?)\ (?P<b>\S*+)\ ", r"(?P<c>\S*?)", "(?P<d>.*?)"]
     record = compile_format("$http_a $uri $request_time").parse("x y z 0.5")
     assert record is not None
     assert record.duration_s == 0.5

@@ -299,6 +299,9 @@ class CsvlogParser:
         return True
 
     def parse(self, line: str) -> Record | None:
+        if too_long(line):
+            self._pending = []
+            return None
         if _RECORD_START.match(line):
             self._pending, self._pending_chars, self._open = [], 0, False  # a record starts
         elif not self._pending or len(self._pending) >= _CSV_MAX_LINES:

@@ -28,6 +28,15 @@ format such as `$http_a:$uri`.
 
 import re
 
+from pinchpoint.collect.formats.base import QUOTED, WORD
+
+# A word before a space, and a quoted value before its quote, can end at one place only:
+# there, possessive patterns match the same text as the lazy ones, several times faster.
+_ONE_END = {
+    WORD: (lambda literal: literal[:1].isspace(), r"\S*+"),
+    QUOTED: (lambda literal: literal[:1] == '"', r"(?:[^\"\\]++|\\.)*+"),
+}
+
 # Kinds of text field: a word, free text, a quoted value, a list of addresses, and a
 # time that ends in a word (PostgreSQL's `%m`).
 TEXT_WORD, TEXT_ANY, TEXT_QUOTED = "word", "any", "quoted"
@@ -66,9 +75,20 @@ class Template:
 
     def literal(self, text: str) -> None:
         """Literal text of the format."""
-        if text:
-            self._groups[-1].append(re.escape(text))
-            self._literal += text
+        if not text:
+            return
+        if not self._literal and self._text_before is not None:
+            self._one_end(text)
+        self._groups[-1].append(re.escape(text))
+        self._literal += text
+
+    def _one_end(self, literal: str) -> None:
+        """Makes the text field just added possessive if `literal` after it leaves it one
+        place to end (the same matches, found faster)."""
+        last = self._groups[-1][-1]
+        for lazy, (ends_once, possessive) in _ONE_END.items():
+            if ends_once(literal) and last.endswith(lazy + ")"):
+                self._groups[-1][-1] = last.removesuffix(lazy + ")") + possessive + ")"
 
     def field(self, pattern: str, kind: str | None) -> None:
         """A field; `kind` is its kind of text (TEXT_WORD, TEXT_ANY...), or None for a
