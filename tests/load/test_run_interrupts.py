@@ -75,6 +75,7 @@ def test_sigterm_on_run_writes_the_folder_marked_interrupted(tmp_path: Path) -> 
     assert "partial" not in verdict
     assert [s["users"] for s in run["steps"]] == [2, 4]
     requests = pl.read_parquet(run_dir / "requests.parquet")
+    print(f"SIGTERM on run: nginx answered {answered}, {requests.height} recorded")
     assert requests.height == run["records"] == answered, "every answer is recorded"
     tiers = pl.read_parquet(run_dir / "tiers.parquet")
     assert tiers.height == answered, "nginx's lines of the run were collected"
@@ -112,6 +113,8 @@ def test_analyze_after_kill_9_of_run_gives_a_partial_verdict_and_report(tmp_path
     report = (run_dir / "report.html").read_text()
     assert 'id="partial"' in report and "PARTIAL" in report
     requests = pl.read_parquet(run_dir / "requests.parquet")
+    print(f"kill -9: nginx answered {answered}, {requests.height} records rebuilt")
+    print(stdout)
     # The last batches, not yet written by the recorder, died with the process.
     assert 0 < requests.height <= answered
 
