@@ -162,7 +162,9 @@ def _key_lines(text: str) -> dict[tuple, int]:
     found: dict[tuple, int] = {}
     counters: dict[tuple, int] = {}
     current: tuple = ()
-    for number, line in enumerate(text.splitlines(), start=1):
+    # TOML ends a line at LF only: splitlines() would also split at U+0085 or U+2028 in a
+    # string, and count lines the plan does not have.
+    for number, line in enumerate(text.split("\n"), start=1):
         if m := _TABLE.match(line):
             names = tuple(p.strip().strip("\"'") for p in m.group(2).split("."))
             if m.group(1) == "[[":
