@@ -19,8 +19,10 @@ import copy
 import datetime
 import json
 import math
+import os
 import re
 import tempfile
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -216,7 +218,7 @@ PLAUSIBLE_STRINGS = [
     "postgresql", "$status$request_time", "%(", "$", "%{", "{", "(?P<x", "\\", "closed",
     "open", "uniform", "poisson", "1.1", "2", "node_exporter", "cadvisor", "merge",
     "replace", 'instance="a"', "host", "host@a", "web", "app", "db", "a", "..", "g.pid",
-    "/dev/null", "/etc/hostname", "/nonexistent/ca.pem", "", " ", "é", "\u2028", "\ufeff",
+    "/dev/null", "/etc/hostname", "/nonexistent/ca.pem", "/etc", "/proc/self/status", "", " ", "é", "\u2028", "\ufeff",
     "PP_FUZZ_TOKEN", "PATH", "X-Key", "Authorization", "bad header", "p99.9_ms",
 ]  # fmt: skip
 PLAUSIBLE_NUMBERS = [
@@ -628,3 +630,33 @@ def test_a_line_is_counted_at_line_feeds_only() -> None:
     with pytest.raises(PlanError) as caught:
         parse_plan(text, SOURCE)
     assert str(caught.value).startswith(f"{SOURCE}:10: sampling.interval: ")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_ca_file_that_is_not_a_file_is_a_plan_error(tmp_path: Path, kind: str) -> None:
+    """Found by the fuzzing: ca_file = "/dev/zero" read until memory ran out, and a FIFO
+    hung the loader; either is now refused as not a file, unread."""
+    path = {"fifo": tmp_path / "ca.pem", "device": Path("/dev/null"), "folder": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    text = (
+        f'[target]\nurl = "https://127.0.0.1:9/"\nca_file = "{path}"\n'
+        '[load]\nusers = 1\nduration = "2s"\n[[request]]\npath = "/"\n'
+    )
+    errors: list[str] = []
+
+    def parse() -> None:
+        with pytest.raises(PlanError) as caught:
+            parse_plan(text, SOURCE)
+        errors.append(str(caught.value))
+
+    thread = threading.Thread(target=parse, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive() and kind == "fifo":
+        with open(path, "wb"):  # lets the reader go
+            pass
+    assert not thread.is_alive()
+    assert errors == [
+        f"{SOURCE}:3: target.ca_file: Value error, {path} is not a file: a PEM file of certificates"
+    ]

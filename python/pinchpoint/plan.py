@@ -74,6 +74,8 @@ __all__ = [
 
 # The largest plan file read: plans are a few KB.
 MAX_PLAN_BYTES = 1 << 20
+# The most of a ca_file read to find a certificate in: bundles are a few hundred KB.
+MAX_CA_BYTES = 16 << 20
 # An HTTP method or header name (RFC 9110 token).
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # What cannot go into a request line unescaped: space and control characters.
@@ -145,8 +147,12 @@ class Target(Strict):
     def _check_ca_file(cls, path: str | None) -> str | None:
         if path is None:
             return None
+        file = Path(path)
         try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
+            if file.exists() and not file.is_file():  # /dev/zero, a FIFO: read without end
+                raise ValueError(f"{path} is not a file: a PEM file of certificates")
+            with file.open("rb") as f:
+                text = f.read(MAX_CA_BYTES).decode("utf-8", errors="replace")
         except OSError as e:
             raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
         if "-----BEGIN CERTIFICATE-----" not in text:
