@@ -660,3 +660,20 @@ def test_a_ca_file_that_is_not_a_file_is_a_plan_error(tmp_path: Path, kind: str)
     assert errors == [
         f"{SOURCE}:3: target.ca_file: Value error, {path} is not a file: a PEM file of certificates"
     ]
+
+
+@pytest.mark.parametrize(("count", "duration"), [(2_000_001, '"2s"'), (2_000, '"1ms"'), (10**9, 1)])
+def test_arrivals_faster_than_the_highest_rate_are_a_plan_error(count: int, duration: str) -> None:
+    """Found by the fuzzing: arrival_count over a short phase made a rate above MAX_RATE
+    (10^9 arrivals in 1 ms, 10^12 per second)."""
+    text = OPEN.replace(
+        "duration = 2\narrival_count = 10", f"duration = {duration}\narrival_count = {count}"
+    )
+    text = text.replace("max_in_flight = 10", "max_in_flight = 10\nwarmup = 0")
+    with pytest.raises(PlanError) as caught:
+        parse_plan(text, SOURCE)
+    line = text.split("\n").index(f"arrival_count = {count}") + 1
+    assert str(caught.value).startswith(f"{SOURCE}:{line}: load.phase[1].arrival_count: ")
+    assert "more than 1e+06 requests per second" in str(caught.value)
+    ok = OPEN.replace("arrival_count = 10", "arrival_count = 2000000")
+    assert parse_plan(ok, SOURCE).load.levels()[1].level == MAX_RATE

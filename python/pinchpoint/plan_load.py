@@ -110,6 +110,12 @@ class Phase(Strict):
             raise FieldError("duration", "the phase needs a duration")
         if self.duration <= 0:
             raise FieldError("duration", "a phase must last more than zero seconds")
+        if self.arrival_count is not None and self.arrival_count / self.duration > MAX_RATE:
+            raise FieldError(
+                "arrival_count",
+                f"{self.arrival_count} arrivals in {self.duration:g}s: "
+                f"more than {MAX_RATE:g} requests per second",
+            )
         return self
 
     @property
