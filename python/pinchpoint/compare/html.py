@@ -2,58 +2,35 @@
 
 from __future__ import annotations
 
-import os
 from html import escape
 from pathlib import Path
 
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
 
 from pinchpoint.compare import charts, fmt
 from pinchpoint.compare.result import UNRESOLVED, ComparisonResult, SideSummary
+from pinchpoint.report import shell
 
-PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 THIN = ' class="thin"'
 
 CSS = """
-:root { --fg: #1d2330; --muted: #5b6475; --line: #dfe3ea; --bg: #f6f7f9;
-        --slower: #b42318; --faster: #157f3b; --same: #5b6475; }
-* { box-sizing: border-box; }
-body { margin: 0; background: var(--bg); color: var(--fg);
-       font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-main { max-width: 1280px; margin: 0 auto; padding: 24px; }
-.brand { margin: 0; color: var(--muted); font-weight: 600; letter-spacing: .02em; }
-section { background: #fff; border: 1px solid var(--line); border-radius: 8px;
-          padding: 16px 20px; margin: 18px 0; }
-h2 { font-size: 18px; margin: 0 0 10px; }
 .verdict { border-left: 6px solid var(--same); }
-.verdict.slower { border-left-color: var(--slower); }
-.verdict.faster { border-left-color: var(--faster); }
-.headline { font-size: 20px; font-weight: 700; margin: 0 0 6px; }
-.slower .headline { color: var(--slower); }
-.faster .headline { color: var(--faster); }
+.verdict.slower { border-left-color: var(--bad); }
+.verdict.faster { border-left-color: var(--good); }
+.headline { font-size: 20px; }
+.slower .headline { color: var(--bad); }
+.faster .headline { color: var(--good); }
 .meta { color: var(--muted); font-size: 14px; margin: 4px 0; }
-.note { color: var(--muted); font-style: italic; margin: 8px 0; }
-.chart { margin: 6px 0 14px; }
-table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 14px;
-        margin: 0 0 14px; }
-th, td { padding: 4px 12px; border-bottom: 1px solid var(--line); text-align: right;
-         white-space: nowrap; }
-th { background: #f0f2f5; font-weight: 600; }
-td.text, th.text { text-align: left; }
+table { margin: 0 0 14px; }
+th, td { padding: 4px 12px; }
 tr.thin td { color: var(--muted); }
-.scroll { overflow-x: auto; }
 """
 
 
 def write_html(result: ComparisonResult, out: Path) -> Path:
     """Write the page to `out` (through a temporary file) and return its path."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(render_page(result), encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    return shell.write_page(Path(out), render_page(result))
 
 
 def render_page(result: ComparisonResult) -> str:
@@ -71,38 +48,11 @@ def render_page(result: ComparisonResult) -> str:
         sections.append(
             _section("latency-time", "Latency over time", _figure(charts.over_time(result, a, b)))
         )
-    plotly_js = get_plotlyjs().replace("</script", "<\\/script")
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{escape(title)}</title>",
-            f"<style>{CSS}</style>",
-            f'<script type="text/javascript">{plotly_js}</script>',
-            "</head>",
-            "<body>",
-            "<main>",
-            '<p class="brand">pinchpoint compare</p>',
-            *sections,
-            "</main>",
-            "</body>",
-            "</html>",
-        ]
-    )
+    return shell.page(title, "pinchpoint compare", sections, CSS)
 
 
 def _figure(fig: go.Figure) -> str:
-    height = fig.layout.height or 450
-    div = fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        config=PLOT_CONFIG,
-        default_height=f"{height}px",
-    )
-    return f'<div class="chart">{div}</div>'
+    return shell.figure(fig)
 
 
 def _section(section_id: str, title: str, body: str) -> str:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
 
 from pinchpoint import sla as slas
 from pinchpoint.redact import private_files
-from pinchpoint.report import fmt, resource_charts, summary, time_charts, users_charts
+from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
 from pinchpoint.report.load import RunData, load_run, steady_requests
 from pinchpoint.report.table import StepTable, step_table
 
-PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 TIME_KEYS = {"started", "ended", "start", "end", "start_s", "end_s", "started_at", "ended_at"}
 TIME_PLOTS = [
     "pp-latency-time", "pp-errors-time", "pp-cpu-time", "pp-memory-time",
@@ -24,20 +21,10 @@ TIME_PLOTS = [
 ]  # fmt: skip
 
 CSS = """
-:root { --fg: #1d2330; --muted: #5b6475; --line: #dfe3ea; --bg: #f6f7f9;
-        --bad: #b42318; --good: #157f3b; --warn: #9a6700; }
-* { box-sizing: border-box; }
-body { margin: 0; background: var(--bg); color: var(--fg);
-       font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-main { max-width: 1280px; margin: 0 auto; padding: 24px; }
-.brand { margin: 0; color: var(--muted); font-weight: 600; letter-spacing: .02em; }
 .meta { margin: 12px 0 0; color: var(--muted); font-size: 14px; }
-section { background: #fff; border: 1px solid var(--line); border-radius: 8px;
-          padding: 16px 20px; margin: 18px 0; }
-h2 { font-size: 18px; margin: 0 0 10px; }
 .verdict { border-left: 6px solid var(--good); }
 .verdict.found { border-left-color: var(--bad); }
-.headline { font-size: 22px; font-weight: 700; margin: 0 0 6px; color: var(--good); }
+.headline { font-size: 22px; color: var(--good); }
 .found .headline { color: var(--bad); }
 .facts { display: flex; flex-wrap: wrap; gap: 4px 28px; margin: 8px 0; }
 .facts div { display: flex; gap: 6px; }
@@ -45,20 +32,13 @@ h2 { font-size: 18px; margin: 0 0 10px; }
 .facts dd { margin: 0; font-weight: 600; }
 .warning { background: #fff8e1; border: 1px solid #f0d58a; color: var(--warn);
            border-radius: 6px; padding: 8px 12px; margin: 10px 0 0; font-weight: 600; }
-.note { color: var(--muted); font-style: italic; margin: 8px 0; }
-.chart { margin: 6px 0 14px; }
-table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: 14px; }
-th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: right;
-         white-space: nowrap; }
-th { background: #f0f2f5; font-weight: 600; }
+th, td { padding: 4px 10px; }
 th.group { text-align: center; border-left: 1px solid var(--line); }
-td.text, th.text { text-align: left; }
 tr.bottleneck td { background: #fdecea; font-weight: 600; }
 td.met { color: var(--good); font-weight: 700; }
 td.broken { color: var(--bad); font-weight: 700; }
 .sla { border-left: 6px solid var(--good); }
 .sla.broken { border-left-color: var(--bad); }
-.scroll { overflow-x: auto; }
 pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px;
       padding: 12px; overflow-x: auto; font-size: 13px; }
 """
@@ -96,12 +76,7 @@ def write_report(run_dir: Path) -> Path:
 
     verdict.json is required; a chart whose data is missing becomes a short note."""
     run_dir = Path(run_dir)
-    page = render_page(load_run(run_dir))
-    out = run_dir / "report.html"
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return shell.write_page(run_dir / "report.html", render_page(load_run(run_dir)))
 
 
 def render_page(data: RunData) -> str:
@@ -122,28 +97,8 @@ def render_page(data: RunData) -> str:
         _facts_section(data),
     ]
     body = [section for section in sections if section]
-    plotly_js = get_plotlyjs().replace("</script", "<\\/script")
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>pinchpoint · {escape(run_id)}</title>",
-            f"<style>{CSS}</style>",
-            f'<script type="text/javascript">{plotly_js}</script>',
-            "</head>",
-            "<body>",
-            "<main>",
-            '<p class="brand">pinchpoint report</p>',
-            *body,
-            "</main>",
-            f"<script>{SYNC_SCRIPT % _js_list(TIME_PLOTS)}</script>",
-            "</body>",
-            "</html>",
-        ]
-    )
+    script = SYNC_SCRIPT % _js_list(TIME_PLOTS)
+    return shell.page(f"pinchpoint · {run_id}", "pinchpoint report", body, CSS, script)
 
 
 def _js_list(items: list[str]) -> str:
@@ -160,15 +115,7 @@ def _run_id(data: RunData) -> str:
 def _figure(fig: go.Figure | None, missing: str, div_id: str | None = None) -> str:
     if fig is None:
         return f'<p class="note">{escape(missing)}</p>'
-    height = fig.layout.height or 450
-    div = fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        config=PLOT_CONFIG,
-        div_id=div_id,
-        default_height=f"{height}px",
-    )
-    return f'<div class="chart">{div}</div>'
+    return shell.figure(fig, div_id)
 
 
 def _unavailable(data: RunData, name: str, what: str) -> str:
