@@ -1,0 +1,83 @@
+"""`pinchpoint demo`: the three-tier demo stack started, loaded and diagnosed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
+from pinchpoint.plan_check import PlanError
+from pinchpoint.terminal import Console, fail
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command()
+def demo(
+    lower: Annotated[int, typer.Option("-l", "--lower", help="Users of the first step.")] = 1,
+    upper: Annotated[int, typer.Option("-u", "--upper", help="Users of the last step.")] = 15,
+    step: Annotated[int, typer.Option("-s", "--step", help="Users added at each step.")] = 2,
+    seconds: Annotated[float, typer.Option("-t", "--time", help="Seconds each step lasts.")] = 5.0,
+    workers: Annotated[int, typer.Option("--workers", help="gunicorn sync workers.")] = 2,
+    cpu_ms: Annotated[float, typer.Option("--cpu", help="ms of CPU work per request.")] = 2.0,
+    wait_ms: Annotated[float, typer.Option("--wait", help="ms of waiting per request.")] = 8.0,
+    runs_dir: RunsDir = Path("runs"),
+    quiet: Quiet = False,
+    find_knee: FindKnee = False,
+) -> None:
+    """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
+    from pinchpoint.plan_check import check_demo_args
+
+    try:
+        check_demo_args(runs_dir, lower, upper, step, seconds, workers, cpu_ms, wait_ms)
+    except PlanError as e:
+        fail(e)
+        raise typer.Exit(2) from None
+    import tempfile
+
+    from pinchpoint.demo import DemoStack, NginxNotFound, StackError
+    from pinchpoint.demo.plan import demo_plan
+    from pinchpoint.live import LiveView
+    from pinchpoint.pipeline import execute
+    from pinchpoint.plan import parse_plan
+
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="pinchpoint-demo-") as tmp:
+        try:
+            stack = DemoStack(Path(tmp), workers=workers)
+            with stack:
+                text = demo_plan(
+                    stack.url,
+                    stack.components(),
+                    lower,
+                    upper,
+                    step,
+                    seconds,
+                    cpu_ms,
+                    wait_ms,
+                    find_knee=find_knee,
+                )
+                plan = parse_plan(text, "demo plan")
+                how = (
+                    f"Searching {lower}→{upper} users for the knee"
+                    if find_knee
+                    else f"Stepping {lower}→{upper} users by {step}"
+                )
+                console.print(
+                    f"Demo stack up: nginx {stack.url} → gunicorn ({workers} workers) → Flask + probe. "
+                    f"{how}, {seconds:g}s each, "
+                    f"{cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request.",
+                    highlight=False,
+                )
+                with LiveView(console, quiet) as view:
+                    outcome = execute(plan, text, runs_dir, on_tick=view)
+        except NginxNotFound as e:
+            fail(e)
+            raise typer.Exit(3) from None
+        except StackError as e:
+            fail(f"The demo stack did not start: {e}")
+            raise typer.Exit(3) from None
+    show_outcome(outcome, console)

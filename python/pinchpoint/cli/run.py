@@ -1,0 +1,73 @@
+"""`pinchpoint run PLAN`: a plan against a stack, from load to verdict and report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
+from pinchpoint.plan_check import PlanError
+from pinchpoint.terminal import Console, fail, sla_outcome, warn
+
+if TYPE_CHECKING:
+    pass
+
+
+@app.command()
+def run(
+    plan_file: Annotated[
+        Path, typer.Argument(help="The plan (TOML).", exists=True, dir_okay=False)
+    ],
+    runs_dir: RunsDir = Path("runs"),
+    quiet: Quiet = False,
+    find_knee: FindKnee = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the verdict and the SLA results as JSON (the rest to stderr)."
+        ),
+    ] = False,
+) -> None:
+    """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
+
+    Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
+    from pinchpoint.plan import parse_plan, read_plan_text
+    from pinchpoint.plan_check import check_before_run
+
+    try:
+        text = read_plan_text(plan_file)
+        plan = parse_plan(text, str(plan_file))
+        if find_knee and not plan.load.find_knee:
+            from pinchpoint.load.find_knee import with_find_knee
+
+            text = with_find_knee(text, str(plan_file))
+            plan = parse_plan(text, f"{plan_file} with --find-knee")
+        check_before_run(plan, text, str(plan_file), runs_dir)
+    except PlanError as e:
+        fail(e)
+        raise typer.Exit(2) from None
+    from pinchpoint.interrupts import catching
+    from pinchpoint.live import LiveView
+    from pinchpoint.pipeline import execute, new_run_id
+
+    console = Console(stderr=True) if as_json else Console()
+    run_id = new_run_id()
+    with catching(say=lambda line: warn(line, console)) as caught:
+        try:
+            with LiveView(console, quiet) as view:
+                outcome = execute(plan, text, runs_dir, on_tick=view, run_id=run_id)
+        except PlanError as e:
+            fail(e)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            left = runs_dir / run_id
+            fail(f"Interrupted before {left} was complete: pinchpoint analyze {left} recovers it")
+            raise typer.Exit(caught.exit_code() or 130) from None
+        show_outcome(outcome, console)
+        sla_met = sla_outcome(plan.sla, outcome, console, as_json)
+    if caught.signals or outcome.interrupted:
+        raise typer.Exit(caught.exit_code() or 130)
+    if not sla_met:
+        raise typer.Exit(1)
