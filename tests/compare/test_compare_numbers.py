@@ -9,9 +9,9 @@ import pytest
 
 from pinchpoint.compare import CompareInputError, compare
 from pinchpoint.compare.stats import bootstrap_interval, percentile
-from pinchpoint.imports import import_results
+from pinchpoint.importers import import_results
 
-SAMPLES = Path(__file__).parent.parent / "imports" / "samples"
+SAMPLES = Path(__file__).parent.parent / "importers" / "samples"
 MakeRun = Callable[..., Path]  # the make_run fixture
 
 

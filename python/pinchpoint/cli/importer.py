@@ -25,7 +25,7 @@ def import_(
     runs_dir: RunsDir = Path("runs"),
 ) -> None:
     """Turn another load tool's results into a run folder that can be compared."""
-    from pinchpoint.imports import ImportFormatError, import_results
+    from pinchpoint.importers import ImportFormatError, import_results
     from pinchpoint.plan_check import check_folder
 
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pinchpoint.imports import csv_plain
-from pinchpoint.imports.common import ImportFormatError
+from pinchpoint.importers import csv_plain
+from pinchpoint.importers.common import ImportFormatError
 
 
 class CompareInputError(ValueError):

@@ -18,7 +18,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-from pinchpoint.imports.common import (
+from pinchpoint.importers.common import (
     Imported,
     RequestRows,
     Skipped,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pinchpoint.imports.common import (
+from pinchpoint.importers.common import (
     SUMMARY_SCHEMA,
     Imported,
     ImportFormatError,

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pinchpoint.imports import ImportFormatError, import_results
+from pinchpoint.importers import ImportFormatError, import_results
 
 SAMPLE = Path(__file__).parent / "samples" / "k6_results.json"
 

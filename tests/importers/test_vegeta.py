@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pinchpoint.imports import ImportFormatError, import_results
+from pinchpoint.importers import ImportFormatError, import_results
 
 SAMPLES = Path(__file__).parent / "samples"
 

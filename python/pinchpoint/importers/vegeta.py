@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pinchpoint.imports.common import (
+from pinchpoint.importers.common import (
     Imported,
     ImportFormatError,
     RequestRows,

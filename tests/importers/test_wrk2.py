@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.imports import ImportFormatError, import_results
+from pinchpoint.importers import ImportFormatError, import_results
 
 SAMPLES = Path(__file__).parent / "samples"
 WRK2 = SAMPLES / "wrk2_latency.txt"

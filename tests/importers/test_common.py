@@ -3,7 +3,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pinchpoint.imports.common import (
+from pinchpoint.importers.common import (
     ERROR_CLASSES,
     RequestRows,
     assign_steps,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pinchpoint.imports.common import (
+from pinchpoint.importers.common import (
     Imported,
     RequestRows,
     Skipped,

@@ -6,7 +6,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pinchpoint.imports import FORMATS, ImportFormatError, import_results
+from pinchpoint.importers import FORMATS, ImportFormatError, import_results
 
 SAMPLE = Path(__file__).parent / "samples" / "latency_before.csv"
 DOCUMENTED_SCHEMA = {

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from pinchpoint.imports.common import (
+from pinchpoint.importers.common import (
     SUMMARY_SCHEMA,
     Imported,
     ImportFormatError,

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pinchpoint.imports import csv_plain, k6, locust, vegeta, wrk2
-from pinchpoint.imports.common import Imported, ImportFormatError, write_run
+from pinchpoint.importers import csv_plain, k6, locust, vegeta, wrk2
+from pinchpoint.importers.common import Imported, ImportFormatError, write_run
 
 __all__ = ["FORMATS", "ImportFormatError", "import_results", "read_source"]
 
