@@ -613,6 +613,7 @@ def test_arbitrary_bytes_get_a_well_formed_answer_or_a_close(
 FOUND = {
     "no version": (b"GET /v1/components\r\nAuthorization: Bearer " + TOKEN.encode(), 400),
     "HTTP/0.9": (b"GET  /v1/components  HTTP/0.9\n", 400),
+    "HTTP/0.9, too many headers": (b"GET /v1/components HTTP/0.9" + b"\r\nX: y" * 101, 431),
     "bad version": (b"GET /v1/components HTTP/1.1 x\r\n", 400),
     "HTTP/2.0": (b"GET /v1/components HTTP/2.0\r\n", 505),
     "IPv6 not closed, with the token": (

@@ -114,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pinchpoint-agent/1"
     sys_version = ""
-    # Not HTTP/0.9, whose answers have no status line: every answer has one.
+    # Not HTTP/0.9, whose answers have no status line and no headers.
     default_request_version = "HTTP/1.0"
 
     def __init__(self, conn: Connection, server: AgentServer) -> None:
@@ -129,12 +129,16 @@ class Handler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        # HTTP/0.9 ("GET /path", or named so): refused, with an answer that has a status line.
+        # HTTP/0.9 ("GET /path", or named so) is refused.
         if len(self.requestline.split()) != 3 or int(self.request_version[5:].split(".")[0]) < 1:
-            self.request_version = self.default_request_version
             self.send_error(HTTPStatus.BAD_REQUEST, "Use HTTP/1.1")
             return False
         return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # Answered with a status line and headers even to HTTP/0.9, which would have none.
+        self.request_version = self.default_request_version
+        super().send_error(code, message, explain)
 
     def do_GET(self) -> None:
         self._handle("GET")
