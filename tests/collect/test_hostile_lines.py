@@ -98,7 +98,9 @@ def test_lines_of_a_megabyte_are_unparseable_and_the_rest_is_read(
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if c.name in ("jsonlines", "probe", "postgresql-jsonlog")], ids=str
+    "case",
+    [c for c in CASES if c.name in ("jsonlines", "probe", "postgresql-jsonlog")],
+    ids=lambda c: c.name,
 )
 def test_json_nested_thousands_deep_is_unparseable(case: FormatCase, tmp_path: Path) -> None:
     deep = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
