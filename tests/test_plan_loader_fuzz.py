@@ -287,9 +287,9 @@ ANY_VALUE = st.one_of(_SCALARS, _VALUES, _HOSTILE)
 # -- edits of a plan's data ----------------------------------------------------------------
 
 
-def tables(data: Any, path: tuple = ()) -> list[tuple]:
-    """The paths of every table in `data` (array indices included)."""
-    found = [path] if isinstance(data, dict) else []
+def containers(data: Any, path: tuple = ()) -> list[tuple]:
+    """The paths of every table and array in `data` (array indices included)."""
+    found = [path] if isinstance(data, dict | list) else []
     items = (
         data.items()
         if isinstance(data, dict)
@@ -299,7 +299,7 @@ def tables(data: Any, path: tuple = ()) -> list[tuple]:
     )
     for key, value in items:
         if isinstance(value, dict | list):
-            found += tables(value, (*path, key))
+            found += containers(value, (*path, key))
     return found
 
 
@@ -321,9 +321,9 @@ def at(data: Any, path: tuple) -> Any:
 @st.composite
 def edits(draw: st.DrawFn, data: dict) -> tuple[str, tuple]:
     """One edit of `data` in place: a key of some table set to a value of any type (a real
-    key, most often, or an extra one), deleted, or a table turned into a scalar. Returns
-    what was done and the path of the key."""
-    path = draw(st.sampled_from(tables(data)))
+    key, most often, or an extra one) or deleted, or an item of an array set or added.
+    Returns what was done and the path of the key or item."""
+    path = draw(st.sampled_from(containers(data)))
     table = at(data, path)
     if isinstance(table, list):
         if not table or draw(st.booleans()):

@@ -37,7 +37,15 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from agent_helpers import TOKEN, agent_thread, append, client, config_text, probe_line
+from agent_helpers import (
+    TOKEN,
+    agent_thread,
+    append,
+    client,
+    config_text,
+    probe_line,
+    read_logs,
+)
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -63,8 +71,8 @@ _opened_lock = threading.Lock()
 _root = ""
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _opened is None or event not in ("open", "os.scandir", "os.listdir", "glob.glob"):
+def _audit(name: str, args: tuple[Any, ...]) -> None:
+    if _opened is None or name not in ("open", "os.scandir", "os.listdir", "glob.glob"):
         return
     target = args[0] if args else None
     if isinstance(target, bytes):
@@ -116,12 +124,17 @@ def plant(root: Path) -> Layout:
 
 @contextmanager
 def fuzzed_agent(root: Path) -> Iterator[tuple[AgentServer, Layout]]:
-    """An agent with one component, `app`, whose run r1 is started and has log lines."""
+    """An agent with one component, `app`, whose run r1 is started and has log lines:
+    its stream sends them, and the audit hook sees the agent open the log."""
     layout = plant(root)
     text = config_text([{"name": "app", "log": {"path": str(layout.log), "format": "probe"}}])
     with agent_thread(text) as server, client(server) as http:
         assert http.post("/v1/runs/r1/start", json={"interval_s": 0.5}).status_code == 200
         append(layout.log, "".join(probe_line("r1", 2, n) for n in range(4, 7)))
+        with recording_opens(root) as opened:
+            rows, _ = read_logs(http, "r1", "app")
+        assert sorted(row["req_id"] for row in rows) == [4, 5, 6]
+        assert str(layout.log) in opened
         yield server, layout
 
 
