@@ -1,0 +1,88 @@
+"""Data flows one way: plan → load + collect → run folder → analyze → report, with the
+commands on top. Each part of the package may import only its own layer or the layers
+below it, found from the source (imports inside functions count too), so that a backward
+arrow cannot creep in unseen. The arrows that still run backwards are listed by name,
+each to be removed, never added to."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pinchpoint"
+
+# Lowest first. A part not listed fails the test: place it when it is added.
+LAYERS: list[set[str]] = [
+    {"rundir", "probe", "_engine", "interrupts"},
+    {"plan", "plan_load", "plan_toml", "plan_check", "sla", "redact"},
+    {"load", "collect"},
+    {"analyze"},
+    {"report"},
+    {"compare", "importers", "recover", "pipeline", "terminal", "live", "api"},
+    {"demo", "agent"},
+    {"cli", "__main__", "__init__"},
+]
+# Parts that import nothing else of pinchpoint: the probe runs inside users' apps, and the
+# run folder's definitions are read by every stage.
+ALONE = {"probe", "rundir"}
+# Backward arrows that remain (importer part, imported part): the plan compiles log formats
+# and Prometheus series with collect's code, and the knee search reads the analysis.
+KNOWN_BACKWARD = {("plan", "collect"), ("load", "analyze")}
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "pinchpoint" and len(parts) > 1 else None
+
+
+def _imports() -> set[tuple[str, str, str]]:
+    """(importing file, importer part, imported part) for every import of another part."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        part = rel.parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module]
+                if node.module == "pinchpoint":
+                    targets = [f"pinchpoint.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                other = _part(target)
+                if other is not None and other != part:
+                    found.add((str(rel), part, other))
+    return found
+
+
+def _layer(part: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if part in layer)
+
+
+def test_every_part_of_the_package_has_a_layer() -> None:
+    parts = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()}
+    parts = {p for p in parts if not p.startswith((".", "_engine.")) and p != "__pycache__"}
+    placed = set().union(*LAYERS)
+    assert parts - placed == set(), "place these in LAYERS"
+
+
+def test_no_part_imports_a_later_stage() -> None:
+    backward = {
+        (where, part, other)
+        for where, part, other in _imports()
+        if _layer(other) > _layer(part) and (part, other) not in KNOWN_BACKWARD
+    }
+    assert backward == set()
+
+
+def test_the_probe_and_the_run_folder_definitions_stand_alone() -> None:
+    leaning = {(where, other) for where, part, other in _imports() if part in ALONE}
+    assert leaning == set()
+
+
+def test_the_known_backward_arrows_still_exist() -> None:
+    # When one is removed, take it off the list, so it cannot come back.
+    seen = {(part, other) for _, part, other in _imports()}
+    assert seen >= KNOWN_BACKWARD
