@@ -1,0 +1,47 @@
+"""Types of `pinchpoint._engine`, the compiled extension (crates/pinchpoint-py)."""
+
+import os
+from collections.abc import Mapping
+from typing import Any, final
+
+# The engine's error classes, in its order (timeout, connect, ...).
+ERROR_CLASSES: list[str]
+
+@final
+class LoadRun:
+    """A load run going on in the background."""
+
+    def stop(self) -> None:
+        """Asks the run to stop after the requests in flight; `wait` then returns it."""
+
+    def abandon(self) -> None:
+        """Stops the run and drops the requests in flight at once."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Live counters: requests, errors, step, users, kind, level, late, window_*."""
+
+    def wait(self, timeout_s: float) -> dict[str, Any] | None:
+        """The run's summary once it has ended, None while it goes on after `timeout_s`."""
+
+@final
+class NginxScanner:
+    """The records of one run in one nginx access log, from a byte offset on."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        offset: int,
+        log_format: str,
+        run_id: str,
+        max_line: int,
+        compensated_sum: bool,
+    ) -> None: ...
+    def next_batch(self, max_lines: int) -> dict[str, Any]:
+        """Up to `max_lines` lines: `rows`, the columns as bytes, the counts, `deferred`
+        (bytes or None) and `done`."""
+
+def start(config: Mapping[str, Any]) -> LoadRun:
+    """Starts a run on background threads and returns at once."""
+
+def records_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> int:
+    """Converts a records stream to Parquet; returns the number of rows."""
