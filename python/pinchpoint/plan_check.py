@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pinchpoint.plan import Plan
+    from pinchpoint.collect.prometheus_plan import Prometheus
+    from pinchpoint.plan import Agent, Plan
 
 # How long a name lookup may take before the host counts as unresolvable.
 RESOLVE_TIMEOUT_S = 5.0
@@ -78,7 +79,9 @@ def check_secrets_and_files(plan: Plan, text: str, source: str) -> None:
     ca_file they name can be read."""
     from pinchpoint.plan_toml import field_line
 
-    tables = [("agent", i, a, ("token_env",)) for i, a in enumerate(plan.agent)]
+    tables: list[tuple[str, int, Agent | Prometheus, tuple[str, ...]]] = [
+        ("agent", i, a, ("token_env",)) for i, a in enumerate(plan.agent)
+    ]
     tables += [
         ("prometheus", i, p, ("token_env", "username_env", "password_env"))
         for i, p in enumerate(plan.prometheus)

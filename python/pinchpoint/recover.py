@@ -23,6 +23,7 @@ import platform
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -137,7 +138,7 @@ def rebuilt_run(run_id: str, plan: Plan, requests: pl.DataFrame) -> dict:
     cpu_count = os.cpu_count() or 1
     return {
         "run_id": run_id,
-        "started": requests[at].min() / 1e6,
+        "started": cast(float, requests[at].min()) / 1e6,
         "ended": requests.select(ends.max()).item() / 1e6,
         "interrupted": True,
         "partial": True,

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from io import BytesIO
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pyarrow as pa
@@ -299,7 +299,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        out = ChunkWriter(self.wfile)
+        out = ChunkWriter(cast(SocketWriter, self.wfile))  # set up as one in setup()
         counts: list[FileCounts] = []
         try:
             for row in collector.component_rows(name, counts, tick=out.keepalive):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import cast
 
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
@@ -40,7 +41,7 @@ def _curve(steps: list[dict]) -> dict:
     closed = all(s.get("kind", "users") == "users" for s in measured)
     scalability = fit_usl(users, throughput) if closed else None
     knee_dict = knee.as_dict() if knee else None
-    if knee_dict is not None and knee.ci_low <= min(users):
+    if knee is not None and knee_dict is not None and knee.ci_low <= min(users):
         # Past the knee already at the lightest step (its interval reaches that step): it
         # lies at or below it.
         knee_dict["at_lowest_load"] = True
@@ -95,6 +96,6 @@ def analyze(run_dir: Path) -> dict:
     if endpoints:
         verdict["endpoints"] = endpoints
         verdict["workers_estimate"] = workers_estimates(endpoints)
-    verdict = _clean(verdict)
+    verdict = cast(dict, _clean(verdict))
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2))
     return verdict

@@ -182,7 +182,7 @@ def _processes_busy(use: GroupUse) -> bool:
     """Whether each of the group's worker processes wanted about a core (used plus waited)."""
     processes = use.processes or use.workers
     demand = use.demand
-    return bool(processes) and demand is not None and demand >= CPU_BOUND * processes
+    return bool(processes and demand is not None and demand >= CPU_BOUND * processes)
 
 
 def _computes(use: GroupUse) -> bool:

@@ -4,7 +4,7 @@ and the resources of each component, over the steady part of every step."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -40,7 +40,7 @@ def answered(requests: pl.DataFrame) -> pl.DataFrame:
 def min_latency_ms(requests: pl.DataFrame) -> float | None:
     """The shortest latency of an answered request, in ms."""
     ok = answered(requests) if requests.height else requests
-    return float(ok["latency_us"].min()) / 1000 if ok.height else None
+    return float(cast(float, ok["latency_us"].min())) / 1000 if ok.height else None
 
 
 def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
@@ -280,7 +280,7 @@ def _quota(frame: pl.DataFrame) -> dict:
         return {}
     periods = int(frame["cpu_periods"].sum())
     return {
-        "cpu_quota_cores": float(quota.max()),
+        "cpu_quota_cores": float(cast(float, quota.max())),
         "cpu_throttled_share": int(frame["cpu_throttled"].sum()) / periods if periods else 0.0,
         "cpu_throttled_s": float(frame["cpu_throttled_s"].sum()),
     }
@@ -292,7 +292,7 @@ def _pressure(frame: pl.DataFrame) -> dict:
     for column in ("cpu_pressure", "memory_pressure", "io_pressure", "run_queue"):
         values = _measured(frame, column)
         if values is not None:
-            out[column] = float(values.mean())
+            out[column] = float(cast(float, values.mean()))
     return out
 
 
@@ -320,14 +320,14 @@ _MEANS = (
 def _io_and_sockets(frame: pl.DataFrame) -> dict:
     """Disk, network and socket means over the step, the peak accept backlog and what it
     may hold, the memory limit and the threads (median, as processes)."""
-    out = {}
+    out: dict[str, float | str] = {}
     for column in _MEANS:
         values = _measured(frame, column)
         if values is not None:
-            out[column] = float(values.mean())
+            out[column] = float(cast(float, values.mean()))
     backlog = _measured(frame, "listen_backlog")
     if backlog is not None:
-        out["listen_backlog_peak"] = int(backlog.max())
+        out["listen_backlog_peak"] = int(cast(float, backlog.max()))
     for column in (
         "listen_backlog_limit",
         "memory_limit_bytes",
@@ -336,19 +336,19 @@ def _io_and_sockets(frame: pl.DataFrame) -> dict:
     ):
         values = _measured(frame, column)
         if values is not None:
-            out[column] = int(values.max())
+            out[column] = int(cast(float, values.max()))
     link = _measured(frame, "net_link")
     if link is not None:
         out["net_link"] = str(link.mode().sort()[0])
     threads = _measured(frame, "threads")
     if threads is not None:
-        out["threads"] = int(threads.median())
+        out["threads"] = int(cast(float, threads.median()))
     return out
 
 
 def _lock_waits(frame: pl.DataFrame) -> dict:
     waits = _measured(frame, "lock_waits")
-    return {"lock_waits": float(waits.mean())} if waits is not None else {}
+    return {"lock_waits": float(cast(float, waits.mean()))} if waits is not None else {}
 
 
 def step_table(data: RunData) -> list[dict]:

@@ -13,6 +13,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
@@ -104,7 +105,7 @@ def _best_fit(n: np.ndarray, x: np.ndarray) -> tuple[float, float, float] | None
             continue
         sse = float(((usl(n, *params) - x) ** 2).sum())
         if np.all(np.isfinite(params)) and sse < best_sse:
-            best, best_sse = tuple(float(p) for p in params), sse
+            best, best_sse = cast(tuple[float, float, float], tuple(float(p) for p in params)), sse
     return best
 
 

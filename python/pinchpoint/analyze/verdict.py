@@ -45,6 +45,11 @@ def _latency(step: dict) -> float | None:
     return step["latency_ms"]["p50"]
 
 
+def _p50(step: dict) -> float:
+    """The p50 of a usable step: one that has it."""
+    return step["latency_ms"]["p50"]
+
+
 def _grew(step: dict, base: dict) -> float:
     """How much the step's latency grew over the base's, as a share of the base's: the median's
     or the mean's growth, whichever is larger. A closed loop's mean is users ÷ throughput
@@ -101,9 +106,9 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
     neighbour = neighbour_finding(usable, ctx)
     extra = [(_finding_dict(neighbour), neighbour.name, NEIGHBOUR_CONFIDENCE)] if neighbour else []
     if generator_limits(generator):
-        found = generator_finding(usable, generator, ctx)
-        verdict = _verdict([(_finding_dict(found), found.name, 1.0), *extra], generator, usable)
-        verdict["headline"] = generator_headline(found)
+        limit = generator_finding(usable, generator, ctx)
+        verdict = _verdict([(_finding_dict(limit), limit.name, 1.0), *extra], generator, usable)
+        verdict["headline"] = generator_headline(limit)
         return verdict
     refusing = proxy_limit(usable, ctx)
     if refusing is not None:
@@ -112,12 +117,12 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             [(_finding_dict(refusing), refusing.name, share), *extra], generator, usable
         )
     base, top = usable[0], usable[-1]
-    growth = max(_latency(top) - _latency(base), (_mean(top) or 0.0) - (_mean(base) or 0.0))
+    growth = max(_p50(top) - _p50(base), (_mean(top) or 0.0) - (_mean(base) or 0.0))
     onset = next((s for s in usable if _grew(s, base) > GROWTH_SHARE), None)
     # A tier's time counts as grown by a millisecond, or, where the whole latency grew by
     # less, by its share of the lowest load's latency.
     floor = GROWTH_MIN_MS if growth > GROWTH_MIN_MS else 0.0
-    threshold = max(floor, GROWTH_SHARE * _latency(base))
+    threshold = max(floor, GROWTH_SHARE * _p50(base))
     if onset is None:
         return {
             "bottleneck": None,
@@ -133,7 +138,7 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             deltas[tier] = b - a
     if not deltas:
         headline = (
-            f"Latency grows from {load_text(onset)} ({_fmt(_latency(base))} → {_fmt(_latency(top))}), "
+            f"Latency grows from {load_text(onset)} ({_fmt(_p50(base))} → {_fmt(_p50(top))}), "
             "but no tier logged records for this run: the growth cannot be attributed."
         )
         return {
@@ -185,8 +190,8 @@ def _tier_finding(
         usable[-1],
     )
     growth_lines = [
-        f"client p50 latency grows from {_fmt(_latency(base))} at {load_text(base)} "
-        f"to {_fmt(_latency(top))} at {load_text(top)}",
+        f"client p50 latency grows from {_fmt(_p50(base))} at {load_text(base)} "
+        f"to {_fmt(_p50(top))} at {load_text(top)}",
         f"{tier}'s own time (self + queue) grows by {_fmt(deltas[tier])}, "
         f"{_share(deltas[tier], growth)} of the growth; "
         + ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier),
@@ -269,6 +274,6 @@ def _no_bottleneck(steps: list[dict], ctx: Context) -> str:
     room = f"; host CPU peaked at {host:.2f} of {ctx.cpu_count} cores" if host else ""
     return (
         f"No bottleneck from {load_text(steps[0]).split()[0]} to {load_text(top)}: latency stays flat "
-        f"(p50 {_fmt(_latency(steps[0]))} → {_fmt(_latency(top))}) while throughput reaches "
+        f"(p50 {_fmt(_p50(steps[0]))} → {_fmt(_p50(top))}) while throughput reaches "
         f"{top['throughput_rps']:.0f} req/s{room}."
     )

@@ -12,6 +12,8 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
 
+    from pinchpoint.pipeline import RunOutcome
+
 HELP = "The `pinchpoint` command: a thin layer over the pipeline."
 
 # Plain help (rich_markup_mode=None): typer's rich help imports ~0.2 s of markdown and
@@ -41,12 +43,12 @@ FindKnee = Annotated[
 RUN_FILES = ("run.json", "plan.toml", "requests.parquet", "requests.arrows")
 
 
-def show_outcome(outcome, console: RichConsole) -> None:
+def show_outcome(outcome: RunOutcome, console: RichConsole) -> None:
     from pinchpoint.report.terminal import render_steps, render_verdict
 
     console.print()
-    if getattr(outcome, "search", None):
-        console.print(f"Find knee: {outcome.search['summary']}", highlight=False)
+    if search := getattr(outcome, "search", None):
+        console.print(f"Find knee: {search['summary']}", highlight=False)
     render_steps(outcome.verdict, console)
     render_verdict(outcome.verdict, console)
     if outcome.interrupted:

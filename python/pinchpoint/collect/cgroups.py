@@ -231,12 +231,12 @@ def quota_of(folder: Path, version: int) -> float | None:
             return None
         return quota / period
     try:
-        limit, period = (folder / "cpu.max").read_text().split()[:2]
+        limit, period_text = (folder / "cpu.max").read_text().split()[:2]
     except (OSError, ValueError):
         return None
-    if limit == "max" or int(period) <= 0:
+    if limit == "max" or int(period_text) <= 0:
         return None
-    return int(limit) / int(period)
+    return int(limit) / int(period_text)
 
 
 def memory_limit_of(folder: Path, version: int) -> int | None:

@@ -16,16 +16,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pinchpoint.collect import logs
 from pinchpoint.collect.formats import LineParser
 from pinchpoint.collect.formats.nginx import NginxParser
 from pinchpoint.collect.logs import FileCounts, TierRow, match_lines
 
+if TYPE_CHECKING:
+    from pinchpoint import _engine
+
+NginxScanner: type[_engine.NginxScanner] | None
 try:
-    from pinchpoint._engine import NginxScanner
-except ImportError:  # the compiled module is not built (or predates the scanner)
+    from pinchpoint import _engine as _compiled
+
+    NginxScanner = _compiled.NginxScanner
+except (ImportError, AttributeError):  # the compiled module is not built (or predates the scanner)
     NginxScanner = None
 
 # Lines per batch: the collector's `tick` is called about this often.
@@ -71,7 +77,8 @@ def _match_file(
     tick: Callable[[], None] | None,
     batch_lines: int,
 ) -> Iterator[TierRow]:
-    scanner = NginxScanner(
+    # Only reached when the scanner is there: the caller checks.
+    scanner = cast("type[_engine.NginxScanner]", NginxScanner)(
         str(path), offset, parser.log_format, run_id, logs.MAX_LINE_BYTES, _COMPENSATED_SUM
     )
     since_tick = 0
@@ -117,6 +124,6 @@ def batch_rows(name: str, batch: dict[str, Any]) -> Iterator[TierRow]:
         yield TierRow(name, *row)
 
 
-def _nullable(batch: dict[str, Any], key: str, code: str) -> list[Any]:
+def _nullable(batch: dict[str, Any], key: str, code: Literal["Q", "d", "i"]) -> list[Any]:
     values = memoryview(batch[key]).cast(code).tolist()
     return [v if ok else None for v, ok in zip(values, batch[key + "_valid"], strict=True)]

@@ -189,7 +189,7 @@ class LinkReader:
         return sum(ceils) or None
 
     def _speeds_here(self) -> dict[str, float]:
-        speeds = {}
+        speeds: dict[str, float] = {}
         try:
             names = os.listdir(self._sys_class_net)
         except OSError:
@@ -207,7 +207,7 @@ class LinkReader:
         # The speed is only in sysfs, which shows a namespace's interfaces only when
         # mounted from inside it: `ip netns exec` does that.
         text = self._run(["ip", "netns", "exec", ns, "sh", "-c", _SPEEDS], check=False)
-        speeds = {}
+        speeds: dict[str, float] = {}
         for line in (text or "").splitlines():
             path, _, value = line.partition(":")
             name = path.removesuffix("/speed")

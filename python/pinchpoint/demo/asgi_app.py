@@ -117,11 +117,12 @@ class AccessLogUvicornWorker(UvicornWorker):
     """uvicorn's gunicorn worker, logging each request through gunicorn's access log in
     `--access-logformat` (uvicorn's own access lines have no duration)."""
 
-    CONFIG_KWARGS: ClassVar[dict[str, Any]] = {**UvicornWorker.CONFIG_KWARGS, "access_log": False}
+    # uvicorn declares it without ClassVar, though it is read from the class.
+    CONFIG_KWARGS: ClassVar[dict[str, Any]] = {**UvicornWorker.CONFIG_KWARGS, "access_log": False}  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.wsgi = GunicornAccessLog(self.wsgi, self.log)
+        self.wsgi: Any = GunicornAccessLog(self.wsgi, self.log)
 
 
 class GunicornAccessLog:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
@@ -80,7 +80,9 @@ def register(app: Flask, dsn: str | None) -> None:
         key = (os.getpid(), threading.get_ident())
         conn = connections.get(key)
         if conn is None or conn.closed:
-            conn = connections[key] = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+            conn = connections[key] = psycopg.connect(
+                cast(str, dsn), autocommit=True, connect_timeout=10
+            )
         return conn
 
     @app.post("/api/hot")

@@ -27,7 +27,7 @@ from typing import Any, Self
 
 from pinchpoint.demo.errors import StackError
 
-POOL = ipaddress.ip_network("10.213.0.0/16")
+POOL = ipaddress.IPv4Network("10.213.0.0/16")
 LATENCY_MS = 50.0
 # The smallest bucket: a few full frames, so the shaper never holds back a lone frame.
 MIN_BURST_BYTES = 16 * 1024

@@ -234,15 +234,22 @@ class DemoStack:
     def _prepare_fronts(self) -> list[_Front]:
         """Writes and checks each proxy's config; the proxies from the front inwards."""
         if self.front == "haproxy":
-            binary, paths = haproxy.find_haproxy(), self._haproxy_paths
-            paths.conf.write_text(
+            binary, ha_paths = haproxy.find_haproxy(), self._haproxy_paths
+            ha_paths.conf.write_text(
                 haproxy.render_config(self.nginx_port, self.gunicorn_port, self.proxy)
             )
-            haproxy.check_config(binary, paths)
-            argv = haproxy.haproxy_argv(binary, paths)
+            haproxy.check_config(binary, ha_paths)
+            argv = haproxy.haproxy_argv(binary, ha_paths)
             # HAProxy logs to its stdout: its output file is its access log.
             return [
-                _Front("haproxy", self.nginx_port, argv, paths.log, [paths.log], paths.pid_file)
+                _Front(
+                    "haproxy",
+                    self.nginx_port,
+                    argv,
+                    ha_paths.log,
+                    [ha_paths.log],
+                    ha_paths.pid_file,
+                )
             ]
         nginx = find_nginx()
         if self.front == "nginx":

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -147,9 +147,9 @@ class Imported:
             return
         ends = self.requests["start_us"] + self.requests["latency_us"]
         if self.started is None:
-            self.started = float(self.requests["start_us"].min()) / 1e6
+            self.started = float(cast(float, self.requests["start_us"].min())) / 1e6
         if self.ended is None:
-            self.ended = float(ends.max()) / 1e6
+            self.ended = float(cast(float, ends.max())) / 1e6
 
 
 def level_steps(

@@ -297,13 +297,11 @@ def search_knee(
     deadline = time.monotonic() + budget
     decision = decide([], lower, upper, max_levels)
     try:
-        while decision.next_users is not None:
+        while (users := decision.next_users) is not None:
             if time.monotonic() > deadline:
                 decision = stopped(decision, "time", f"Stopped after {budget:.0f} s.")
                 break
-            level = _Level(
-                len(levels), decision.next_users, decision.phase, work / str(len(levels))
-            )
+            level = _Level(len(levels), users, decision.phase, work / str(len(levels)))
             levels.append(level)
             result, _ = _run_level(plan, run_id, level, on_tick)
             if result.interrupted:

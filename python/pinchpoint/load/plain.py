@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 from urllib.parse import urlsplit
 
 import polars as pl
@@ -181,8 +182,13 @@ def _latency(values: pl.Series) -> dict | None:
     """Percentiles, min, max and mean of the latencies given; None when there are none."""
     if values.len() == 0:
         return None
-    out = {f"p{q:g}": int(values.quantile(q / 100, "higher")) for q in PERCENTILES}
-    return {**out, "min": int(values.min()), "max": int(values.max()), "mean": values.mean()}
+    out = {f"p{q:g}": int(cast(float, values.quantile(q / 100, "higher"))) for q in PERCENTILES}
+    return {
+        **out,
+        "min": int(cast(float, values.min())),
+        "max": int(cast(float, values.max())),
+        "mean": values.mean(),
+    }
 
 
 def _statuses(requests: pl.DataFrame) -> dict[str, int]:
@@ -227,9 +233,9 @@ def _generator(plan: Plan, cpu_s: float, wall_s: float, requests: pl.DataFrame) 
     if plan.load.open and requests.height:
         lag = requests["start_us"] - requests["intended_us"]
         check["send_lag_us"] = {
-            "p50": int(lag.quantile(0.5, "higher")),
-            "p99": int(lag.quantile(0.99, "higher")),
-            "max": int(lag.max()),
+            "p50": int(cast(float, lag.quantile(0.5, "higher"))),
+            "p99": int(cast(float, lag.quantile(0.99, "higher"))),
+            "max": int(cast(float, lag.max())),
         }
     return check
 

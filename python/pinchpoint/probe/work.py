@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import parse_qsl
@@ -141,7 +142,7 @@ def report(work: Work, elapsed_s: float) -> Response:
     return Response(200, _headers("application/json", len(body)), body)
 
 
-def _self_sized(summary: dict[str, object]) -> bytes:
+def _self_sized(summary: Mapping[str, object]) -> bytes:
     size = 0
     # The length's own digits lengthen the body; this settles within two rounds.
     for _ in range(4):
@@ -152,7 +153,7 @@ def _self_sized(summary: dict[str, object]) -> bytes:
     return body
 
 
-def _padded(summary: dict[str, object], size: int) -> bytes:
+def _padded(summary: Mapping[str, object], size: int) -> bytes:
     """Exactly ``size`` bytes: the summary then spaces (still valid JSON), or only spaces when
     the summary does not fit."""
     body = json.dumps(summary).encode()

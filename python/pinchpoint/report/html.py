@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import plotly.graph_objects as go
 
@@ -219,7 +219,7 @@ def _percentiles_section(data: RunData, objectives: slas.Sla | None) -> str:
         _figure(users_charts.percentiles_vs_users(table, thresholds), missing),
     ]
     if table is not None:
-        fewest, most = int(table["n"].min()), int(table["n"].max())
+        fewest, most = int(cast(float, table["n"].min())), int(cast(float, table["n"].max()))
         if fewest < 10_000:
             counts = f"{fewest:,}" if fewest == most else f"{fewest:,} to {most:,}"
             lines.append(
@@ -355,11 +355,11 @@ def _time_range(
         highs.append(max(w.end for w in windows))
     if data.requests is not None and data.requests.height:
         ends = data.requests["start_us"] + data.requests["latency_us"]
-        lows.append(float(data.requests["start_us"].min()) / 1e6 - t0)
-        highs.append(float(ends.max()) / 1e6 - t0)
+        lows.append(float(cast(float, data.requests["start_us"].min())) / 1e6 - t0)
+        highs.append(float(cast(float, ends.max())) / 1e6 - t0)
     if data.resources is not None and data.resources.height:
-        lows.append(float(data.resources["ts"].min()) - t0)
-        highs.append(float(data.resources["ts"].max()) - t0)
+        lows.append(float(cast(float, data.resources["ts"].min())) - t0)
+        highs.append(float(cast(float, data.resources["ts"].max())) - t0)
     end = data.end_s()
     if end is not None:
         highs.append(end - t0)

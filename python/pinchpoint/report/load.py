@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -41,9 +41,9 @@ class RunData:
             return start
         candidates = []
         if self.requests is not None and self.requests.height:
-            candidates.append(float(self.requests["start_us"].min()) / 1e6)
+            candidates.append(float(cast(float, self.requests["start_us"].min())) / 1e6)
         if self.resources is not None and self.resources.height:
-            candidates.append(float(self.resources["ts"].min()))
+            candidates.append(float(cast(float, self.resources["ts"].min())))
         return min(candidates) if candidates else None
 
     def end_s(self) -> float | None:

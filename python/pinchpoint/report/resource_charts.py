@@ -4,7 +4,7 @@ columns existed have no such charts."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import plotly.graph_objects as go
 import polars as pl
@@ -70,7 +70,7 @@ def backlog_over_time(
     top = 0.0
     for i, name in enumerate(component_order(names, verdict)):
         part = frame.filter(pl.col("component") == name)
-        top = max(top, float(part["listen_backlog"].max() or 0))
+        top = max(top, float(cast(float, part["listen_backlog"].max()) or 0))
         fig.add_trace(
             go.Scatter(
                 x=(part["ts"] - t0).to_numpy(),
@@ -109,7 +109,7 @@ def host_io_over_time(
             values = part[column].cast(pl.Float64) / 1e6
             if values.drop_nulls().len() == 0:
                 continue
-            top = max(top, values.max() or 0.0)
+            top = max(top, cast(float, values.max()) or 0.0)
             name = label if host == "host" else f"{host} {label}"
             fig.add_trace(
                 go.Scatter(

@@ -149,8 +149,8 @@ def curve(verdict: dict[str, Any]) -> list[str]:
 
 
 def _lowest_users(verdict: dict[str, Any]) -> int | None:
-    users = [s.get("users") for s in verdict.get("steps") or [] if isinstance(s, dict)]
-    users = [u for u in users if isinstance(u, int) and u > 0]
+    given = [s.get("users") for s in verdict.get("steps") or [] if isinstance(s, dict)]
+    users = [u for u in given if isinstance(u, int) and u > 0]
     return min(users) if users else None
 
 

@@ -4,7 +4,7 @@ latency, CPU, memory and errors. Each returns None when its data is missing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import plotly.graph_objects as go
@@ -170,9 +170,9 @@ def latency_over_time(
         )
     shade_steps(fig, windows)
     time_axis(fig, x_range)
-    ticks = log_ticks(float(shown["ms"].min()), float(shown["ms"].max()))
+    ticks = log_ticks(float(cast(float, shown["ms"].min())), float(cast(float, shown["ms"].max())))
     fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=ticks)
-    headroom(fig, float(shown["ms"].max()) * 2.5)
+    headroom(fig, float(cast(float, shown["ms"].max())) * 2.5)
     return layout(fig, f"Latency of each request over time: {note}", 460)
 
 
@@ -208,7 +208,7 @@ def resource_over_time(
             values = values / 2**20
         hidden = memory and name == "host"
         if not hidden:
-            top = max(top, values.fill_nan(None).max() or 0.0)
+            top = max(top, cast(float, values.fill_nan(None).max()) or 0.0)
         fig.add_trace(
             go.Scatter(
                 x=(part["ts"] - t0).to_numpy(),
@@ -227,7 +227,7 @@ def resource_over_time(
     if not memory:
         host = frame.filter(pl.col("component") == "host")["processes"].drop_nulls()
         if host.len():
-            cpus = int(host.max())
+            cpus = int(cast(float, host.max()))
             top = max(top, cpus)
             fig.add_hline(
                 y=cpus,
@@ -311,7 +311,7 @@ def errors_over_time(
     shade_steps(fig, windows)
     time_axis(fig, x_range)
     top = counts.group_by("second").agg(pl.col("n").sum())["n"].max()
-    headroom(fig, float(top or 0) * 1.25)
+    headroom(fig, float(cast(float, top) or 0) * 1.25)
     fig.update_yaxes(title_text="failed requests / s", rangemode="tozero")
     total = failed.height
     return layout(

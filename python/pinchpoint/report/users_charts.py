@@ -29,7 +29,7 @@ from pinchpoint.report.chart_style import (
 from pinchpoint.report.table import bottleneck_users, steps, tier_stats, tiers
 
 
-def _log_users(users: Sequence[int]) -> bool:
+def _log_users(users: Sequence[float]) -> bool:
     """A log users axis when the steps grow geometrically (largest ≥ 16× smallest)."""
     return len(users) > 2 and min(users) > 0 and max(users) / min(users) >= 16
 
@@ -110,7 +110,7 @@ def _mark_knee(fig: go.Figure, verdict: dict[str, Any]) -> None:
     )
 
 
-def _usl_curve(verdict: dict[str, Any], users: Sequence[int], log: bool) -> go.Scatter | None:
+def _usl_curve(verdict: dict[str, Any], users: Sequence[float], log: bool) -> go.Scatter | None:
     """X(N) = λN / (1 + σ(N − 1) + κN(N − 1)) over the tested users."""
     usl = verdict.get("scalability")
     if not isinstance(usl, dict):
