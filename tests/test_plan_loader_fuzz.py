@@ -23,6 +23,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -677,3 +678,24 @@ def test_arrivals_faster_than_the_highest_rate_are_a_plan_error(count: int, dura
     assert "more than 1e+06 requests per second" in str(caught.value)
     ok = OPEN.replace("arrival_count = 10", "arrival_count = 2000000")
     assert parse_plan(ok, SOURCE).load.levels()[1].level == MAX_RATE
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[a" + " " * 40_000 + "x",
+        "[" + " " * 20_000 + "a" + " " * 20_000 + "?",
+        "[[" + " " * 40_000,
+    ],
+    ids=["spaces after a name", "spaces around a name", "spaces after brackets"],
+)
+def test_an_error_is_placed_in_time_linear_in_the_plan(line: str) -> None:
+    """Finding an error's line read each line with a pattern that took time quadratic in a
+    line's spaces: such a line in a multi-line string cost seconds (minutes at 1 MB)."""
+    text = OPEN.replace('path = "/"', f'path = "/"\nbody = """\n{line}\n"""\nweight = -1')
+    started = time.monotonic()
+    with pytest.raises(PlanError) as caught:
+        parse_plan(text, SOURCE)
+    assert time.monotonic() - started < 1.0
+    line_number = text.split("\n").index("weight = -1") + 1
+    assert str(caught.value).startswith(f"{SOURCE}:{line_number}: request[0].weight: ")

@@ -62,7 +62,7 @@ class FieldError(ValueError):
     """A check across fields that names the field at fault, relative to its model:
     the plan error then points at that field's line."""
 
-    def __init__(self, loc: str | int | tuple, message: str) -> None:
+    def __init__(self, loc: str | tuple, message: str) -> None:
         super().__init__(message)
         self.loc = (loc,) if isinstance(loc, str | int) else tuple(loc)
 
@@ -153,7 +153,11 @@ def _dotted(loc: tuple) -> str:
     return out
 
 
-_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
+# A table's name starts and ends with a character that is not a space, so the spaces around
+# it are the \s*'s alone: were they the name's too, a line of many spaces (one can be in a
+# multi-line string) would take time quadratic in its length.
+_NAME = r"[A-Za-z0-9_.\-\"'](?:[A-Za-z0-9_.\-\"' ]*[A-Za-z0-9_.\-\"'])?"
+_TABLE = re.compile(rf"^\s*(\[\[?)\s*({_NAME})\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\")\s*=")
 
 
