@@ -7,11 +7,10 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pinchpoint.collect.prometheus_plan import Prometheus
-    from pinchpoint.plan import Agent, Plan
+    from pinchpoint.plan import Plan
 
 # How long a name lookup may take before the host counts as unresolvable.
 RESOLVE_TIMEOUT_S = 5.0
@@ -79,7 +78,8 @@ def check_secrets_and_files(plan: Plan, text: str, source: str) -> None:
     ca_file they name can be read."""
     from pinchpoint.plan_toml import field_line
 
-    tables: list[tuple[str, int, Agent | Prometheus, tuple[str, ...]]] = [
+    # An [[agent]] or a [[prometheus]] table: both have a ca_file.
+    tables: list[tuple[str, int, Any, tuple[str, ...]]] = [
         ("agent", i, a, ("token_env",)) for i, a in enumerate(plan.agent)
     ]
     tables += [

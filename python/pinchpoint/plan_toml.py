@@ -62,7 +62,7 @@ class FieldError(ValueError):
     """A check across fields that names the field at fault, relative to its model:
     the plan error then points at that field's line."""
 
-    def __init__(self, loc: str | tuple, message: str) -> None:
+    def __init__(self, loc: str | int | tuple, message: str) -> None:
         super().__init__(message)
         self.loc = (loc,) if isinstance(loc, str | int) else tuple(loc)
 

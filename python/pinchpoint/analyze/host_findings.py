@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pinchpoint.analyze.context import Context, load_text, rate_of, resource_of
-from pinchpoint.analyze.findings import Finding, host_of
+from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.usage import process_group as host_of
 
 HOST = "host"
 # The device busy this share of the time, or tasks stalled on I/O this share of it...
