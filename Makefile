@@ -14,6 +14,7 @@ demo: system-deps build
 test: system-deps-test build
 	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
 	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 setup: system-deps build
