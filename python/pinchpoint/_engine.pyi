@@ -2,9 +2,11 @@
 
 import os
 from collections.abc import Mapping
-from typing import Any, final
+from typing import Any, Self, final
 
-# The engine's error classes, in its order (timeout, connect, ...).
+__all__ = ["ERROR_CLASSES", "LoadRun", "NginxScanner", "records_to_parquet", "start"]
+
+# The engine's error classes (connect_refused, ..., timeout, io), in its order.
 ERROR_CLASSES: list[str]
 
 @final
@@ -27,15 +29,15 @@ class LoadRun:
 class NginxScanner:
     """The records of one run in one nginx access log, from a byte offset on."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: str | os.PathLike[str],
         offset: int,
         log_format: str,
         run_id: str,
         max_line: int,
         compensated_sum: bool,
-    ) -> None: ...
+    ) -> Self: ...
     def next_batch(self, max_lines: int) -> dict[str, Any]:
         """Up to `max_lines` lines: `rows`, the columns as bytes, the counts, `deferred`
         (bytes or None) and `done`."""
