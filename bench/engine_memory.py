@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 
 from pinchpoint.load.engine import run_steps
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 TARGET_MB = 300.0
 SAMPLE_S = 0.1

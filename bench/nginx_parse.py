@@ -30,9 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pinchpoint.collect import fastlogs, logs
-from pinchpoint.collect.formats.nginx import parser_for
-from pinchpoint.collect.logs import FileCounts, match_lines, read_from
+from pinchpoint.collect.logs import fastlogs
+from pinchpoint.collect.logs import reader as logs
+from pinchpoint.collect.logs.reader import FileCounts, match_lines, read_from
+from pinchpoint.logformats.nginx import parser_for
 
 LOG_FORMAT = (
     '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '

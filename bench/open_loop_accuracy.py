@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_vs_wrk import start_nginx, tree_cpu
 
 from pinchpoint.load.engine import run_steps
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 RATE_TOLERANCE = 0.005
 LAG_P99_US = 1000

@@ -23,10 +23,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pinchpoint.collect import fastlogs, logs
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.formats.base import MAX_LINE_CHARS
-from pinchpoint.collect.formats.nginx import COMBINED_FORMAT
+from pinchpoint.collect.logs import fastlogs
+from pinchpoint.collect.logs import reader as logs
+from pinchpoint.logformats import get_parser
+from pinchpoint.logformats.base import MAX_LINE_CHARS
+from pinchpoint.logformats.nginx import COMBINED_FORMAT
 
 SIZES = {"1KB": 1024, "64KB": MAX_LINE_CHARS, "1MB": 1 << 20}
 TAG = "pp_run=r1&pp_users=4&pp_req=17"

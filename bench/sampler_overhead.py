@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 
 TARGET_SHARE = 0.01
 

@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pinchpoint"
 
 # Lowest first. A part not listed fails the test: place it when it is added.
 LAYERS: list[set[str]] = [
-    {"rundir", "probe", "_engine", "interrupts"},
-    {"plan", "plan_load", "plan_toml", "plan_check", "sla", "redact"},
+    {"rundir", "probe", "_engine", "interrupts", "logformats"},
+    {"plan", "redact"},
     {"load", "collect"},
     {"analyze"},
     {"report"},
@@ -22,12 +22,13 @@ LAYERS: list[set[str]] = [
     {"demo", "agent"},
     {"cli", "__main__", "__init__"},
 ]
-# Parts that import nothing else of pinchpoint: the probe runs inside users' apps, and the
-# run folder's definitions are read by every stage.
-ALONE = {"probe", "rundir"}
-# Backward arrows that remain (importer part, imported part): the plan compiles log formats
-# and Prometheus series with collect's code, and the knee search reads the analysis.
-KNOWN_BACKWARD = {("plan", "collect"), ("load", "analyze")}
+# Parts that import nothing else of pinchpoint: the probe runs inside users' apps, the run
+# folder's definitions are read by every stage, and the log formats are compiled by the
+# plan's check as well as read by collection.
+ALONE = {"probe", "rundir", "logformats"}
+# Backward arrows that remain (importer part, imported part): the knee search reads the
+# analysis between its probes.
+KNOWN_BACKWARD = {("load", "analyze")}
 
 
 def _part(module: str) -> str | None:

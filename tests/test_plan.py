@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pinchpoint.plan import PlanError, check_url, parse_duration, parse_plan
+from pinchpoint.plan.model import PlanError, check_url, parse_duration, parse_plan
 
 GOOD = """\
 [target]

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from pinchpoint.plan import MAX_USERS, Plan, PlanError, parse_plan
-from pinchpoint.plan_toml import MAX_DURATION_S
+from pinchpoint.plan.model import MAX_USERS, Plan, PlanError, parse_plan
+from pinchpoint.plan.toml import MAX_DURATION_S
 
 CLOSED = """\
 [target]

@@ -33,8 +33,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from pinchpoint.collect.prometheus_plan import Prometheus, Series
-from pinchpoint.plan import (
+from pinchpoint.plan.model import (
     MAX_PLAN_BYTES,
     MAX_RATE,
     MAX_USERS,
@@ -54,8 +53,9 @@ from pinchpoint.plan import (
     load_plan,
     parse_plan,
 )
-from pinchpoint.plan_toml import MAX_DURATION_S
-from pinchpoint.sla import Sla
+from pinchpoint.plan.prometheus import Prometheus, Series
+from pinchpoint.plan.sla import Sla
+from pinchpoint.plan.toml import MAX_DURATION_S
 
 SOURCE = "fuzz.toml"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 from pinchpoint.redact import REDACTED, WITHHELD, private_dir, redact_plan_text, secret_values
 
 TOKEN = "Bearer s3cr3t-Token_42"

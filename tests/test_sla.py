@@ -20,8 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from pinchpoint.plan import PlanError, parse_plan
-from pinchpoint.sla import Sla, SlaResult, check_sla, render_sla, sla_of_plan_text
+from pinchpoint.analyze.sla import SlaResult, check_sla
+from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.sla import Sla, sla_of_plan_text
+from pinchpoint.report.sla_table import render_sla
 
 T0 = 1_800_000_000.0
 STEP_S = 2.0

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-    from pinchpoint.sla import Sla, SlaResult
+    from pinchpoint.analyze.sla import SlaResult
+    from pinchpoint.plan.sla import Sla
 
 RUN_FILES = ("run.json", "requests.parquet", "verdict.json", "plan.toml")
 
@@ -83,7 +84,8 @@ class Run:
     def check_sla(self, sla: Sla | dict[str, Any] | None = None) -> list[SlaResult]:
         """`sla` (default: the plan's [sla] table) checked on this run, overall and per step;
         an empty list when there is none."""
-        from pinchpoint.sla import check_sla, sla_of_plan_text
+        from pinchpoint.analyze.sla import check_sla
+        from pinchpoint.plan.sla import sla_of_plan_text
 
         if sla is None:
             sla = sla_of_plan_text(self.plan_text, str(self.path / "plan.toml"))

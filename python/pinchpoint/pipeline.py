@@ -15,14 +15,14 @@ from pathlib import Path
 
 from pinchpoint.analyze import analyze
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
-from pinchpoint.collect.local import LocalCollector
-from pinchpoint.collect.prometheus import PrometheusCollector
-from pinchpoint.collect.remote import RemoteCollector
+from pinchpoint.collect.sources.local import LocalCollector
+from pinchpoint.collect.sources.prometheus import PrometheusCollector
+from pinchpoint.collect.sources.remote import RemoteCollector
 from pinchpoint.interrupts import catching
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.find_knee import KneeRun, renumber_tier_requests, search_knee
 from pinchpoint.load.histograms import step_counts, write_histograms
-from pinchpoint.plan import Plan
+from pinchpoint.plan.model import Plan
 from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
 from pinchpoint.report.html import write_report
 

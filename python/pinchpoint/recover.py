@@ -28,7 +28,7 @@ from typing import cast
 import polars as pl
 
 from pinchpoint.load.engine import recover_records
-from pinchpoint.plan import Plan, load_plan
+from pinchpoint.plan.model import Plan, load_plan
 from pinchpoint.redact import private_files
 
 # What a complete run folder holds besides the plan, the records and run.json, and

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pinchpoint.plan import Plan
+    from pinchpoint.plan.model import Plan
 
 # Headers whose values are always secret (lower case).
 SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization")

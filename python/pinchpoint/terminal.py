@@ -38,7 +38,7 @@ def warn(message: str, console: RichConsole | None = None) -> None:
 
 
 def sla_json(results: list | None) -> dict | None:
-    from pinchpoint.sla import broken
+    from pinchpoint.analyze.sla import broken
 
     if results is None:
         return None
@@ -49,7 +49,8 @@ def sla_outcome(objectives: Any, outcome: Any, console: RichConsole, as_json: bo
     """Check the plan's [sla] on the run, print it (and the JSON); False when broken."""
     import json
 
-    from pinchpoint.sla import broken, check_sla, render_sla
+    from pinchpoint.analyze.sla import broken, check_sla
+    from pinchpoint.report.sla_table import render_sla
 
     results = None
     met = True

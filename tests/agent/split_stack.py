@@ -29,12 +29,12 @@ from agent_helpers import (
     toml_value,
 )
 
-from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.demo import DemoStack
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
 from pinchpoint.demo.nginx import NginxPaths, find_nginx, nginx_argv, render_config
 from pinchpoint.demo.procs import Child
 from pinchpoint.demo.stack import _gunicorn_has_control_socket
+from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 
 PROXY = ["nginx"]
 APP = ["gunicorn", "app"]

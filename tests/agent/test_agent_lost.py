@@ -21,7 +21,7 @@ from split_stack import APP, loopback_split, plan_text, topology
 
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.pipeline import execute
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 
 class _Ok(BaseHTTPRequestHandler):

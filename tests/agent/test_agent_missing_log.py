@@ -8,8 +8,8 @@ from pathlib import Path
 from agent_helpers import TOKEN_ENV, agent_thread, config_text
 
 from pinchpoint.collect.gather import write_logs
-from pinchpoint.collect.remote import RemoteCollector
-from pinchpoint.plan import Agent, Component
+from pinchpoint.collect.sources.remote import RemoteCollector
+from pinchpoint.plan.model import Agent, Component
 
 
 def test_a_log_missing_on_the_agent_is_its_warning(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from agent_helpers import agent_thread, append, client, config_text, probe_line, read_logs
 
 from pinchpoint.agent import ConfigError, parse_config
-from pinchpoint.collect.remote import ARROW_STREAM
+from pinchpoint.collect.sources.remote import ARROW_STREAM
 
 
 def components(tmp_path: Path) -> list[dict]:

@@ -17,10 +17,10 @@ from agent_helpers import (
 )
 
 from pinchpoint.agent import server as agent_server
-from pinchpoint.collect import local
-from pinchpoint.collect.logs import TierRow
-from pinchpoint.collect.remote import RemoteCollector
-from pinchpoint.plan import Agent, Component
+from pinchpoint.collect.logs.reader import TierRow
+from pinchpoint.collect.sources import local
+from pinchpoint.collect.sources.remote import RemoteCollector
+from pinchpoint.plan.model import Agent, Component
 
 
 def test_the_client_gets_rows_counts_and_resources(tmp_path: Path) -> None:

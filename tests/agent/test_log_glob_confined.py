@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import agent_thread, append, client, config_text, probe_line, read_logs
 
-from pinchpoint.collect.logset import glob_folder, log_files, log_sources, mark_logs
+from pinchpoint.collect.logs.logset import glob_folder, log_files, log_sources, mark_logs
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from agent_helpers import append
 
-from pinchpoint.collect.logs import read_from
-from pinchpoint.collect.logset import log_sources, mark_logs
+from pinchpoint.collect.logs.logset import log_sources, mark_logs
+from pinchpoint.collect.logs.reader import read_from
 
 
 def lines_since(pattern: Path, mark: object) -> list[str]:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from agent_helpers import TOKEN_ENV, agent_thread, append, config_text, probe_line
 
-from pinchpoint.collect.logs import TierRow
-from pinchpoint.collect.remote import RemoteCollector
-from pinchpoint.plan import Agent, Component
+from pinchpoint.collect.logs.reader import TierRow
+from pinchpoint.collect.sources.remote import RemoteCollector
+from pinchpoint.plan.model import Agent, Component
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 

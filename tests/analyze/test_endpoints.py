@@ -12,7 +12,7 @@ import pytest
 
 from pinchpoint.analyze.endpoints import describe
 from pinchpoint.pipeline import execute
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 
 def closed_loop(users: list[int], workers: int | None, service_ms: float) -> list[dict]:

@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 from pinchpoint.pipeline import execute
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 
 def dead_port() -> int:

@@ -17,7 +17,7 @@ HEAVY = (
     "pinchpoint.pipeline",
     "pinchpoint.analyze",
     "pinchpoint.load",
-    "pinchpoint.collect.resources",
+    "pinchpoint.collect.resources.sampler",
 )
 
 TYPO_PLAN = """\
@@ -60,7 +60,7 @@ def test_load_help_imports_no_heavy_stage_nor_the_plan(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert "--connections" in done.stdout
     assert _heavy(names) == []
-    assert "pinchpoint.plan" not in names
+    assert "pinchpoint.plan.model" not in names
 
 
 def test_a_plan_with_a_typo_is_refused_without_importing_the_pipeline(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_a_plan_with_a_typo_is_refused_without_importing_the_pipeline(tmp_path: 
     assert done.returncode == 2
     assert "plan.toml:6: load.duraton: Extra inputs are not permitted" in done.stderr
     assert _heavy(names) == []
-    assert "pinchpoint.plan" in names
+    assert "pinchpoint.plan.model" in names
 
 
 def test_a_bad_url_for_load_is_refused_without_importing_the_engine(tmp_path: Path) -> None:

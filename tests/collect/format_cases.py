@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.nginx import COMBINED_FORMAT
+from pinchpoint.logformats.nginx import COMBINED_FORMAT
 
 # Characters of a user agent and of a URI that no format escapes or treats as a separator.
 AGENT_CHARS = "abcXYZ019 /.;()-_+"

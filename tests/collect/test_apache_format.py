@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import FormatError, get_parser
-from pinchpoint.collect.formats.apache import APACHE_FORMAT, ApacheParser, compile_format
-from pinchpoint.collect.logs import FileCounts, collect_component, mark
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
+from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
+from pinchpoint.logformats import FormatError, get_parser
+from pinchpoint.logformats.apache import APACHE_FORMAT, ApacheParser, compile_format
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
 SAMPLES = Path(__file__).parent / "samples"
 TS_0915_UTC = 1795338900.0  # 22/Nov/2026:10:15:00 +0100

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect import cgroups
-from pinchpoint.collect.cgroups import (
+from pinchpoint.collect.resources import cgroups
+from pinchpoint.collect.resources.cgroups import (
     CgroupReader,
     DiskCgroups,
     DiskRate,
@@ -21,7 +21,7 @@ from pinchpoint.collect.cgroups import (
     disk_cgroups_of,
     disk_rates_of,
 )
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 from pinchpoint.demo.blkio import DiskLimit, block_device, io_hierarchy
 from pinchpoint.demo.errors import StackError
 

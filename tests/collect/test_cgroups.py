@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect import cgroups
-from pinchpoint.collect.cgroups import (
+from pinchpoint.collect.resources import cgroups
+from pinchpoint.collect.resources.cgroups import (
     CpuCgroup,
     Mount,
     cpu_mounts,
@@ -19,7 +19,7 @@ from pinchpoint.collect.cgroups import (
     process_cgroups,
     quota_of,
 )
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 from pinchpoint.demo.cgroup import CpuQuota, cpu_hierarchy
 
 MOUNTINFO = """\

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import FormatError, get_parser
-from pinchpoint.collect.formats.envoy import ENVOY_FORMAT, EnvoyParser, compile_format
-from pinchpoint.collect.logs import FileCounts, collect_component
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
+from pinchpoint.collect.logs.reader import FileCounts, collect_component
+from pinchpoint.logformats import FormatError, get_parser
+from pinchpoint.logformats.envoy import ENVOY_FORMAT, EnvoyParser, compile_format
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
 SAMPLES = Path(__file__).parent / "samples"
 START = 1795338900.31  # 2026-11-22T09:15:00.310Z

@@ -1,9 +1,9 @@
 import pytest
 
-from pinchpoint.collect.formats import FormatError, get_parser, known_formats
-from pinchpoint.collect.formats.gunicorn import GunicornParser
-from pinchpoint.collect.formats.nginx import NGINX_FORMAT, NginxParser
-from pinchpoint.collect.formats.probe import ProbeParser
+from pinchpoint.logformats import FormatError, get_parser, known_formats
+from pinchpoint.logformats.gunicorn import GunicornParser
+from pinchpoint.logformats.nginx import NGINX_FORMAT, NginxParser
+from pinchpoint.logformats.probe import ProbeParser
 
 
 def test_known_formats() -> None:

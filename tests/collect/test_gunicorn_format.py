@@ -1,7 +1,7 @@
 import pytest
 
-from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT, compile_format, parser_for
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
+from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT, compile_format, parser_for
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
 TS_0915_UTC = 1795338900.0  # 22/Nov/2026:10:15:00 +0100
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import FormatError, Record, get_parser
-from pinchpoint.collect.formats.haproxy import HaproxyRecord, parse_date
-from pinchpoint.collect.logs import FileCounts, collect_component, mark
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
+from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
+from pinchpoint.logformats import FormatError, Record, get_parser
+from pinchpoint.logformats.haproxy import HaproxyRecord, parse_date
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
 SAMPLES = Path(__file__).parent / "samples"
 # HAProxy logs local time without an offset: the expected values are local too.

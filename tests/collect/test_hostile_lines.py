@@ -13,9 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from collect.format_cases import CASE_IDS, CASES, HUGE_DIGITS, RUN_ID, FormatCase, tagged_uri
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.formats.base import MAX_LINE_CHARS
-from pinchpoint.collect.logs import FileCounts, collect_component, collection_json, write_tiers
+from pinchpoint.collect.logs.reader import (
+    FileCounts,
+    collect_component,
+    collection_json,
+    write_tiers,
+)
+from pinchpoint.logformats import get_parser
+from pinchpoint.logformats.base import MAX_LINE_CHARS
 
 AGENT = "Mozilla/5.0 (X11; Linux x86_64)"
 HOSTILE_DURATIONS = ["1" + "0" * 400, "9" * HUGE_DIGITS, "1e400", "inf", "nan", "-1"]

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import FormatError, get_parser
-from pinchpoint.collect.formats.jsonlines import JsonLinesParser, lookup, parse_mapping
-from pinchpoint.collect.logs import FileCounts, collect_component
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
+from pinchpoint.collect.logs.reader import FileCounts, collect_component
+from pinchpoint.logformats import FormatError, get_parser
+from pinchpoint.logformats.jsonlines import JsonLinesParser, lookup, parse_mapping
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
 SAMPLES = Path(__file__).parent / "samples"
 BRIEF_MAPPING = "uri=request.path,duration_ms=latency,status=code"

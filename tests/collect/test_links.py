@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pinchpoint.collect.links import COLUMNS, LinkReader
-from pinchpoint.collect.resources import SCHEMA, ResourceSampler, conform
+from pinchpoint.collect.resources.links import COLUMNS, LinkReader
+from pinchpoint.collect.resources.sampler import ResourceSampler, conform
 from pinchpoint.demo.netns import ShapedLink
+from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
 RATE = 2_000_000
 PORT = 8766
@@ -132,7 +133,7 @@ def test_a_table_without_the_link_columns_reads_as_nulls() -> None:
     first = {"ts": [1.0], "component": ["host"], "cpu_cores": [0.5], "rss_bytes": [1]}
     old = pa.table({**first, "processes": pa.array([2], pa.int32()), "net_util": [0.3]})
     table = conform(old)
-    assert table.schema == SCHEMA
+    assert table.schema == RESOURCES_SCHEMA
     row = table.to_pylist()[0]
     assert row["net_util"] == 0.3
     assert row["net_link"] is None and row["net_qdisc_drops_s"] is None

@@ -4,9 +4,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.logs import (
-    TIERS_SCHEMA,
+from pinchpoint.collect.logs.reader import (
     FileCounts,
     TierRow,
     collect_component,
@@ -14,6 +12,8 @@ from pinchpoint.collect.logs import (
     mark,
     write_tiers,
 )
+from pinchpoint.logformats import get_parser
+from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
 
 def nginx_line(uri: str, status: int = 200, rt: str = "0.010", urt: str = "-") -> str:

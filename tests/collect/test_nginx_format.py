@@ -1,13 +1,13 @@
 import pytest
 
-from pinchpoint.collect.formats.nginx import (
+from pinchpoint.logformats.nginx import (
     COMBINED_FORMAT,
     NGINX_FORMAT,
     compile_format,
     parser_for,
     sum_upstream,
 )
-from pinchpoint.collect.tag import Tag, find_tag
+from pinchpoint.logformats.tag import Tag, find_tag
 
 # 22/Nov/2026:10:15:00 +0100 is 09:15:00 UTC.
 TS_0915_UTC = 1795338900.0

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect import fastlogs, logs
-from pinchpoint.collect.fastlogs import match_file
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.formats.base import parse_clf_time
-from pinchpoint.collect.formats.nginx import COMBINED_FORMAT, NGINX_FORMAT, parser_for
-from pinchpoint.collect.local import LocalCollector
-from pinchpoint.collect.logs import FileCounts, TierRow, match_lines, read_from
-from pinchpoint.plan import Component, Log
+from pinchpoint.collect.logs import fastlogs
+from pinchpoint.collect.logs import reader as logs
+from pinchpoint.collect.logs.fastlogs import match_file
+from pinchpoint.collect.logs.reader import FileCounts, TierRow, match_lines, read_from
+from pinchpoint.collect.sources.local import LocalCollector
+from pinchpoint.logformats import get_parser
+from pinchpoint.logformats.base import parse_clf_time
+from pinchpoint.logformats.nginx import COMBINED_FORMAT, NGINX_FORMAT, parser_for
+from pinchpoint.plan.model import Component, Log
 
 pytestmark = pytest.mark.skipif(not fastlogs.available(), reason="the Rust module is not built")
 

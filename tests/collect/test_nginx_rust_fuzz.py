@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collect.test_nginx_rust import BASE, FORMATS, VARIANTS, both, render, write
-from pinchpoint.collect import fastlogs
-from pinchpoint.collect.formats.base import MAX_LINE_CHARS
+from pinchpoint.collect.logs import fastlogs
+from pinchpoint.logformats.base import MAX_LINE_CHARS
 
 pytestmark = pytest.mark.skipif(not fastlogs.available(), reason="the Rust module is not built")
 

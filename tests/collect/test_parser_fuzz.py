@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from collect.format_cases import AGENT_CHARS, CASE_IDS, CASES, RUN_ID, URI_CHARS, FormatCase
 from collect.format_cases import tagged_uri as tagged
-from pinchpoint.collect.formats import NOT_A_RECORD, LineParser, Record, get_parser
-from pinchpoint.collect.formats.base import MAX_DURATION_S, MAX_LINE_CHARS
-from pinchpoint.collect.logs import FileCounts, match_lines, write_tiers
-from pinchpoint.collect.tag import find_tag, parse_header
+from pinchpoint.collect.logs.reader import FileCounts, match_lines, write_tiers
+from pinchpoint.logformats import NOT_A_RECORD, LineParser, Record, get_parser
+from pinchpoint.logformats.base import MAX_DURATION_S, MAX_LINE_CHARS
+from pinchpoint.logformats.tag import find_tag, parse_header
 
 # Texts a hostile number can be written as.
 HOSTILE_NUMBERS = [

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import NOT_A_RECORD, FormatError, get_parser
-from pinchpoint.collect.formats.postgresql import (
+from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
+from pinchpoint.logformats import NOT_A_RECORD, FormatError, get_parser
+from pinchpoint.logformats.postgresql import (
     POSTGRESQL_PREFIX,
     CsvlogParser,
     JsonlogParser,
     comment_tag,
     compile_prefix,
 )
-from pinchpoint.collect.logs import FileCounts, collect_component, mark
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
 SAMPLES = Path(__file__).parent / "samples"
 TS = datetime(2026, 11, 22, 9, 15, 0, 123000, tzinfo=UTC).timestamp()

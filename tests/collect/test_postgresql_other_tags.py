@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.logs import FileCounts, collect_component, mark, match_lines
+from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark, match_lines
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.postgres import LOG_PREFIX, PostgresCluster
+from pinchpoint.logformats import get_parser
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 SQLCOMMENTER = (

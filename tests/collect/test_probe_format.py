@@ -1,7 +1,7 @@
 import pytest
 
-from pinchpoint.collect.formats.probe import parser_for
-from pinchpoint.collect.tag import Tag, find_tag
+from pinchpoint.logformats.probe import parser_for
+from pinchpoint.logformats.tag import Tag, find_tag
 
 
 def test_probe_line() -> None:

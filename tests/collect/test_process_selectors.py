@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from pinchpoint.cli import app
 from pinchpoint.collect.gather import write_logs
-from pinchpoint.collect.local import LocalCollector
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
+from pinchpoint.collect.sources.local import LocalCollector
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.postgres import PostgresCluster
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 pytestmark = pytest.mark.timeout(120)
 

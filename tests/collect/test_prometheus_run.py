@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 
 from pinchpoint.pipeline import execute
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 NODE_EXPORTERS = ("prometheus-node-exporter", "node_exporter")
 # Only what the node_exporter preset reads.

@@ -14,8 +14,8 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from pinchpoint.collect import prometheus
-from pinchpoint.collect.prometheus import (
+from pinchpoint.collect.sources import prometheus
+from pinchpoint.collect.sources.prometheus import (
     PrometheusCollector,
     overlay,
     prometheus_duration,
@@ -23,8 +23,7 @@ from pinchpoint.collect.prometheus import (
     rate_window,
     scrape_interval,
 )
-from pinchpoint.collect.prometheus_plan import Prometheus, Series
-from pinchpoint.collect.promql import (
+from pinchpoint.collect.sources.promql import (
     QueryError,
     fill,
     matrix_values,
@@ -32,8 +31,9 @@ from pinchpoint.collect.promql import (
     series_queries,
     series_rows,
 )
-from pinchpoint.collect.resources import SCHEMA
-from pinchpoint.plan import PlanError, parse_plan
+from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.prometheus import Prometheus, Series
+from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
 SAMPLE = json.loads(
     (Path(__file__).parent / "samples" / "prometheus_node_exporter.json").read_text()
@@ -54,7 +54,7 @@ def test_the_presets_queries_are_those_recorded() -> None:
 
 def test_recorded_answers_make_one_host_row_a_step() -> None:
     table = rows_table(series_rows("host", recorded_columns()))
-    assert table.schema == SCHEMA
+    assert table.schema == RESOURCES_SCHEMA
     rows = table.to_pylist()
     grid = [float(SAMPLE["start"] + k) for k in range(SAMPLE["end"] - SAMPLE["start"] + 1)]
     assert [r["ts"] for r in rows] == grid
@@ -159,7 +159,7 @@ def test_cadvisor_selects_the_container_by_label() -> None:
 
 
 def _table(rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=SCHEMA)
+    return pa.Table.from_pylist(rows, schema=RESOURCES_SCHEMA)
 
 
 def test_overlay_replaces_merges_and_adds() -> None:
@@ -194,7 +194,9 @@ def test_overlay_replaces_merges_and_adds() -> None:
     assert by["app", 10.0]["cpu_cores"] == 0.5 and by["app", 10.0]["cpu_throttled"] == 3
     assert by["app", 11.0]["cpu_throttled"] == 3 and by["app", 11.0]["rss_bytes"] == 8
     assert by["db", 10.0]["cpu_cores"] == 0.2 and by["generator", 10.0]["cpu_cores"] == 0.1
-    assert overlay(sampled, SCHEMA.empty_table(), modes).to_pylist() == sampled.to_pylist()
+    assert (
+        overlay(sampled, RESOURCES_SCHEMA.empty_table(), modes).to_pylist() == sampled.to_pylist()
+    )
 
 
 def test_the_collector_reads_every_column_and_reports(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,7 +213,7 @@ def test_the_collector_reads_every_column_and_reports(monkeypatch: pytest.Monkey
     collector = PrometheusCollector([server])
     collector.start("run", 1.0)
     collector.stop()
-    table = collector.overlay(SCHEMA.empty_table())
+    table = collector.overlay(RESOURCES_SCHEMA.empty_table())
     assert table.num_rows == len(recorded_columns()["cpu_cores"])
     [report] = collector.report()["prometheus"]
     assert report["status"] == "ok" and report["rate_window_s"] == 4.0

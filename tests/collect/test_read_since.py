@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect import logs
-from pinchpoint.collect.logs import Position, mark, read_since
+from pinchpoint.collect.logs import reader as logs
+from pinchpoint.collect.logs.reader import Position, mark, read_since
 
 
 def append(path: Path, text: str) -> None:

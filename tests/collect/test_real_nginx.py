@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.formats.nginx import NGINX_FORMAT
-from pinchpoint.collect.logs import FileCounts, collect_component, mark
+from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
+from pinchpoint.logformats import get_parser
+from pinchpoint.logformats.nginx import NGINX_FORMAT
 
 NGINX = "/usr/sbin/nginx"
 

@@ -20,17 +20,12 @@ import psutil
 import pyarrow as pa
 import pytest
 
-from pinchpoint.collect import cgroups, host
-from pinchpoint.collect.cgroups import Mount, memory_cgroup_of, memory_limit_of
-from pinchpoint.collect.links import LinkReader
-from pinchpoint.collect.procs import ProcessTable, descendants, parse_stat
-from pinchpoint.collect.resources import (
-    OPTIONAL_COLUMNS,
-    SCHEMA,
-    ProcessSelector,
-    ResourceSampler,
-    conform,
-)
+from pinchpoint.collect.resources import cgroups, host
+from pinchpoint.collect.resources.cgroups import Mount, memory_cgroup_of, memory_limit_of
+from pinchpoint.collect.resources.links import LinkReader
+from pinchpoint.collect.resources.procs import ProcessTable, descendants, parse_stat
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler, conform
+from pinchpoint.rundir.schemas import OPTIONAL_RESOURCE_COLUMNS, RESOURCES_SCHEMA
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -246,10 +241,10 @@ def test_old_tables_get_the_new_columns_as_nulls() -> None:
         }
     )
     table = conform(old)
-    assert table.schema == SCHEMA
+    assert table.schema == RESOURCES_SCHEMA
     row = table.to_pylist()[0]
     assert row["lock_waits"] == 0 and row["processes"] == 2
-    assert all(row[name] is None for name in OPTIONAL_COLUMNS if name != "lock_waits")
+    assert all(row[name] is None for name in OPTIONAL_RESOURCE_COLUMNS if name != "lock_waits")
 
 
 def fake_proc(root: Path, forks: int, procs: dict[int, int]) -> None:

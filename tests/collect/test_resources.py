@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -262,7 +262,7 @@ def test_reserved_names_and_selectors_are_validated() -> None:
 
 
 def test_pressure_and_run_queue_files_are_read(tmp_path: Path) -> None:
-    from pinchpoint.collect.host import _run_queue, _stall_seconds
+    from pinchpoint.collect.resources.host import _run_queue, _stall_seconds
 
     (tmp_path / "cpu").write_text(
         "some avg10=9.35 avg60=2.77 avg300=0.62 total=5467726\n"

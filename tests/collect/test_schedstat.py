@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
-from pinchpoint.collect.schedstat import run_delay_s
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
+from pinchpoint.collect.resources.schedstat import run_delay_s
 
 SPIN = "import time\nend = time.time() + 20\nwhile time.time() < end: pass\n"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
-from pinchpoint.collect.sockets import Listener, SocketReader, proc_tcp_table
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
+from pinchpoint.collect.resources.sockets import Listener, SocketReader, proc_tcp_table
 
 pytestmark = [
     pytest.mark.timeout(60),

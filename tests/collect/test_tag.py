@@ -1,6 +1,6 @@
 import pytest
 
-from pinchpoint.collect.tag import (
+from pinchpoint.logformats.tag import (
     Tag,
     check_run_id,
     find_tag,

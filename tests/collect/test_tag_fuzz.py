@@ -7,7 +7,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pinchpoint.collect.tag import RUN_ID, Tag, find_tag, header_value, parse_header, query_suffix
+from pinchpoint.logformats.tag import (
+    RUN_ID,
+    Tag,
+    find_tag,
+    header_value,
+    parse_header,
+    query_suffix,
+)
 
 MAX_USERS = 2**32 - 1
 MAX_REQ_ID = 2**64 - 1

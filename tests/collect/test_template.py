@@ -1,14 +1,14 @@
-"""Format strings compiled into atomic groups (formats/template.py): where a text field
+"""Format strings compiled into atomic groups (logformats/template.py): where a text field
 ends, and lines that once backtracked for minutes, parsed now in one pass."""
 
 import re
 
 import pytest
 
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.formats.base import QUOTED
-from pinchpoint.collect.formats.nginx import compile_format
-from pinchpoint.collect.formats.template import (
+from pinchpoint.logformats import get_parser
+from pinchpoint.logformats.base import QUOTED
+from pinchpoint.logformats.nginx import compile_format
+from pinchpoint.logformats.template import (
     TEXT_ANY,
     TEXT_QUOTED,
     TEXT_WORD,

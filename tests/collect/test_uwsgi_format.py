@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import FormatError, get_parser
-from pinchpoint.collect.formats.uwsgi import (
+from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
+from pinchpoint.logformats import FormatError, get_parser
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
+from pinchpoint.logformats.uwsgi import (
     UwsgiDefaultParser,
     UwsgiFormatParser,
     compile_format,
     parse_ctime,
 )
-from pinchpoint.collect.logs import FileCounts, collect_component, mark
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
 
 SAMPLES = Path(__file__).parent / "samples"
 # uWSGI logs local time without an offset: the expected values are local too.

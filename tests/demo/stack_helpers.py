@@ -10,8 +10,8 @@ from typing import Any
 
 import psutil
 
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.logs import TierRow, collect_component
+from pinchpoint.collect.logs.reader import TierRow, collect_component
+from pinchpoint.logformats import get_parser
 
 RUN = "k1"
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.cgroups import Mount
+from pinchpoint.collect.resources.cgroups import Mount
 from pinchpoint.demo import blkio
 from pinchpoint.demo.blkio import DiskLimit, block_device, io_hierarchy
 from pinchpoint.demo.errors import StackError

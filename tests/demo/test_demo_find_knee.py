@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 LOWER, UPPER, SECONDS = 1, 16, 2.0
 # The step plan over the same range, one user at a time.

@@ -14,7 +14,7 @@ from stack_helpers import fetch
 
 from pinchpoint.demo import NginxNotFound, StackError, find_nginx, scenarios
 from pinchpoint.demo.haproxy import find_haproxy
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 try:
     find_nginx()

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.logs import collect_component, mark
-from pinchpoint.collect.tag import Tag
+from pinchpoint.collect.logs.reader import collect_component, mark
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.demo.app import create_app
 from pinchpoint.demo.hot import COUNTERS_SQL, sql_comment
 from pinchpoint.demo.nginx import NginxPaths, ProxyOptions, check_config, render_config
 from pinchpoint.demo.postgres import LOG_PREFIX, PostgresCluster, find_postgres, with_database
+from pinchpoint.logformats import get_parser
+from pinchpoint.logformats.tag import Tag
 
 
 def test_sql_comment_of_a_tag() -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
-from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.demo import DemoStack, NginxNotFound, StackError, find_nginx
 from pinchpoint.demo import nginx as demo_nginx
+from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
+from pinchpoint.logformats.nginx import NGINX_FORMAT
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 PROBE_TARGET = "/sys_perf_check?cpu=1&wait=2&pp_run=t1&pp_users=1&pp_req=1"
@@ -196,7 +196,7 @@ def test_ports_must_differ(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(90)
 def test_the_sampler_counts_the_stack_from_its_pid_files(tmp_path: Path) -> None:
-    from pinchpoint.collect.resources import ProcessSelector, ResourceSampler
+    from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 
     with DemoStack(tmp_path, workers=3) as stack:
         targets = {

@@ -17,10 +17,10 @@ from stack_helpers import (
     wait_for_lines,
 )
 
-from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.demo import DemoStack, NginxNotFound, StackError, find_nginx
 from pinchpoint.demo.haproxy import find_haproxy
 from pinchpoint.demo.nginx import ProxyOptions
+from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 
 try:
     find_nginx()

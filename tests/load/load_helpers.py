@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from pinchpoint.plan import Plan, parse_plan
+from pinchpoint.plan.model import Plan, parse_plan
 
 BODY = b"hello from the load tests\n"
 

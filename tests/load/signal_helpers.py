@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.demo import NginxNotFound, find_nginx
+from pinchpoint.logformats.nginx import NGINX_FORMAT
 
 
 def nginx_or_skip() -> Path:

@@ -16,7 +16,6 @@ import pytest
 from load_helpers import http_server
 
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
-from pinchpoint.collect.logs import TIERS_SCHEMA
 from pinchpoint.load.find_knee import (
     Decision,
     Point,
@@ -25,7 +24,8 @@ from pinchpoint.load.find_knee import (
     search_knee,
     with_find_knee,
 )
-from pinchpoint.plan import PlanError, parse_plan
+from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
 Curve = Callable[[int], Point]
 

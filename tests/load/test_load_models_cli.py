@@ -17,7 +17,7 @@ from rich.console import Console
 from pinchpoint.live import LiveView, second
 from pinchpoint.load.engine import run_steps
 from pinchpoint.load.plain import _generator, render_summary
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -44,7 +44,7 @@ import json, sys, tempfile
 from pathlib import Path
 import psutil
 from pinchpoint.load.engine import run_steps
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
 plan = parse_plan(

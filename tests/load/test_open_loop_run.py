@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 from load_helpers import http_server
 
-from pinchpoint.collect.tag import find_tag, parse_header
 from pinchpoint.load.engine import run_steps, step_windows
-from pinchpoint.plan import parse_plan
+from pinchpoint.logformats.tag import find_tag, parse_header
+from pinchpoint.plan.model import parse_plan
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from pinchpoint.analyze.sla import evaluate
 from pinchpoint.analyze.steps import client_step, steady_windows
+from pinchpoint.plan.sla import Sla
 from pinchpoint.report.load import steady_requests
-from pinchpoint.sla import Sla, evaluate
 
 RUN = {"warmup_s": 1.0, "steps": [{"step": 0, "users": 0, "kind": "rate", "level": 50.0,
                                     "start": 10.0, "end": 20.0}]}  # fmt: skip

@@ -9,7 +9,7 @@
 //! which includes `\x1c`-`\x1f`); a line that needs more than a budget of steps is
 //! reported as such, for the caller to hand to the Python parser.
 //!
-//! As in Python's regex (`formats/template.py`), a text variable (a word, a quoted
+//! As in Python's regex (`logformats/template.py`), a text variable (a word, a quoted
 //! value, free text, an address list) starts an atomic group: once the variables before
 //! it have matched up to it, no failure after it makes them try another end. The search
 //! is cut there, so each part of a line is scanned about once and a line costs time

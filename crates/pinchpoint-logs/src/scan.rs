@@ -21,7 +21,7 @@ use crate::values::{self, IsoTime};
 /// Unparseable line numbers kept per batch (the collector keeps the first five).
 pub const EXAMPLES: usize = 5;
 /// Longest line parsed, in bytes (without its line ending): a longer line is unparseable
-/// before any matching, as in the Python parsers (`MAX_LINE_CHARS` in `formats/base.py`).
+/// before any matching, as in the Python parsers (`MAX_LINE_CHARS` in `logformats/base.py`).
 pub const MAX_PARSE_LINE: usize = 64 * 1024;
 
 /// Lines read and how each was classified.

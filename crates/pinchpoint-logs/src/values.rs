@@ -4,10 +4,10 @@
 use crate::matcher::is_space;
 
 /// Longest time a request can take, in seconds (a week), as `MAX_DURATION_S` in
-/// `formats/base.py`: a logged duration beyond it is damage.
+/// `logformats/base.py`: a logged duration beyond it is damage.
 pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
 
-/// `duration()` of `formats/base.py`: a time from 0 to MAX_DURATION_S, else None (NaN too).
+/// `duration()` of `logformats/base.py`: a time from 0 to MAX_DURATION_S, else None (NaN too).
 pub fn duration(seconds: f64) -> Option<f64> {
     (0.0..=MAX_DURATION_S).contains(&seconds).then_some(seconds)
 }

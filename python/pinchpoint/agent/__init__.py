@@ -4,7 +4,7 @@
     serve(server)  # until SIGTERM or Ctrl-C
 
 The API is described in pinchpoint.agent.server; `pinchpoint run` talks to it through
-pinchpoint.collect.remote.
+pinchpoint.collect.sources.remote.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pinchpoint.agent.config import (
     read_token,
 )
 from pinchpoint.agent.server import AgentServer
-from pinchpoint.collect.formats import FormatError
-from pinchpoint.collect.local import LocalCollector
+from pinchpoint.collect.sources.local import LocalCollector
+from pinchpoint.logformats import FormatError
 
 __all__ = [
     "AgentConfig",

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pinchpoint.collect.remote import AGENT_SELF
-from pinchpoint.collect.resources import GENERATOR, HOST
-from pinchpoint.plan import Component, Duration, parse_toml
+from pinchpoint.collect.resources.sampler import GENERATOR, HOST
+from pinchpoint.collect.sources.protocol import AGENT_SELF
+from pinchpoint.plan.model import Component, Duration, parse_toml
 
 DEFAULT_PORT = 7070
 MIN_TOKEN_CHARS = 16

@@ -7,10 +7,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pinchpoint.collect.local import LocalCollector
-from pinchpoint.collect.resources import MAX_INTERVAL_S, MIN_INTERVAL_S
-from pinchpoint.collect.tag import RUN_ID
-from pinchpoint.plan import Component
+from pinchpoint.collect.resources.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S
+from pinchpoint.collect.sources.local import LocalCollector
+from pinchpoint.logformats.tag import RUN_ID
+from pinchpoint.plan.model import Component
 
 MAX_RUN_ID_CHARS = 128
 

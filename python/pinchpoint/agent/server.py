@@ -44,10 +44,10 @@ from pinchpoint.agent.transport import (
     SocketWriter,
     body_length,
 )
-from pinchpoint.collect.local import LocalCollector
-from pinchpoint.collect.logs import FileCounts, TierRow
-from pinchpoint.collect.remote import AGENT_SELF, ARROW_STREAM
-from pinchpoint.collect.resources import GENERATOR
+from pinchpoint.collect.logs.reader import FileCounts, TierRow
+from pinchpoint.collect.resources.sampler import GENERATOR
+from pinchpoint.collect.sources.local import LocalCollector
+from pinchpoint.collect.sources.protocol import AGENT_SELF, API_PREFIX, ARROW_STREAM
 
 CHUNK_BYTES = 64 * 1024
 KEEPALIVE_S = 2.0
@@ -200,11 +200,11 @@ class Handler(BaseHTTPRequestHandler):
             path = urlsplit(self.path).path
         except ValueError:  # such as "http://[::1/": a bracket not closed
             raise ApiError(400, "the request target is not a URL") from None
-        if not path.startswith("/v1/"):
+        if not path.startswith(API_PREFIX):
             raise ApiError(404, "not found")
         # Decoded per segment: an encoded '/' stays inside its segment.
         try:
-            parts = [unquote(p, errors="strict") for p in path[len("/v1/") :].split("/")]
+            parts = [unquote(p, errors="strict") for p in path[len(API_PREFIX) :].split("/")]
         except UnicodeDecodeError:
             raise ApiError(400, "the URL is not UTF-8") from None
         match parts:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pinchpoint.plan import Plan, load_plan
+from pinchpoint.plan.model import Plan, load_plan
 
 
 @dataclass

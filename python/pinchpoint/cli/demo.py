@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
-from pinchpoint.plan_check import PlanError
+from pinchpoint.plan.check import PlanError
 from pinchpoint.terminal import Console, fail
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def demo(
     find_knee: FindKnee = False,
 ) -> None:
     """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
-    from pinchpoint.plan_check import check_demo_args
+    from pinchpoint.plan.check import check_demo_args
 
     try:
         check_demo_args(runs_dir, lower, upper, step, seconds, workers, cpu_ms, wait_ms)
@@ -42,7 +42,7 @@ def demo(
     from pinchpoint.demo.plan import demo_plan
     from pinchpoint.live import LiveView
     from pinchpoint.pipeline import execute
-    from pinchpoint.plan import parse_plan
+    from pinchpoint.plan.model import parse_plan
 
     console = Console()
     with tempfile.TemporaryDirectory(prefix="pinchpoint-demo-") as tmp:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
-from pinchpoint.plan_check import PlanError
+from pinchpoint.plan.check import PlanError
 from pinchpoint.terminal import Console, fail, sla_outcome, warn
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ def run(
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
     Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
-    from pinchpoint.plan import parse_plan, read_plan_text
-    from pinchpoint.plan_check import check_before_run
+    from pinchpoint.plan.check import check_before_run
+    from pinchpoint.plan.model import parse_plan, read_plan_text
 
     try:
         text = read_plan_text(plan_file)

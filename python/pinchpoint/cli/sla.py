@@ -36,8 +36,10 @@ def sla(
     """Check a run folder against its plan's SLA table: exits 1 when an objective is broken."""
     import json
 
-    from pinchpoint.plan import read_plan_text
-    from pinchpoint.sla import broken, check_sla, render_sla, sla_of_plan_text
+    from pinchpoint.analyze.sla import broken, check_sla
+    from pinchpoint.plan.model import read_plan_text
+    from pinchpoint.plan.sla import sla_of_plan_text
+    from pinchpoint.report.sla_table import render_sla
 
     source = plan_file or run_dir / "plan.toml"
     try:

@@ -18,8 +18,9 @@ from typing import Any, Protocol, Self, runtime_checkable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pinchpoint.collect.logs import TIERS_SCHEMA, FileCounts, TierRow, collection_json
-from pinchpoint.collect.resources import SCHEMA, conform
+from pinchpoint.collect.logs.reader import FileCounts, TierRow, collection_json
+from pinchpoint.collect.resources.sampler import conform
+from pinchpoint.rundir.schemas import RESOURCES_SCHEMA, TIERS_SCHEMA
 
 _ZERO = {"lines": 0, "matched": 0, "other_run": 0, "untagged": 0, "unparseable": 0}
 
@@ -95,7 +96,7 @@ class TierWriter:
 def write_resources(collectors: Sequence[Collector], path: Path) -> None:
     """resources.parquet from the samples of every collector, overlays last."""
     tables = [conform(c.resources()) for c in collectors if not isinstance(c, Overlay)]
-    table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    table = pa.concat_tables(tables) if tables else RESOURCES_SCHEMA.empty_table()
     for collector in collectors:
         if isinstance(collector, Overlay):
             table = conform(collector.overlay(table))

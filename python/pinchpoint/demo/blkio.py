@@ -24,7 +24,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from pinchpoint.collect.cgroups import PROC, Mount, unescape_mount_path
+from pinchpoint.collect.resources.cgroups import PROC, Mount, unescape_mount_path
 from pinchpoint.demo.cgroup import ThrowawayCgroup, hierarchy
 from pinchpoint.demo.errors import StackError
 

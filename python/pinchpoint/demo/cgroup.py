@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from pinchpoint.collect.cgroups import Mount, read_mounts
+from pinchpoint.collect.resources.cgroups import Mount, read_mounts
 from pinchpoint.demo.errors import StackError
 
 PERIOD_US = 100_000

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
+from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 
 WORKER_CLASSES = ("sync", "gthread", "uvicorn")
 WSGI_APP = "pinchpoint.demo.app:wsgi()"

@@ -17,7 +17,7 @@ from typing import Any, cast
 from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from pinchpoint.collect.tag import Tag, find_tag, parse_header
+from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
 COUNTERS_SQL = """
 CREATE TABLE IF NOT EXISTS counters (id integer PRIMARY KEY, n bigint NOT NULL);

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pinchpoint.collect.formats.nginx import NGINX_FORMAT
 from pinchpoint.demo.errors import NginxNotFound
 from pinchpoint.demo.procs import check_config as run_check
+from pinchpoint.logformats.nginx import NGINX_FORMAT
 
 _FALLBACK_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin")
 HOST = "127.0.0.1"

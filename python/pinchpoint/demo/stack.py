@@ -20,7 +20,6 @@ from typing import Any, ClassVar, Self
 import psutil
 
 import pinchpoint
-from pinchpoint.collect.formats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.demo import haproxy
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
 from pinchpoint.demo.errors import StackError, StackTerminated
@@ -40,6 +39,7 @@ from pinchpoint.demo.nginx import (
     render_config,
 )
 from pinchpoint.demo.procs import Child
+from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 
 HOST = "127.0.0.1"
 READY_PATH = "/healthz"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint import _engine, interrupts
-from pinchpoint.plan import Level, Plan
+from pinchpoint.plan.model import Level, Plan
 
 TICK_S = 1.0
 # How often the wait looks at the signals caught: a second Ctrl-C acts within this.

@@ -49,7 +49,7 @@ from pinchpoint.analyze.knee import MAX_SLOPE_RATIO
 from pinchpoint.analyze.steps import Window, client_step
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
 from pinchpoint.load.engine import LoadResult, run_steps
-from pinchpoint.plan import Plan, PlanError
+from pinchpoint.plan.model import Plan, PlanError
 
 # At most this many levels run, refinement included.
 MAX_LEVELS = 12

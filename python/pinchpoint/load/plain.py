@@ -27,7 +27,7 @@ from rich.text import Text
 from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
-from pinchpoint.plan import Plan, load_plan, parse_plan
+from pinchpoint.plan.model import Plan, load_plan, parse_plan
 from pinchpoint.redact import private_dir, private_files
 
 PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)

@@ -8,7 +8,8 @@ from typing import Any, cast
 
 import plotly.graph_objects as go
 
-from pinchpoint import sla as slas
+from pinchpoint.analyze import sla as slas
+from pinchpoint.plan.sla import Sla, sla_of_plan_text
 from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
 from pinchpoint.report.load import RunData, load_run, steady_requests
@@ -201,7 +202,7 @@ def _throughput_section(data: RunData) -> str:
     )
 
 
-def _percentiles_section(data: RunData, objectives: slas.Sla | None) -> str:
+def _percentiles_section(data: RunData, objectives: Sla | None) -> str:
     steady = steady_requests(data.requests, data.run) if data.requests is not None else None
     table = users_charts.step_percentiles(steady)
     thresholds = (
@@ -231,12 +232,12 @@ def _percentiles_section(data: RunData, objectives: slas.Sla | None) -> str:
     return "\n".join(lines)
 
 
-def _sla_of(data: RunData) -> tuple[slas.Sla | None, str | None]:
+def _sla_of(data: RunData) -> tuple[Sla | None, str | None]:
     """The plan's [sla] table, or why it cannot be checked."""
     if data.plan_text is None:
         return None, None
     try:
-        objectives = slas.sla_of_plan_text(data.plan_text)
+        objectives = sla_of_plan_text(data.plan_text)
     except ValueError as exc:
         return None, str(exc)
     if objectives is not None and not objectives.is_empty() and data.requests is None:
@@ -245,7 +246,7 @@ def _sla_of(data: RunData) -> tuple[slas.Sla | None, str | None]:
     return objectives, None
 
 
-def _sla_results(data: RunData, objectives: slas.Sla | None) -> list[slas.SlaResult] | None:
+def _sla_results(data: RunData, objectives: Sla | None) -> list[slas.SlaResult] | None:
     if objectives is None or objectives.is_empty() or data.requests is None:
         return None
     return slas.evaluate(objectives, data.requests, data.run)

@@ -11,7 +11,7 @@ from pinchpoint.demo.matrix.build import running
 from pinchpoint.demo.matrix.score import Outcome, judge
 from pinchpoint.demo.matrix.spec import Spec
 from pinchpoint.pipeline import execute
-from pinchpoint.plan import parse_plan
+from pinchpoint.plan.model import parse_plan
 
 
 def run_one(

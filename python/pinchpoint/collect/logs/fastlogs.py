@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pinchpoint.collect import logs
-from pinchpoint.collect.formats import LineParser
-from pinchpoint.collect.formats.nginx import NginxParser
-from pinchpoint.collect.logs import FileCounts, TierRow, match_lines
+from pinchpoint.collect.logs import reader as logs
+from pinchpoint.collect.logs.reader import FileCounts, TierRow, match_lines
+from pinchpoint.logformats import LineParser
+from pinchpoint.logformats.nginx import NginxParser
 
 if TYPE_CHECKING:
     from pinchpoint import _engine

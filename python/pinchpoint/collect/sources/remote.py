@@ -12,19 +12,17 @@ import ssl
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pinchpoint.collect.logs import FileCounts, TierRow
-from pinchpoint.collect.resources import GENERATOR, HOST, SCHEMA, conform
-from pinchpoint.plan import Agent, Component, PlanError
+from pinchpoint.collect.logs.reader import FileCounts, TierRow
+from pinchpoint.collect.resources.sampler import GENERATOR, HOST, conform
+from pinchpoint.collect.sources.protocol import AGENT_SELF, ARROW_STREAM, COMPONENTS, run_path
+from pinchpoint.plan.model import Agent, Component, PlanError
+from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
-# What the agent calls its own process and its host in resource samples.
-AGENT_SELF = "agent"
 BATCH_ROWS = 8192
 
 
@@ -74,7 +72,7 @@ class RemoteCollector:
     def start(self, run_id: str, interval_s: float) -> None:
         self.run_id = run_id
         try:
-            self._info = self._call("GET", "/v1/components", timed=True)
+            self._info = self._call("GET", COMPONENTS, timed=True)
             offered = {c["name"] for c in self._info.get("components", [])}
             self._watched = [n for n in self.components if n in offered]
             for name in self.components:
@@ -85,17 +83,22 @@ class RemoteCollector:
                         f"(it watches {', '.join(sorted(offered)) or 'nothing'})"
                     )
             body = {"interval_s": interval_s, "components": self._watched}
-            started = self._call("POST", f"/v1/runs/{run_id}/start", json=body)
+            started = self._call("POST", run_path(run_id, "start"), json=body)
             self._marks = started.get("marks", {})
             self._started = True
         except (httpx.HTTPError, AgentError, ValueError) as e:
             self._lose("start", e)
 
+    def _run_id(self) -> str:
+        if self.run_id is None:
+            raise AgentError("no run started on this agent")
+        return self.run_id
+
     def stop(self) -> None:
         if not self._started or self._lost:
             return
         try:
-            stopped = self._call("POST", f"/v1/runs/{self.run_id}/stop")
+            stopped = self._call("POST", run_path(self._run_id(), "stop"))
         except (httpx.HTTPError, AgentError, ValueError) as e:
             self._lose("stop", e)
             return
@@ -105,16 +108,16 @@ class RemoteCollector:
 
     def resources(self) -> pa.Table:
         if not self._started or self._lost:
-            return SCHEMA.empty_table()
+            return RESOURCES_SCHEMA.empty_table()
         try:
             response = self._client.get(
-                f"/v1/runs/{self.run_id}/resources", headers={"Accept": ARROW_STREAM}
+                run_path(self._run_id(), "resources"), headers={"Accept": ARROW_STREAM}
             )
             _check(response)
             table = conform(pa.ipc.open_stream(response.content).read_all())
         except (httpx.HTTPError, AgentError, pa.ArrowException, ValueError) as e:
             self._lose("resources", e)
-            return SCHEMA.empty_table()
+            return RESOURCES_SCHEMA.empty_table()
         return self._relabel(table)
 
     def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
@@ -190,7 +193,7 @@ class RemoteCollector:
         return table
 
     def _component_logs(self, name: str, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
-        path = f"/v1/runs/{self.run_id}/logs/{quote(name, safe='')}"
+        path = run_path(self._run_id(), "logs", name)
         received = 0
         try:
             with self._client.stream("GET", path, headers={"Accept": "application/x-ndjson"}) as r:

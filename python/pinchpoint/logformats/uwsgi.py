@@ -33,7 +33,7 @@ a line costs time linear in its length: the default line is read from the first
 import re
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     ANY,
     CLF_TIME,
     INT,
@@ -47,8 +47,8 @@ from pinchpoint.collect.formats.base import (
     to_int,
     too_long,
 )
-from pinchpoint.collect.formats.clock import local_timestamp, month_number, scaled
-from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_WORD, Template
+from pinchpoint.logformats.clock import local_timestamp, month_number, scaled
+from pinchpoint.logformats.template import TEXT_ANY, TEXT_WORD, Template
 
 # `ctime` without its newline: `Sat Nov 22 03:00:00 2026`, day padded with a space.
 CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"

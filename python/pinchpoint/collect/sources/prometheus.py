@@ -25,9 +25,9 @@ from typing import Any
 import httpx
 import pyarrow as pa
 
-from pinchpoint.collect.logs import FileCounts, TierRow
-from pinchpoint.collect.prometheus_plan import Prometheus
-from pinchpoint.collect.promql import (
+from pinchpoint.collect.logs.reader import FileCounts, TierRow
+from pinchpoint.collect.resources.sampler import conform
+from pinchpoint.collect.sources.promql import (
     QueryError,
     fill,
     matrix_values,
@@ -35,7 +35,8 @@ from pinchpoint.collect.promql import (
     series_queries,
     series_rows,
 )
-from pinchpoint.collect.resources import SCHEMA, conform
+from pinchpoint.plan.prometheus import Prometheus
+from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
 # Prometheus answers at most 11 000 points a series: longer runs are asked in parts.
 MAX_POINTS = 10_000
@@ -66,7 +67,7 @@ def rate_window(step_s: float, scrape_s: float) -> float:
 
 
 def _credentials(server: Prometheus) -> dict[str, Any]:
-    from pinchpoint.plan import PlanError
+    from pinchpoint.plan.model import PlanError
 
     def env(name: str) -> str:
         value = os.environ.get(name, "").strip()
@@ -83,7 +84,7 @@ def _credentials(server: Prometheus) -> dict[str, Any]:
 
 def client(server: Prometheus) -> httpx.Client:
     """An HTTP client for the server; raises PlanError for missing credentials or CA."""
-    from pinchpoint.plan import PlanError
+    from pinchpoint.plan.model import PlanError
 
     verify: ssl.SSLContext | bool = True
     if server.ca_file:
@@ -185,7 +186,7 @@ class PrometheusCollector:
         if self._table is None:
             self.stop()
             tables = [self._fetch(s, c) for s, c in zip(self.servers, self._clients, strict=True)]
-            self._table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+            self._table = pa.concat_tables(tables) if tables else RESOURCES_SCHEMA.empty_table()
         return self._table
 
     def overlay(self, sampled: pa.Table) -> pa.Table:
@@ -277,7 +278,7 @@ class PrometheusCollector:
         except _Lost as e:
             report["status"] = "failed"
             problem(f"cannot be read: {e}")
-            return SCHEMA.empty_table()
+            return RESOURCES_SCHEMA.empty_table()
         return rows_table(rows)
 
 
@@ -295,7 +296,7 @@ def overlay(sampled: pa.Table, fetched: pa.Table, modes: dict[str, tuple[str, fl
     assert isinstance(mine, pl.DataFrame) and isinstance(theirs, pl.DataFrame)
     names = set(theirs["component"].unique().to_list())
     parts = [mine.filter(~pl.col("component").is_in(list(names)))]
-    values = [c for c in SCHEMA.names if c not in ("ts", "component")]
+    values = [c for c in RESOURCES_SCHEMA.names if c not in ("ts", "component")]
     for name in sorted(names):
         own = mine.filter(pl.col("component") == name).sort("ts")
         their = theirs.filter(pl.col("component") == name).sort("ts")

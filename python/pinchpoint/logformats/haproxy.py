@@ -29,7 +29,7 @@ time linear in its length.
 import re
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     INT,
     STATUS_CODES,
     FormatError,
@@ -37,8 +37,8 @@ from pinchpoint.collect.formats.base import (
     duration,
     too_long,
 )
-from pinchpoint.collect.formats.clock import local_timestamp, month_number, scaled
-from pinchpoint.collect.tag import parse_header
+from pinchpoint.logformats.clock import local_timestamp, month_number, scaled
+from pinchpoint.logformats.tag import parse_header
 
 _LINE = re.compile(
     # Text before the client address, which starts a word.

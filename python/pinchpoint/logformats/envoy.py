@@ -27,7 +27,7 @@ built as `template.py` says, so a line costs time linear in its length.
 import re
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     ANY,
     INT,
     QUOTED,
@@ -41,8 +41,8 @@ from pinchpoint.collect.formats.base import (
     to_int,
     too_long,
 )
-from pinchpoint.collect.formats.clock import scaled
-from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
+from pinchpoint.logformats.clock import scaled
+from pinchpoint.logformats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
 
 ENVOY_FORMAT = (
     '[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" '

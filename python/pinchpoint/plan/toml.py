@@ -10,7 +10,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from pinchpoint.plan_check import PlanError
+from pinchpoint.plan.check import PlanError
 
 __all__ = [
     "MAX_DURATION_S",

@@ -25,11 +25,12 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pinchpoint.collect.cgroups import CgroupReader, Throttling, read_mounts
-from pinchpoint.collect.host import HostReader, Reading
-from pinchpoint.collect.procs import TICK_S, ProcessTable, ProcStat, descendants, scan
-from pinchpoint.collect.schedstat import run_delay_s
-from pinchpoint.collect.sockets import SocketReader
+from pinchpoint.collect.resources.cgroups import CgroupReader, Throttling, read_mounts
+from pinchpoint.collect.resources.host import HostReader, Reading
+from pinchpoint.collect.resources.procs import TICK_S, ProcessTable, ProcStat, descendants, scan
+from pinchpoint.collect.resources.schedstat import run_delay_s
+from pinchpoint.collect.resources.sockets import SocketReader
+from pinchpoint.rundir.schemas import OPTIONAL_RESOURCE_COLUMNS, RESOURCES_SCHEMA
 
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 10.0
@@ -37,68 +38,6 @@ HOST = "host"
 GENERATOR = "generator"
 RESOURCES_FILE = "resources.parquet"
 
-SCHEMA = pa.schema(
-    [
-        ("ts", pa.float64()),
-        ("component", pa.string()),
-        ("cpu_cores", pa.float64()),
-        ("rss_bytes", pa.int64()),
-        ("processes", pa.int32()),
-        # The CPU quota of the cgroups the component's processes run in (null: none), and
-        # in this interval the CFS periods, the throttled ones and the time throttled.
-        ("cpu_quota_cores", pa.float64()),
-        ("cpu_periods", pa.int64()),
-        ("cpu_throttled", pa.int64()),
-        ("cpu_throttled_s", pa.float64()),
-        # Components and generator: their threads waiting for a CPU, on average over the
-        # interval (run-queue delay from schedstat; null where the kernel keeps none).
-        ("cpu_wait_cores", pa.float64()),
-        # Processes whose title says they wait for a lock (PostgreSQL backends: "... waiting").
-        ("lock_waits", pa.int32()),
-        # Host rows only: the share of the interval in which some task waited for a CPU,
-        # for memory and for I/O (pressure stall information), and the runnable tasks.
-        ("cpu_pressure", pa.float64()),
-        ("memory_pressure", pa.float64()),
-        ("io_pressure", pa.float64()),
-        ("run_queue", pa.int32()),
-        # Bytes per second read from and written to storage: by a component's processes
-        # (/proc/<pid>/io; null when not permitted), by the host's physical disks.
-        ("disk_read_bytes_s", pa.float64()),
-        ("disk_write_bytes_s", pa.float64()),
-        # Host rows only: the busy share of the busiest physical disk; bytes per second
-        # received and sent over the non-loopback interfaces, through loopback. See host.py.
-        ("disk_util", pa.float64()),
-        ("net_rx_bytes_s", pa.float64()),
-        ("net_tx_bytes_s", pa.float64()),
-        ("net_loopback_bytes_s", pa.float64()),
-        # Host rows only: the link nearest its ceiling (shaped rate or speed), in any network
-        # namespace: its share of it, its name, its bytes per second in that direction and
-        # the ceiling; its shaper's queued bytes, drops and overlimits. See links.py.
-        ("net_util", pa.float64()),
-        ("net_link", pa.string()),
-        ("net_link_bytes_s", pa.float64()),
-        ("net_link_limit_bytes_s", pa.float64()),
-        ("net_qdisc_backlog_bytes", pa.int64()),
-        ("net_qdisc_drops_s", pa.float64()),
-        ("net_qdisc_overlimits_s", pa.float64()),
-        # The memory limit of the component's cgroups (null: none); the host's memory.
-        ("memory_limit_bytes", pa.int64()),
-        # Components and generator: threads of the processes; connections waiting in the
-        # accept queues of their listening sockets, and the most those queues may hold
-        # (null: not known); the connections to their listening ports they accepted (all
-        # three null when their fds cannot be read). See sockets.py.
-        ("threads", pa.int32()),
-        ("listen_backlog", pa.int32()),
-        ("listen_backlog_limit", pa.int32()),
-        ("connections", pa.int32()),
-        # The rates the component's cgroups throttle its disk reads and writes to, in bytes
-        # per second (blkio or io.max; null: none). See cgroups.py.
-        ("disk_read_limit_bytes_s", pa.int64()),
-        ("disk_write_limit_bytes_s", pa.int64()),
-    ]
-)
-# Columns added after the first five: a table without them (an older agent) gets nulls.
-OPTIONAL_COLUMNS = SCHEMA.names[5:]
 
 _ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
 _WAITING = " waiting"
@@ -107,13 +46,14 @@ _TITLED = frozenset({"postgres", "postmaster"})
 
 
 def conform(table: pa.Table) -> pa.Table:
-    """A samples table in SCHEMA, the columns it lacks of OPTIONAL_COLUMNS filled with nulls."""
-    for name in OPTIONAL_COLUMNS:
+    """A samples table in RESOURCES_SCHEMA, the columns it lacks of OPTIONAL_RESOURCE_COLUMNS filled with nulls."""
+    for name in OPTIONAL_RESOURCE_COLUMNS:
         if name not in table.column_names:
             table = table.append_column(
-                SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type)
+                RESOURCES_SCHEMA.field(name),
+                pa.nulls(table.num_rows, RESOURCES_SCHEMA.field(name).type),
             )
-    return table.select(SCHEMA.names).cast(SCHEMA)
+    return table.select(RESOURCES_SCHEMA.names).cast(RESOURCES_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -266,7 +206,7 @@ class ResourceSampler:
             raise RuntimeError(f"resource sampling failed: {self._error}") from self._error
 
     def rows(self) -> list[dict[str, Any]]:
-        """The samples so far: dicts with the SCHEMA's columns (None where not measured)."""
+        """The samples so far: dicts with the RESOURCES_SCHEMA's columns (None where not measured)."""
         with self._lock:
             return [dict(row) for row in self._rows]
 
@@ -289,7 +229,7 @@ class ResourceSampler:
 
     def table(self) -> pa.Table:
         """The samples as a table with the resources.parquet schema."""
-        return pa.Table.from_pylist(self.rows(), schema=SCHEMA)
+        return pa.Table.from_pylist(self.rows(), schema=RESOURCES_SCHEMA)
 
     def write(self, path: Path) -> Path:
         """Writes resources.parquet at path (inside it when path is a folder); returns the file."""

@@ -29,7 +29,7 @@ format such as `$http_a:$uri`.
 import re
 from collections.abc import Callable
 
-from pinchpoint.collect.formats.base import QUOTED, WORD
+from pinchpoint.logformats.base import QUOTED, WORD
 
 # A word before a space, and a quoted value before its quote, can end at one place only:
 # there, possessive patterns match the same text as the lazy ones, several times faster.

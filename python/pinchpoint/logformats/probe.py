@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     STATUS_CODES,
     FormatError,
     Record,

@@ -41,7 +41,7 @@ _KEYS = ("ts", "component")
 
 
 def _duration(value: object) -> float:
-    from pinchpoint.plan import parse_duration
+    from pinchpoint.plan.toml import parse_duration
 
     return parse_duration(value)
 
@@ -50,7 +50,7 @@ Duration = Annotated[float, BeforeValidator(_duration)]
 
 
 def _field_error(loc: str | tuple, message: str) -> ValueError:
-    from pinchpoint.plan import FieldError
+    from pinchpoint.plan.toml import FieldError
 
     return FieldError(loc, message)
 
@@ -88,11 +88,13 @@ class Series(BaseModel):
     def _check_columns(cls, columns: dict[str, str]) -> dict[str, str]:
         import pyarrow as pa
 
-        from pinchpoint.collect.resources import SCHEMA
+        from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
         # A query gives numbers: a text column (net_link) cannot be filled from one.
         allowed = [
-            n for n in SCHEMA.names if n not in _KEYS and SCHEMA.field(n).type != pa.string()
+            n
+            for n in RESOURCES_SCHEMA.names
+            if n not in _KEYS and RESOURCES_SCHEMA.field(n).type != pa.string()
         ]
         for column, query in columns.items():
             if column not in allowed:

@@ -17,7 +17,7 @@ MAX_DURATION_S or a status outside 100-999 does not parse; the regex is built as
 import re
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     ANY,
     CLF_TIME,
     INT,
@@ -33,7 +33,7 @@ from pinchpoint.collect.formats.base import (
     to_int,
     too_long,
 )
-from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
+from pinchpoint.logformats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
 
 # The format pinchpoint configures gunicorn with (the demo stack uses exactly this).
 GUNICORN_FORMAT = '%(h)s %(t)s "%(r)s" %(s)s %(b)s %(D)s'

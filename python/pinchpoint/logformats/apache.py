@@ -22,7 +22,7 @@ line costs time linear in its length.
 import re
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     ANY,
     CLF_TIME,
     INT,
@@ -37,8 +37,8 @@ from pinchpoint.collect.formats.base import (
     to_int,
     too_long,
 )
-from pinchpoint.collect.formats.clock import scaled
-from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
+from pinchpoint.logformats.clock import scaled
+from pinchpoint.logformats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
 
 # pinchpoint's suggested format: Common Log Format plus %D.
 APACHE_FORMAT = '%h %l %u %t "%r" %>s %b %D'

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     STATUS_CODES,
     FormatError,
     Record,

@@ -22,8 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from pinchpoint.collect.prometheus_plan import Series
-from pinchpoint.collect.resources import SCHEMA
+from pinchpoint.plan.prometheus import Series
+from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
 WINDOW = "$window"
 STEP = "$step"
@@ -32,7 +32,7 @@ _WIRE = 'device!="lo"'
 _LOOPBACK = 'device="lo"'
 _BUSY = 'mode!~"idle|iowait"'
 _IDLE = 'mode="idle"'
-_INTEGER = {f.name for f in SCHEMA if pa.types.is_integer(f.type)}
+_INTEGER = {f.name for f in RESOURCES_SCHEMA if pa.types.is_integer(f.type)}
 
 
 class QueryError(Exception):
@@ -174,5 +174,9 @@ def series_rows(component: str, columns: Mapping[str, Mapping[float, float]]) ->
 
 
 def rows_table(rows: list[dict]) -> pa.Table:
-    """Rows (dicts with some of SCHEMA's columns) as a table in SCHEMA."""
-    return pa.Table.from_pylist(rows, schema=SCHEMA) if rows else SCHEMA.empty_table()
+    """Rows (dicts with some of RESOURCES_SCHEMA's columns) as a table in RESOURCES_SCHEMA."""
+    return (
+        pa.Table.from_pylist(rows, schema=RESOURCES_SCHEMA)
+        if rows
+        else RESOURCES_SCHEMA.empty_table()
+    )

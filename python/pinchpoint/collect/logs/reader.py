@@ -14,26 +14,13 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pinchpoint.collect.formats import NOT_A_RECORD, LineParser
-from pinchpoint.collect.tag import check_run_id, find_tag, parse_header
+from pinchpoint.logformats import NOT_A_RECORD, LineParser
+from pinchpoint.logformats.tag import check_run_id, find_tag, parse_header
+from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
 # Longer lines are cut to this many bytes (the rest is skipped), to bound memory.
 MAX_LINE_BYTES = 1 << 20
 _EXAMPLES = 5
-
-TIERS_SCHEMA = pa.schema(
-    [
-        pa.field("component", pa.string(), nullable=False),
-        pa.field("users", pa.uint32(), nullable=False),
-        pa.field("req_id", pa.uint64()),
-        pa.field("ts", pa.float64()),
-        pa.field("duration_s", pa.float64(), nullable=False),
-        pa.field("upstream_s", pa.float64()),
-        pa.field("status", pa.int32()),
-        # Time the tier itself logged as queued before it served the request (HAProxy Tw).
-        pa.field("queue_s", pa.float64()),
-    ]
-)
 
 
 @dataclass(frozen=True)

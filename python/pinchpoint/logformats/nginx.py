@@ -22,7 +22,7 @@ text variable, match.
 import re
 from dataclasses import dataclass
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     ANY,
     CLF_TIME,
     INT,
@@ -40,7 +40,7 @@ from pinchpoint.collect.formats.base import (
     to_int,
     too_long,
 )
-from pinchpoint.collect.formats.template import (
+from pinchpoint.logformats.template import (
     TEXT_ADDRESSES,
     TEXT_ANY,
     TEXT_QUOTED,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pinchpoint.plan import Plan
+    from pinchpoint.plan.model import Plan
 
 # How long a name lookup may take before the host counts as unresolvable.
 RESOLVE_TIMEOUT_S = 5.0
@@ -65,7 +65,7 @@ def check_resolves(host: str, port: int, where: str) -> None:
 
 def check_plan_target(plan: Plan, text: str, source: str) -> None:
     """The plan's target host resolves (errors point at target.url in `source`)."""
-    from pinchpoint.plan_toml import field_line
+    from pinchpoint.plan.toml import field_line
 
     target = plan.target
     line = field_line(text, ("target", "url"))
@@ -76,7 +76,7 @@ def check_plan_target(plan: Plan, text: str, source: str) -> None:
 def check_secrets_and_files(plan: Plan, text: str, source: str) -> None:
     """Each environment variable an [[agent]] or [[prometheus]] names is set, and each
     ca_file they name can be read."""
-    from pinchpoint.plan_toml import field_line
+    from pinchpoint.plan.toml import field_line
 
     # An [[agent]] or a [[prometheus]] table: both have a ca_file.
     tables: list[tuple[str, int, Any, tuple[str, ...]]] = [
@@ -103,7 +103,7 @@ def check_secrets_and_files(plan: Plan, text: str, source: str) -> None:
 
 def check_log_paths(plan: Plan, text: str, source: str) -> None:
     """No component's log path is a folder (a log not written yet is fine)."""
-    from pinchpoint.plan_toml import field_line
+    from pinchpoint.plan.toml import field_line
 
     for index, component in enumerate(plan.component):
         if component.log is not None and Path(component.log.path).is_dir():
@@ -136,8 +136,8 @@ def check_url_load(params: dict) -> None:
     """`pinchpoint load <url>`'s flags in range and its URL's host resolving."""
     from urllib.parse import urlsplit
 
-    from pinchpoint.plan import MAX_RATE, MAX_THREADS, MAX_USERS, check_url
-    from pinchpoint.plan_toml import MAX_DURATION_S
+    from pinchpoint.plan.model import MAX_RATE, MAX_THREADS, MAX_USERS, check_url
+    from pinchpoint.plan.toml import MAX_DURATION_S
 
     url = str(params["target"])
     try:
@@ -183,7 +183,7 @@ def check_load_args(params: dict, given: set[str]) -> None:
             f"{', '.join(flags)} go with a URL; {target} is a plan: "
             "set its load in [load] (users, duration, [[load.phase]] arrival_rate)"
         )
-    from pinchpoint.plan import parse_plan, read_plan_text
+    from pinchpoint.plan.model import parse_plan, read_plan_text
 
     text = read_plan_text(Path(target))
     check_plan_target(parse_plan(text, target), text, target)

@@ -1,101 +1,25 @@
-"""Service level objectives of a plan (its `[sla]` table), checked against a run folder.
-
-```toml
-[sla]
-p50_ms = 15         # any percentile: p90_ms, p99_ms, "p99.9_ms" (quoted: a bare dot splits a key)
-p99_ms = 50
-error_rate = 0.01   # at most 1% of requests failed (a transport error or HTTP >= 400)
-slow_ms = 20        # at most 0.1% of the responses slower than 20 ms
-slow_share = 0.001
-```
-
-Each threshold is checked over the whole run (every step's steady part, the requests the
-verdict's table covers) and at each step on its own: a threshold broken at any step is
-broken, and the result names the steps. Percentiles and the slow share are of the
-successful responses (no error, HTTP status below 400), as in the verdict and in
-`pinchpoint compare --sla-ms`; failures count in `error_rate`.
-
-Importing this module loads pydantic only: the plan imports it.
+"""A plan's service level objectives checked against a run folder: over the whole run
+(every step's steady part, the requests the verdict's table covers) and at each step on
+its own. A threshold broken at any step is broken, and the result names the steps.
+Percentiles and the slow share are of the successful responses (no error, HTTP status
+below 400), as in the verdict and in `pinchpoint compare --sla-ms`; failures count in
+`error_rate`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pinchpoint.plan.sla import Sla
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
-    from rich.console import Console
-
-PERCENTILE_KEY = re.compile(r"^p(\d{1,2}(?:\.\d+)?)_ms$")
-KEYS_HELP = 'pNN_ms (p50_ms, p99_ms, "p99.9_ms"), error_rate, slow_ms with slow_share'
-
-
-class Sla(BaseModel):
-    """The `[sla]` table: percentile thresholds in ms (`pNN_ms`, the extra keys), the
-    highest share of failed requests, and the highest share of responses slower than
-    `slow_ms`."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-    __pydantic_extra__: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]]
-
-    error_rate: Annotated[float, Field(ge=0, le=1)] | None = None
-    slow_ms: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    slow_share: Annotated[float, Field(ge=0, le=1)] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _dotted_percentile(cls, data: Any) -> Any:
-        # `p99.9_ms = 5` unquoted is the TOML table p99 holding `9_ms`.
-        if isinstance(data, dict):
-            for key, value in data.items():
-                if isinstance(value, dict) and re.fullmatch(r"p\d{1,2}", str(key)):
-                    from pinchpoint.plan import FieldError
-
-                    inner = next(iter(value), "")
-                    raise FieldError(
-                        key, f'write "{key}.{inner}" in quotes: a bare dot splits a TOML key'
-                    )
-        return data
-
-    @model_validator(mode="after")
-    def _check_keys(self) -> Sla:
-        # Imported here: the plan imports this module. A FieldError names the key, so a
-        # plan error points at its line.
-        from pinchpoint.plan import FieldError
-
-        for key in self.__pydantic_extra__ or {}:
-            match = PERCENTILE_KEY.match(key)
-            if not match:
-                raise FieldError(key, f"unknown SLA key {key!r}; the keys are {KEYS_HELP}")
-            if not 0 < float(match.group(1)) < 100:
-                raise FieldError(key, "the percentile must be above 0 and below 100")
-        if (self.slow_ms is None) != (self.slow_share is None):
-            raise FieldError(
-                "slow_ms" if self.slow_share is None else "slow_share",
-                "slow_ms and slow_share go together: the share of responses slower than "
-                "slow_ms must stay at or below slow_share",
-            )
-        return self
-
-    def percentiles(self) -> list[tuple[str, float, float]]:
-        """(key, percentile, limit in ms) of each percentile threshold, lowest first."""
-        found = []
-        for key, limit in (self.__pydantic_extra__ or {}).items():
-            match = PERCENTILE_KEY.match(key)
-            if match:
-                found.append((key, float(match.group(1)), float(limit)))
-        return sorted(found, key=lambda item: item[1])
-
-    def is_empty(self) -> bool:
-        return not self.percentiles() and self.error_rate is None and self.slow_ms is None
 
 
 @dataclass(frozen=True)
@@ -146,21 +70,6 @@ class SlaResult:
         out["broken_at_users"] = [s.users for s in self.broken_steps]
         out["message"] = self.message()
         return out
-
-
-class _PlanSla(BaseModel):
-    """A plan's text read for its [sla] table alone."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    sla: Sla | None = None
-
-
-def sla_of_plan_text(text: str, source: str = "plan.toml") -> Sla | None:
-    """The `[sla]` table of a plan's text alone (the rest of the plan is not checked),
-    None when there is none. Raises ValueError naming the file, line and key."""
-    from pinchpoint.plan import parse_toml
-
-    return parse_toml(_PlanSla, text, source, ValueError).sla
 
 
 def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaResult]:
@@ -304,37 +213,6 @@ def _share(value: float) -> str:
 
 def broken(results: list[SlaResult]) -> bool:
     return any(not r.passed for r in results)
-
-
-def render_sla(results: list[SlaResult], console: Console) -> None:
-    """The results as a table: objective, value over the run, worst step, met or broken."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    if not results:
-        return
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", title="SLA", title_style="bold")
-    table.add_column("objective", no_wrap=True)
-    table.add_column("whole run", justify="right", no_wrap=True)
-    table.add_column("worst step", justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    for r in results:
-        worst = worst_step(r)
-        table.add_row(
-            r.objective,
-            r.describe(r.value),
-            f"{r.describe(worst.value)} at {users_text(worst.users)}" if worst else "–",
-            Text("met", style="bold green") if r.passed else Text("BROKEN", style="bold red"),
-        )
-    console.print(table)
-    for r in results:
-        if not r.passed:
-            console.print(Text(r.message(), style="red"), highlight=False)
-    if broken(results):
-        console.print(Text("SLA broken", style="bold red"), highlight=False)
-    else:
-        console.print(Text("SLA met", style="bold green"), highlight=False)
 
 
 def worst_step(result: SlaResult) -> StepValue | None:

@@ -1,8 +1,8 @@
 """The plan file: what to load, how to step it, and which components to watch.
 
 A plan is TOML. Errors name the file, the line and the field, before any load is sent.
-The load models live in plan_load, the TOML parsing and its errors in plan_toml; both
-are re-exported here.
+The load models live in `load_models.py`, the TOML parsing and its errors in `toml.py`;
+both are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from pinchpoint.collect.formats import get_parser, known_formats
-from pinchpoint.collect.prometheus_plan import Prometheus, check_series_names
-from pinchpoint.plan_load import (
+from pinchpoint.logformats import get_parser, known_formats
+from pinchpoint.plan.load_models import (
     MAX_COUNT,
     MAX_RATE,
     MAX_THREADS,
@@ -30,7 +29,9 @@ from pinchpoint.plan_load import (
     Think,
     ThinkTime,
 )
-from pinchpoint.plan_toml import (
+from pinchpoint.plan.prometheus import Prometheus, check_series_names
+from pinchpoint.plan.sla import Sla
+from pinchpoint.plan.toml import (
     Duration,
     FieldError,
     PlanError,
@@ -38,7 +39,6 @@ from pinchpoint.plan_toml import (
     parse_duration,
     parse_toml,
 )
-from pinchpoint.sla import Sla
 
 __all__ = [
     "MAX_COUNT",
@@ -349,9 +349,9 @@ class Plan(Strict):
     component: list[Component] = Field(default_factory=list)
     sampling: Sampling = Sampling()
     agent: list[Agent] = Field(default_factory=list)
-    # Resource series read from Prometheus servers after the run (collect/prometheus.py).
+    # Resource series read from Prometheus servers after the run (collect/sources/prometheus.py).
     prometheus: list[Prometheus] = Field(default_factory=list)
-    # Service level objectives, checked after the run (pinchpoint.sla).
+    # Service level objectives, checked after the run (pinchpoint.analyze.sla).
     sla: Sla | None = None
 
     @model_validator(mode="after")

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from pinchpoint.plan_toml import Duration, FieldError, Strict
+from pinchpoint.plan.toml import Duration, FieldError, Strict
 
 MAX_RATE = 1_000_000.0  # requests per second
 MAX_COUNT = 1_000_000_000

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import unquote
 
-from pinchpoint.collect.formats.base import (
+from pinchpoint.logformats.base import (
     ANY,
     INT,
     MAX_LINE_CHARS,
@@ -61,9 +61,9 @@ from pinchpoint.collect.formats.base import (
     to_float,
     too_long,
 )
-from pinchpoint.collect.formats.clock import scaled, zoned_timestamp
-from pinchpoint.collect.formats.template import TEXT_ANY, TEXT_STAMP, TEXT_WORD, Template, atomic
-from pinchpoint.collect.tag import find_tag
+from pinchpoint.logformats.clock import scaled, zoned_timestamp
+from pinchpoint.logformats.tag import find_tag
+from pinchpoint.logformats.template import TEXT_ANY, TEXT_STAMP, TEXT_WORD, Template, atomic
 
 # PostgreSQL's default log_line_prefix.
 POSTGRESQL_PREFIX = "%m [%p] "

@@ -7,7 +7,7 @@ _FACTORIES.
 
 from collections.abc import Callable
 
-from pinchpoint.collect.formats import (
+from pinchpoint.logformats import (
     apache,
     envoy,
     gunicorn,
@@ -18,7 +18,7 @@ from pinchpoint.collect.formats import (
     probe,
     uwsgi,
 )
-from pinchpoint.collect.formats.base import NOT_A_RECORD, FormatError, LineParser, Record
+from pinchpoint.logformats.base import NOT_A_RECORD, FormatError, LineParser, Record
 
 __all__ = [
     "NOT_A_RECORD",

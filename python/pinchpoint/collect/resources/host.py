@@ -22,8 +22,8 @@ from typing import Any
 
 import psutil
 
-from pinchpoint.collect.links import COLUMNS as LINK_COLUMNS
-from pinchpoint.collect.links import LinkReader
+from pinchpoint.collect.resources.links import COLUMNS as LINK_COLUMNS
+from pinchpoint.collect.resources.links import LinkReader
 
 PRESSURES = ("cpu", "memory", "io")
 SYS_BLOCK = Path("/sys/block")

@@ -11,13 +11,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from pinchpoint.collect.fastlogs import match_file
-from pinchpoint.collect.formats import get_parser
-from pinchpoint.collect.logs import FileCounts, TierRow, match_lines, read_from
-from pinchpoint.collect.logset import LogMark, log_sources, mark_logs
-from pinchpoint.collect.resources import SCHEMA, ProcessSelector, ResourceSampler
-from pinchpoint.collect.tag import check_run_id
-from pinchpoint.plan import Component
+from pinchpoint.collect.logs.fastlogs import match_file
+from pinchpoint.collect.logs.logset import LogMark, log_sources, mark_logs
+from pinchpoint.collect.logs.reader import FileCounts, TierRow, match_lines, read_from
+from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
+from pinchpoint.logformats import get_parser
+from pinchpoint.logformats.tag import check_run_id
+from pinchpoint.plan.model import Component
+from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
 # How many lines are read between two calls of a log reader's `tick`.
 TICK_LINES = 4096
@@ -82,7 +83,7 @@ class LocalCollector:
     def resources(self) -> pa.Table:
         """The samples: the components', the host's and this process's (`generator`)."""
         if self._sampler is None:
-            return SCHEMA.empty_table()
+            return RESOURCES_SCHEMA.empty_table()
         return self._sampler.table()
 
     def component_rows(

@@ -1,0 +1,1 @@
+"""Reading tier logs: files, globs, rotation, the Rust nginx reader."""

@@ -1,0 +1,1 @@
+"""Sampling resources: processes, cgroups, host, links, sockets."""

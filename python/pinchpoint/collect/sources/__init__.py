@@ -1,0 +1,1 @@
+"""Where collection reads from: this host, an agent, Prometheus."""

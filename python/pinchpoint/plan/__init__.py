@@ -1,0 +1,1 @@
+"""The plan: its model, load shapes, TOML reading and errors, SLA, Prometheus options."""

@@ -1,0 +1,82 @@
+"""The columns of the run folder's Parquet tables that collection writes and the analysis
+reads: `tiers.parquet` (one row per tier record of the run) and `resources.parquet` (one
+row per component and sample)."""
+
+import pyarrow as pa
+
+TIERS_SCHEMA = pa.schema(
+    [
+        pa.field("component", pa.string(), nullable=False),
+        pa.field("users", pa.uint32(), nullable=False),
+        pa.field("req_id", pa.uint64()),
+        pa.field("ts", pa.float64()),
+        pa.field("duration_s", pa.float64(), nullable=False),
+        pa.field("upstream_s", pa.float64()),
+        pa.field("status", pa.int32()),
+        # Time the tier itself logged as queued before it served the request (HAProxy Tw).
+        pa.field("queue_s", pa.float64()),
+    ]
+)
+
+RESOURCES_SCHEMA = pa.schema(
+    [
+        ("ts", pa.float64()),
+        ("component", pa.string()),
+        ("cpu_cores", pa.float64()),
+        ("rss_bytes", pa.int64()),
+        ("processes", pa.int32()),
+        # The CPU quota of the cgroups the component's processes run in (null: none), and
+        # in this interval the CFS periods, the throttled ones and the time throttled.
+        ("cpu_quota_cores", pa.float64()),
+        ("cpu_periods", pa.int64()),
+        ("cpu_throttled", pa.int64()),
+        ("cpu_throttled_s", pa.float64()),
+        # Components and generator: their threads waiting for a CPU, on average over the
+        # interval (run-queue delay from schedstat; null where the kernel keeps none).
+        ("cpu_wait_cores", pa.float64()),
+        # Processes whose title says they wait for a lock (PostgreSQL backends: "... waiting").
+        ("lock_waits", pa.int32()),
+        # Host rows only: the share of the interval in which some task waited for a CPU,
+        # for memory and for I/O (pressure stall information), and the runnable tasks.
+        ("cpu_pressure", pa.float64()),
+        ("memory_pressure", pa.float64()),
+        ("io_pressure", pa.float64()),
+        ("run_queue", pa.int32()),
+        # Bytes per second read from and written to storage: by a component's processes
+        # (/proc/<pid>/io; null when not permitted), by the host's physical disks.
+        ("disk_read_bytes_s", pa.float64()),
+        ("disk_write_bytes_s", pa.float64()),
+        # Host rows only: the busy share of the busiest physical disk; bytes per second
+        # received and sent over the non-loopback interfaces, through loopback. See collect/resources/host.py.
+        ("disk_util", pa.float64()),
+        ("net_rx_bytes_s", pa.float64()),
+        ("net_tx_bytes_s", pa.float64()),
+        ("net_loopback_bytes_s", pa.float64()),
+        # Host rows only: the link nearest its ceiling (shaped rate or speed), in any network
+        # namespace: its share of it, its name, its bytes per second in that direction and
+        # the ceiling; its shaper's queued bytes, drops and overlimits. See collect/resources/links.py.
+        ("net_util", pa.float64()),
+        ("net_link", pa.string()),
+        ("net_link_bytes_s", pa.float64()),
+        ("net_link_limit_bytes_s", pa.float64()),
+        ("net_qdisc_backlog_bytes", pa.int64()),
+        ("net_qdisc_drops_s", pa.float64()),
+        ("net_qdisc_overlimits_s", pa.float64()),
+        # The memory limit of the component's cgroups (null: none); the host's memory.
+        ("memory_limit_bytes", pa.int64()),
+        # Components and generator: threads of the processes; connections waiting in the
+        # accept queues of their listening sockets, and the most those queues may hold
+        # (null: not known); the connections to their listening ports they accepted (all
+        # three null when their fds cannot be read). See collect/resources/sockets.py.
+        ("threads", pa.int32()),
+        ("listen_backlog", pa.int32()),
+        ("listen_backlog_limit", pa.int32()),
+        ("connections", pa.int32()),
+        # The rates the component's cgroups throttle its disk reads and writes to, in bytes
+        # per second (blkio or io.max; null: none). See collect/resources/cgroups.py.
+        ("disk_read_limit_bytes_s", pa.int64()),
+        ("disk_write_limit_bytes_s", pa.int64()),
+    ]
+)
+# resources.parquet: columns added after the first five: a table without them (an older agent) gets nulls.
+OPTIONAL_RESOURCE_COLUMNS = RESOURCES_SCHEMA.names[5:]
