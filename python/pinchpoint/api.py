@@ -23,13 +23,13 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pinchpoint.rundir import files
+
 if TYPE_CHECKING:
     import polars as pl
 
     from pinchpoint.analyze.sla import SlaResult
     from pinchpoint.plan.sla import Sla
-
-RUN_FILES = ("run.json", "requests.parquet", "verdict.json", "plan.toml")
 
 
 class Run:
@@ -44,7 +44,7 @@ class Run:
     @property
     def run_id(self) -> str:
         """The run's id: run.json's, else the folder's name."""
-        file = self.path / "run.json"
+        file = self.path / files.RUN
         if file.is_file():
             value = self.run.get("run_id")
             if isinstance(value, str) and value:
@@ -54,32 +54,32 @@ class Run:
     @cached_property
     def requests(self) -> pl.DataFrame:
         """requests.parquet: one row per request the engine sent."""
-        return self._parquet("requests.parquet")
+        return self._parquet(files.REQUESTS)
 
     @cached_property
     def tiers(self) -> pl.DataFrame:
         """tiers.parquet: each tier's log records matched to this run."""
-        return self._parquet("tiers.parquet")
+        return self._parquet(files.TIERS)
 
     @cached_property
     def resources(self) -> pl.DataFrame:
         """resources.parquet: CPU and memory of each component, the host and the generator."""
-        return self._parquet("resources.parquet")
+        return self._parquet(files.RESOURCES)
 
     @cached_property
     def verdict(self) -> dict[str, Any]:
         """verdict.json: the per-step table, the bottleneck, the knee and the USL fit."""
-        return self._json("verdict.json", "run `pinchpoint analyze` on the folder first")
+        return self._json(files.VERDICT, "run `pinchpoint analyze` on the folder first")
 
     @cached_property
     def run(self) -> dict[str, Any]:
         """run.json: the steps' windows, the host, the engine's own counts."""
-        return self._json("run.json")
+        return self._json(files.RUN)
 
     @cached_property
     def plan_text(self) -> str:
         """plan.toml, as it ran."""
-        return self._file("plan.toml").read_text(encoding="utf-8")
+        return self._file(files.PLAN).read_text(encoding="utf-8")
 
     def check_sla(self, sla: Sla | dict[str, Any] | None = None) -> list[SlaResult]:
         """`sla` (default: the plan's [sla] table) checked on this run, overall and per step;
@@ -88,7 +88,7 @@ class Run:
         from pinchpoint.plan.sla import sla_of_plan_text
 
         if sla is None:
-            sla = sla_of_plan_text(self.plan_text, str(self.path / "plan.toml"))
+            sla = sla_of_plan_text(self.plan_text, str(self.path / files.PLAN))
         return check_sla(sla, self.path)
 
     def _file(self, name: str, hint: str = "") -> Path:
@@ -116,6 +116,6 @@ def open_run(path: str | PathLike[str]) -> Run:
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such run folder")
-    if not any((folder / name).is_file() for name in RUN_FILES):
-        raise FileNotFoundError(f"{folder}: not a run folder (none of {', '.join(RUN_FILES)})")
+    if not any((folder / name).is_file() for name in files.MARKERS):
+        raise FileNotFoundError(f"{folder}: not a run folder (none of {', '.join(files.MARKERS)})")
     return Run(folder)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import secrets
@@ -12,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from pinchpoint.analyze import analyze
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
@@ -25,6 +25,8 @@ from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan.model import Plan
 from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
 from pinchpoint.report.html import write_report
+from pinchpoint.rundir import files
+from pinchpoint.rundir.shapes import RunJson
 
 # Tiers write their log line when the response is done; give the last ones time to land.
 LOG_SETTLE_S = 0.3
@@ -84,7 +86,7 @@ def execute(
     run_id = run_id or new_run_id()
     using = collectors(plan)
     run_dir = private_dir(runs_dir / run_id)
-    (run_dir / "plan.toml").write_text(redact_plan_text(plan_text, secret_values(plan)))
+    (run_dir / files.PLAN).write_text(redact_plan_text(plan_text, secret_values(plan)))
     started = time.time()
     knee: KneeRun | None = None
     # SIGINT and SIGTERM stop the load and the run goes on with what it measured.
@@ -100,7 +102,7 @@ def execute(
         finally:
             for collector in using:
                 collector.stop()
-            write_resources(using, run_dir / "resources.parquet")
+            write_resources(using, run_dir / files.RESOURCES)
     time.sleep(LOG_SETTLE_S)
     collect_logs(plan, run_id, run_dir, using)
     for collector in using:
@@ -129,7 +131,7 @@ def execute(
     }
     if knee is not None:
         run["find_knee"] = knee.record
-    (run_dir / "run.json").write_text(json.dumps(run, indent=2))
+    files.RunFolder(run_dir).write_run(cast(RunJson, run))
     write_histograms(summary, run_dir)
     verdict = analyze(run_dir)
     write_report(run_dir)

@@ -17,7 +17,6 @@ then rests on the client's records only.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import socket
@@ -30,17 +29,19 @@ import polars as pl
 from pinchpoint.load.engine import recover_records
 from pinchpoint.plan.model import Plan, load_plan
 from pinchpoint.redact import private_files
+from pinchpoint.rundir import files
+from pinchpoint.rundir.shapes import RunJson
 
 # What a complete run folder holds besides the plan, the records and run.json, and
 # what each is for the reader.
 LATER_FILES = {
-    "tiers.parquet": "the tiers' log records",
-    "resources.parquet": "the resource samples",
-    "collection.json": "the collection summary",
-    "histograms.json": "the engine's histograms",
+    files.TIERS: "the tiers' log records",
+    files.RESOURCES: "the resource samples",
+    files.COLLECTION: "the collection summary",
+    files.HISTOGRAMS: "the engine's histograms",
 }
 # Written only for a plan with components.
-TIER_FILES = ("tiers.parquet", "collection.json")
+TIER_FILES = (files.TIERS, files.COLLECTION)
 
 
 @dataclass
@@ -53,7 +54,7 @@ class Recovery:
 
     @property
     def partial(self) -> bool:
-        return "run.json" in self.rebuilt
+        return files.RUN in self.rebuilt
 
     def line(self) -> str:
         """One line for the terminal."""
@@ -73,17 +74,17 @@ def recover(run_dir: Path) -> Recovery:
     from plan.toml and the records (files for this user only, as the run's). Raises
     RecoveryError when run.json is missing and cannot be rebuilt."""
     out = Recovery()
-    stream = run_dir / "requests.arrows"
+    stream = run_dir / files.REQUEST_STREAM
     if stream.exists():
         try:
             out.records = recover_records(run_dir)
-            out.rebuilt.append("requests.parquet")
+            out.rebuilt.append(files.REQUESTS)
         except RuntimeError as e:
             # Nothing readable in it (killed before the first batch was written).
             out.missing.append(f"the records ({stream.name} unreadable: {_one_line(e)})")
-    if (run_dir / "run.json").exists():
+    if (run_dir / files.RUN).exists():
         return out
-    plan_path, parquet = run_dir / "plan.toml", run_dir / "requests.parquet"
+    plan_path, parquet = run_dir / files.PLAN, run_dir / files.REQUESTS
     if not plan_path.is_file():
         raise RecoveryError(f"{run_dir}: run.json and plan.toml are missing: nothing to rebuild")
     if not parquet.is_file():
@@ -98,9 +99,9 @@ def recover(run_dir: Path) -> Recovery:
     expected = [n for n in LATER_FILES if plan.component or n not in TIER_FILES]
     out.missing += [f"{LATER_FILES[n]} ({n})" for n in expected if not (run_dir / n).exists()]
     run = rebuilt_run(run_dir.name, plan, requests)
-    run["recovered"] = {"rebuilt": [*out.rebuilt, "run.json"], "missing": out.missing}
-    (run_dir / "run.json").write_text(json.dumps(run, indent=2))
-    out.rebuilt.append("run.json")
+    run["recovered"] = {"rebuilt": [*out.rebuilt, files.RUN], "missing": out.missing}
+    files.RunFolder(run_dir).write_run(cast(RunJson, run))
+    out.rebuilt.append(files.RUN)
     return out
 
 

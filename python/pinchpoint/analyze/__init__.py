@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import cast
@@ -15,6 +14,8 @@ from pinchpoint.analyze.usage import usage_table
 from pinchpoint.analyze.usl import fit_usl
 from pinchpoint.analyze.verdict import Context, decide
 from pinchpoint.redact import private_files
+from pinchpoint.rundir import files
+from pinchpoint.rundir.shapes import VerdictJson
 
 SCHEMA = "pinchpoint.verdict/1"
 
@@ -97,5 +98,5 @@ def analyze(run_dir: Path) -> dict:
         verdict["endpoints"] = endpoints
         verdict["workers_estimate"] = workers_estimates(endpoints)
     verdict = cast(dict, _clean(verdict))
-    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2))
+    files.RunFolder(run_dir).write_verdict(cast(VerdictJson, verdict))
     return verdict

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from pinchpoint.plan.model import Plan, load_plan
+from pinchpoint.rundir import files
 
 
 @dataclass
@@ -26,12 +26,12 @@ def _read(path: Path) -> pl.DataFrame:
 
 
 def read_run(run_dir: Path) -> RunData:
-    run = json.loads((run_dir / "run.json").read_text())
+    run = files.RunFolder(run_dir).read_json(files.RUN)
     return RunData(
         run_dir=run_dir,
         run=run,
-        plan=load_plan(run_dir / "plan.toml"),
-        requests=_read(run_dir / "requests.parquet"),
-        tiers=_read(run_dir / "tiers.parquet"),
-        resources=_read(run_dir / "resources.parquet"),
+        plan=load_plan(run_dir / files.PLAN),
+        requests=_read(run_dir / files.REQUESTS),
+        tiers=_read(run_dir / files.TIERS),
+        resources=_read(run_dir / files.RESOURCES),
     )

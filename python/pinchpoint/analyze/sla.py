@@ -8,7 +8,6 @@ below 400), as in the verdict and in `pinchpoint compare --sla-ms`; failures cou
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinchpoint.plan.sla import Sla
+from pinchpoint.rundir import files
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,7 +81,7 @@ def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaR
         return []
     sla = plan_sla if isinstance(plan_sla, Sla) else Sla.model_validate(plan_sla)
     run_dir = Path(run_dir)
-    path = run_dir / "requests.parquet"
+    path = run_dir / files.REQUESTS
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found")
     columns = ["step", "users", "start_us", "latency_us", "status", "error"]
@@ -89,10 +89,9 @@ def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaR
         columns.append("intended_us")  # open loop: the steady part is cut by it
     requests = pl.read_parquet(path, columns=columns)
     run: dict[str, Any] = {}
-    run_json = run_dir / "run.json"
-    if run_json.is_file():
-        loaded = json.loads(run_json.read_text(encoding="utf-8"))
-        run = loaded if isinstance(loaded, dict) else {}
+    folder = files.RunFolder(run_dir)
+    if folder.has(files.RUN):
+        run = folder.read_json(files.RUN)
     return evaluate(sla, requests, run)
 
 

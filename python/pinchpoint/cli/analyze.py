@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pinchpoint.cli.app import RUN_FILES, app
+from pinchpoint.cli.app import app
+from pinchpoint.rundir import files
 from pinchpoint.terminal import Console, fail, warn
 
 if TYPE_CHECKING:
@@ -24,8 +25,8 @@ def analyze(
     ],
 ) -> None:
     """Recompute a run folder's verdict and report from what it holds."""
-    if not any((run_dir / name).exists() for name in RUN_FILES):
-        fail(f"{run_dir}: not a run folder: it holds none of {', '.join(RUN_FILES)}")
+    if not any((run_dir / name).exists() for name in files.MARKERS):
+        fail(f"{run_dir}: not a run folder: it holds none of {', '.join(files.MARKERS)}")
         raise typer.Exit(2)
     from pinchpoint.analyze import analyze as analyze_run
     from pinchpoint.recover import recover

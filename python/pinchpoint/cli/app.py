@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from pinchpoint.rundir import files
+
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
 
@@ -40,7 +42,6 @@ FindKnee = Annotated[
 
 
 # A folder holding none of these is not a run folder.
-RUN_FILES = ("run.json", "plan.toml", "requests.parquet", "requests.arrows")
 
 
 def show_outcome(outcome: RunOutcome, console: RichConsole) -> None:
@@ -55,4 +56,4 @@ def show_outcome(outcome: RunOutcome, console: RichConsole) -> None:
         console.print("[yellow]The run was interrupted: the results cover the steps it ran.[/]")
     for warning in getattr(outcome, "warnings", []):
         console.print(f"[yellow]Not collected: {warning}[/]", highlight=False)
-    console.print(f"\nRun folder: {outcome.run_dir}   report: {outcome.run_dir / 'report.html'}")
+    console.print(f"\nRun folder: {outcome.run_dir}   report: {outcome.run_dir / files.REPORT}")

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from pinchpoint.cli.app import app
+from pinchpoint.rundir import files
 from pinchpoint.terminal import Console, fail
 
 
@@ -27,7 +28,7 @@ def report(
     ] = False,
 ) -> None:
     """Write a run folder's report.html from its verdict.json (and print the verdict)."""
-    if not (run_dir / "verdict.json").is_file():
+    if not (run_dir / files.VERDICT).is_file():
         fail(f"{run_dir}: no verdict.json: run pinchpoint analyze {run_dir} first")
         raise typer.Exit(2)
     from pinchpoint.report.html import write_report

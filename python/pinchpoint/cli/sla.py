@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pinchpoint.cli.app import app
+from pinchpoint.rundir import files
 from pinchpoint.terminal import Console, fail, sla_json
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def sla(
     from pinchpoint.plan.sla import sla_of_plan_text
     from pinchpoint.report.sla_table import render_sla
 
-    source = plan_file or run_dir / "plan.toml"
+    source = plan_file or run_dir / files.PLAN
     try:
         objectives = sla_of_plan_text(read_plan_text(source), str(source))
         if objectives is None or objectives.is_empty():

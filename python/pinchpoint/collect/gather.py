@@ -9,18 +9,19 @@ from what they give.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, cast, runtime_checkable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pinchpoint.collect.logs.reader import FileCounts, TierRow, collection_json
 from pinchpoint.collect.resources.sampler import conform
+from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import RESOURCES_SCHEMA, TIERS_SCHEMA
+from pinchpoint.rundir.shapes import CollectionJson
 
 _ZERO = {"lines": 0, "matched": 0, "other_run": 0, "untagged": 0, "unparseable": 0}
 
@@ -115,7 +116,7 @@ def write_logs(
     listed with zero counts and an error.
     """
     counts: list[FileCounts] = []
-    with TierWriter(run_dir / "tiers.parquet") as writer:
+    with TierWriter(run_dir / files.TIERS) as writer:
         for collector in collectors:
             found = collector.collect_logs(writer.add)
             # A log with no file is a problem of its collector, on the terminal too.
@@ -141,7 +142,7 @@ def write_logs(
     for name in components:
         if name not in entries:
             entries[name] = {**_empty(), "error": "not collected"}
-    (run_dir / "collection.json").write_text(json.dumps(collected, indent=2))
+    files.RunFolder(run_dir).write_collection(cast(CollectionJson, collected))
     return collected
 
 

@@ -11,6 +11,7 @@ import polars as pl
 
 from pinchpoint.importers import csv_plain
 from pinchpoint.importers.common import ImportFormatError
+from pinchpoint.rundir import files
 
 
 class CompareInputError(ValueError):
@@ -37,9 +38,9 @@ class Side:
 def load_side(path: Path) -> Side:
     path = Path(path)
     if path.is_dir():
-        parquet = path / "requests.parquet"
+        parquet = path / files.REQUESTS
         if not parquet.is_file():
-            if (path / "summary.json").is_file():
+            if (path / files.SUMMARY).is_file():
                 raise CompareInputError(
                     f"{path}: holds aggregates only (summary.json, no requests.parquet); "
                     "compare needs per-request latencies"

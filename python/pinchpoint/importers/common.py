@@ -19,6 +19,7 @@ from typing import Any, cast
 import polars as pl
 
 from pinchpoint.redact import private_files
+from pinchpoint.rundir import files
 
 SUMMARY_SCHEMA = "pinchpoint.summary/1"
 REQUEST_SCHEMA: dict[str, Any] = {
@@ -281,12 +282,12 @@ def write_run(imported: Imported, runs_dir: Path) -> Path:
     tmp.mkdir()
     try:
         if imported.requests is not None:
-            imported.requests.write_parquet(tmp / "requests.parquet")
+            imported.requests.write_parquet(tmp / files.REQUESTS)
         if imported.series is not None:
             imported.series.write_parquet(tmp / "series.parquet")
         if imported.summary is not None:
-            _write_json(tmp / "summary.json", imported.summary)
-        _write_json(tmp / "run.json", _run_json(imported, run_id))
+            _write_json(tmp / files.SUMMARY, imported.summary)
+        _write_json(tmp / files.RUN, _run_json(imported, run_id))
         os.replace(tmp, run_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

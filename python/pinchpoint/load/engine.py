@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pinchpoint import _engine, interrupts
 from pinchpoint.plan.model import Level, Plan
+from pinchpoint.rundir import files
 
 TICK_S = 1.0
 # How often the wait looks at the signals caught: a second Ctrl-C acts within this.
@@ -123,7 +124,7 @@ def run_steps(
     on_tick: Callable[[dict], None] | None = None,
 ) -> LoadResult:
     """Runs every step of the plan and writes `requests.parquet` into run_dir."""
-    stream = run_dir / "requests.arrows"
+    stream = run_dir / files.REQUEST_STREAM
     run = _engine.start(engine_config(plan, run_id, stream))
     longest = max([plan.load.timeout, *(r.timeout or 0.0 for r in plan.request)])
     halt = _Halt(run, longest)
@@ -138,7 +139,7 @@ def run_steps(
                 on_tick(run.snapshot())
         except KeyboardInterrupt:
             halt.uncaught += 1
-    parquet = run_dir / "requests.parquet"
+    parquet = run_dir / files.REQUESTS
     rows = _engine.records_to_parquet(str(stream), str(parquet))
     stream.unlink()
     summary["interrupted"] = summary["interrupted"] or halt.level > 0
@@ -182,9 +183,9 @@ class _Halt:
 
 def recover_records(run_dir: Path) -> int | None:
     """Converts the records stream a killed run left behind; None if there is none."""
-    stream = run_dir / "requests.arrows"
+    stream = run_dir / files.REQUEST_STREAM
     if not stream.exists():
         return None
-    rows = _engine.records_to_parquet(str(stream), str(run_dir / "requests.parquet"))
+    rows = _engine.records_to_parquet(str(stream), str(run_dir / files.REQUESTS))
     stream.unlink()
     return rows

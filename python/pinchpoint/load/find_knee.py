@@ -50,6 +50,7 @@ from pinchpoint.analyze.steps import Window, client_step
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
 from pinchpoint.load.engine import LoadResult, run_steps
 from pinchpoint.plan.model import Plan, PlanError
+from pinchpoint.rundir import files
 
 # At most this many levels run, refinement included.
 MAX_LEVELS = 12
@@ -291,7 +292,7 @@ def search_knee(
     assert load.find_knee and load.lower is not None and load.upper is not None
     assert load.duration is not None
     lower, upper = int(load.lower), int(load.upper)
-    work = run_dir / "levels"
+    work = run_dir / files.LEVELS
     levels: list[_Level] = []
     budget = max_levels * (load.duration + load.timeout + LEVEL_MARGIN_S)
     deadline = time.monotonic() + budget
@@ -352,7 +353,7 @@ def _merge(levels: list[_Level], run_dir: Path, interrupted: bool) -> KneeRun:
     numbered by users."""
     by_users = sorted(levels, key=lambda lv: lv.users)
     index = {lv.order: i for i, lv in enumerate(by_users)}
-    path = run_dir / "requests.parquet"
+    path = run_dir / files.REQUESTS
     offsets: dict[int, int] = {}
     offset = rows = 0
     writer: pq.ParquetWriter | None = None
@@ -414,7 +415,7 @@ def _merged_reasons(summaries: list[dict]) -> dict[str, list[str]]:
 def renumber_tier_requests(run_dir: Path, offsets: dict[int, int]) -> None:
     """Shifts the request ids of `tiers.parquet` as `requests.parquet`'s were: a record
     carries its level's users in its tag, and its engine's request id."""
-    path = run_dir / "tiers.parquet"
+    path = run_dir / files.TIERS
     if not path.exists() or not any(offsets.values()):
         return
     table = pq.read_table(path)

@@ -11,7 +11,7 @@ import base64
 import json
 from pathlib import Path
 
-HISTOGRAMS_FILE = "histograms.json"
+from pinchpoint.rundir import files
 
 
 def _without_histograms(entry: dict) -> dict:
@@ -37,6 +37,6 @@ def histograms_document(summary: dict) -> dict[str, str]:
 
 
 def write_histograms(summary: dict, run_dir: Path) -> Path:
-    path = run_dir / HISTOGRAMS_FILE
+    path = run_dir / files.HISTOGRAMS
     path.write_text(json.dumps(histograms_document(summary)))
     return path

@@ -29,6 +29,7 @@ from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan.model import Plan, load_plan, parse_plan
 from pinchpoint.redact import private_dir, private_files
+from pinchpoint.rundir import files
 
 PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
 # The generator is saturated when its CPU reaches this share of the threads it runs on.
@@ -132,7 +133,7 @@ def _load_into(
         summary["connections"] = source.connections if source.rate is None else None
     if keep:
         write_histograms(result.summary, run_dir)
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        (run_dir / files.SUMMARY).write_text(json.dumps(summary, indent=2))
     return summary
 
 

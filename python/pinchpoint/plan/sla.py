@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pinchpoint.plan.toml import FieldError, parse_toml
+from pinchpoint.rundir import files
 
 PERCENTILE_KEY = re.compile(r"^p(\d{1,2}(?:\.\d+)?)_ms$")
 KEYS_HELP = 'pNN_ms (p50_ms, p99_ms, "p99.9_ms"), error_rate, slow_ms with slow_share'
@@ -87,7 +88,7 @@ class _PlanSla(BaseModel):
     sla: Sla | None = None
 
 
-def sla_of_plan_text(text: str, source: str = "plan.toml") -> Sla | None:
+def sla_of_plan_text(text: str, source: str = files.PLAN) -> Sla | None:
     """The `[sla]` table of a plan's text alone (the rest of the plan is not checked),
     None when there is none. Raises ValueError naming the file, line and key."""
     return parse_toml(_PlanSla, text, source, ValueError).sla

@@ -14,6 +14,7 @@ from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
 from pinchpoint.report.load import RunData, load_run, steady_requests
 from pinchpoint.report.table import StepTable, step_table
+from pinchpoint.rundir import files
 
 TIME_KEYS = {"started", "ended", "start", "end", "start_s", "end_s", "started_at", "ended_at"}
 TIME_PLOTS = [
@@ -77,7 +78,7 @@ def write_report(run_dir: Path) -> Path:
 
     verdict.json is required; a chart whose data is missing becomes a short note."""
     run_dir = Path(run_dir)
-    return shell.write_page(run_dir / "report.html", render_page(load_run(run_dir)))
+    return shell.write_page(run_dir / files.REPORT, render_page(load_run(run_dir)))
 
 
 def render_page(data: RunData) -> str:
@@ -211,7 +212,7 @@ def _percentiles_section(data: RunData, objectives: Sla | None) -> str:
         else []
     )
     if data.requests is None:
-        missing = _unavailable(data, "requests.parquet", "Percentiles")
+        missing = _unavailable(data, files.REQUESTS, "Percentiles")
     else:
         missing = "Percentiles not shown: no successful response."
     lines = [
@@ -241,7 +242,7 @@ def _sla_of(data: RunData) -> tuple[Sla | None, str | None]:
     except ValueError as exc:
         return None, str(exc)
     if objectives is not None and not objectives.is_empty() and data.requests is None:
-        why = data.problems.get("requests.parquet", "has no rows")
+        why = data.problems.get(files.REQUESTS, "has no rows")
         return objectives, f"requests.parquet {why}."
     return objectives, None
 
@@ -309,7 +310,7 @@ def _time_sections(data: RunData) -> list[str]:
     errors = time_charts.errors_over_time(data.requests, t0, windows, x_range)
     more = resource_charts.more_over_time(data.resources, data.verdict, t0, windows, x_range)
     if data.requests is None:
-        no_errors = _unavailable(data, "requests.parquet", "Errors over time")
+        no_errors = _unavailable(data, files.REQUESTS, "Errors over time")
     else:
         no_errors = "No errors: every request got a response below HTTP 400."
     return [
@@ -319,7 +320,7 @@ def _time_sections(data: RunData) -> list[str]:
                 "<h2>Latency over time</h2>",
                 _figure(
                     latency,
-                    _unavailable(data, "requests.parquet", "Latency over time"),
+                    _unavailable(data, files.REQUESTS, "Latency over time"),
                     TIME_PLOTS[0],
                 ),
                 "</section>",
@@ -337,8 +338,8 @@ def _time_sections(data: RunData) -> list[str]:
             [
                 '<section id="resources">',
                 "<h2>Resources over time</h2>",
-                _figure(cpu, _unavailable(data, "resources.parquet", "CPU"), TIME_PLOTS[2]),
-                _figure(memory, _unavailable(data, "resources.parquet", "Memory"), TIME_PLOTS[3]),
+                _figure(cpu, _unavailable(data, files.RESOURCES, "CPU"), TIME_PLOTS[2]),
+                _figure(memory, _unavailable(data, files.RESOURCES, "Memory"), TIME_PLOTS[3]),
                 *(_figure(fig, "", div_id) for div_id, fig in more),
                 "</section>",
             ]
@@ -409,7 +410,7 @@ def _html_table(table: StepTable) -> str:
 
 def _plan_section(data: RunData) -> str:
     if data.plan_text is None:
-        content = f'<p class="note">{escape(_unavailable(data, "plan.toml", "The plan"))}</p>'
+        content = f'<p class="note">{escape(_unavailable(data, files.PLAN, "The plan"))}</p>'
     else:
         content = f"<pre>{escape(data.plan_text)}</pre>"
     return f'<section id="plan">\n<h2>Plan</h2>\n{content}\n</section>'

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from pinchpoint.rundir import files
 from pinchpoint.rundir.steady import SENT_AT, steady_requests
 
 __all__ = ["steady_requests"]
@@ -54,7 +55,7 @@ def load_run(run_dir: Path) -> RunData:
     """Read `run_dir`. Raises if verdict.json is missing or unreadable; every other file
     is optional and a problem with it is recorded in `problems` instead."""
     run_dir = Path(run_dir)
-    verdict_path = run_dir / "verdict.json"
+    verdict_path = run_dir / files.VERDICT
     if not verdict_path.is_file():
         raise FileNotFoundError(f"{verdict_path}: not found; analyze the run first")
     try:
@@ -65,15 +66,15 @@ def load_run(run_dir: Path) -> RunData:
         raise ValueError(f"{verdict_path}: expected a JSON object")
 
     data = RunData(run_dir=run_dir, verdict=verdict)
-    data.run = _read_json(run_dir / "run.json", data.problems)
-    data.plan_text = _read_text(run_dir / "plan.toml", data.problems)
+    data.run = _read_json(run_dir / files.RUN, data.problems)
+    data.plan_text = _read_text(run_dir / files.PLAN, data.problems)
     data.requests = _read_parquet(
-        run_dir / "requests.parquet", REQUEST_COLUMNS, data.problems, list(SENT_AT)
+        run_dir / files.REQUESTS, REQUEST_COLUMNS, data.problems, list(SENT_AT)
     )
     data.resources = _read_parquet(
-        run_dir / "resources.parquet", RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
+        run_dir / files.RESOURCES, RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
     )
-    tiers = _read_parquet(run_dir / "tiers.parquet", ["component"], data.problems)
+    tiers = _read_parquet(run_dir / files.TIERS, ["component"], data.problems)
     if tiers is not None:
         counts = tiers.group_by("component").len().sort("component")
         data.tier_records = {str(c): int(n) for c, n in counts.iter_rows()}

@@ -30,13 +30,13 @@ from pinchpoint.collect.resources.host import HostReader, Reading
 from pinchpoint.collect.resources.procs import TICK_S, ProcessTable, ProcStat, descendants, scan
 from pinchpoint.collect.resources.schedstat import run_delay_s
 from pinchpoint.collect.resources.sockets import SocketReader
+from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import OPTIONAL_RESOURCE_COLUMNS, RESOURCES_SCHEMA
 
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 10.0
 HOST = "host"
 GENERATOR = "generator"
-RESOURCES_FILE = "resources.parquet"
 
 
 _ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
@@ -235,7 +235,7 @@ class ResourceSampler:
         """Writes resources.parquet at path (inside it when path is a folder); returns the file."""
         path = Path(path)
         if path.is_dir():
-            path = path / RESOURCES_FILE
+            path = path / files.RESOURCES
         pq.write_table(self.table(), path)
         return path
 

@@ -1,0 +1,102 @@
+"""The files of a run folder, named once, and read and written through `RunFolder`.
+
+runs/<run-id>/
+    plan.toml           the plan as run (secrets redacted)
+    requests.arrows     the engine's records as they stream (gone once converted)
+    requests.parquet    one row per request: step, users, times, status, error
+    histograms.json     the engine's per-step HdrHistograms
+    resources.parquet   resource samples of every component, the host, the generator
+    tiers.parquet       the tiers' log records of the run
+    collection.json     what collection read: lines matched and rejected per file
+    run.json            the steps' windows, the host, the engine's counts
+    verdict.json        the analysis
+    report.html         the page
+    summary.json        a summary that stands in for requests.parquet (imports, `load`)
+    levels/             the knee search's probes, one run folder each
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, cast
+
+from pinchpoint.rundir.shapes import CollectionJson, RunJson, VerdictJson
+
+PLAN = "plan.toml"
+REQUEST_STREAM = "requests.arrows"
+REQUESTS = "requests.parquet"
+HISTOGRAMS = "histograms.json"
+RESOURCES = "resources.parquet"
+TIERS = "tiers.parquet"
+COLLECTION = "collection.json"
+RUN = "run.json"
+VERDICT = "verdict.json"
+REPORT = "report.html"
+SUMMARY = "summary.json"
+LEVELS = "levels"
+
+# Any one of these makes a folder a run folder (a killed run may have only the stream).
+MARKERS = (RUN, PLAN, REQUESTS, REQUEST_STREAM, VERDICT)
+# Files that may hold what a user wrote in secret (tokens in the plan, headers in records).
+PRIVATE = (PLAN, REQUEST_STREAM, REQUESTS)
+
+
+class RunFolder:
+    """One run folder. Reads raise OSError or ValueError naming the file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    def has(self, name: str) -> bool:
+        return (self.path / name).is_file()
+
+    def read_text(self, name: str) -> str:
+        return (self.path / name).read_text(encoding="utf-8")
+
+    def write_text(self, name: str, text: str, private: bool = False) -> Path:
+        """Write through a temporary file and rename, so a reader never sees half a file."""
+        target = self.path / name
+        partial = target.with_name(f".{name}.partial")
+        partial.write_text(text, encoding="utf-8")
+        if private or name in PRIVATE:
+            partial.chmod(0o600)
+        os.replace(partial, target)
+        return target
+
+    def read_json(self, name: str) -> dict[str, Any]:
+        path = self.path / name
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from exc
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text") from exc
+        if not isinstance(value, dict):
+            raise ValueError(f"{path}: not a JSON object")
+        return value
+
+    def write_json(self, name: str, value: object) -> Path:
+        return self.write_text(name, json.dumps(value, indent=2))
+
+    def read_run(self) -> RunJson:
+        return cast(RunJson, self.read_json(RUN))
+
+    def write_run(self, run: RunJson) -> Path:
+        return self.write_json(RUN, run)
+
+    def read_verdict(self) -> VerdictJson:
+        return cast(VerdictJson, self.read_json(VERDICT))
+
+    def write_verdict(self, verdict: VerdictJson) -> Path:
+        return self.write_json(VERDICT, verdict)
+
+    def read_collection(self) -> CollectionJson:
+        return cast(CollectionJson, self.read_json(COLLECTION))
+
+    def write_collection(self, collection: CollectionJson) -> Path:
+        return self.write_json(COLLECTION, collection)

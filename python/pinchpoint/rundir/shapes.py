@@ -1,0 +1,108 @@
+"""The shapes of the run folder's JSON files, as written by the stages and read by the
+later ones. Keys a stage may leave out (older runs, imported runs, killed runs) are
+`NotRequired`; readers use `.get` for those."""
+
+from typing import Any, NotRequired, TypedDict
+
+
+class StepWindow(TypedDict):
+    """One load level's window in unix seconds (run.json's `steps`)."""
+
+    step: int
+    users: int
+    start: float
+    end: float
+    kind: NotRequired[str]  # "users" (closed loop) or "rate" (open loop)
+    level: NotRequired[float]
+    late: NotRequired[int]
+    unsent: NotRequired[int]
+
+
+class HostFacts(TypedDict, total=False):
+    hostname: str
+    cpu_count: int
+    platform: str
+    python: str
+
+
+class RunJson(TypedDict):
+    """run.json: what the load stage did."""
+
+    run_id: str
+    started: float
+    ended: float
+    steps: list[StepWindow]
+    interrupted: NotRequired[bool]
+    warmup_s: NotRequired[float]
+    records: NotRequired[int]
+    records_error: NotRequired[str | None]
+    engine: NotRequired[dict[str, Any]]
+    host: NotRequired[HostFacts]
+    log_marks: NotRequired[dict[str, Any]]
+    load_steps: NotRequired[list[dict[str, Any]]]
+    abandoned: NotRequired[int]
+    error_reasons: NotRequired[dict[str, list[str]]]
+    find_knee: NotRequired[dict[str, Any]]
+    recovered: NotRequired[dict[str, list[str]]]
+    # Imported runs: the tool and files they came from.
+    source: NotRequired[dict[str, Any]]
+    # "import" is a keyword: imported runs' own key, read with .get("import").
+
+
+class FileCountsJson(TypedDict, total=False):
+    lines: int
+    matched: int
+    other_run: int
+    untagged: int
+    unparseable: int
+    unparseable_lines: list[Any]
+
+
+class ComponentCounts(FileCountsJson, total=False):
+    """One component's counts in collection.json, over all its files."""
+
+    files: dict[str, FileCountsJson]
+    warnings: list[str]
+    agent: str  # the agent that collected it
+    error: str  # why it was not collected
+
+
+class CollectionJson(TypedDict):
+    """collection.json: what collection read of each component's logs."""
+
+    schema: str
+    run_id: str
+    components: dict[str, ComponentCounts]
+    agents: NotRequired[dict[str, Any]]
+    prometheus: NotRequired[dict[str, Any]]
+
+
+class Finding(TypedDict, total=False):
+    """One finding of the verdict: a component, the resource that limits it, the evidence."""
+
+    component: str
+    resource: str
+    starts_at_users: int | None
+    evidence: list[str]
+
+
+class VerdictJson(TypedDict):
+    """verdict.json: the analysis."""
+
+    schema: str
+    run_id: str
+    headline: str
+    bottleneck: dict[str, Any] | None
+    interrupted: NotRequired[bool]
+    tiers: NotRequired[list[dict[str, Any]]]
+    calls: NotRequired[dict[str, Any]]
+    steps: NotRequired[list[dict[str, Any]]]
+    generator: NotRequired[dict[str, Any]]
+    findings: NotRequired[list[Finding]]
+    workers_estimate: NotRequired[list[dict[str, Any]]]
+    knee: NotRequired[dict[str, Any] | None]
+    scalability: NotRequired[dict[str, Any] | None]
+    partial: NotRequired[bool]  # the run was killed and its folder rebuilt
+    missing: NotRequired[list[str]]
+    error_reasons: NotRequired[dict[str, list[str]]]
+    endpoints: NotRequired[list[dict[str, Any]]]
