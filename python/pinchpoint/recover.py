@@ -90,7 +90,9 @@ def recover(run_dir: Path) -> Recovery:
     if not parquet.is_file():
         raise RecoveryError(f"{run_dir}: run.json is missing and no request was recorded")
     plan = load_plan(plan_path)
-    if plan.load.find_knee:
+    # A search's probes live in levels/ until they are merged (a --find-knee plan.toml
+    # does not say find_knee).
+    if plan.load.find_knee or (run_dir / files.LEVELS).exists():
         raise RecoveryError(f"{run_dir}: a find_knee run killed during its search is not rebuilt")
     requests = pl.read_parquet(parquet)
     if requests.height == 0:

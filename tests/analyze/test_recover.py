@@ -114,3 +114,15 @@ def test_a_folder_that_cannot_be_rebuilt_is_refused(
     with pytest.raises(RecoveryError, match=message):
         recover(run_dir)
     assert not (run_dir / "run.json").exists()
+
+
+def test_a_knee_search_killed_before_its_levels_were_merged_is_refused(tmp_path: Path) -> None:
+    # `--find-knee` leaves plan.toml as written: the probes' folder tells the search.
+    run_dir = _killed_folder(tmp_path)
+    (run_dir / "levels" / "0").mkdir(parents=True)
+    with pytest.raises(RecoveryError, match="find_knee run killed during its search"):
+        recover(run_dir)
+    assert not (run_dir / "run.json").exists()
+    (run_dir / "levels" / "0").rmdir()
+    (run_dir / "levels").rmdir()
+    assert recover(run_dir).rebuilt

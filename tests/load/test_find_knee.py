@@ -22,9 +22,8 @@ from pinchpoint.load.find_knee import (
     decide,
     renumber_tier_requests,
     search_knee,
-    with_find_knee,
 )
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.model import PlanError, parse_plan, with_find_knee
 from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
 Curve = Callable[[int], Point]
@@ -225,14 +224,18 @@ path = "/"
 """
 
 
-def test_the_plan_option_and_the_command_line_flag() -> None:
-    assert not parse_plan(PLAN).load.find_knee
-    text = with_find_knee(PLAN, "plan.toml")
-    assert "[load]   # the steps\nfind_knee = true\n" in text
-    assert parse_plan(text).load.find_knee
-    assert with_find_knee(text.replace("= true", "= false"), "plan.toml") == text
-    with pytest.raises(PlanError, match=r"plan\.toml: --find-knee: no \[load\] table"):
-        with_find_knee(PLAN.replace("[load]   # the steps", "[load.x]"), "plan.toml")
+def test_the_command_line_flag_turns_the_search_on_in_the_plan_object() -> None:
+    plan = parse_plan(PLAN, "plan.toml")
+    assert not plan.load.find_knee
+    searched = with_find_knee(plan, PLAN, "plan.toml")
+    assert searched.load.find_knee
+    unchanged = {"find_knee"}
+    assert searched.load.model_dump(exclude=unchanged) == plan.load.model_dump(exclude=unchanged)
+    assert searched.target == plan.target and searched.request == plan.request
+    assert not plan.load.find_knee, "the plan it came from is left as it was"
+    assert with_find_knee(searched, PLAN, "plan.toml") is searched
+    in_text = parse_plan(PLAN.replace("duration =", "find_knee = true\nduration ="))
+    assert in_text.load == searched.load
 
 
 @pytest.mark.parametrize(
@@ -240,15 +243,26 @@ def test_the_plan_option_and_the_command_line_flag() -> None:
     [
         ('loop = "open"', "load.find_knee", "open loop"),
         ("upper = 1", "load.upper", "upper above lower"),
+        ("users = 4", "load.find_knee", "set lower, upper and duration"),
     ],
 )
-def test_a_plan_that_cannot_search_names_the_field(change: str, field: str, says: str) -> None:
-    text = with_find_knee(PLAN, "p.toml")
-    if change.startswith("upper"):
-        text = text.replace("upper = 16", change)
+def test_a_plan_that_cannot_search_names_the_line_and_field(
+    change: str, field: str, says: str
+) -> None:
+    if change.startswith("users"):
+        text = PLAN.replace("lower = 1\nupper = 16", change)
+    elif change.startswith("upper"):
+        text = PLAN.replace("upper = 16", change)
     else:
-        text = text.replace("find_knee = true", f"find_knee = true\n{change}")
-    with pytest.raises(PlanError, match=rf"p\.toml:\d+: {field}: .*{says}"):
+        text = PLAN.replace("duration =", f"{change}\nduration =")
+    plan = parse_plan(text, "p.toml")
+    with pytest.raises(PlanError, match=rf"p\.toml:\d+: {field}: --find-knee: .*{says}"):
+        with_find_knee(plan, text, "p.toml")
+
+
+def test_a_plan_text_that_cannot_search_names_the_field_too() -> None:
+    text = PLAN.replace("upper = 16", "upper = 1\nfind_knee = true")
+    with pytest.raises(PlanError, match=r"p\.toml:\d+: load\.upper: .*upper above lower"):
         parse_plan(text, "p.toml")
 
 

@@ -34,16 +34,13 @@ def run(
 
     Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
     from pinchpoint.plan.check import check_before_run
-    from pinchpoint.plan.model import parse_plan, read_plan_text
+    from pinchpoint.plan.model import parse_plan, read_plan_text, with_find_knee
 
     try:
         text = read_plan_text(plan_file)
         plan = parse_plan(text, str(plan_file))
-        if find_knee and not plan.load.find_knee:
-            from pinchpoint.load.find_knee import with_find_knee
-
-            text = with_find_knee(text, str(plan_file))
-            plan = parse_plan(text, f"{plan_file} with --find-knee")
+        if find_knee:
+            plan = with_find_knee(plan, text, str(plan_file))
         check_before_run(plan, text, str(plan_file), runs_dir)
     except PlanError as e:
         fail(e)

@@ -32,7 +32,6 @@ levels before it (`req_id_offset`).
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -49,7 +48,7 @@ from pinchpoint.analyze.knee import MAX_SLOPE_RATIO
 from pinchpoint.analyze.steps import Window, client_step
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
 from pinchpoint.load.engine import LoadResult, run_steps
-from pinchpoint.plan.model import Plan, PlanError
+from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
 
 # At most this many levels run, refinement included.
@@ -424,25 +423,3 @@ def renumber_tier_requests(run_dir: Path, offsets: dict[int, int]) -> None:
     shift = pl.col("users").replace_strict(offsets, default=0, return_dtype=pl.UInt64)
     frame = frame.with_columns((pl.col("req_id") + shift).alias("req_id"))
     pq.write_table(frame.to_arrow().cast(table.schema), path)
-
-
-_LOAD_TABLE = re.compile(r"^\s*\[\s*load\s*\]\s*(#.*)?$")
-_FIND_KNEE_KEY = re.compile(r"^(\s*)find_knee\s*=.*$")
-
-
-def with_find_knee(text: str, source: str) -> str:
-    """The plan's text with `find_knee = true` in its `[load]` table (`--find-knee`), so
-    the run folder's plan.toml says how the load went."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if _FIND_KNEE_KEY.match(line):
-            lines[i] = _FIND_KNEE_KEY.sub(r"\1find_knee = true", line)
-            return "\n".join(lines) + "\n"
-    for i, line in enumerate(lines):
-        if _LOAD_TABLE.match(line):
-            lines.insert(i + 1, "find_knee = true")
-            return "\n".join(lines) + "\n"
-    raise PlanError(
-        f"{source}: --find-knee: no [load] table header to add find_knee = true to; "
-        "set load.find_knee = true in the plan"
-    )

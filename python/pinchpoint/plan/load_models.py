@@ -189,6 +189,11 @@ class Load(Strict):
     def open(self) -> bool:
         return self.loop == "open" or (self.loop is None and bool(self.phase))
 
+    def searching_knee(self) -> Load:
+        """This load with `find_knee` on (`--find-knee`), checked as the plan would be.
+        Raises pydantic's ValidationError when the shape cannot be searched."""
+        return type(self).model_validate({**self.model_dump(exclude_unset=True), "find_knee": True})
+
     @model_validator(mode="after")
     def _check_shape(self) -> Load:
         stepped = self.lower is not None or self.upper is not None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from pinchpoint.logformats import get_parser, known_formats
 from pinchpoint.plan.load_models import (
@@ -36,6 +36,7 @@ from pinchpoint.plan.toml import (
     FieldError,
     PlanError,
     Strict,
+    field_line,
     parse_duration,
     parse_toml,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "parse_plan",
     "parse_toml",
     "read_plan_text",
+    "with_find_knee",
 ]
 
 
@@ -425,6 +427,27 @@ def read_plan_text(path: Path) -> str:
             f"{path}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}): "
             "a plan is a TOML text file"
         ) from None
+
+
+def with_find_knee(plan: Plan, text: str, source: str) -> Plan:
+    """The plan with its users searched for the knee (`--find-knee`). Raises PlanError
+    naming the file, the line of [load] and the field when its load cannot be searched."""
+    if plan.load.find_knee:
+        return plan
+    try:
+        load = plan.load.searching_knee()
+    except ValidationError as e:
+        messages = []
+        for err in e.errors():
+            cause = err.get("ctx", {}).get("error")
+            loc = cause.loc if isinstance(cause, FieldError) else tuple(err["loc"])
+            msg = str(cause) if isinstance(cause, FieldError) else err["msg"]
+            line = field_line(text, ("load", *loc))
+            where = f"{source}:{line}" if line else source
+            field = ".".join(str(part) for part in ("load", *loc))
+            messages.append(f"{where}: {field}: --find-knee: {msg}")
+        raise PlanError("\n".join(messages)) from None
+    return plan.model_copy(update={"load": load})
 
 
 def parse_plan(text: str, source: str = "<plan>") -> Plan:

@@ -11,7 +11,7 @@ from pinchpoint.demo.matrix.build import running
 from pinchpoint.demo.matrix.score import Outcome, judge
 from pinchpoint.demo.matrix.spec import Spec
 from pinchpoint.pipeline import execute
-from pinchpoint.plan.model import parse_plan
+from pinchpoint.plan.model import parse_plan, with_find_knee
 
 
 def run_one(
@@ -25,10 +25,10 @@ def run_one(
     judged outcome and the verdict."""
     with running(spec, workdir / "stack", noisy=noisy) as scenario:
         text = scenario.plan(users=spec.users, duration_s=step_s)
+        plan = parse_plan(text)
         if find_knee:
-            step = f"step = {spec.users[2]}\n"
-            text = text.replace(step, step + "find_knee = true\n", 1)
-        outcome = execute(parse_plan(text), text, workdir / "runs")
+            plan = with_find_knee(plan, text, spec.name)
+        outcome = execute(plan, text, workdir / "runs")
     return judge(spec, outcome.verdict, noisy), outcome.verdict
 
 
