@@ -89,3 +89,50 @@ def test_the_known_backward_arrows_still_exist() -> None:
     # When one is removed, take it off the list, so it cannot come back.
     seen = {(part, other) for _, part, other in _imports()}
     assert seen >= KNOWN_BACKWARD
+
+
+CRATES = PACKAGE.parent.parent / "crates"
+
+
+def _crate_graph(src: Path) -> dict[str, set[str]]:
+    """Module → modules of the same crate it names (`crate::x`), from the source; a folder
+    module (`http/`) is one node. Test modules are left out."""
+    import re
+
+    graph: dict[str, set[str]] = {}
+    for path in src.rglob("*.rs"):
+        rel = path.relative_to(src)
+        module = rel.parts[0].removesuffix(".rs")
+        if module in ("lib", "main"):
+            continue
+        text = path.read_text(encoding="utf-8").split("#[cfg(test)]")[0]
+        used = set(re.findall(r"\bcrate::(\w+)", text)) - {module}
+        graph.setdefault(module, set()).update(used)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found = []
+    for start in sorted(graph):
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(graph.get(node, ())):
+                if nxt == start:
+                    found.append(path)
+                elif nxt not in path and nxt > start:
+                    stack.append((nxt, [*path, nxt]))
+    return found
+
+
+def test_the_crates_modules_form_no_cycle() -> None:
+    for crate in ("pinchpoint-engine", "pinchpoint-logs"):
+        graph = _crate_graph(CRATES / crate / "src")
+        assert len(graph) > 3, f"{crate}: no modules read"
+        assert _cycles(graph) == [], crate
+
+
+def test_a_cycle_between_two_modules_is_found() -> None:
+    assert _cycles({"run": {"open_loop"}, "open_loop": {"run", "stats"}, "stats": set()}) == [
+        ["open_loop", "run"]
+    ]

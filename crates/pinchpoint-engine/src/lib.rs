@@ -21,6 +21,7 @@ pub mod weights;
 
 pub use config::{HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
 pub use outcome::ErrorClass;
-pub use run::{records_to_parquet, run, run_until, Level, RunSummary, Window};
+pub use run::{records_to_parquet, run, run_until, Level, RunSummary};
+pub use stats::Window;
 pub use schedule::{Arrivals, Phase, PhaseKind};
 pub use stats::{EndpointStats, Live, StepStats};

@@ -29,9 +29,8 @@ use crate::client::{Conn, Outgoing, Target};
 use crate::http::{Level, Prepared, Tag};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
-use crate::run::Window;
 use crate::schedule::{Arrival, Schedule};
-use crate::stats::Live;
+use crate::stats::{Live, Window};
 use crate::user::Unsent;
 
 const BATCH_ROWS: usize = 128;

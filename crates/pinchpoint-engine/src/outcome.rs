@@ -140,9 +140,14 @@ pub fn classify_connect(err: &io::Error) -> ErrorClass {
     class
 }
 
+/// An I/O error that carries a TLS error (rustls reports them as `InvalidData`).
+pub fn is_tls_error(err: &io::Error) -> bool {
+    err.get_ref().is_some_and(|inner| inner.is::<tokio_rustls::rustls::Error>())
+}
+
 /// Classifies a failure on an established connection (and notes why).
 pub fn classify_io(err: &io::Error) -> ErrorClass {
-    let class = if crate::tls::is_tls_error(err) {
+    let class = if is_tls_error(err) {
         ErrorClass::Tls
     } else {
         match err.kind() {

@@ -16,18 +16,12 @@ use crate::http::Prepared;
 use crate::open_loop::{self, OpenShared, PhaseCounts};
 use crate::outcome::{self, ErrorClass, Reasons};
 use crate::recorder::Recorder;
-use crate::stats::{Live, StepStats};
+use crate::stats::{Live, StepStats, Window};
 use crate::user::{pack_step, run_user, unix_us, Shared};
 
 const STOP_POLL: Duration = Duration::from_millis(20);
 /// Beyond the request timeout, how long users get to finish when the run ends.
 const END_GRACE: Duration = Duration::from_secs(1);
-
-#[derive(Clone, Copy, Debug)]
-pub struct Window {
-    pub start_us: i64,
-    pub end_us: i64,
-}
 
 /// A step or phase as a load level, with what the open-loop schedule could not send on time.
 #[derive(Clone, Copy, Debug, PartialEq)]

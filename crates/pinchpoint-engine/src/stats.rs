@@ -10,6 +10,13 @@ use hdrhistogram::Histogram;
 use crate::outcome::ErrorClass;
 use crate::record::Record;
 
+/// When a step or phase ran, in unix microseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub start_us: i64,
+    pub end_us: i64,
+}
+
 /// Latencies are recorded in microseconds, from 1 µs to one hour, 3 significant digits.
 pub const HIST_MAX_US: u64 = 3_600_000_000;
 

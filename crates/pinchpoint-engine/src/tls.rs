@@ -111,11 +111,6 @@ pub fn classify_handshake(err: &io::Error) -> ErrorClass {
     }
 }
 
-/// An I/O error that carries a TLS error (rustls reports them as `InvalidData`).
-pub fn is_tls_error(err: &io::Error) -> bool {
-    err.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
-}
-
 impl Stream for TlsStream<TcpStream> {
     /// Reads without waiting: TLS records that carry no data (a session ticket) are
     /// consumed and the stream stays open; the end, an alert or data closes it.
@@ -170,6 +165,7 @@ impl ServerCertVerifier for AnyCertificate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::is_tls_error;
 
     #[test]
     fn tls_errors_are_told_from_other_io_errors() {
