@@ -16,8 +16,9 @@ from rich.console import Console
 
 from pinchpoint.live import LiveView, second
 from pinchpoint.load.engine import run_steps
-from pinchpoint.load.plain import _generator, render_summary
+from pinchpoint.load.plain import _generator
 from pinchpoint.plan.model import parse_plan
+from pinchpoint.report.load_summary import render_summary
 
 pytestmark = pytest.mark.timeout(90)
 

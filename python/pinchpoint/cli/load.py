@@ -69,7 +69,8 @@ def load(
     """A plain load test with no diagnosis: throughput, latency percentiles and errors."""
     _check_load(ctx)
     from pinchpoint.live import LiveView
-    from pinchpoint.load.plain import UrlLoad, interrupted_line, plain_load, render_summary
+    from pinchpoint.load.plain import UrlLoad, plain_load
+    from pinchpoint.report.load_summary import interrupted_line, render_summary
 
     source: UrlLoad | Path
     if "://" in target:
