@@ -17,7 +17,6 @@ Each file is read on first use and kept; a missing one raises FileNotFoundError 
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from os import PathLike
 from pathlib import Path
@@ -98,16 +97,11 @@ class Run:
         return file
 
     def _parquet(self, name: str) -> pl.DataFrame:
-        import polars as pl
-
-        return pl.read_parquet(self._file(name))
+        return files.RunFolder(self.path).read_frame(name)
 
     def _json(self, name: str, hint: str = "") -> dict[str, Any]:
-        file = self._file(name, hint)
-        value = json.loads(file.read_text(encoding="utf-8"))
-        if not isinstance(value, dict):
-            raise ValueError(f"{file}: expected a JSON object")
-        return value
+        self._file(name, hint)
+        return files.RunFolder(self.path).read_json(name)
 
 
 def open_run(path: str | PathLike[str]) -> Run:

@@ -81,3 +81,22 @@ def test_a_damaged_json_file_names_the_file_and_line(tmp_path: Path) -> None:
     (tmp_path / files.RUN).write_text(json.dumps([1, 2]))
     with pytest.raises(ValueError, match="not a JSON object"):
         files.RunFolder(tmp_path).read_run()
+
+
+def test_a_table_is_read_with_its_required_and_present_optional_columns(tmp_path: Path) -> None:
+    import polars as pl
+
+    folder = files.RunFolder(tmp_path)
+    pl.DataFrame({"step": [0, 1], "latency_us": [5, 7], "status": [200, 500]}).write_parquet(
+        tmp_path / files.REQUESTS
+    )
+    frame = folder.read_frame(files.REQUESTS, ["step", "latency_us"], ["status", "intended_us"])
+    assert frame.columns == ["step", "latency_us", "status"]
+    assert frame["latency_us"].to_list() == [5, 7]
+    with pytest.raises(ValueError, match=rf"{files.REQUESTS}: lacks columns start_us, error"):
+        folder.read_frame(files.REQUESTS, ["step", "start_us", "error"])
+    with pytest.raises(FileNotFoundError, match=rf"{files.TIERS}: not found"):
+        folder.read_frame(files.TIERS)
+    (tmp_path / files.RESOURCES).write_bytes(b"PAR1 not a parquet file")
+    with pytest.raises(ValueError, match=rf"{files.RESOURCES}: unreadable"):
+        folder.read_frame(files.RESOURCES)

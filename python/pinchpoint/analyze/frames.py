@@ -21,17 +21,19 @@ class RunData:
     resources: pl.DataFrame
 
 
-def _read(path: Path) -> pl.DataFrame:
-    return pl.read_parquet(path) if path.exists() else pl.DataFrame()
-
-
 def read_run(run_dir: Path) -> RunData:
-    run = files.RunFolder(run_dir).read_json(files.RUN)
+    """The folder's files; a table the run did not write (no components, no samples) is
+    empty. Raises when run.json or plan.toml is missing or a file cannot be read."""
+    folder = files.RunFolder(run_dir)
+
+    def table(name: str) -> pl.DataFrame:
+        return folder.read_frame(name) if folder.has(name) else pl.DataFrame()
+
     return RunData(
         run_dir=run_dir,
-        run=run,
-        plan=load_plan(run_dir / files.PLAN),
-        requests=_read(run_dir / files.REQUESTS),
-        tiers=_read(run_dir / files.TIERS),
-        resources=_read(run_dir / files.RESOURCES),
+        run=dict(folder.read_run()),
+        plan=load_plan(folder / files.PLAN),
+        requests=table(files.REQUESTS),
+        tiers=table(files.TIERS),
+        resources=table(files.RESOURCES),
     )

@@ -68,13 +68,11 @@ def load_side(path: Path) -> Side:
 
 def _from_parquet(path: Path, label: str) -> Side:
     try:
-        schema = pl.read_parquet_schema(path)
-    except Exception as exc:
-        raise CompareInputError(f"{path}: unreadable: {exc}") from None
-    missing = [c for c in ("latency_us", "start_us") if c not in schema]
-    if missing:
-        raise CompareInputError(f"{path}: lacks column(s) {', '.join(missing)}")
-    frame = pl.read_parquet(path)
+        frame = files.RunFolder(path.parent).read_frame(
+            path.name, ["latency_us", "start_us"], ["error", "status", "failed"]
+        )
+    except (OSError, ValueError) as exc:
+        raise CompareInputError(str(exc)) from None
     ok = frame.filter(_succeeded(frame))
     return Side(
         label=label,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -54,76 +54,68 @@ class RunData:
 def load_run(run_dir: Path) -> RunData:
     """Read `run_dir`. Raises if verdict.json is missing or unreadable; every other file
     is optional and a problem with it is recorded in `problems` instead."""
-    run_dir = Path(run_dir)
-    verdict_path = run_dir / files.VERDICT
-    if not verdict_path.is_file():
-        raise FileNotFoundError(f"{verdict_path}: not found; analyze the run first")
+    folder = files.RunFolder(run_dir)
+    if not folder.has(files.VERDICT):
+        raise FileNotFoundError(f"{folder / files.VERDICT}: not found; analyze the run first")
     try:
-        verdict = json.loads(verdict_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{verdict_path}: cannot read the verdict: {exc}") from exc
-    if not isinstance(verdict, dict):
-        raise ValueError(f"{verdict_path}: expected a JSON object")
+        verdict = dict(folder.read_verdict())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the verdict: {exc}") from exc
 
-    data = RunData(run_dir=run_dir, verdict=verdict)
-    data.run = _read_json(run_dir / files.RUN, data.problems)
-    data.plan_text = _read_text(run_dir / files.PLAN, data.problems)
-    data.requests = _read_parquet(
-        run_dir / files.REQUESTS, REQUEST_COLUMNS, data.problems, list(SENT_AT)
-    )
+    data = RunData(run_dir=folder.path, verdict=verdict)
+    data.run = _read_json(folder, files.RUN, data.problems)
+    data.plan_text = _read_text(folder, files.PLAN, data.problems)
+    data.requests = _read_parquet(folder, files.REQUESTS, REQUEST_COLUMNS, data.problems, SENT_AT)
     data.resources = _read_parquet(
-        run_dir / files.RESOURCES, RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
+        folder, files.RESOURCES, RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
     )
-    tiers = _read_parquet(run_dir / files.TIERS, ["component"], data.problems)
+    tiers = _read_parquet(folder, files.TIERS, ["component"], data.problems)
     if tiers is not None:
         counts = tiers.group_by("component").len().sort("component")
         data.tier_records = {str(c): int(n) for c, n in counts.iter_rows()}
     return data
 
 
-def _read_json(path: Path, problems: dict[str, str]) -> dict[str, Any]:
-    if not path.is_file():
-        problems[path.name] = "not found"
-        return {}
+# A missing, damaged or foreign file must cost one chart, not the whole report: what is
+# wrong with it goes into `problems` under its name.
+
+
+def _why(folder: files.RunFolder, name: str, exc: Exception) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    return str(exc).removeprefix(f"{folder / name}: ")
+
+
+def _read_json(folder: files.RunFolder, name: str, problems: dict[str, str]) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        problems[path.name] = f"unreadable: {exc}"
+        return folder.read_json(name)
+    except (OSError, ValueError) as exc:
+        problems[name] = _why(folder, name, exc)
         return {}
-    if not isinstance(value, dict):
-        problems[path.name] = "not a JSON object"
-        return {}
-    return value
 
 
-def _read_text(path: Path, problems: dict[str, str]) -> str | None:
-    if not path.is_file():
-        problems[path.name] = "not found"
+def _read_text(folder: files.RunFolder, name: str, problems: dict[str, str]) -> str | None:
+    if not folder.has(name):
+        problems[name] = "not found"
         return None
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return (folder / name).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        problems[path.name] = f"unreadable: {exc}"
+        problems[name] = f"unreadable: {exc}"
         return None
 
 
 def _read_parquet(
-    path: Path, columns: list[str], problems: dict[str, str], optional: list[str] | None = None
+    folder: files.RunFolder,
+    name: str,
+    columns: Sequence[str],
+    problems: dict[str, str],
+    optional: Sequence[str] = (),
 ) -> pl.DataFrame | None:
-    if not path.is_file():
-        problems[path.name] = "not found"
-        return None
-    # A damaged or foreign file must cost one chart, not the whole report.
     try:
-        schema = pl.read_parquet_schema(path)
-        missing = [c for c in columns if c not in schema]
-        if missing:
-            problems[path.name] = f"lacks columns {', '.join(missing)}"
-            return None
-        columns = columns + [c for c in optional or () if c in schema and c not in columns]
-        return pl.read_parquet(path, columns=columns)
-    except Exception as exc:
-        problems[path.name] = f"unreadable: {exc}"
+        return folder.read_frame(name, columns, optional)
+    except (OSError, ValueError) as exc:
+        problems[name] = _why(folder, name, exc)
         return None
 
 

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pinchpoint.rundir.shapes import CollectionJson, RunJson, VerdictJson
+
+if TYPE_CHECKING:
+    import polars as pl
 
 PLAN = "plan.toml"
 REQUEST_STREAM = "requests.arrows"
@@ -68,8 +72,37 @@ class RunFolder:
         os.replace(partial, target)
         return target
 
+    def read_frame(
+        self, name: str, columns: Sequence[str] | None = None, optional: Sequence[str] = ()
+    ) -> pl.DataFrame:
+        """A Parquet table of the folder: all its columns, or `columns` (each required) and
+        those of `optional` it has. Raises FileNotFoundError, or ValueError naming the file
+        and the columns it lacks or why it cannot be read."""
+        import polars as pl
+
+        path = self.path / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not found")
+        try:
+            schema = pl.read_parquet_schema(path)
+        except Exception as exc:  # polars raises its own errors for a damaged file
+            raise ValueError(f"{path}: unreadable: {exc}") from exc
+        if columns is None:
+            wanted = None
+        else:
+            missing = [c for c in columns if c not in schema]
+            if missing:
+                raise ValueError(f"{path}: lacks columns {', '.join(missing)}")
+            wanted = [*columns, *(c for c in optional if c in schema and c not in columns)]
+        try:
+            return pl.read_parquet(path, columns=wanted)
+        except Exception as exc:
+            raise ValueError(f"{path}: unreadable: {exc}") from exc
+
     def read_json(self, name: str) -> dict[str, Any]:
         path = self.path / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: not found")
         try:
             value = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
