@@ -180,3 +180,17 @@ def test_the_live_view_draws_on_a_terminal_and_not_in_a_pipe() -> None:
     with LiveView(Console(file=quiet, force_terminal=True), quiet=True) as view:
         view(snap)
     assert quiet.getvalue() == ""
+
+
+def test_a_url_load_is_built_as_a_plan_without_toml_text_between() -> None:
+    from pinchpoint.load.plain import UrlLoad, url_plan
+    from pinchpoint.plan.model import PlanError
+
+    # A quote or newline in the URL cannot reach a TOML parser and change the plan.
+    plan = url_plan(UrlLoad(url='http://127.0.0.1:9/a"b?x=1\n[load]', connections=3))
+    assert plan.request[0].path.startswith('/a"b?x=1')
+    assert (plan.load.lower, plan.load.upper) == (3, 3)
+    opened = url_plan(UrlLoad(url="http://127.0.0.1:9/", rate=250.0, seconds=2.0))
+    assert opened.load.open and opened.load.phase[0].arrival_rate == 250.0
+    with pytest.raises(PlanError, match=r"command line: load\.threads"):
+        url_plan(UrlLoad(url="http://127.0.0.1:9/", threads=-1))

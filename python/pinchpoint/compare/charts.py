@@ -8,23 +8,16 @@ import plotly.graph_objects as go
 from pinchpoint.compare import stats
 from pinchpoint.compare.result import US_PER_MS, ComparisonResult
 from pinchpoint.compare.sides import Side
+from pinchpoint.report.chart_style import SIDE_COLORS, layout
 
-A_COLOR = "#1f77b4"
-B_COLOR = "#ff7f0e"
+A_COLOR, B_COLOR = SIDE_COLORS
 MAX_POINTS = 5_000  # per side on the time chart
 TIME_BINS = 60
 
 
 def _layout(fig: go.Figure, height: int = 440) -> go.Figure:
     # No title: the page's section heading names the chart.
-    fig.update_layout(
-        template="plotly_white",
-        height=height,
-        margin={"l": 70, "r": 30, "t": 50, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
-        hovermode="closest",
-    )
-    return fig
+    return layout(fig, None, height)
 
 
 def _names(result: ComparisonResult) -> tuple[str, str]:

@@ -24,7 +24,8 @@ import psutil
 from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
-from pinchpoint.plan.model import Plan, load_plan, parse_plan
+from pinchpoint.plan.model import Plan, load_plan
+from pinchpoint.plan.toml import validate_data
 from pinchpoint.redact import private_dir, private_files
 from pinchpoint.rundir import files
 
@@ -52,36 +53,28 @@ class UrlLoad:
 
 
 def url_plan(spec: UrlLoad) -> Plan:
+    """The plan of a URL load, built as the plan's tables (no TOML text in between) and
+    checked as a plan file would be; errors name the command line's field."""
     parts = urlsplit(spec.url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    lines = [
-        "[target]",
-        f"url = {json.dumps(f'{parts.scheme}://{parts.netloc}')}",
-        f"tag = {'true' if spec.tag else 'false'}",
-        *(['http = "2"'] if spec.http2 else []),
-        *(["insecure = true"] if spec.insecure else []),
-        *([f"ca_file = {json.dumps(spec.ca_file)}"] if spec.ca_file is not None else []),
-        "[load]",
-        "warmup = 0",
-        f"timeout = {spec.timeout!r}",
-        f"threads = {spec.threads}",
-    ]
+    target: dict[str, object] = {"url": f"{parts.scheme}://{parts.netloc}", "tag": spec.tag}
+    if spec.http2:
+        target["http"] = "2"
+    if spec.insecure:
+        target["insecure"] = True
+    if spec.ca_file is not None:
+        target["ca_file"] = spec.ca_file
+    load: dict[str, object] = {"warmup": 0, "timeout": spec.timeout, "threads": spec.threads}
     if spec.rate is None:
-        lines += [
-            f"lower = {spec.connections}",
-            f"upper = {spec.connections}",
-            f"duration = {spec.seconds!r}",
-        ]
+        load |= {"lower": spec.connections, "upper": spec.connections, "duration": spec.seconds}
     else:
-        lines += [
-            f"arrivals = {json.dumps(spec.arrivals)}",
-            f"max_in_flight = {spec.max_in_flight}",
-            "[[load.phase]]",
-            f"duration = {spec.seconds!r}",
-            f"arrival_rate = {spec.rate!r}",
-        ]
-    lines += ["[[request]]", f"path = {json.dumps(path)}"]
-    return parse_plan("\n".join(lines), "command line")
+        load |= {
+            "arrivals": spec.arrivals,
+            "max_in_flight": spec.max_in_flight,
+            "phase": [{"duration": spec.seconds, "arrival_rate": spec.rate}],
+        }
+    data = {"target": target, "load": load, "request": [{"path": path}]}
+    return validate_data(Plan, data, "command line")
 
 
 @private_files()

@@ -21,6 +21,7 @@ __all__ = [
     "field_line",
     "parse_duration",
     "parse_toml",
+    "validate_data",
 ]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -79,12 +80,24 @@ def parse_toml(model: type[_M], text: str, source: str, error: type[ValueError] 
     except (ValueError, RecursionError) as e:
         # tomllib's int() of a number of more than 4300 digits, or nesting it recursed on.
         raise error(f"{source}: {_first_line(str(e)) or type(e).__name__}") from None
+    return validate_data(model, data, source, error, text)
+
+
+def validate_data(
+    model: type[_M],
+    data: object,
+    source: str,
+    error: type[ValueError] = PlanError,
+    text: str | None = None,
+) -> _M:
+    """`data` (TOML's tables, or a plan built in code) validated into `model`; `error`
+    names the source, the field, and the line when the TOML `text` is given."""
     try:
         return model.model_validate(data)
     except RecursionError:
         raise error(f"{source}: values nested too deep") from None
     except ValidationError as e:
-        lines = _key_lines(text)
+        lines = _key_lines(text) if text is not None else {}
         messages = []
         for err in e.errors():
             loc = tuple(err["loc"])

@@ -10,6 +10,8 @@ import plotly.graph_objects as go
 from pinchpoint.report.table import tiers
 
 CLIENT = "client"
+# The two sides of a comparison, A and B.
+SIDE_COLORS = ("#1f77b4", "#ff7f0e")
 CLIENT_COLOR = "#222222"
 PALETTE = [
     "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
@@ -46,14 +48,17 @@ def colors(verdict: dict[str, Any]) -> dict[str, str]:
     return mapping
 
 
-def layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
+def layout(fig: go.Figure, title: str | None, height: int = 420) -> go.Figure:
+    """The one look of every chart, run and compare pages alike; without a title (the
+    page's section heading names the chart) the legend moves up."""
+    if title is not None:
+        fig.update_layout(title={"text": title, "x": 0, "xanchor": "left"})
     fig.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left"},
         template="plotly_white",
         height=height,
         # Legend under the title, not beside the plot: every time chart keeps the same
         # plot width, so their x axes line up.
-        margin={"l": 70, "r": 30, "t": 100, "b": 50},
+        margin={"l": 70, "r": 30, "t": 100 if title is not None else 50, "b": 50},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
         hovermode="closest",
     )
