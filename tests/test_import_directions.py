@@ -95,20 +95,35 @@ CRATES = PACKAGE.parent.parent / "crates"
 
 
 def _crate_graph(src: Path) -> dict[str, set[str]]:
-    """Module → modules of the same crate it names (`crate::x`), from the source; a folder
-    module (`http/`) is one node. Test modules are left out."""
+    """Module → modules of the same crate it names (`crate::a::b`), from the source. A
+    module is a file or a folder's `mod.rs`, two levels deep at most (`client::http1` holds
+    its folder's files); a parent naming its own children is not an arrow, as it declares
+    them. Test modules are left out."""
     import re
+
+    def node(parts: list[str]) -> str:
+        return "::".join(parts[:2])
 
     graph: dict[str, set[str]] = {}
     for path in src.rglob("*.rs"):
-        rel = path.relative_to(src)
-        module = rel.parts[0].removesuffix(".rs")
-        if module in ("lib", "main"):
+        parts = [p.removesuffix(".rs") for p in path.relative_to(src).parts]
+        parts = [p for p in parts if p != "mod"]
+        if parts in (["lib"], ["main"]):
             continue
+        module = node(parts)
         text = path.read_text(encoding="utf-8").split("#[cfg(test)]")[0]
-        used = set(re.findall(r"\bcrate::(\w+)", text)) - {module}
-        graph.setdefault(module, set()).update(used)
-    return graph
+        used = set()
+        for target in re.findall(r"\bcrate((?:::[a-z_0-9]+)+)", text):
+            names = target.strip(":").split("::")
+            used.add(node(names if len(names) < 2 or names[1][0].islower() else names[:1]))
+        graph.setdefault(module, set()).update(
+            u for u in used if u != module and not u.startswith(module + "::")
+        )
+    known = set(graph)
+    # `crate::client::Target` names the module client, not one called Target.
+    return {
+        m: {u if u in known else u.split("::")[0] for u in used} - {m} for m, used in graph.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

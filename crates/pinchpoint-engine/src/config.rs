@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::rng::Rng;
-use crate::schedule::{Arrivals, Phase};
+use crate::drive::schedule::{Arrivals, Phase};
 use crate::weights::MAX_CYCLE;
 
 /// One request of the plan. The path may carry its own query; the tag is appended.

@@ -5,23 +5,17 @@
 pub mod arrow_io;
 pub mod client;
 pub mod config;
-pub mod http;
-pub mod http2;
-pub mod open_loop;
+pub mod drive;
 pub mod outcome;
 pub mod record;
 pub mod recorder;
 pub mod rng;
-pub mod run;
-pub mod schedule;
 pub mod stats;
-pub mod tls;
-pub mod user;
 pub mod weights;
 
 pub use config::{HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
 pub use outcome::ErrorClass;
-pub use run::{records_to_parquet, run, run_until, Level, RunSummary};
+pub use drive::{records_to_parquet, run, run_until, Level, RunSummary};
 pub use stats::Window;
-pub use schedule::{Arrivals, Phase, PhaseKind};
+pub use drive::schedule::{Arrivals, Phase, PhaseKind};
 pub use stats::{EndpointStats, Live, StepStats};

@@ -1,4 +1,10 @@
-//! Runs a step plan: holds each step's users for its duration, then collects.
+//! Drives the load: a step plan's closed-loop users (`closed.rs`) held for each step's
+//! duration, or open-loop arrivals (`open.rs`) at the times of a schedule
+//! (`schedule.rs`); then collects.
+
+pub mod closed;
+pub mod open;
+pub mod schedule;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -12,12 +18,12 @@ use tokio::task::JoinHandle;
 
 use crate::client::Target;
 use crate::config::RunConfig;
-use crate::http::Prepared;
-use crate::open_loop::{self, OpenShared, PhaseCounts};
+use crate::client::http1::Prepared;
+use crate::drive::open::{self as open_loop, OpenShared, PhaseCounts};
 use crate::outcome::{self, ErrorClass, Reasons};
 use crate::recorder::Recorder;
 use crate::stats::{Live, StepStats, Window};
-use crate::user::{pack_step, run_user, unix_us, Shared};
+use crate::drive::closed::{pack_step, run_user, unix_us, Shared};
 
 const STOP_POLL: Duration = Duration::from_millis(20);
 /// Beyond the request timeout, how long users get to finish when the run ends.

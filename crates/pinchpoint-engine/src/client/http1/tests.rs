@@ -33,7 +33,7 @@ fn requests_are_laid_out_as_http_1_1() {
     );
     let tag = Tag {
         run_id: "r-1",
-        level: Level::Users(7),
+        level: TagLevel::Users(7),
         req_id: 1234567890,
     };
     assert_eq!(
@@ -54,13 +54,13 @@ fn requests_are_laid_out_as_http_1_1() {
     );
     let tag = Tag {
         run_id: "r",
-        level: Level::Users(0),
+        level: TagLevel::Users(0),
         req_id: 0,
     };
     assert!(built(&spec("GET", "/", &[], b""), Some(&tag)).starts_with("GET /?pp_run=r&pp_users=0&pp_req=0 HTTP"));
     let tag = Tag {
         run_id: "r",
-        level: Level::Rate("7.5"),
+        level: TagLevel::Rate("7.5"),
         req_id: 3,
     };
     assert_eq!(

@@ -93,7 +93,7 @@ impl Prepared {
 
 /// The load level a request is sent at, as its tag gives it.
 #[derive(Clone, Copy, Debug)]
-pub enum Level<'a> {
+pub enum TagLevel<'a> {
     /// Closed loop: `users=<users of the step>`.
     Users(u32),
     /// Open loop: `rate=<requests per second, as text>`.
@@ -104,7 +104,7 @@ pub enum Level<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Tag<'a> {
     pub run_id: &'a str,
-    pub level: Level<'a>,
+    pub level: TagLevel<'a>,
     pub req_id: u64,
 }
 
@@ -127,11 +127,11 @@ pub(crate) fn push_tag_values(out: &mut Vec<u8>, first: &[u8], sep: &[u8], tag: 
     out.extend_from_slice(tag.run_id.as_bytes());
     out.extend_from_slice(sep);
     match tag.level {
-        Level::Users(users) => {
+        TagLevel::Users(users) => {
             out.extend_from_slice(b"users=");
             push_u64(out, u64::from(users));
         }
-        Level::Rate(rate) => {
+        TagLevel::Rate(rate) => {
             out.extend_from_slice(b"rate=");
             out.extend_from_slice(rate.as_bytes());
         }

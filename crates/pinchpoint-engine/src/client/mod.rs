@@ -1,7 +1,11 @@
 //! The target as the users and the open-loop senders see it: where it is, which HTTP
 //! version it speaks and whether over TLS. A [`Conn`] is HTTP/1.1 over TCP (the fast
-//! path: the engine's own client in `http.rs`), HTTP/1.1 over TLS (the same client),
-//! or a share of an HTTP/2 connection (`http2.rs`).
+//! path: the engine's own client in `http1/`), HTTP/1.1 over TLS (`tls.rs`, the same
+//! client), or a share of an HTTP/2 connection (`http2.rs`).
+
+pub mod http1;
+pub mod http2;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,10 +17,10 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use crate::config::{HttpVersion, Protocol, OPEN_LOOP_STREAMS};
-use crate::http::{self, Prepared, Response, Tag};
-use crate::http2::{self, Failure};
+use self::http1::{Prepared, Response, Tag};
+use self::http2::Failure;
 use crate::outcome::ErrorClass;
-use crate::tls::{self, Connector};
+use self::tls::Connector;
 
 pub struct Target {
     pub addr: SocketAddr,
@@ -28,9 +32,9 @@ pub struct Target {
 }
 
 pub enum Conn {
-    Plain(http::Conn<TcpStream>),
+    Plain(http1::Conn<TcpStream>),
     /// Boxed: a TLS session is over a kilobyte, and a user holds its connection inline.
-    Tls(Box<http::Conn<TlsStream<TcpStream>>>),
+    Tls(Box<http1::Conn<TlsStream<TcpStream>>>),
     H2(http2::Conn),
 }
 
@@ -86,7 +90,7 @@ impl Target {
         if self.h2.is_some() {
             out.h2 = Some(http2::build(prepared, self.scheme(), &self.host, tag));
         } else {
-            http::build(prepared, &self.host, tag, &mut out.bytes);
+            http1::build(prepared, &self.host, tag, &mut out.bytes);
         }
     }
 
@@ -94,11 +98,11 @@ impl Target {
     /// for HTTP/2 a share of a live connection, or a new one.
     pub async fn connect(&self, timeout: Duration) -> Result<Conn, ErrorClass> {
         match (&self.h2, &self.tls) {
-            (None, None) => Ok(Conn::Plain(http::connect(self.addr, timeout).await?)),
+            (None, None) => Ok(Conn::Plain(http1::connect(self.addr, timeout).await?)),
             (None, Some(tls)) => {
                 Box::pin(async {
-                    let tcp = http::connect_tcp(self.addr, timeout).await?;
-                    Ok(Conn::Tls(Box::new(http::Conn::new(tls.handshake(tcp, timeout).await?))))
+                    let tcp = http1::connect_tcp(self.addr, timeout).await?;
+                    Ok(Conn::Tls(Box::new(http1::Conn::new(tls.handshake(tcp, timeout).await?))))
                 })
                 .await
             }
@@ -108,7 +112,7 @@ impl Target {
 
     /// The byte stream under a new HTTP/2 connection.
     async fn h2_stream(&self, timeout: Duration) -> Result<Box<dyn http2::Io>, ErrorClass> {
-        let tcp = http::connect_tcp(self.addr, timeout).await?;
+        let tcp = http1::connect_tcp(self.addr, timeout).await?;
         Ok(match &self.tls {
             None => Box::new(tcp),
             Some(tls) => Box::new(tls.handshake(tcp, timeout).await?),
@@ -125,8 +129,8 @@ impl Target {
         prepared: &Prepared,
     ) -> Result<Response, ErrorClass> {
         match conn {
-            Conn::Plain(c) => http::exchange(c, &out.bytes, prepared.head).await,
-            Conn::Tls(c) => http::exchange(c, &out.bytes, prepared.head).await,
+            Conn::Plain(c) => http1::exchange(c, &out.bytes, prepared.head).await,
+            Conn::Tls(c) => http1::exchange(c, &out.bytes, prepared.head).await,
             Conn::H2(c) => {
                 let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
                 let request = out.h2.take().ok_or(ErrorClass::Io)??;

@@ -19,7 +19,7 @@ use tokio_rustls::rustls::{self, ClientConfig, DigitallySignedStruct, RootCertSt
 use tokio_rustls::TlsConnector;
 
 use crate::config::TlsOptions;
-use crate::http::Stream;
+use crate::client::http1::Stream;
 use crate::outcome::{classify_io, note, ErrorClass};
 
 /// ALPN protocol ids.

@@ -21,5 +21,5 @@ mod tests;
 
 pub use conn::{connect, connect_tcp, exchange, Conn, Stream, MAX_HEAD};
 pub(crate) use request::push_tag_values;
-pub use request::{build, Level, Prepared, Tag};
+pub use request::{build, TagLevel, Prepared, Tag};
 pub use response::Response;

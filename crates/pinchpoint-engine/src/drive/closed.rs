@@ -14,7 +14,7 @@ use tokio::time::Sleep;
 
 use crate::config::Think;
 use crate::client::{Conn, Outgoing, Target};
-use crate::http::{Level, Prepared, Tag};
+use crate::client::http1::{TagLevel, Prepared, Tag};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
 use crate::rng::Rng;
@@ -88,7 +88,7 @@ pub async fn run_user(
         let prepared = &shared.requests[endpoint as usize];
         turn += 1;
         let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);
-        let tag = Tag { run_id: &shared.run_id, level: Level::Users(users), req_id };
+        let tag = Tag { run_id: &shared.run_id, level: TagLevel::Users(users), req_id };
         shared.target.build(prepared, shared.tag.then_some(&tag), &mut request);
         if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
             conn = None;

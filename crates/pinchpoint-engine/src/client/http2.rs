@@ -28,7 +28,7 @@ use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::http::{push_tag_values, Prepared, Response, Tag};
+use crate::client::http1::{push_tag_values, Prepared, Response, Tag};
 use crate::outcome::{classify_io, ErrorClass};
 
 type Sender = SendRequest<Full<Bytes>>;

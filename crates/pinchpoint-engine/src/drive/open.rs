@@ -26,12 +26,12 @@ use tokio::task::JoinHandle;
 
 use crate::config::OpenLoop;
 use crate::client::{Conn, Outgoing, Target};
-use crate::http::{Level, Prepared, Tag};
+use crate::client::http1::{TagLevel, Prepared, Tag};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
-use crate::schedule::{Arrival, Schedule};
+use crate::drive::schedule::{Arrival, Schedule};
 use crate::stats::{Live, Window};
-use crate::user::Unsent;
+use crate::drive::closed::Unsent;
 
 const BATCH_ROWS: usize = 128;
 const BATCH_EVERY: Duration = Duration::from_millis(100);
@@ -325,7 +325,7 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: 
     let endpoint = shared.cycle[(job.req_id % shared.cycle.len() as u64) as usize];
     let prepared = &shared.requests[endpoint as usize];
     let rate = &shared.rates[job.phase as usize];
-    let tag = Tag { run_id: &shared.run_id, level: Level::Rate(rate), req_id: job.req_id };
+    let tag = Tag { run_id: &shared.run_id, level: TagLevel::Rate(rate), req_id: job.req_id };
     shared.target.build(prepared, shared.tag.then_some(&tag), request);
     if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
         *conn = None;
