@@ -114,9 +114,12 @@ def test_workers_are_children_of_the_gunicorn_master(tmp_path: Path) -> None:
 
 _RUN_UNTIL_SIGNALLED = textwrap.dedent(
     """
-    import json, sys, time
+    import json, signal, sys, time
     from pathlib import Path
     from pinchpoint.demo import DemoStack
+    # As from an interactive shell: a job started in the background (CI under nohup or
+    # `&`) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with DemoStack(Path(sys.argv[1]), workers=2) as stack:
         print(json.dumps([str(stack.nginx_pid_file), str(stack.gunicorn_pid_file)]), flush=True)
         time.sleep(60)
