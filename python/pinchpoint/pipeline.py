@@ -20,7 +20,7 @@ from pinchpoint.collect.sources.prometheus import PrometheusCollector
 from pinchpoint.collect.sources.remote import RemoteCollector
 from pinchpoint.interrupts import catching
 from pinchpoint.load.engine import run_steps, step_windows
-from pinchpoint.load.find_knee import KneeRun, renumber_tier_requests, search_knee
+from pinchpoint.load.find_knee import KneeRun, search_knee
 from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan.model import Plan
 from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
@@ -60,10 +60,17 @@ def collectors(plan: Plan) -> list[Collector]:
     return [local, *remote]
 
 
-def collect_logs(plan: Plan, run_id: str, run_dir: Path, using: list[Collector]) -> dict:
-    """Writes `tiers.parquet` and `collection.json` from each component's log."""
+def collect_logs(
+    plan: Plan,
+    run_id: str,
+    run_dir: Path,
+    using: list[Collector],
+    req_id_offsets: dict[int, int] | None = None,
+) -> dict:
+    """Writes `tiers.parquet` and `collection.json` from each component's log, request
+    ids shifted as the knee search shifted the requests' (`req_id_offsets`)."""
     names = [c.name for c in plan.component if c.log is not None or c.host is not None]
-    return write_logs(using, run_id, run_dir, names)
+    return write_logs(using, run_id, run_dir, names, req_id_offsets)
 
 
 def _host_facts() -> dict:
@@ -104,11 +111,9 @@ def execute(
                 collector.stop()
             write_resources(using, run_dir / files.RESOURCES)
     time.sleep(LOG_SETTLE_S)
-    collect_logs(plan, run_id, run_dir, using)
+    collect_logs(plan, run_id, run_dir, using, knee.offsets if knee is not None else None)
     for collector in using:
         collector.close()
-    if knee is not None:
-        renumber_tier_requests(run_dir, knee.offsets)
     summary = result.summary
     steps = knee.steps if knee is not None else step_windows(plan, summary)
     threads = plan.load.threads or (os.cpu_count() or 1)

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from load_helpers import http_server
@@ -20,7 +19,6 @@ from pinchpoint.load.find_knee import (
     Decision,
     Point,
     decide,
-    renumber_tier_requests,
     search_knee,
 )
 from pinchpoint.plan.model import PlanError, parse_plan, with_find_knee
@@ -324,20 +322,19 @@ path = "/hello"
 
 
 def test_tier_records_follow_their_requests_ids(tmp_path: Path) -> None:
-    rows = {
-        "component": ["nginx", "nginx", "app", "nginx"],
-        "users": [1, 4, 4, 2],
-        "req_id": [0, 0, 3, None],
-        "ts": [1.0, 2.0, 2.0, 3.0],
-        "duration_s": [0.01, 0.02, 0.02, 0.03],
-        "upstream_s": [None, 0.01, None, None],
-        "status": [200, 200, 200, 200],
-        "queue_s": [None, None, None, None],
-    }
-    table = pa.Table.from_pydict(rows, schema=TIERS_SCHEMA)
-    pq.write_table(table, tmp_path / "tiers.parquet")
-    renumber_tier_requests(tmp_path, {1: 0, 4: 100})
-    after = pq.read_table(tmp_path / "tiers.parquet")
+    from pinchpoint.collect.gather import TierWriter
+    from pinchpoint.collect.logs.reader import TierRow
+
+    rows = [
+        TierRow("nginx", 1, 0, 1.0, 0.01, None, 200),
+        TierRow("nginx", 4, 0, 2.0, 0.02, 0.01, 200),
+        TierRow("app", 4, 3, 2.0, 0.02, None, 200),
+        TierRow("nginx", 2, None, 3.0, 0.03, None, 200),
+    ]
+    path = tmp_path / "tiers.parquet"
+    with TierWriter(path, group_rows=2, req_id_offsets={1: 0, 4: 100}) as writer:
+        writer.add(rows)
+    after = pq.read_table(path)
     assert after.schema == TIERS_SCHEMA
     assert after["req_id"].to_pylist() == [0, 100, 103, None]
 

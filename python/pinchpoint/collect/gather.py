@@ -9,7 +9,7 @@ from what they give.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, cast, runtime_checkable
@@ -55,11 +55,21 @@ class Overlay(Protocol):
 
 
 class TierWriter:
-    """Writes tiers.parquet in row groups, so rows are never all held in memory."""
+    """Writes tiers.parquet in row groups, so rows are never all held in memory.
 
-    def __init__(self, path: Path, group_rows: int = 65536) -> None:
+    `req_id_offsets` maps a level's users to what its requests' ids were shifted by in
+    requests.parquet (a knee search numbers each probe's requests from 0); a record's id
+    is shifted by its tag's users alike, so the two files join by request id."""
+
+    def __init__(
+        self,
+        path: Path,
+        group_rows: int = 65536,
+        req_id_offsets: Mapping[int, int] | None = None,
+    ) -> None:
         self._writer = pq.ParquetWriter(path, TIERS_SCHEMA)
         self._group_rows = group_rows
+        self._offsets = {u: o for u, o in (req_id_offsets or {}).items() if o}
         self._pending: list[TierRow] = []
         self.rows = 0
 
@@ -90,6 +100,11 @@ class TierWriter:
         for row in self._pending:
             for name, values in columns.items():
                 values.append(getattr(row, name))
+        if self._offsets:
+            users, ids = columns["users"], columns["req_id"]
+            for i, req_id in enumerate(ids):
+                if req_id is not None:
+                    ids[i] = req_id + self._offsets.get(users[i], 0)
         self._writer.write_table(pa.Table.from_pydict(columns, schema=TIERS_SCHEMA))
         self._pending = []
 
@@ -105,7 +120,11 @@ def write_resources(collectors: Sequence[Collector], path: Path) -> None:
 
 
 def write_logs(
-    collectors: Sequence[Collector], run_id: str, run_dir: Path, components: Sequence[str]
+    collectors: Sequence[Collector],
+    run_id: str,
+    run_dir: Path,
+    components: Sequence[str],
+    req_id_offsets: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
     """tiers.parquet and collection.json from every collector; returns collection.json.
 
@@ -116,7 +135,7 @@ def write_logs(
     listed with zero counts and an error.
     """
     counts: list[FileCounts] = []
-    with TierWriter(run_dir / files.TIERS) as writer:
+    with TierWriter(run_dir / files.TIERS, req_id_offsets=req_id_offsets) as writer:
         for collector in collectors:
             found = collector.collect_logs(writer.add)
             # A log with no file is a problem of its collector, on the terminal too.

@@ -409,17 +409,3 @@ def _merged_reasons(summaries: list[dict]) -> dict[str, list[str]]:
             kept = merged.setdefault(name, [])
             kept.extend(r for r in reasons if r not in kept)
     return {name: kept[:REASONS_PER_CLASS] for name, kept in merged.items()}
-
-
-def renumber_tier_requests(run_dir: Path, offsets: dict[int, int]) -> None:
-    """Shifts the request ids of `tiers.parquet` as `requests.parquet`'s were: a record
-    carries its level's users in its tag, and its engine's request id."""
-    path = run_dir / files.TIERS
-    if not path.exists() or not any(offsets.values()):
-        return
-    table = pq.read_table(path)
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    shift = pl.col("users").replace_strict(offsets, default=0, return_dtype=pl.UInt64)
-    frame = frame.with_columns((pl.col("req_id") + shift).alias("req_id"))
-    pq.write_table(frame.to_arrow().cast(table.schema), path)
