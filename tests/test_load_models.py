@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.load.engine import engine_config
+from pinchpoint.load.engine_config import engine_config
 from pinchpoint.plan.model import PlanError, load_plan, parse_plan
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

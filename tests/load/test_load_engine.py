@@ -12,7 +12,8 @@ import pytest
 from load_helpers import BODY, dead_port, http_server, make_plan
 
 from pinchpoint import _engine
-from pinchpoint.load.engine import engine_config, recover_records, run_steps
+from pinchpoint.load.engine import recover_records, run_steps
+from pinchpoint.load.engine_config import engine_config
 
 pytestmark = pytest.mark.timeout(60)
 

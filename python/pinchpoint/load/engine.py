@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint import _engine, interrupts
-from pinchpoint.plan.model import Level, Plan
+from pinchpoint.load.engine_config import engine_config
+from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
 
 TICK_S = 1.0
@@ -30,64 +31,6 @@ class LoadResult:
     requests_path: Path
     rows: int
     interrupted: bool
-
-
-def _engine_phase(level: Level) -> dict:
-    phase = level.phase
-    assert phase is not None
-    shape = {"duration_s": level.duration, "rate": 0.0, "ramp_to": None, "count": 0}
-    if phase.pause is not None:
-        return {**shape, "kind": "pause"}
-    if phase.arrival_count is not None:
-        return {**shape, "kind": "count", "count": phase.arrival_count}
-    return {
-        **shape,
-        "kind": "rate",
-        "rate": phase.arrival_rate or 0.0,
-        "ramp_to": phase.ramp_to,
-    }
-
-
-def engine_config(plan: Plan, run_id: str, records_path: Path) -> dict:
-    base = plan.target.base_path
-    load = plan.load
-    levels = load.levels()
-    return {
-        "run_id": run_id,
-        "host": plan.target.host,
-        "port": plan.target.port,
-        "requests": [
-            {
-                "method": r.method,
-                "path": base + r.path,
-                "headers": list(r.headers.items()),
-                "body": r.body.encode(),
-                "weight": r.weight,
-                "timeout_s": r.timeout,
-            }
-            for r in plan.request
-        ],
-        "steps": []
-        if load.open
-        else [
-            {"users": lv.users, "duration_s": lv.duration, "ramp_from": lv.ramp_from}
-            for lv in levels
-        ],
-        "think": load.think_time.engine(),
-        "open": {
-            "phases": [_engine_phase(lv) for lv in levels],
-            "arrivals": load.arrivals,
-            "max_in_flight": load.max_in_flight,
-        }
-        if load.open
-        else None,
-        "seed": load.seed,
-        "timeout_s": load.timeout,
-        "records_path": str(records_path),
-        "threads": load.threads,
-        "tag": plan.target.tag,
-        "protocol": plan.target.engine_protocol(),
-    }
 
 
 def step_windows(plan: Plan, summary: dict) -> list[dict]:

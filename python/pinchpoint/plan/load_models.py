@@ -43,18 +43,6 @@ class ThinkTime(Strict):
             )
         return self
 
-    def engine(self) -> dict:
-        if self.uniform is not None:
-            return {
-                "kind": "uniform",
-                "value_s": 0.0,
-                "min_s": self.uniform[0],
-                "max_s": self.uniform[1],
-            }
-        if self.exponential is not None:
-            return {"kind": "exponential", "value_s": self.exponential, "min_s": 0.0, "max_s": 0.0}
-        return {"kind": "constant", "value_s": self.constant or 0.0, "min_s": 0.0, "max_s": 0.0}
-
 
 Think = Annotated[ThinkTime, BeforeValidator(_think)]
 Rate = Annotated[float, Field(ge=0, le=MAX_RATE)]

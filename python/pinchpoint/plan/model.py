@@ -186,16 +186,6 @@ class Target(Strict):
     def port(self) -> int:
         return urlsplit(self.url).port or (443 if self.tls else 80)
 
-    def engine_protocol(self) -> dict:
-        """How the engine reaches the target (its `protocol` config)."""
-        return {
-            "http": self.http,
-            "tls": self.tls,
-            "ca_file": self.ca_file,
-            "insecure": self.insecure,
-            "streams_per_connection": self.streams_per_connection or 0,
-        }
-
     @property
     def base_path(self) -> str:
         return urlsplit(self.url).path.rstrip("/")
