@@ -20,6 +20,8 @@ class Seen:
 
     paths: list[str] = field(default_factory=list)
     tags: list[str | None] = field(default_factory=list)
+    # (traceparent, baggage) of each request.
+    traces: list[tuple[str | None, str | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self) -> int:
@@ -35,6 +37,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.seen.lock:
             self.seen.paths.append(self.path)
             self.seen.tags.append(self.headers.get("X-Pinchpoint"))
+            self.seen.traces.append((self.headers.get("traceparent"), self.headers.get("baggage")))
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(BODY)))

@@ -13,6 +13,12 @@ request id.
 A field that is present but malformed makes the whole tag invalid (None): a damaged
 tag must never be matched to a run. So does a number out of range, however many digits
 it has: it is refused before it is converted.
+
+Every tagged request also carries W3C trace context: `traceparent:
+00-<trace id>-<span id>-01` (sampled) and `baggage: pp.run=<run id>,pp.users=<users>` (or
+`pp.rate=`). The trace id is `<run half><req_id>` in hex, 16 digits each, the run half
+FNV-1a of the run id with its top bit set (`trace_id`), so a span names its run and
+request (`request_of_trace`); the span id is `req_id * 2 + 1`.
 """
 
 import re
@@ -117,3 +123,32 @@ def _integer(text: str, maximum: int) -> int | None:
         return None  # more than `maximum`, and int() would refuse past 4,300 digits
     value = int(digits)
     return value if value <= maximum else None
+
+
+def _run_half(run_id: str) -> int:
+    """FNV-1a (64 bits) of the run id, top bit set: as the engine computes it."""
+    value = 0xCBF29CE484222325
+    for byte in run_id.encode():
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value | (1 << 63)
+
+
+def trace_id(run_id: str, req_id: int) -> str:
+    """The trace id (32 hex digits) of a tagged request of `run_id`."""
+    return f"{_run_half(run_id):016x}{req_id:016x}"
+
+
+def span_id(req_id: int) -> str:
+    """The span id (16 hex digits) the engine gives a request in its `traceparent`."""
+    return f"{(req_id << 1 | 1) & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+def request_of_trace(run_id: str, trace: str) -> int | None:
+    """The request id of a trace id (hex, any case) of `run_id`; None when the trace is
+    not one of that run's requests."""
+    if len(trace) != 32 or trace[:16].lower() != f"{_run_half(run_id):016x}":
+        return None
+    try:
+        return int(trace[16:], 16)
+    except ValueError:
+        return None

@@ -28,7 +28,7 @@ use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::client::http1::{push_tag_values, Prepared, Response, Tag};
+use crate::client::http1::{push_baggage, push_tag_values, push_traceparent, Prepared, Response, Tag};
 use crate::outcome::{classify_io, ErrorClass};
 
 type Sender = SendRequest<Full<Bytes>>;
@@ -175,7 +175,8 @@ fn connection_specific(name: &str) -> bool {
 }
 
 /// The request as HTTP/2 sends it: `scheme` and `authority` (the plan's `Host`, if it
-/// sets one) give the pseudo-headers, the tag goes in the query and `X-Pinchpoint`.
+/// sets one) give the pseudo-headers, the tag goes in the query and `X-Pinchpoint`, with
+/// the trace context in `traceparent` and `baggage`.
 pub fn build(
     prepared: &Prepared,
     scheme: &str,
@@ -213,6 +214,18 @@ pub fn build(
         push_tag_values(&mut value, b"run=", b"; ", tag);
         let value = HeaderValue::from_bytes(&value).map_err(|_| ErrorClass::Io)?;
         headers.insert(HeaderName::from_static("x-pinchpoint"), value);
+        if !prepared.has_traceparent {
+            let mut value = Vec::with_capacity(55);
+            push_traceparent(&mut value, tag);
+            let value = HeaderValue::from_bytes(&value).map_err(|_| ErrorClass::Io)?;
+            headers.insert(HeaderName::from_static("traceparent"), value);
+        }
+        if !prepared.has_baggage {
+            let mut value = Vec::with_capacity(64);
+            push_baggage(&mut value, tag);
+            let value = HeaderValue::from_bytes(&value).map_err(|_| ErrorClass::Io)?;
+            headers.insert(HeaderName::from_static("baggage"), value);
+        }
     }
     headers.remove(HOST);
     request
@@ -358,5 +371,42 @@ fn inspect(err: &hyper::Error) -> Seen {
         go_away: false,
         refused,
         graceful: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::client::http1::{trace_run_half, TagLevel};
+    use crate::config::RequestSpec;
+
+    fn prepared(headers: &[(&str, &str)]) -> Prepared {
+        let spec = RequestSpec {
+            method: "GET".into(),
+            path: "/a".into(),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            body: Vec::new(),
+            weight: 1,
+            timeout: None,
+        };
+        Prepared::new(&spec, Duration::from_secs(1)).expect("a valid request")
+    }
+
+    #[test]
+    fn a_tagged_request_carries_the_tag_and_the_trace_context() {
+        let tag = Tag { run_id: "r", level: TagLevel::Rate("2.5"), req_id: 4 };
+        let request = build(&prepared(&[]), "http", "h:1", Some(&tag)).expect("built");
+        assert_eq!(request.uri(), "http://h:1/a?pp_run=r&pp_rate=2.5&pp_req=4");
+        let headers = request.headers();
+        assert_eq!(headers["x-pinchpoint"], "run=r; rate=2.5; req=4");
+        let parent = format!("00-{:016x}0000000000000004-0000000000000009-01", trace_run_half("r"));
+        assert_eq!(headers["traceparent"], parent.as_str());
+        assert_eq!(headers["baggage"], "pp.run=r,pp.rate=2.5");
+        let own = build(&prepared(&[("traceparent", "00-a-b-00")]), "http", "h:1", Some(&tag)).expect("built");
+        assert_eq!(own.headers()["traceparent"], "00-a-b-00");
+        let untagged = build(&prepared(&[]), "http", "h:1", None).expect("built");
+        assert!(untagged.headers().get("traceparent").is_none());
     }
 }

@@ -20,6 +20,7 @@ mod response;
 mod tests;
 
 pub use conn::{connect, connect_tcp, exchange, Conn, Stream, MAX_HEAD};
-pub(crate) use request::push_tag_values;
+pub(crate) use request::{push_baggage, push_tag_values, push_traceparent};
+pub use request::{span_id, trace_run_half};
 pub use request::{build, TagLevel, Prepared, Tag};
 pub use response::Response;

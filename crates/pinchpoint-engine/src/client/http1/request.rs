@@ -17,6 +17,9 @@ pub struct Prepared {
     pub fields: Vec<(String, String)>,
     /// The plan sets `Host` itself.
     pub has_host: bool,
+    /// The plan sets its own trace context (`traceparent`, `baggage`): the tag's stays out.
+    pub has_traceparent: bool,
+    pub has_baggage: bool,
     /// `Content-Length: n\r\n`, or empty when no body is announced (a GET without
     /// body) or the plan frames the body itself.
     pub length_header: Vec<u8>,
@@ -81,6 +84,8 @@ impl Prepared {
             path: spec.path.clone(),
             query_sep: if spec.path.contains('?') { '&' } else { '?' },
             has_host: named("host"),
+            has_traceparent: named("traceparent"),
+            has_baggage: named("baggage"),
             headers,
             fields: kept.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             length_header,
@@ -141,6 +146,56 @@ pub(crate) fn push_tag_values(out: &mut Vec<u8>, first: &[u8], sep: &[u8], tag: 
     push_u64(out, tag.req_id);
 }
 
+/// The high half of a tagged request's W3C trace id: FNV-1a of the run id, its top bit
+/// set so that no trace id is all zeros. The low half is the request id, so a trace id
+/// names its run and request: `<run half:016x><req_id:016x>`.
+pub fn trace_run_half(run_id: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in run_id.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash | (1 << 63)
+}
+
+/// The span id of the request's own (client) span: never zero.
+pub fn span_id(req_id: u64) -> u64 {
+    (req_id << 1) | 1
+}
+
+fn push_hex(out: &mut Vec<u8>, n: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..16).rev() {
+        out.push(HEX[((n >> (shift * 4)) & 0xf) as usize]);
+    }
+}
+
+/// `00-<trace id>-<span id>-01`: version 0, sampled, so instrumented apps record it.
+pub(crate) fn push_traceparent(out: &mut Vec<u8>, tag: &Tag) {
+    out.extend_from_slice(b"00-");
+    push_hex(out, trace_run_half(tag.run_id));
+    push_hex(out, tag.req_id);
+    out.push(b'-');
+    push_hex(out, span_id(tag.req_id));
+    out.extend_from_slice(b"-01");
+}
+
+/// `pp.run=<run id>,pp.users=<users>` (or `pp.rate=`): the run beside the trace.
+pub(crate) fn push_baggage(out: &mut Vec<u8>, tag: &Tag) {
+    out.extend_from_slice(b"pp.run=");
+    out.extend_from_slice(tag.run_id.as_bytes());
+    match tag.level {
+        TagLevel::Users(users) => {
+            out.extend_from_slice(b",pp.users=");
+            push_u64(out, u64::from(users));
+        }
+        TagLevel::Rate(rate) => {
+            out.extend_from_slice(b",pp.rate=");
+            out.extend_from_slice(rate.as_bytes());
+        }
+    }
+}
+
 /// Writes the whole request (head and body) into `out`, replacing what it held.
 /// `host` is the `Host` header's value, used unless the plan sets its own.
 pub fn build(prepared: &Prepared, host: &str, tag: Option<&Tag>, out: &mut Vec<u8>) {
@@ -162,6 +217,16 @@ pub fn build(prepared: &Prepared, host: &str, tag: Option<&Tag>, out: &mut Vec<u
     if let Some(tag) = tag {
         push_tag_values(out, b"X-Pinchpoint: run=", b"; ", tag);
         out.extend_from_slice(b"\r\n");
+        if !prepared.has_traceparent {
+            out.extend_from_slice(b"traceparent: ");
+            push_traceparent(out, tag);
+            out.extend_from_slice(b"\r\n");
+        }
+        if !prepared.has_baggage {
+            out.extend_from_slice(b"baggage: ");
+            push_baggage(out, tag);
+            out.extend_from_slice(b"\r\n");
+        }
     }
     out.extend_from_slice(&prepared.length_header);
     out.extend_from_slice(b"\r\n");

@@ -38,8 +38,13 @@ fn requests_are_laid_out_as_http_1_1() {
     };
     assert_eq!(
         built(&spec("GET", "/a?x=1", &[("Accept", "*/*")], b""), Some(&tag)),
-        "GET /a?x=1&pp_run=r-1&pp_users=7&pp_req=1234567890 HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\n\
-         X-Pinchpoint: run=r-1; users=7; req=1234567890\r\n\r\n"
+        format!(
+            "GET /a?x=1&pp_run=r-1&pp_users=7&pp_req=1234567890 HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\n\
+             X-Pinchpoint: run=r-1; users=7; req=1234567890\r\n\
+             traceparent: 00-{:016x}00000000499602d2-00000000932c05a5-01\r\n\
+             baggage: pp.run=r-1,pp.users=7\r\n\r\n",
+            trace_run_half("r-1")
+        )
     );
     assert_eq!(
         built(
@@ -65,7 +70,11 @@ fn requests_are_laid_out_as_http_1_1() {
     };
     assert_eq!(
         built(&spec("GET", "/", &[], b""), Some(&tag)),
-        "GET /?pp_run=r&pp_rate=7.5&pp_req=3 HTTP/1.1\r\nHost: h:1\r\nX-Pinchpoint: run=r; rate=7.5; req=3\r\n\r\n"
+        format!(
+            "GET /?pp_run=r&pp_rate=7.5&pp_req=3 HTTP/1.1\r\nHost: h:1\r\nX-Pinchpoint: run=r; rate=7.5; req=3\r\n\
+             traceparent: 00-{:016x}0000000000000003-0000000000000007-01\r\nbaggage: pp.run=r,pp.rate=7.5\r\n\r\n",
+            trace_run_half("r")
+        )
     );
 }
 
@@ -399,4 +408,18 @@ fn an_idle_connection_closed_by_the_server_is_not_reused() {
         assert!(conn.is_reusable(), "an open idle connection is reused");
         exchange(&mut conn, &request("GET"), false).await.unwrap();
     });
+}
+
+#[test]
+fn trace_ids_name_their_run_and_request_and_the_plan_can_set_its_own() {
+    // FNV-1a 64 of "r-1" with the top bit set (computed independently in the Python tests).
+    assert_eq!(trace_run_half("r-1") >> 63, 1);
+    assert_ne!(trace_run_half("r-1"), trace_run_half("r-2"));
+    assert_eq!(span_id(0), 1);
+    let tag = Tag { run_id: "r", level: TagLevel::Users(2), req_id: 9 };
+    let own = built(&spec("GET", "/", &[("traceparent", "00-1-2-00"), ("Baggage", "k=v")], b""), Some(&tag));
+    assert!(own.contains("traceparent: 00-1-2-00\r\n") && own.contains("Baggage: k=v\r\n"));
+    assert_eq!(own.matches("traceparent").count(), 1);
+    assert_eq!(own.to_ascii_lowercase().matches("baggage").count(), 1);
+    assert!(!built(&spec("GET", "/", &[], b""), None).contains("traceparent"));
 }
