@@ -63,9 +63,10 @@ def analyze(run_dir: Path) -> dict:
     """Computes the verdict of a run folder and writes `verdict.json` into it."""
     data = read_run(run_dir)
     steps = step_table(data)
+    order, calls = data.tier_graph()
     ctx = Context(
-        order=data.plan.tiers(),
-        calls={c.name: list(c.calls) for c in data.plan.component},
+        order=order,
+        calls=calls,
         workers={c.name: c.workers for c in data.plan.component if c.workers},
         cpu_count=int(data.run.get("host", {}).get("cpu_count") or 1),
         generator_threads=int(data.run.get("engine", {}).get("threads") or 1),

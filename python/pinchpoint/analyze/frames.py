@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -19,6 +19,34 @@ class RunData:
     requests: pl.DataFrame
     tiers: pl.DataFrame
     resources: pl.DataFrame
+    # Calls between tiers that traces showed (collection.json `calls`), beside the plan's.
+    traced_calls: dict[str, list[str]] = field(default_factory=dict)
+
+    def tier_graph(self) -> tuple[list[str], dict[str, list[str]]]:
+        """The tiers from the entry to the leaves, and what each calls: the plan's
+        components and calls, then those the traces showed."""
+        calls = {c.name: list(c.calls) for c in self.plan.component}
+        for caller, callees in self.traced_calls.items():
+            mine = calls.setdefault(caller, [])
+            for callee in callees:
+                calls.setdefault(callee, [])
+                if callee not in mine and callee != caller:
+                    mine.append(callee)
+        return entry_first(calls), calls
+
+
+def entry_first(calls: dict[str, list[str]]) -> list[str]:
+    """Names ordered from those nothing calls down to the leaves, breadth first."""
+    called = {callee for callees in calls.values() for callee in callees}
+    order: list[str] = []
+    todo = [name for name in calls if name not in called]
+    while todo:
+        name = todo.pop(0)
+        if name not in order:
+            order.append(name)
+            todo.extend(calls.get(name, []))
+    order.extend(name for name in calls if name not in order)
+    return order
 
 
 def read_run(run_dir: Path) -> RunData:
@@ -36,4 +64,16 @@ def read_run(run_dir: Path) -> RunData:
         requests=table(files.REQUESTS),
         tiers=table(files.TIERS),
         resources=table(files.RESOURCES),
+        traced_calls=_traced_calls(folder),
     )
+
+
+def _traced_calls(folder: files.RunFolder) -> dict[str, list[str]]:
+    if not folder.has(files.COLLECTION):
+        return {}
+    calls = folder.read_collection().get("calls") or {}
+    return {
+        str(caller): [str(c) for c in callees]
+        for caller, callees in calls.items()
+        if isinstance(callees, list)
+    }

@@ -352,8 +352,7 @@ def _lock_waits(frame: pl.DataFrame) -> dict:
 
 
 def step_table(data: RunData) -> list[dict]:
-    order = data.plan.tiers()
-    calls = {c.name: list(c.calls) for c in data.plan.component}
+    order, calls = data.tier_graph()
     steps = []
     for w in steady_windows(data.run):
         if data.requests.height == 0:

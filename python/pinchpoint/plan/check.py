@@ -114,11 +114,34 @@ def check_log_paths(plan: Plan, text: str, source: str) -> None:
             )
 
 
+def check_otlp_listeners(plan: Plan, text: str, source: str) -> None:
+    """Each `[[otlp]]` address can be listened on now (nothing else holds it)."""
+    import socket
+
+    from pinchpoint.plan.toml import field_line
+
+    for index, otlp in enumerate(plan.otlp):
+        host, port = otlp.address
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind((host, port))
+        except OSError as exc:
+            line = field_line(text, ("otlp", index, "listen"))
+            where = f"{source}:{line}" if line else source
+            raise PlanError(
+                f"{where}: otlp[{index}].listen: cannot listen on {otlp.listen}: "
+                f"{exc.strerror or exc}"
+            ) from None
+
+
 def check_before_run(plan: Plan, text: str, source: str, runs_dir: Path) -> None:
     """What `pinchpoint run` checks after the plan parses and before anything starts."""
     check_folder(runs_dir, "--runs-dir")
     check_secrets_and_files(plan, text, source)
     check_log_paths(plan, text, source)
+    check_otlp_listeners(plan, text, source)
     check_plan_target(plan, text, source)
 
 

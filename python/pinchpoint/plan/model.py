@@ -29,6 +29,7 @@ from pinchpoint.plan.load_models import (
     Think,
     ThinkTime,
 )
+from pinchpoint.plan.otlp import Otlp
 from pinchpoint.plan.prometheus import Prometheus, check_series_names
 from pinchpoint.plan.sla import Sla
 from pinchpoint.plan.toml import (
@@ -343,6 +344,8 @@ class Plan(Strict):
     agent: list[Agent] = Field(default_factory=list)
     # Resource series read from Prometheus servers after the run (collect/sources/prometheus.py).
     prometheus: list[Prometheus] = Field(default_factory=list)
+    # Spans received over OTLP during the run (collect/sources/otlp.py).
+    otlp: list[Otlp] = Field(default_factory=list, max_length=8)
     # Service level objectives, checked after the run (pinchpoint.analyze.sla).
     sla: Sla | None = None
 

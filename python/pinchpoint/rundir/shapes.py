@@ -75,6 +75,9 @@ class CollectionJson(TypedDict):
     components: dict[str, ComponentCounts]
     agents: NotRequired[dict[str, Any]]
     prometheus: NotRequired[dict[str, Any]]
+    otlp: NotRequired[dict[str, Any]]
+    # Calls between tiers that spans showed: caller -> callees.
+    calls: NotRequired[dict[str, list[str]]]
 
 
 class Finding(TypedDict, total=False):

@@ -1,0 +1,157 @@
+"""A run's spans turned into tier records, the way log lines are.
+
+A trace belongs to the run when its trace id is one the engine gave a request of the run
+(`logformats/tag.py`); its request id comes from the trace id and its load level from the
+tag in the URL of a span of that trace (the server span of the entry tier). Spans of other
+traces count as `other_run`; those of a trace of the run with no tagged span as `untagged`.
+
+Each server, consumer, client or producer span (and a trace's root) is a record of a tier:
+a server span's tier is its service (`app`), a client span's the call it makes inside its
+service (`app/sqlite`, `app/127.0.0.1`). Its duration is the span's, and its upstream time
+the union of the intervals of the spans it waits on (its descendants in other tiers, seen
+through the internal spans of its own service), so two children running in parallel are
+not subtracted twice. Those children make the calls between tiers (`calls`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pinchpoint.collect.logs.reader import TierRow
+from pinchpoint.collect.traces.spans import CLIENT, INTERNAL, PRODUCER, Span
+from pinchpoint.logformats.tag import find_tag, request_of_trace
+
+_URL_KEYS = ("http.target", "url.query", "url.full", "http.url")
+_STATUS_KEYS = ("http.response.status_code", "http.status_code")
+_CALLEE_KEYS = (
+    "peer.service",
+    "db.system.name",
+    "db.system",
+    "rpc.service",
+    "server.address",
+    "net.peer.name",
+)
+
+
+@dataclass
+class SpanCounts:
+    """Spans received for a run, per the component they made: `spans == matched +
+    other_run + untagged + unparseable` (spans without what a record needs)."""
+
+    spans: int = 0
+    matched: int = 0
+    other_run: int = 0
+    untagged: int = 0
+    unparseable: int = 0
+
+
+@dataclass
+class SpanTiers:
+    rows: list[TierRow] = field(default_factory=list)
+    counts: dict[str, SpanCounts] = field(default_factory=lambda: defaultdict(SpanCounts))
+    calls: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+
+def component_of(span: Span) -> str:
+    if span.kind in (CLIENT, PRODUCER):
+        callee = next((span.attributes[k] for k in _CALLEE_KEYS if k in span.attributes), None)
+        return f"{span.service}/{callee if callee not in (None, '') else span.name}"
+    return span.service
+
+
+def tiers_of(spans: Iterable[Span], run_id: str) -> SpanTiers:
+    out = SpanTiers()
+    traces: dict[str, list[Span]] = defaultdict(list)
+    for span in spans:
+        traces[span.trace_id].append(span)
+    for trace_id, members in traces.items():
+        req_id = request_of_trace(run_id, trace_id)
+        if req_id is None:
+            for span in members:
+                _count(out, span, "other_run")
+            continue
+        users = _users(members, run_id, req_id)
+        if users is None:
+            for span in members:
+                _count(out, span, "untagged")
+            continue
+        _trace_rows(out, members, req_id, users)
+    return out
+
+
+def _count(out: SpanTiers, span: Span, what: str) -> None:
+    counts = out.counts[component_of(span)]
+    counts.spans += 1
+    setattr(counts, what, getattr(counts, what) + 1)
+
+
+def _users(members: list[Span], run_id: str, req_id: int) -> int | None:
+    for span in members:
+        for key in _URL_KEYS:
+            value = span.attributes.get(key)
+            tag = find_tag(value) if isinstance(value, str) else None
+            if tag is not None and tag.run_id == run_id and tag.req_id in (None, req_id):
+                return tag.users
+    return None
+
+
+def _trace_rows(out: SpanTiers, members: list[Span], req_id: int, users: int) -> None:
+    by_id = {span.span_id: span for span in members}
+    children: dict[str, list[Span]] = defaultdict(list)
+    for span in members:
+        if span.parent_id is not None:
+            children[span.parent_id].append(span)
+    for span in members:
+        root = span.parent_id is None or span.parent_id not in by_id
+        if span.kind == INTERNAL and not root:
+            _count(out, span, "matched")  # folded into its service's record
+            continue
+        component = component_of(span)
+        waited = _waited_on(span, component, children)
+        for callee in {component_of(child) for child in waited}:
+            out.calls[component].add(callee)
+        status = next((span.attributes[k] for k in _STATUS_KEYS if k in span.attributes), None)
+        out.rows.append(
+            TierRow(
+                component=component,
+                users=users,
+                req_id=req_id,
+                ts=span.end_ns / 1e9,
+                duration_s=(span.end_ns - span.start_ns) / 1e9,
+                upstream_s=_union_s(span, waited) if waited else None,
+                status=status if isinstance(status, int) and 100 <= status <= 999 else None,
+            )
+        )
+        _count(out, span, "matched")
+
+
+def _waited_on(span: Span, component: str, children: dict[str, list[Span]]) -> list[Span]:
+    """The spans of other tiers under `span`, looking through its own internal spans."""
+    found: list[Span] = []
+    todo = list(children.get(span.span_id, ()))
+    seen = {span.span_id}
+    while todo:
+        child = todo.pop()
+        if child.span_id in seen:
+            continue
+        seen.add(child.span_id)
+        if child.kind == INTERNAL and child.service == span.service:
+            todo.extend(children.get(child.span_id, ()))
+        elif component_of(child) != component or child.kind != span.kind:
+            found.append(child)
+    return found
+
+
+def _union_s(span: Span, waited: list[Span]) -> float:
+    """Seconds of `span` covered by the union of the intervals of `waited`."""
+    intervals = sorted((max(c.start_ns, span.start_ns), min(c.end_ns, span.end_ns)) for c in waited)
+    total = 0
+    end = span.start_ns
+    for start, stop in intervals:
+        start = max(start, end)
+        if stop > start:
+            total += stop - start
+            end = stop
+    return total / 1e9
