@@ -7,6 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -25,9 +31,12 @@ HERE = Path(__file__).resolve().parent
 class TracedStack(DemoStack):
     """nginx → gunicorn → the instrumented app of traced_app.py, exporting to `endpoint`."""
 
-    def __init__(self, workdir: Path, endpoint: str) -> None:
-        super().__init__(workdir, workers=2)
+    def __init__(
+        self, workdir: Path, endpoint: str, workers: int = 2, env: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(workdir, workers=workers)
         self.endpoint = endpoint
+        self.extra_env = env or {}
 
     def _server_argv(self) -> list[str]:
         argv = self._gunicorn_argv()
@@ -40,7 +49,7 @@ class TracedStack(DemoStack):
         env["PYTHONPATH"] = os.pathsep.join([str(HERE), env["PYTHONPATH"]])
         env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = self.endpoint
         env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
-        return env
+        return {**env, **self.extra_env}
 
 
 def _free_port() -> int:
@@ -49,6 +58,26 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _components(stack: DemoStack) -> str:
+    """The logs' tiers (nginx → gunicorn) and the app, whose records come from its spans."""
+    nginx_format, gunicorn_format = json.dumps(NGINX_FORMAT), json.dumps(GUNICORN_FORMAT)
+    return f"""
+[[component]]
+name = "nginx"
+calls = ["gunicorn"]
+log = {{ path = "{stack.nginx_access_log}", format = "nginx", log_format = {nginx_format} }}
+
+[[component]]
+name = "gunicorn"
+calls = ["app"]
+process = {{ pid_file = "{stack.gunicorn_pid_file}" }}
+log = {{ path = "{stack.gunicorn_access_log}", format = "gunicorn", log_format = {gunicorn_format} }}
+
+[[component]]
+name = "app"
+"""
 
 
 def test_spans_give_the_app_and_its_database_call_as_tiers(tmp_path: Path) -> None:
@@ -118,3 +147,101 @@ settle = "1.5s"
     collected = json.loads((run_dir / "collection.json").read_text())
     assert collected["calls"] == {"app": ["app/sqlite"]}
     assert collected["components"]["app"]["matched"] == app.height
+
+
+@contextmanager
+def svc2_server(workdir: Path, endpoint: str, sleep_ms: float) -> Iterator[str]:
+    """The second service under gunicorn with one worker: its calls queue under load."""
+    from pinchpoint.demo.gunicorn import gunicorn_has_control_socket
+
+    port = _free_port()
+    workdir.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "TRACED_SERVICE": "svc2",
+        "SVC2_SLEEP_MS": str(sleep_ms),
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+    }
+    argv = [sys.executable, "-m", "gunicorn", "--workers", "1", "--bind", f"127.0.0.1:{port}"]
+    argv += ["--no-control-socket"] if gunicorn_has_control_socket() else []
+    with (workdir / "svc2.log").open("wb") as log:
+        server = subprocess.Popen([*argv, "traced_app:svc2"], env=env, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise AssertionError((workdir / "svc2.log").read_text()) from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
+@pytest.mark.parametrize("mode", ["seq", "par"])
+def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
+    tmp_path: Path, mode: str
+) -> None:
+    otlp_port = _free_port()
+    endpoint = f"http://127.0.0.1:{otlp_port}/v1/traces"
+    with svc2_server(tmp_path / "svc2", endpoint, sleep_ms=10) as svc2:
+        env = {"SVC2_URL": svc2, "TRACED_APP_ROWS": "10000"}
+        with TracedStack(tmp_path / "stack", endpoint, workers=4, env=env) as stack:
+            text = f"""
+[target]
+url = "http://127.0.0.1:{stack.nginx_port}"
+
+[load]
+lower = 1
+upper = 4
+step = 3
+duration = "3s"
+warmup = "0.5s"
+
+[[request]]
+path = "/fanout?mode={mode}"
+{_components(stack)}
+[[otlp]]
+listen = "127.0.0.1:{otlp_port}"
+settle = "1.5s"
+"""
+            outcome = execute(parse_plan(text), text, tmp_path / "runs")
+
+    tiers = pl.read_parquet(outcome.run_dir / "tiers.parquet")
+    wide = (
+        tiers.filter(pl.col("component").str.starts_with("app"))
+        .pivot(on="component", index="req_id", values="duration_s", aggregate_function="sum")
+        .join(
+            tiers.filter(pl.col("component") == "app").select("req_id", "upstream_s"), on="req_id"
+        )
+        .drop_nulls()
+    )
+    assert wide.height > 100
+    children = wide["app/sqlite"] + wide["app/svc2"]
+    longest = wide.select(pl.max_horizontal("app/sqlite", "app/svc2")).to_series()
+    if mode == "seq":
+        # One call after the other: the app waited on the sum of the two.
+        assert ((wide["upstream_s"] - children).abs() < 0.002).mean() > 0.95
+    else:
+        # Side by side: the union of the two, at least the longer, less than their sum.
+        assert (
+            (wide["upstream_s"] >= longest - 1e-6) & (wide["upstream_s"] <= children + 1e-6)
+        ).all()
+        # The query ran while the call waited: most of it is not counted a second time.
+        overlap = (children - wide["upstream_s"]).median()
+        assert overlap > 0.5 * wide["app/sqlite"].median()
+
+    verdict = outcome.verdict
+    assert verdict["calls"]["app"] == ["app/sqlite", "app/svc2"]
+    assert verdict["calls"]["app/svc2"] == ["svc2"]
+    # svc2's one worker is the limit: calls to it wait in its queue, which its own span
+    # cannot show and the app's call to it does.
+    assert verdict["bottleneck"]["component"] == "svc2", verdict["headline"]
+    growth = verdict["steps"][-1]["tiers"]["svc2"]["queue_p50_ms"]
+    assert growth > verdict["steps"][0]["tiers"]["svc2"]["queue_p50_ms"] + 10

@@ -63,7 +63,8 @@ def test_calls_in_sequence_are_subtracted_from_the_caller() -> None:
     assert (app.users, app.req_id, app.status) == (3, 7, 200)
     assert app.duration_s == pytest.approx(0.100)
     assert app.upstream_s == pytest.approx(0.070)  # 20 ms of sqlite + 50 ms of svc2
-    assert rows["app/svc2"].upstream_s == pytest.approx(0.040)  # svc2's own span
+    # All of the call waits on svc2: the 10 ms beyond svc2's span are its queue and the wire.
+    assert rows["app/svc2"].upstream_s == pytest.approx(0.050)
     assert rows["app/sqlite"].upstream_s is None
     assert dict(found.calls) == {"app": {"app/sqlite", "app/svc2"}, "app/svc2": {"svc2"}}
 

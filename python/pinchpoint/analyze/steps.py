@@ -132,9 +132,11 @@ def tier_step(
         entry.update(_logged_queue(own))
         out[name] = entry
     for caller in order:
-        for callee in calls.get(caller, []):
-            if callee in out and caller in out:
-                out[callee].update(_queue_time(wide, caller, callee))
+        callees = calls.get(caller, [])
+        # The caller's wait is the callee's time and queue only when it calls one tier: a
+        # fan-out's wait is the union of its calls, no one callee's.
+        if len(callees) == 1 and callees[0] in out and caller in out:
+            out[callees[0]].update(_queue_time(wide, caller, callees[0]))
     return out
 
 

@@ -10,7 +10,9 @@ a server span's tier is its service (`app`), a client span's the call it makes i
 service (`app/sqlite`, `app/127.0.0.1`). Its duration is the span's, and its upstream time
 the union of the intervals of the spans it waits on (its descendants in other tiers, seen
 through the internal spans of its own service), so two children running in parallel are
-not subtracted twice. Those children make the calls between tiers (`calls`).
+not subtracted twice; a call answered by an instrumented service waits on it for all of its
+duration, so what it takes beyond that service's span counts as the service's queue. Those
+children make the calls between tiers (`calls`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pinchpoint.collect.logs.reader import TierRow
-from pinchpoint.collect.traces.spans import CLIENT, INTERNAL, PRODUCER, Span
+from pinchpoint.collect.traces.spans import CLIENT, CONSUMER, INTERNAL, PRODUCER, SERVER, Span
 from pinchpoint.logformats.tag import find_tag, request_of_trace
 
 _URL_KEYS = ("http.target", "url.query", "url.full", "http.url")
@@ -112,6 +114,12 @@ def _trace_rows(out: SpanTiers, members: list[Span], req_id: int, users: int) ->
         waited = _waited_on(span, component, children)
         for callee in {component_of(child) for child in waited}:
             out.calls[component].add(callee)
+        upstream_s = _union_s(span, waited) if waited else None
+        if span.kind in (CLIENT, PRODUCER) and any(c.kind in (SERVER, CONSUMER) for c in waited):
+            # A call answered by an instrumented service waits on it the whole time: what
+            # the call takes beyond the service's own span is that service's accept queue
+            # and the network, as a proxy's upstream time holds its upstream's queue.
+            upstream_s = (span.end_ns - span.start_ns) / 1e9
         status = next((span.attributes[k] for k in _STATUS_KEYS if k in span.attributes), None)
         out.rows.append(
             TierRow(
@@ -120,7 +128,7 @@ def _trace_rows(out: SpanTiers, members: list[Span], req_id: int, users: int) ->
                 req_id=req_id,
                 ts=span.end_ns / 1e9,
                 duration_s=(span.end_ns - span.start_ns) / 1e9,
-                upstream_s=_union_s(span, waited) if waited else None,
+                upstream_s=upstream_s,
                 status=status if isinstance(status, int) and 100 <= status <= 999 else None,
             )
         )
