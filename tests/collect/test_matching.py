@@ -144,6 +144,8 @@ def test_tiers_parquet_has_the_documented_schema(tmp_path: Path) -> None:
         ("upstream_s", pa.float64(), True),
         ("status", pa.int32(), True),
         ("queue_s", pa.float64(), True),
+        ("span_kind", pa.string(), True),
+        ("parent", pa.string(), True),
     ]
     assert table.to_pylist() == [
         {
@@ -155,6 +157,8 @@ def test_tiers_parquet_has_the_documented_schema(tmp_path: Path) -> None:
             "upstream_s": 0.008,
             "status": 200,
             "queue_s": None,
+            "span_kind": None,
+            "parent": None,
         },
         {
             "component": "app",
@@ -165,6 +169,8 @@ def test_tiers_parquet_has_the_documented_schema(tmp_path: Path) -> None:
             "upstream_s": None,
             "status": None,
             "queue_s": None,
+            "span_kind": None,
+            "parent": None,
         },
     ]
 

@@ -66,6 +66,13 @@ def test_calls_in_sequence_are_subtracted_from_the_caller() -> None:
     # All of the call waits on svc2: the 10 ms beyond svc2's span are its queue and the wire.
     assert rows["app/svc2"].upstream_s == pytest.approx(0.050)
     assert rows["app/sqlite"].upstream_s is None
+    kinds = {name: (row.span_kind, row.parent) for name, row in rows.items()}
+    assert kinds == {
+        "app": ("server", None),
+        "app/sqlite": ("client", "app"),
+        "app/svc2": ("client", "app"),
+        "svc2": ("server", "app/svc2"),
+    }
     assert dict(found.calls) == {"app": {"app/sqlite", "app/svc2"}, "app/svc2": {"svc2"}}
 
 
@@ -91,6 +98,7 @@ def test_internal_spans_are_the_services_own_time_and_their_calls_still_count() 
     assert [row.component for row in found.rows] == ["app", "app/sqlite"]
     assert found.rows[0].upstream_s == pytest.approx(0.020)
     assert found.counts["app"].matched == 2  # the server span and the folded internal one
+    assert found.rows[1].parent == "app", "through the internal span"
 
 
 def test_spans_of_other_traces_and_untagged_traces_are_counted_not_kept() -> None:

@@ -168,6 +168,7 @@ def per_request(tagged: pl.DataFrame) -> pl.DataFrame:
             .alias("upstream_s"),
             pl.col("status").max(),
             *([pl.col("queue_s").max()] if "queue_s" in tagged.columns else []),
+            *(pl.col(c).first() for c in ("span_kind", "parent") if c in tagged.columns),
         )
         .select(tagged.columns)
         .cast(tagged.schema)

@@ -15,6 +15,10 @@ TIERS_SCHEMA = pa.schema(
         pa.field("status", pa.int32()),
         # Time the tier itself logged as queued before it served the request (HAProxy Tw).
         pa.field("queue_s", pa.float64()),
+        # Records from spans: the span's kind (server, client, producer, consumer, internal
+        # for a trace's root) and the tier that called it; null for log records.
+        pa.field("span_kind", pa.string()),
+        pa.field("parent", pa.string()),
     ]
 )
 

@@ -124,6 +124,9 @@ class TierRow:
     upstream_s: float | None
     status: int | None
     queue_s: float | None = None
+    # Records from spans: the span's kind (server, client, ...) and its caller's tier.
+    span_kind: str | None = None
+    parent: str | None = None
 
 
 @dataclass

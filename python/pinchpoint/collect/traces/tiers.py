@@ -25,6 +25,13 @@ from pinchpoint.collect.logs.reader import TierRow
 from pinchpoint.collect.traces.spans import CLIENT, CONSUMER, INTERNAL, PRODUCER, SERVER, Span
 from pinchpoint.logformats.tag import find_tag, request_of_trace
 
+KINDS = {
+    INTERNAL: "internal",
+    SERVER: "server",
+    CLIENT: "client",
+    PRODUCER: "producer",
+    CONSUMER: "consumer",
+}
 _URL_KEYS = ("http.target", "url.query", "url.full", "http.url")
 _STATUS_KEYS = ("http.response.status_code", "http.status_code")
 _CALLEE_KEYS = (
@@ -130,9 +137,24 @@ def _trace_rows(out: SpanTiers, members: list[Span], req_id: int, users: int) ->
                 duration_s=(span.end_ns - span.start_ns) / 1e9,
                 upstream_s=upstream_s,
                 status=status if isinstance(status, int) and 100 <= status <= 999 else None,
+                span_kind=KINDS.get(span.kind),
+                parent=_caller(span, by_id),
             )
         )
         _count(out, span, "matched")
+
+
+def _caller(span: Span, by_id: dict[str, Span]) -> str | None:
+    """The tier of the nearest ancestor that is a record, through internal spans."""
+    seen = {span.span_id}
+    parent = by_id.get(span.parent_id or "")
+    while parent is not None and parent.span_id not in seen:
+        seen.add(parent.span_id)
+        is_root = parent.parent_id is None or parent.parent_id not in by_id
+        if parent.kind != INTERNAL or is_root:
+            return component_of(parent)
+        parent = by_id.get(parent.parent_id or "")
+    return None
 
 
 def _waited_on(span: Span, component: str, children: dict[str, list[Span]]) -> list[Span]:
