@@ -55,3 +55,11 @@ def test_an_address_already_held_is_refused_before_the_run(tmp_path: Path) -> No
         text = PLAN.format(listen=f"127.0.0.1:{port}")
         with pytest.raises(PlanError, match=r"p\.toml:13: otlp\[0\]\.listen: cannot listen on"):
             check_otlp_listeners(parse_plan(text), text, "p.toml")
+
+
+def test_an_otlp_table_takes_a_listen_address_or_a_file_not_both() -> None:
+    text = PLAN.format(listen="127.0.0.1:4318").replace('settle = "2s"', 'file = "spans.json"')
+    with pytest.raises(PlanError, match=r"otlp\[0\]: .*set listen .* or file"):
+        parse_plan(text, "p.toml")
+    only_file = PLAN.format(listen="x").replace('listen = "x"', 'file = "spans.json"')
+    assert parse_plan(only_file).otlp[0].source == "otlp file spans.json"

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import gzip
+import json
 import socket
+from pathlib import Path
 
 import httpx
 import pytest
@@ -87,7 +89,7 @@ def test_spans_from_the_sdk_exporter_become_records_of_their_requests(
     assert (counts["app"].lines, counts["app"].matched, counts["app"].other_run) == (3, 2, 1)
     report = collector.report()
     assert report["calls"] == {"app": ["app/sqlite"]}
-    assert report["otlp"][collector.configs[0].listen]["rejected_payloads"] == 0
+    assert report["otlp"][collector.configs[0].source]["rejected_payloads"] == 0
 
 
 def test_otlp_json_is_read_with_hex_ids_and_string_integers(collector: OtlpCollector) -> None:
@@ -124,7 +126,7 @@ def test_otlp_json_is_read_with_hex_ids_and_string_integers(collector: OtlpColle
     rows, _ = collected(collector)
     assert [(r.component, r.req_id, r.users, r.status) for r in rows] == [("api", 12, 2, 503)]
     assert rows[0].duration_s == pytest.approx(0.025)
-    assert collector.report()["otlp"][collector.configs[0].listen]["rejected_spans"] == 1
+    assert collector.report()["otlp"][collector.configs[0].source]["rejected_spans"] == 1
 
 
 @pytest.mark.parametrize(
@@ -146,6 +148,52 @@ def test_a_malformed_payload_is_refused_and_counted(
     answer = httpx.post(url(collector), content=body, headers=headers)
     assert answer.status_code == status
     assert collected(collector) == ([], {})
-    seen = collector.report()["otlp"][collector.configs[0].listen]
+    seen = collector.report()["otlp"][collector.configs[0].source]
     assert (seen["payloads"], seen["rejected_payloads"]) == (0, 1)
     assert any("refused" in p for p in collector.problems)
+
+
+def _json_line(req: int, service: str = "batch") -> str:
+    start = 1_800_000_000_000_000_000
+    span = {
+        "traceId": trace_id(RUN, req),
+        "spanId": f"{req + 1:016x}",
+        "name": "job",
+        "kind": 5,
+        "startTimeUnixNano": start,
+        "endTimeUnixNano": start + 4_000_000,
+        "attributes": [
+            {
+                "key": "url.full",
+                "value": {"stringValue": f"q://x?pp_run={RUN}&pp_users=1&pp_req={req}"},
+            }
+        ],
+    }
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    return json.dumps(
+        {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}
+    )
+
+
+def test_a_collector_file_is_read_from_where_it_ended_when_the_run_started(tmp_path: Path) -> None:
+    spans = tmp_path / "spans.json"
+    spans.write_text(_json_line(1) + "\n")  # an earlier run's line, before the mark
+    collector = OtlpCollector([Otlp(file=str(spans), settle=0)])
+    collector.start(RUN, 1.0)
+    with spans.open("a") as f:
+        f.write(_json_line(2) + "\n" + "{not json\n" + "\n" + _json_line(3) + "\n")
+    rows, counts = collected(collector)
+    assert sorted(r.req_id for r in rows) == [2, 3]
+    assert (counts["batch"].lines, counts["batch"].matched) == (2, 2)
+    assert all(r.component == "batch" and r.span_kind == "consumer" for r in rows)
+    seen = collector.report()["otlp"][f"otlp file {spans}"]
+    assert (seen["payloads"], seen["rejected_payloads"]) == (2, 1)
+    assert "line 2" in seen["first_error"]
+
+
+def test_a_missing_collector_file_is_a_problem_not_an_error(tmp_path: Path) -> None:
+    collector = OtlpCollector([Otlp(file=str(tmp_path / "none.json"), settle=0)])
+    collector.start(RUN, 1.0)
+    assert collected(collector) == ([], {})
+    assert any("cannot read" in p for p in collector.problems)
+    assert any("no spans received" in p for p in collector.problems)

@@ -121,6 +121,8 @@ def check_otlp_listeners(plan: Plan, text: str, source: str) -> None:
     from pinchpoint.plan.toml import field_line
 
     for index, otlp in enumerate(plan.otlp):
+        if otlp.listen is None:
+            continue
         host, port = otlp.address
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:

@@ -12,11 +12,13 @@ calls they show between tiers go into collection.json (`calls`).
 from __future__ import annotations
 
 import gzip
+import os
 import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -39,8 +41,8 @@ MAX_BODY = 32 << 20  # bytes of a request body, after decompression too
 SOCKET_TIMEOUT_S = 10.0
 
 
-class Receiver:
-    """One `[[otlp]]` listener: the spans it kept and what it refused."""
+class Received:
+    """The spans a source gave for the run, and what it refused."""
 
     def __init__(self, config: Otlp) -> None:
         self.config = config
@@ -51,24 +53,6 @@ class Receiver:
         self.dropped_spans = 0  # past max_spans
         self.first_error: str | None = None
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(config.address, _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
-        )
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-        self._server.server_close()
 
     def accept(self, decoded: Decoded) -> None:
         with self._lock:
@@ -82,6 +66,95 @@ class Receiver:
         with self._lock:
             self.rejected_payloads += 1
             self.first_error = self.first_error or why
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "payloads": self.payloads,
+            "rejected_payloads": self.rejected_payloads,
+            "spans": len(self.spans),
+            "rejected_spans": self.rejected_spans,
+            "dropped_spans": self.dropped_spans,
+            **({"first_error": self.first_error} if self.first_error else {}),
+        }
+
+    def start(self) -> None:
+        """Begins taking spans for the run."""
+
+    def read(self) -> None:
+        """Ends taking spans: what the source holds is in `spans`."""
+
+    def close(self) -> None:
+        """Frees what the source holds open; idempotent."""
+
+
+class Receiver(Received):
+    """One `[[otlp]]` listener, serving from start() to read() or close()."""
+
+    def __init__(self, config: Otlp) -> None:
+        super().__init__(config)
+        self._server = ThreadingHTTPServer(config.address, _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def read(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+        self._server.server_close()
+
+
+class FileSource(Received):
+    """One `[[otlp]]` file: the lines its writer added during the run, read after it."""
+
+    def __init__(self, config: Otlp) -> None:
+        super().__init__(config)
+        self.path = Path(config.file or "")
+        self._mark: tuple[int, int] | None = None  # (inode, size) when the run started
+
+    def start(self) -> None:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return  # not written yet: all of it will be the run's
+        self._mark = (stat.st_ino, stat.st_size)
+
+    def read(self) -> None:
+        try:
+            handle = self.path.open("rb")
+        except OSError as exc:
+            self.refuse(f"cannot read {self.path}: {exc.strerror or exc}")
+            return
+        with handle:
+            stat = os.fstat(handle.fileno())
+            mark = self._mark
+            if mark is not None and mark[0] == stat.st_ino and stat.st_size >= mark[1]:
+                handle.seek(mark[1])
+            number = 0
+            while line := handle.readline(MAX_BODY + 1):
+                number += 1
+                if len(line) > MAX_BODY:
+                    self.refuse(f"{self.path}: line {number} is over {MAX_BODY} bytes")
+                    while line and not line.endswith(b"\n"):
+                        line = handle.readline(MAX_BODY)
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    self.accept(decode_json(line))
+                except PayloadError as exc:
+                    self.refuse(f"{self.path}: line {number}: {exc}")
 
 
 def _handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
@@ -151,14 +224,14 @@ def _gunzip(body: bytes) -> bytes:
 
 
 class OtlpCollector:
-    """The plan's `[[otlp]]` listeners as a collector of this host (no resources)."""
+    """The plan's `[[otlp]]` sources as a collector of this host (no resources)."""
 
     name: str | None = None
 
     def __init__(self, configs: Sequence[Otlp]) -> None:
         self.configs = list(configs)
         self.problems: list[str] = []
-        self.receivers: list[Receiver] = []
+        self.receivers: list[Received] = []
         self.run_id: str | None = None
         self._stopped_at: float | None = None
         self._calls: dict[str, list[str]] = {}
@@ -167,14 +240,13 @@ class OtlpCollector:
         self.run_id = run_id
         for config in self.configs:
             try:
-                receiver = Receiver(config)
+                source = FileSource(config) if config.file is not None else Receiver(config)
             except OSError as exc:
                 self.close()
-                raise OSError(
-                    f"otlp: cannot listen on {config.listen}: {exc.strerror or exc}"
-                ) from None
-            receiver.start()
-            self.receivers.append(receiver)
+                why = exc.strerror or exc
+                raise OSError(f"otlp: cannot listen on {config.listen}: {why}") from None
+            source.start()
+            self.receivers.append(source)
 
     def stop(self) -> None:
         self._stopped_at = time.monotonic()
@@ -188,31 +260,30 @@ class OtlpCollector:
         settle = max((c.settle for c in self.configs), default=0.0)
         if self._stopped_at is not None:
             time.sleep(max(self._stopped_at + settle - time.monotonic(), 0.0))
-        self.close()
         counts: list[FileCounts] = []
         calls: dict[str, set[str]] = {}
-        for receiver in self.receivers:
-            found = tiers_of(receiver.spans, self.run_id)
+        for source in self.receivers:
+            source.read()
+            found = tiers_of(source.spans, self.run_id)
             sink(found.rows)
-            source = f"otlp {receiver.config.listen}"
-            for component, c in sorted(found.counts.items()):
-                counts.append(
-                    FileCounts(
-                        component=component,
-                        path=source,
-                        lines=c.spans,
-                        matched=c.matched,
-                        other_run=c.other_run,
-                        untagged=c.untagged,
-                        unparseable=c.unparseable,
-                    )
+            counts += [
+                FileCounts(
+                    component=component,
+                    path=source.config.source,
+                    lines=c.spans,
+                    matched=c.matched,
+                    other_run=c.other_run,
+                    untagged=c.untagged,
+                    unparseable=c.unparseable,
                 )
+                for component, c in sorted(found.counts.items())
+            ]
             for caller, callees in found.calls.items():
                 calls.setdefault(caller, set()).update(callees)
-            if receiver.rejected_spans or receiver.dropped_spans or receiver.rejected_payloads:
-                self.problems.append(_refusals(receiver))
-            if receiver.payloads == 0:
-                self.problems.append(f"{source}: no spans received")
+            if source.rejected_spans or source.dropped_spans or source.rejected_payloads:
+                self.problems.append(_refusals(source))
+            if source.payloads == 0:
+                self.problems.append(f"{source.config.source}: no spans received")
         self._calls = {caller: sorted(callees) for caller, callees in sorted(calls.items())}
         return counts
 
@@ -220,17 +291,7 @@ class OtlpCollector:
         if not self.receivers:
             return {}
         return {
-            "otlp": {
-                r.config.listen: {
-                    "payloads": r.payloads,
-                    "rejected_payloads": r.rejected_payloads,
-                    "spans": len(r.spans),
-                    "rejected_spans": r.rejected_spans,
-                    "dropped_spans": r.dropped_spans,
-                    **({"first_error": r.first_error} if r.first_error else {}),
-                }
-                for r in self.receivers
-            },
+            "otlp": {r.config.source: r.report() for r in self.receivers},
             "calls": self._calls,
         }
 
@@ -238,16 +299,16 @@ class OtlpCollector:
         return {}
 
     def close(self) -> None:
-        for receiver in self.receivers:
-            receiver.close()
+        for source in self.receivers:
+            source.close()
 
 
-def _refusals(receiver: Receiver) -> str:
+def _refusals(source: Received) -> str:
     parts = []
-    if receiver.rejected_payloads:
-        parts.append(f"{receiver.rejected_payloads} payload(s) refused ({receiver.first_error})")
-    if receiver.rejected_spans:
-        parts.append(f"{receiver.rejected_spans} span(s) without ids or times")
-    if receiver.dropped_spans:
-        parts.append(f"{receiver.dropped_spans} span(s) past max_spans dropped")
-    return f"otlp {receiver.config.listen}: " + "; ".join(parts)
+    if source.rejected_payloads:
+        parts.append(f"{source.rejected_payloads} payload(s) refused ({source.first_error})")
+    if source.rejected_spans:
+        parts.append(f"{source.rejected_spans} span(s) without ids or times")
+    if source.dropped_spans:
+        parts.append(f"{source.dropped_spans} span(s) past max_spans dropped")
+    return f"{source.config.source}: " + "; ".join(parts)
