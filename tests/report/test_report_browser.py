@@ -114,9 +114,10 @@ def test_demo_report_screenshot_without_console_errors(demo_report: Path, tmp_pa
 def test_demo_report_renders_every_chart(demo_report: Path, tmp_path: Path) -> None:
     page = demo_report.read_text(encoding="utf-8")
     charts = page.count('class="plotly-graph-div"')
-    # Latency and self/queue time vs users, percentiles, throughput, latency, CPU and
-    # memory over time; the demo run had no error, so no errors chart.
-    assert charts == 7
+    # Latency and self/queue time vs users, percentiles, throughput, the slowest requests'
+    # waterfall, latency, CPU and memory over time; the demo run had no error, so no errors
+    # chart.
+    assert charts == 8
     assert "No errors: every request got a response below HTTP 400." in page
     done = chromium(demo_report.resolve().as_uri(), tmp_path, "--dump-dom")
     assert console_lines(done.stderr) == []

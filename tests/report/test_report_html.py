@@ -30,7 +30,7 @@ def test_report_is_one_offline_page(run_dir: Path) -> None:
     assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.IGNORECASE)
     assert not re.search(r"<link[^>]*\bhref\s*=", page, re.IGNORECASE)
     assert "@import" not in page
-    assert page.count('class="plotly-graph-div"') == 8
+    assert page.count('class="plotly-graph-div"') == 9  # with the slowest requests' waterfall
     assert not list(run_dir.glob(".*.tmp"))
 
 
@@ -175,7 +175,7 @@ def test_no_tiers(run_dir: Path) -> None:
     _rewrite_verdict(run_dir, verdict)
     page = write_report(run_dir).read_text(encoding="utf-8")
     assert "No tier times: no tier in the verdict." in page
-    assert page.count('class="plotly-graph-div"') == 7
+    assert page.count('class="plotly-graph-div"') == 8
 
 
 def test_sampling_keeps_errors_and_the_tail() -> None:
@@ -229,6 +229,6 @@ def test_report_renders_in_a_headless_browser(run_dir: Path, tmp_path: Path) -> 
         timeout=120,
         check=True,
     ).stdout
-    assert dom.count('class="plot-container') == 8
+    assert dom.count('class="plot-container') == 9
     assert "main-svg" in dom
     assert "gunicorn from 8 users" in dom  # the marker's label, drawn by plotly.js

@@ -36,7 +36,7 @@ def with_new_columns(run_dir: Path) -> pl.DataFrame:
 def test_the_report_draws_backlog_and_host_io(run_dir: Path) -> None:
     frame = with_new_columns(run_dir)
     page = write_report(run_dir).read_text(encoding="utf-8")
-    assert page.count('class="plotly-graph-div"') == 10
+    assert page.count('class="plotly-graph-div"') == 11
     resources = page[page.index('id="resources"') :]
     assert 'id="pp-backlog-time"' in resources and 'id="pp-io-time"' in resources
 
@@ -51,5 +51,5 @@ def test_old_samples_have_no_such_charts(run_dir: Path) -> None:
     frame = pl.read_parquet(run_dir / "resources.parquet")
     assert more_over_time(frame, make_verdict(), 0.0, [], None) == []
     page = write_report(run_dir).read_text(encoding="utf-8")
-    assert page.count('class="plotly-graph-div"') == 8
+    assert page.count('class="plotly-graph-div"') == 9
     assert 'id="pp-backlog-time"' not in page and 'id="pp-io-time"' not in page

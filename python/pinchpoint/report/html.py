@@ -14,6 +14,7 @@ from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
 from pinchpoint.report.load import RunData, load_run, steady_requests
 from pinchpoint.report.table import StepTable, step_table
+from pinchpoint.report.waterfall import waterfall
 from pinchpoint.rundir import files
 
 TIME_KEYS = {"started", "ended", "start", "end", "start_s", "end_s", "started_at", "ended_at"}
@@ -93,6 +94,7 @@ def render_page(data: RunData) -> str:
         _users_section(data),
         _percentiles_section(data, objectives),
         _throughput_section(data),
+        _waterfall_section(data),
         *_time_sections(data),
         _table_section(verdict),
         _plan_section(data),
@@ -291,6 +293,22 @@ def _sla_section(results: list[slas.SlaResult] | None, problem: str | None) -> s
             " part; latencies of the successful responses.</p>",
             f'<div class="scroll"><table><thead>{head}</thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div>",
+            "</section>",
+        ]
+    )
+
+
+def _waterfall_section(data: RunData) -> str:
+    fig = waterfall(data.requests, data.tiers, data.verdict, data.run)
+    if fig is None:
+        return ""
+    return "\n".join(
+        [
+            '<section id="waterfall">',
+            "<h2>Slowest requests at the knee</h2>",
+            '<p class="note">Each request as the client saw it and, under it, each tier\'s '
+            "record of it (from its log or its span), placed where it ran.</p>",
+            shell.figure(fig),
             "</section>",
         ]
     )

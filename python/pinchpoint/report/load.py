@@ -33,6 +33,8 @@ class RunData:
     requests: pl.DataFrame | None = None
     resources: pl.DataFrame | None = None
     tier_records: dict[str, int] | None = None  # tagged log records per component
+    # Each tier record's request, end and duration, for the waterfalls.
+    tiers: pl.DataFrame | None = None
     problems: dict[str, str] = field(default_factory=dict)  # file name -> why it is unused
 
     def start_s(self) -> float | None:
@@ -65,11 +67,16 @@ def load_run(run_dir: Path) -> RunData:
     data = RunData(run_dir=folder.path, verdict=verdict)
     data.run = _read_json(folder, files.RUN, data.problems)
     data.plan_text = _read_text(folder, files.PLAN, data.problems)
-    data.requests = _read_parquet(folder, files.REQUESTS, REQUEST_COLUMNS, data.problems, SENT_AT)
+    data.requests = _read_parquet(
+        folder, files.REQUESTS, REQUEST_COLUMNS, data.problems, [*SENT_AT, "req_id"]
+    )
     data.resources = _read_parquet(
         folder, files.RESOURCES, RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
     )
-    tiers = _read_parquet(folder, files.TIERS, ["component"], data.problems)
+    tiers = _read_parquet(
+        folder, files.TIERS, ["component"], data.problems, ["req_id", "ts", "duration_s"]
+    )
+    data.tiers = tiers
     if tiers is not None:
         counts = tiers.group_by("component").len().sort("component")
         data.tier_records = {str(c): int(n) for c, n in counts.iter_rows()}
