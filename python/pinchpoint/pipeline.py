@@ -20,8 +20,8 @@ from pinchpoint.collect.sources.otlp import OtlpCollector
 from pinchpoint.collect.sources.prometheus import PrometheusCollector
 from pinchpoint.collect.sources.remote import RemoteCollector
 from pinchpoint.interrupts import catching
+from pinchpoint.knee_search import KneeRun, search_knee
 from pinchpoint.load.engine import run_steps, step_windows
-from pinchpoint.load.find_knee import KneeRun, search_knee
 from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.plan.model import Plan
 from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values

@@ -15,7 +15,7 @@ import pytest
 from load_helpers import http_server
 
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
-from pinchpoint.load.find_knee import (
+from pinchpoint.knee_search import (
     Decision,
     Point,
     decide,
