@@ -16,7 +16,6 @@ from typing import cast
 from pinchpoint.analyze import analyze
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
 from pinchpoint.collect.sources.local import LocalCollector
-from pinchpoint.collect.sources.otlp import OtlpCollector
 from pinchpoint.collect.sources.prometheus import PrometheusCollector
 from pinchpoint.collect.sources.remote import RemoteCollector
 from pinchpoint.interrupts import catching
@@ -59,6 +58,9 @@ def collectors(plan: Plan) -> list[Collector]:
     if plan.prometheus:
         remote.append(PrometheusCollector(plan.prometheus))
     if plan.otlp:
+        # Imported when asked for: protobuf's messages cost start-up time otherwise.
+        from pinchpoint.collect.sources.otlp import OtlpCollector
+
         remote.append(OtlpCollector(plan.otlp))
     return [local, *remote]
 
