@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
 from pinchpoint.plan.check import PlanError
-from pinchpoint.terminal import Console, fail
-
-if TYPE_CHECKING:
-    pass
+from pinchpoint.terminal import Console, fail, warn
 
 
 @app.command()
@@ -40,6 +37,7 @@ def demo(
 
     from pinchpoint.demo import DemoStack, NginxNotFound, StackError
     from pinchpoint.demo.plan import demo_plan
+    from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
     from pinchpoint.pipeline import execute
     from pinchpoint.plan.model import parse_plan
@@ -72,7 +70,12 @@ def demo(
                     f"{cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request.",
                     highlight=False,
                 )
-                with LiveView(console, quiet) as view:
+                # As `pinchpoint run`: Ctrl-C or SIGTERM stops the load, the run folder is
+                # finished with what was measured, and the exit code says it was cut short.
+                with (
+                    catching(say=lambda line: warn(line, console)) as caught,
+                    LiveView(console, quiet) as view,
+                ):
                     outcome = execute(plan, text, runs_dir, on_tick=view)
         except NginxNotFound as e:
             fail(e)
@@ -81,3 +84,5 @@ def demo(
             fail(f"The demo stack did not start: {e}")
             raise typer.Exit(3) from None
     show_outcome(outcome, console)
+    if caught.signals or outcome.interrupted:
+        raise typer.Exit(caught.exit_code() or 130)
