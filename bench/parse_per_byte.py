@@ -55,6 +55,16 @@ FORMATS: dict[str, tuple[str, str | None, Callable[[str, str], str]]] = {
             "rt=0.012 urt=0.010 msec=1795338900.123"
         ),
     ),
+    # Free text, a literal without a space and a word: the text could end at each `:` of
+    # a long word (quadratic before it was written to end at the first `:` of a run).
+    "nginx ($http_a:$uri)": (
+        "nginx",
+        '$remote_addr - [$time_local] "$request" $status $http_user_agent:$uri $request_time',
+        lambda uri, agent: (
+            f'10.0.0.1 - [{TS}] "GET {uri}?{TAG} HTTP/1.1" 200 '
+            f"{agent.replace(' ', ':')}:{uri}?{TAG} 0.012"
+        ),
+    ),
     "gunicorn": (
         "gunicorn",
         '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(D)s',

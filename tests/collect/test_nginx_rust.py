@@ -43,6 +43,9 @@ FORMATS = {
     "lists": "$upstream_addr, $upstream_status : $request_time $upstream_response_time, $args",
     "header": "$request_uri $request_time $upstream_addr, $http_x_pinchpoint",
     "quoted": '"$request$http_user_agent" $request_time "$args""$http_x_pinchpoint"',
+    # Free text, a literal with no space and a word, in one group: the text ends at the
+    # first `:` of a run only.
+    "text_colon_word": "$http_user_agent:$request_uri $request_time $status",
 }
 
 BASE = {
@@ -339,3 +342,20 @@ def test_the_local_collector_reads_nginx_logs_with_the_rust_parser(
     assert [(r.users, r.req_id) for r in rows] == [(6, 2)]
     assert [(c.lines, c.matched, c.untagged) for c in counts] == [(2, 1, 1)]
     assert len(opened) == 1 and opened[0][2] == NGINX_FORMAT
+
+
+def test_free_text_then_a_word_gives_the_same_records_on_runs_full_of_the_literal(
+    tmp_path: Path,
+) -> None:
+    log_format = FORMATS["text_colon_word"]
+    uri = "/a?pp_run=r1&pp_users=4&pp_req=17"
+    lines = [
+        f"agent x:y:{uri} 0.012 200",  # the text holds a space, the word a `:`
+        f"a:b c:{uri} 0.5 404",  # the first run's `:` fails, the second run's matches
+        "x:" * 3000 + f"{uri} 0.5 200",  # one run of 6,000 bytes full of `:`
+        "x:" * 3000 + f"{uri} 0.5 200 x",  # the same, broken after it
+        f"no colon {uri} 0.5 200",
+    ]
+    rows, counts = both(log_format, write(tmp_path / "access.log", lines))
+    assert counts.matched == 3 and counts.lines == 5
+    assert {row.status for row in rows} == {200, 404}

@@ -4,6 +4,8 @@ ends, and lines that once backtracked for minutes, parsed now in one pass."""
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pinchpoint.logformats import get_parser
 from pinchpoint.logformats.base import QUOTED
@@ -116,3 +118,28 @@ def test_a_text_field_keeps_the_first_end_from_which_its_group_matches() -> None
 )
 def test_lines_that_do_not_match_are_refused_in_one_pass(log_format: str, line: str) -> None:
     assert compile_format(log_format).parse(line) is None
+
+
+# Free text, a literal with no space, then a word: written to end at the first literal of a
+# run of non-space text. The same records as the plain lazy pattern, on any line.
+TEXT_COLON_WORD = "$remote_addr [$time_local] $status $http_a:$uri $request_time"
+
+
+@settings(max_examples=400)
+@given(
+    st.text(alphabet="a: /", max_size=30),
+    st.text(alphabet="a: /", max_size=12),
+    st.sampled_from(["0.5", "x", "1"]),
+)
+def test_free_text_then_a_word_matches_as_the_lazy_pattern_does(
+    head: str, tail: str, time_field: str
+) -> None:
+    parser = get_parser("nginx", TEXT_COLON_WORD)
+    fast = parser.regex  # type: ignore[attr-defined]
+    plain = re.compile(fast.pattern.replace(r"(?:.*?\s)??(?:(?!:)\S)*+", ".*?"))
+    assert plain.pattern != fast.pattern
+    line = f"1.2.3.4 [10/Oct/2026:13:55:36 +0000] 200 {head}:{tail} {time_field}"
+    found, expected = fast.match(line), plain.match(line)
+    assert (found is None) == (expected is None)
+    if found and expected:
+        assert found.groupdict() == expected.groupdict()

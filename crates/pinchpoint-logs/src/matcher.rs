@@ -13,7 +13,8 @@
 //! value, free text, an address list) starts an atomic group: once the variables before
 //! it have matched up to it, no failure after it makes them try another end. The search
 //! is cut there, so each part of a line is scanned about once and a line costs time
-//! linear in its length (but for free text followed by a word, which share a group).
+//! linear in its length; free text followed by a word in its group ends only at the first
+//! literal of a run of non-space text, as in Python.
 //! Numbers have at most MAX_DIGITS digits on either side of the point (`\d{1,20}`).
 
 use memchr::{memchr, memchr3};
@@ -168,15 +169,29 @@ impl Matcher<'_> {
             Kind::Any => match self.f.vars[i].literal_after.first() {
                 None => (p..=n).any(|e| self.end(i, p, e) || self.stopped()) && !self.stopped(),
                 Some(&c) => {
+                    // Before a word in its group, with no space in the literal between: only
+                    // the first occurrence of the literal in a run of non-space text is
+                    // tried, as `template.py` writes it; a later one in the same run leaves
+                    // the word ending at the same place, so it cannot match where the first
+                    // did not.
+                    let first_in_run = self.first_in_run(i);
+                    let literal = &self.f.vars[i].literal_after;
                     let mut e = p;
                     while let Some(off) = memchr(c, &s[e..]) {
-                        if self.end(i, p, e + off) {
+                        let at = e + off;
+                        if self.end(i, p, at) {
                             return true;
                         }
                         if self.stopped() {
                             return false;
                         }
-                        e += off + 1;
+                        e = at + 1;
+                        if first_in_run && starts_with(&s[at..], literal) {
+                            match s[at..].iter().position(|b| is_space(*b)) {
+                                Some(w) => e = at + w + 1,
+                                None => return false,
+                            }
+                        }
                     }
                     false
                 }
@@ -340,6 +355,17 @@ impl Matcher<'_> {
         let (before, var) = (&self.f.vars[j - 1], &self.f.vars[j]);
         var.kind.is_text()
             && (!before.kind.is_text() || var.kind.splits(before.kind, &before.literal_after))
+    }
+
+    /// Whether free text `i` is followed, in its group, by a word with a literal holding no
+    /// space between them (`$http_a:$uri`).
+    fn first_in_run(&self, i: usize) -> bool {
+        let literal = &self.f.vars[i].literal_after;
+        i + 1 < self.f.vars.len()
+            && self.f.vars[i + 1].kind == Kind::Word
+            && !literal.is_empty()
+            && !literal.iter().any(|b| is_space(*b))
+            && !self.starts_group(i + 1)
     }
 
     /// Whether the search is over without a match: cut, or out of budget.

@@ -21,14 +21,18 @@ A text field that comes after another, with only literal text between them, shar
 group when the earlier one may need to end past it for the line to match (free text,
 then a space and a word: the free text ends at the last space before the word); see
 splits(). That is the one place left where the engine tries the ends of two text fields
-against each other: the later one's scans do not overlap when it is a word and the literal
-starts with a space, and they may (quadratic time, on a line that does not match) in a
-format such as `$http_a:$uri`.
+against each other. Its scans do not overlap when the later one is a word and the literal
+starts with a space. When the literal holds no space (`$http_a:$uri`), the free text could
+end at each `:` of a long word and the word be scanned again from each: quadratic time on
+a line that does not match. There the free text is written to end at the first `:` of a
+run of non-space text only: a later `:` of the same run leaves the word ending where the
+first one does, so it can match no more than the first, and each run is scanned once.
 """
 
 import re
 from collections.abc import Callable
 
+from pinchpoint.logformats.base import ANY as ANY_LAZY
 from pinchpoint.logformats.base import QUOTED, WORD
 
 # A word before a space, and a quoted value before its quote, can end at one place only:
@@ -73,6 +77,8 @@ class Template:
         # field follows.
         self._text_before: str | None = None
         self._literal = ""
+        # Where the last text field's pattern is in the current group.
+        self._text_at: int | None = None
 
     def literal(self, text: str) -> None:
         """Literal text of the format."""
@@ -98,9 +104,31 @@ class Template:
         before, literal = self._text_before, self._literal
         self._text_before, self._literal = kind, ""
         starts_group = kind is not None and (before is None or splits(before, literal, kind))
+        if (
+            not starts_group
+            and before == TEXT_ANY
+            and kind == TEXT_WORD
+            and literal
+            and not any(c.isspace() for c in literal)
+            and self._text_at is not None
+        ):
+            self._end_at_first_in_run(literal)
         if starts_group and self._groups[-1]:
             self._groups.append([])
         self._groups[-1].append(pattern)
+        if kind is not None:
+            self._text_at = len(self._groups[-1]) - 1
+
+    def _end_at_first_in_run(self, literal: str) -> None:
+        """Free text before `literal` and a word: it ends at the first `literal` of a run of
+        non-space text (any run, the earliest that lets the line match)."""
+        group = self._groups[-1]
+        assert self._text_at is not None
+        text = group[self._text_at]
+        if not text.endswith(ANY_LAZY + ")"):
+            return
+        not_literal = rf"(?:(?!{re.escape(literal)})\S)*+"
+        group[self._text_at] = text.removesuffix(ANY_LAZY + ")") + rf"(?:.*?\s)??{not_literal})"
 
     def groups(self) -> list[str]:
         """The atomic groups' contents, in order (none for an empty format)."""
