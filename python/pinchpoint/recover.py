@@ -11,8 +11,10 @@ the plan and the records stream only. From those:
   those of the host analyzing (it usually is the one that ran). It is marked
   `interrupted` and `partial`, and `recovered` says what was rebuilt and what is missing.
 
-The tiers' logs and the resource samples of a killed run are not rebuilt: the verdict
-then rests on the client's records only.
+The tiers' records are collected again from the logs of the components on this host,
+read whole, since the marks were lost with run.json: a line is the run's by its tag, never
+by its place in the file. The resource samples and the logs of components behind agents
+are not rebuilt.
 """
 
 from __future__ import annotations
@@ -58,10 +60,12 @@ class Recovery:
 
     def line(self) -> str:
         """One line for the terminal."""
-        return (
-            f"Rebuilt {' and '.join(self.rebuilt)} of a killed run from plan.toml and "
-            f"{self.records} request records."
-        )
+        *head, last = self.rebuilt
+        rebuilt = f"{', '.join(head)} and {last}" if head else last
+        sources = f"plan.toml and {self.records} request records"
+        if files.TIERS in self.rebuilt:
+            sources = f"plan.toml, {self.records} request records and the logs on this host"
+        return f"Rebuilt {rebuilt} of a killed run from {sources}."
 
 
 class RecoveryError(ValueError):
@@ -98,6 +102,10 @@ def recover(run_dir: Path) -> Recovery:
     if requests.height == 0:
         raise RecoveryError(f"{run_dir}: run.json is missing and no request was recorded")
     out.records = requests.height
+    if not (run_dir / files.TIERS).exists():
+        out.rebuilt += _tier_logs(plan, run_dir)
+        if any(c.host is not None and c.log is not None for c in plan.component):
+            out.missing.append("the logs of the components on agents")
     expected = [n for n in LATER_FILES if plan.component or n not in TIER_FILES]
     out.missing += [f"{LATER_FILES[n]} ({n})" for n in expected if not (run_dir / n).exists()]
     run = rebuilt_run(run_dir.name, plan, requests)
@@ -105,6 +113,22 @@ def recover(run_dir: Path) -> Recovery:
     files.RunFolder(run_dir).write_run(cast(RunJson, run))
     out.rebuilt.append(files.RUN)
     return out
+
+
+def _tier_logs(plan: Plan, run_dir: Path) -> list[str]:
+    """tiers.parquet and collection.json from the logs of the plan's components on this
+    host, read whole (the run's marks were lost with run.json): its lines are its by their
+    tag, however many other runs wrote there since. What it wrote, or nothing."""
+    local = [c for c in plan.component if c.host is None and c.log is not None]
+    if not local:
+        return []
+    from pinchpoint.collect.gather import write_logs
+    from pinchpoint.collect.sources.local import LocalCollector
+
+    collector = LocalCollector(local)
+    collector.read_whole_logs(run_dir.name)
+    write_logs([collector], run_dir.name, run_dir, [c.name for c in local])
+    return [files.TIERS, files.COLLECTION]
 
 
 def rebuilt_run(run_id: str, plan: Plan, requests: pl.DataFrame) -> dict:

@@ -126,3 +126,34 @@ def test_a_knee_search_killed_before_its_levels_were_merged_is_refused(tmp_path:
     (run_dir / "levels" / "0").rmdir()
     (run_dir / "levels").rmdir()
     assert recover(run_dir).rebuilt
+
+
+def test_the_tiers_records_are_collected_again_from_the_whole_log(tmp_path: Path) -> None:
+    from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
+
+    run_dir = _killed_folder(tmp_path)
+    log = tmp_path / "gunicorn-access.log"
+    run_id = run_dir.name
+
+    def line(run: str, users: int, req: int) -> str:
+        # gunicorn's format as the demo sets it: %(D)s is the duration in microseconds.
+        query = f"pp_run={run}&pp_users={users}&pp_req={req}"
+        return f'127.0.0.1 [25/Nov/2026:03:15:01 +0000] "GET /ok?{query} HTTP/1.0" 200 2 2000'
+
+    # Requests 150 and 300 were sent in the steady parts of the two steps.
+    lines = [line("an-earlier-run", 2, 0), line(run_id, 2, 150), line(run_id, 4, 300)]
+    lines += [line("a-later-run", 4, 1)]
+    log.write_text("\n".join(lines) + "\n")
+    plan = PLAN + (
+        f'\n[[component]]\nname = "gunicorn"\n'
+        f'log = {{ path = "{log}", format = "gunicorn", log_format = {json.dumps(GUNICORN_FORMAT)} }}\n'
+    )
+    (run_dir / "plan.toml").write_text(plan)
+    recovery = recover(run_dir)
+    assert "tiers.parquet" in recovery.rebuilt and "collection.json" in recovery.rebuilt
+    tiers = pl.read_parquet(run_dir / "tiers.parquet")
+    assert sorted(zip(tiers["users"], tiers["req_id"], strict=True)) == [(2, 150), (4, 300)]
+    counts = json.loads((run_dir / "collection.json").read_text())["components"]["gunicorn"]
+    assert (counts["lines"], counts["matched"], counts["other_run"]) == (4, 2, 2)
+    verdict = analyze(run_dir)
+    assert [step["tiers"]["gunicorn"]["count"] for step in verdict["steps"]] == [1, 1]

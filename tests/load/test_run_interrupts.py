@@ -101,14 +101,18 @@ def test_analyze_after_kill_9_of_run_gives_a_partial_verdict_and_report(tmp_path
     assert code == 0, stderr
     assert "Traceback" not in stderr
     lines = stdout.splitlines()
-    assert any(line.startswith("Rebuilt requests.parquet and run.json") for line in lines)
-    assert any(line.startswith("PARTIAL: ") and "tiers.parquet" in line for line in lines)
+    rebuilt = "Rebuilt requests.parquet, tiers.parquet, collection.json and run.json"
+    assert any(line.startswith(rebuilt) for line in lines)
+    assert any(line.startswith("PARTIAL: ") and "resources.parquet" in line for line in lines)
     run = json.loads((run_dir / "run.json").read_text())
     assert run["partial"] is True and run["interrupted"] is True
     assert [s["users"] for s in run["steps"]] == [2, 4]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["partial"] is True
-    assert any("tiers.parquet" in m for m in verdict["missing"])
+    assert any("resources.parquet" in m for m in verdict["missing"])
+    assert not any("tiers.parquet" in m for m in verdict["missing"])
+    # nginx's lines of the run, found again in its whole log by their tag.
+    assert pl.read_parquet(run_dir / "tiers.parquet").height == answered
     assert [s["users"] for s in verdict["steps"]] == [2, 4]
     report = (run_dir / "report.html").read_text()
     assert 'id="partial"' in report and "PARTIAL" in report

@@ -65,6 +65,13 @@ class LocalCollector:
         self._stopped = False
         sampler.start()
 
+    def read_whole_logs(self, run_id: str) -> None:
+        """Collects `run_id`'s records from the whole of each log, with no mark and no
+        sampling: a killed run's, whose marks were lost with it. Lines of other runs are
+        counted and left, as ever, by their tag."""
+        self.run_id = check_run_id(run_id)
+        self.marks = {}
+
     def stop(self) -> None:
         """Stops sampling (idempotent); an error that stopped it early, and each process
         selector that found no process, become problems."""
