@@ -1,0 +1,136 @@
+"""Time and peak memory of `pinchpoint analyze` (the verdict and the report) against the
+number of requests in a run folder.
+
+Writes a run folder of N generated requests (10 steps of a closed loop, latencies growing
+past a knee), in row groups so that writing it holds only one group; then runs
+`pinchpoint analyze` on it in a child process and reports its wall time and its peak
+resident memory, also per million requests.
+
+    .venv/bin/python bench/analysis_scale.py --requests 1000000 5000000 20000000
+
+Memory that grows with the requests means the analysis holds them: the target is memory
+set by the steps and endpoints, not by the requests (2 GB and 60 s for 100 M).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+STEPS = 10
+GROUP = 1_000_000
+T0_US = 1_800_000_000_000_000
+PLAN = """[target]
+url = "http://127.0.0.1:9"
+
+[load]
+lower = 1
+upper = 10
+step = 1
+duration = "{seconds}s"
+warmup = "0.5s"
+
+[[request]]
+path = "/"
+"""
+
+
+def write_run(folder: Path, requests: int) -> None:
+    per_step = requests // STEPS
+    seconds = max(per_step / 50_000, 1.0)  # 50k req/s
+    folder.mkdir(parents=True)
+    (folder / "plan.toml").write_text(PLAN.format(seconds=seconds))
+    rng = np.random.default_rng(7)
+    schema = pa.schema(
+        [
+            ("req_id", pa.uint64()), ("step", pa.uint32()), ("users", pa.uint32()),
+            ("endpoint", pa.uint16()), ("start_us", pa.int64()), ("intended_us", pa.int64()),
+            ("latency_us", pa.int64()), ("service_us", pa.int64()), ("status", pa.uint16()),
+            ("error", pa.string()), ("bytes", pa.uint64()),
+        ]
+    )  # fmt: skip
+    steps = []
+    with pq.ParquetWriter(folder / "requests.parquet", schema) as writer:
+        for step in range(STEPS):
+            start = T0_US + int(step * seconds * 1e6)
+            steps.append(
+                {
+                    "step": step,
+                    "users": step + 1,
+                    "start": start / 1e6,
+                    "end": start / 1e6 + seconds,
+                }
+            )
+            base_ms = 2.0 * max(1.0, (step + 1) / 5)  # flat, then growing past 5 users
+            for first in range(0, per_step, GROUP):
+                n = min(GROUP, per_step - first)
+                ids = np.arange(
+                    step * per_step + first, step * per_step + first + n, dtype=np.uint64
+                )
+                sent = start + (np.arange(first, first + n) * (seconds * 1e6 / per_step)).astype(
+                    np.int64
+                )
+                latency = (rng.gamma(4.0, base_ms / 4.0, n) * 1000).astype(np.int64)
+                table = pa.table(
+                    {
+                        "req_id": ids, "step": np.full(n, step, np.uint32),
+                        "users": np.full(n, step + 1, np.uint32), "endpoint": np.zeros(n, np.uint16),
+                        "start_us": sent, "intended_us": sent, "latency_us": latency,
+                        "service_us": latency, "status": np.full(n, 200, np.uint16),
+                        "error": pa.nulls(n, pa.string()), "bytes": np.full(n, 512, np.uint64),
+                    },
+                    schema=schema,
+                )  # fmt: skip
+                writer.write_table(table)
+    run = {
+        "run_id": folder.name, "started": steps[0]["start"], "ended": steps[-1]["end"],
+        "interrupted": False, "warmup_s": 0.5, "steps": steps, "records": per_step * STEPS,
+        "engine": {"threads": 1}, "host": {"cpu_count": 2},
+    }  # fmt: skip
+    (folder / "run.json").write_text(json.dumps(run))
+
+
+def analyze(folder: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of `pinchpoint analyze` on the folder."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pinchpoint", "analyze", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    took = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-2000:])
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if peak <= before:
+        print("note: the peak is an earlier child's; run one size per invocation to be sure")
+    return took, peak / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    args = parser.parse_args()
+    print(f"{'requests':>12} {'analyze s':>10} {'peak MB':>9} {'MB per M requests':>18}")
+    for count in sorted(args.requests):
+        with tempfile.TemporaryDirectory(prefix="pinchpoint-scale-") as tmp:
+            folder = Path(tmp) / "20261125-000000-scal"
+            write_run(folder, count)
+            took, peak_mb = analyze(folder)
+            print(f"{count:>12,} {took:>10.1f} {peak_mb:>9.0f} {peak_mb / (count / 1e6):>18.1f}")
+
+
+if __name__ == "__main__":
+    main()
