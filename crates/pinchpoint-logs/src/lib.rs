@@ -1,14 +1,15 @@
 //! pinchpoint's nginx access log parser: an nginx `log_format` string compiled into a
 //! matcher, and logs scanned in chunks for the records of one run.
 //!
-//! It gives exactly what the Python parser (`pinchpoint.collect.formats.nginx` with
-//! `pinchpoint.collect.logs.match_lines`) gives: the same records, field values and
+//! It gives exactly what the Python parser (`pinchpoint.logformats.nginx` with
+//! `pinchpoint.collect.logs.reader.match_lines`) gives: the same records, field values and
 //! counts. Lines it cannot decide alone are handed back for the Python parser.
 
 pub mod format;
 pub mod lines;
 pub mod matcher;
 pub mod scan;
+pub mod shapes;
 pub mod tag;
 pub mod values;
 

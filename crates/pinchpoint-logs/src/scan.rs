@@ -14,7 +14,8 @@ use std::io::{self, Read};
 
 use crate::format::{Field, Format, TAG_FIELDS};
 use crate::lines::Lines;
-use crate::matcher::{is_space, match_line, Outcome, Spans};
+use crate::matcher::{match_line, Outcome, Spans};
+use crate::shapes::is_space;
 use crate::tag::Fields;
 use crate::values::{self, IsoTime};
 

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem;
 
-use crate::matcher::is_space;
+use crate::shapes::is_space;
 
 /// A valid tag: the run id, the users of the step (0 for a rate tag), the request id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Field values as the Python parser computes them: `float()` of a number, the sum of a
 //! per-upstream time list, Unix seconds of a Common Log Format or ISO 8601 time.
 
-use crate::matcher::is_space;
+use crate::shapes::is_space;
 
 /// Longest time a request can take, in seconds (a week), as `MAX_DURATION_S` in
 /// `logformats/base.py`: a logged duration beyond it is damage.
