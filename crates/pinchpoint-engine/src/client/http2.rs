@@ -396,7 +396,7 @@ mod tests {
 
     #[test]
     fn a_tagged_request_carries_the_tag_and_the_trace_context() {
-        let tag = Tag { run_id: "r", level: TagLevel::Rate("2.5"), req_id: 4 };
+        let tag = Tag::new("r", TagLevel::Rate("2.5"), 4);
         let request = build(&prepared(&[]), "http", "h:1", Some(&tag)).expect("built");
         assert_eq!(request.uri(), "http://h:1/a?pp_run=r&pp_rate=2.5&pp_req=4");
         let headers = request.headers();

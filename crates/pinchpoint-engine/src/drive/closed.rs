@@ -30,6 +30,8 @@ const PARKED_POLL: Duration = Duration::from_millis(20);
 pub struct Shared {
     pub target: Target,
     pub run_id: String,
+    /// `trace_run_half(run_id)`, for each request's traceparent.
+    pub trace_half: u64,
     pub tag: bool,
     pub requests: Vec<Prepared>,
     /// Request indices in the order the weights give, cycled through.
@@ -88,7 +90,12 @@ pub async fn run_user(
         let prepared = &shared.requests[endpoint as usize];
         turn += 1;
         let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);
-        let tag = Tag { run_id: &shared.run_id, level: TagLevel::Users(users), req_id };
+        let tag = Tag {
+            run_id: &shared.run_id,
+            trace_half: shared.trace_half,
+            level: TagLevel::Users(users),
+            req_id,
+        };
         shared.target.build(prepared, shared.tag.then_some(&tag), &mut request);
         if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
             conn = None;

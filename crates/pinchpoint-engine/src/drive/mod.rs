@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::Target;
 use crate::config::RunConfig;
-use crate::client::http1::Prepared;
+use crate::client::http1::{trace_run_half, Prepared};
 use crate::drive::open::{self as open_loop, OpenShared, PhaseCounts};
 use crate::outcome::{self, ErrorClass, Reasons};
 use crate::recorder::Recorder;
@@ -151,6 +151,7 @@ pub fn run_until(
             let shared = Arc::new(Shared {
                 target,
                 run_id: config.run_id.clone(),
+                trace_half: trace_run_half(&config.run_id),
                 tag: config.tag,
                 requests,
                 cycle,

@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::OpenLoop;
 use crate::client::{Conn, Outgoing, Target};
-use crate::client::http1::{TagLevel, Prepared, Tag};
+use crate::client::http1::{trace_run_half, Prepared, Tag, TagLevel};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
 use crate::drive::schedule::{Arrival, Schedule};
@@ -45,6 +45,8 @@ pub const MAX_BACKLOG: usize = 1_000_000;
 pub struct OpenShared {
     pub target: Target,
     pub run_id: String,
+    /// `trace_run_half(run_id)`, for each request's traceparent.
+    pub trace_half: u64,
     pub tag: bool,
     pub requests: Vec<Prepared>,
     pub cycle: Vec<u32>,
@@ -72,6 +74,7 @@ impl OpenShared {
     ) -> Self {
         Self {
             target,
+            trace_half: trace_run_half(&run_id),
             run_id,
             tag,
             requests,
@@ -325,7 +328,12 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: 
     let endpoint = shared.cycle[(job.req_id % shared.cycle.len() as u64) as usize];
     let prepared = &shared.requests[endpoint as usize];
     let rate = &shared.rates[job.phase as usize];
-    let tag = Tag { run_id: &shared.run_id, level: TagLevel::Rate(rate), req_id: job.req_id };
+    let tag = Tag {
+        run_id: &shared.run_id,
+        trace_half: shared.trace_half,
+        level: TagLevel::Rate(rate),
+        req_id: job.req_id,
+    };
     shared.target.build(prepared, shared.tag.then_some(&tag), request);
     if conn.as_mut().is_some_and(|c| !c.is_reusable()) {
         *conn = None;

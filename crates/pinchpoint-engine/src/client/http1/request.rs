@@ -109,8 +109,16 @@ pub enum TagLevel<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Tag<'a> {
     pub run_id: &'a str,
+    /// `trace_run_half(run_id)`, worked out once a run rather than once a request.
+    pub trace_half: u64,
     pub level: TagLevel<'a>,
     pub req_id: u64,
+}
+
+impl<'a> Tag<'a> {
+    pub fn new(run_id: &'a str, level: TagLevel<'a>, req_id: u64) -> Self {
+        Self { run_id, trace_half: trace_run_half(run_id), level, req_id }
+    }
 }
 
 fn push_u64(out: &mut Vec<u8>, mut n: u64) {
@@ -131,16 +139,7 @@ pub(crate) fn push_tag_values(out: &mut Vec<u8>, first: &[u8], sep: &[u8], tag: 
     out.extend_from_slice(first);
     out.extend_from_slice(tag.run_id.as_bytes());
     out.extend_from_slice(sep);
-    match tag.level {
-        TagLevel::Users(users) => {
-            out.extend_from_slice(b"users=");
-            push_u64(out, u64::from(users));
-        }
-        TagLevel::Rate(rate) => {
-            out.extend_from_slice(b"rate=");
-            out.extend_from_slice(rate.as_bytes());
-        }
-    }
+    push_level(out, b"", tag.level);
     out.extend_from_slice(sep);
     out.extend_from_slice(b"req=");
     push_u64(out, tag.req_id);
@@ -173,7 +172,7 @@ fn push_hex(out: &mut Vec<u8>, n: u64) {
 /// `00-<trace id>-<span id>-01`: version 0, sampled, so instrumented apps record it.
 pub(crate) fn push_traceparent(out: &mut Vec<u8>, tag: &Tag) {
     out.extend_from_slice(b"00-");
-    push_hex(out, trace_run_half(tag.run_id));
+    push_hex(out, tag.trace_half);
     push_hex(out, tag.req_id);
     out.push(b'-');
     push_hex(out, span_id(tag.req_id));
@@ -184,13 +183,19 @@ pub(crate) fn push_traceparent(out: &mut Vec<u8>, tag: &Tag) {
 pub(crate) fn push_baggage(out: &mut Vec<u8>, tag: &Tag) {
     out.extend_from_slice(b"pp.run=");
     out.extend_from_slice(tag.run_id.as_bytes());
-    match tag.level {
+    push_level(out, b",pp.", tag.level);
+}
+
+/// `<prefix>users=<users>` or `<prefix>rate=<rate>`.
+fn push_level(out: &mut Vec<u8>, prefix: &[u8], level: TagLevel) {
+    out.extend_from_slice(prefix);
+    match level {
         TagLevel::Users(users) => {
-            out.extend_from_slice(b",pp.users=");
+            out.extend_from_slice(b"users=");
             push_u64(out, u64::from(users));
         }
         TagLevel::Rate(rate) => {
-            out.extend_from_slice(b",pp.rate=");
+            out.extend_from_slice(b"rate=");
             out.extend_from_slice(rate.as_bytes());
         }
     }

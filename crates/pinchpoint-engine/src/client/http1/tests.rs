@@ -31,11 +31,7 @@ fn requests_are_laid_out_as_http_1_1() {
         built(&spec("GET", "/a", &[], b""), None),
         "GET /a HTTP/1.1\r\nHost: h:1\r\n\r\n"
     );
-    let tag = Tag {
-        run_id: "r-1",
-        level: TagLevel::Users(7),
-        req_id: 1234567890,
-    };
+    let tag = Tag::new("r-1", TagLevel::Users(7), 1234567890);
     assert_eq!(
         built(&spec("GET", "/a?x=1", &[("Accept", "*/*")], b""), Some(&tag)),
         format!(
@@ -57,17 +53,9 @@ fn requests_are_laid_out_as_http_1_1() {
         built(&spec("POST", "/p", &[], b""), None),
         "POST /p HTTP/1.1\r\nHost: h:1\r\nContent-Length: 0\r\n\r\n"
     );
-    let tag = Tag {
-        run_id: "r",
-        level: TagLevel::Users(0),
-        req_id: 0,
-    };
+    let tag = Tag::new("r", TagLevel::Users(0), 0);
     assert!(built(&spec("GET", "/", &[], b""), Some(&tag)).starts_with("GET /?pp_run=r&pp_users=0&pp_req=0 HTTP"));
-    let tag = Tag {
-        run_id: "r",
-        level: TagLevel::Rate("7.5"),
-        req_id: 3,
-    };
+    let tag = Tag::new("r", TagLevel::Rate("7.5"), 3);
     assert_eq!(
         built(&spec("GET", "/", &[], b""), Some(&tag)),
         format!(
@@ -416,7 +404,7 @@ fn trace_ids_name_their_run_and_request_and_the_plan_can_set_its_own() {
     assert_eq!(trace_run_half("r-1") >> 63, 1);
     assert_ne!(trace_run_half("r-1"), trace_run_half("r-2"));
     assert_eq!(span_id(0), 1);
-    let tag = Tag { run_id: "r", level: TagLevel::Users(2), req_id: 9 };
+    let tag = Tag::new("r", TagLevel::Users(2), 9);
     let own = built(&spec("GET", "/", &[("traceparent", "00-1-2-00"), ("Baggage", "k=v")], b""), Some(&tag));
     assert!(own.contains("traceparent: 00-1-2-00\r\n") && own.contains("Baggage: k=v\r\n"));
     assert_eq!(own.matches("traceparent").count(), 1);
