@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pinchpoint.plan.model import Plan, load_plan
+from pinchpoint.plan.model import Plan, entry_first, load_plan
 from pinchpoint.rundir import files
 
 
@@ -33,20 +33,6 @@ class RunData:
                 if callee not in mine and callee != caller:
                     mine.append(callee)
         return entry_first(calls), calls
-
-
-def entry_first(calls: dict[str, list[str]]) -> list[str]:
-    """Names ordered from those nothing calls down to the leaves, breadth first."""
-    called = {callee for callees in calls.values() for callee in callees}
-    order: list[str] = []
-    todo = [name for name in calls if name not in called]
-    while todo:
-        name = todo.pop(0)
-        if name not in order:
-            order.append(name)
-            todo.extend(calls.get(name, []))
-    order.extend(name for name in calls if name not in order)
-    return order
 
 
 def read_run(run_dir: Path) -> RunData:

@@ -386,17 +386,21 @@ class Plan(Strict):
 
     def tiers(self) -> list[str]:
         """Component names ordered from the entry tier to the leaves."""
-        called = {callee for c in self.component for callee in c.calls}
-        calls = {c.name: c.calls for c in self.component}
-        order: list[str] = []
-        todo = [c.name for c in self.component if c.name not in called]
-        while todo:
-            name = todo.pop(0)
-            if name not in order:
-                order.append(name)
-                todo.extend(calls[name])
-        order.extend(c.name for c in self.component if c.name not in order)
-        return order
+        return entry_first({c.name: list(c.calls) for c in self.component})
+
+
+def entry_first(calls: dict[str, list[str]]) -> list[str]:
+    """Names ordered from those nothing calls down to the leaves, breadth first."""
+    called = {callee for callees in calls.values() for callee in callees}
+    order: list[str] = []
+    todo = [name for name in calls if name not in called]
+    while todo:
+        name = todo.pop(0)
+        if name not in order:
+            order.append(name)
+            todo.extend(calls.get(name, []))
+    order.extend(name for name in calls if name not in order)
+    return order
 
 
 def load_plan(path: Path) -> Plan:

@@ -8,6 +8,7 @@ from typing import Any, cast
 import plotly.graph_objects as go
 import polars as pl
 
+from pinchpoint.report import table
 from pinchpoint.report.chart_style import CLIENT, colors, layout
 from pinchpoint.rundir.steady import steady_requests
 
@@ -16,7 +17,7 @@ SLOWEST = 5
 
 def knee_step(verdict: dict[str, Any]) -> dict[str, Any] | None:
     """The step nearest the knee's load, else the last step (the heaviest load)."""
-    steps = [s for s in verdict.get("steps", []) if isinstance(s, dict)]
+    steps = table.steps(verdict)
     if not steps:
         return None
     knee = verdict.get("knee")
