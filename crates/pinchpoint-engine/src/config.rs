@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use crate::flow::hook::Hook;
+use crate::flow::spec::FlowSpec;
 use crate::rng::Rng;
 use crate::drive::schedule::{Arrivals, Phase};
 use crate::weights::MAX_CYCLE;
@@ -159,10 +163,27 @@ pub struct RunConfig {
     pub tag: bool,
     /// HTTP/1.1 or HTTP/2, plain or TLS.
     pub protocol: Protocol,
+    /// Closed loop: users walk these flows instead of sending `requests` (then empty).
+    pub flows: Vec<FlowSpec>,
+    /// Called for the flow steps that ask for it.
+    pub hook: Option<HookHandle>,
+}
+
+/// A hook as the run's configuration holds it.
+#[derive(Clone)]
+pub struct HookHandle(pub Arc<dyn Hook>);
+
+impl std::fmt::Debug for HookHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HookHandle")
+    }
 }
 
 impl RunConfig {
     pub fn validate(&self) -> Result<(), String> {
+        if !self.flows.is_empty() {
+            return self.validate_flows();
+        }
         if self.requests.is_empty() {
             return Err("no request to send".into());
         }
@@ -227,6 +248,24 @@ impl RunConfig {
         Ok(())
     }
 
+    fn validate_flows(&self) -> Result<(), String> {
+        if !self.requests.is_empty() {
+            return Err("a run sends flows or requests, not both (a request is a flow of one step)".into());
+        }
+        if self.open.is_some() {
+            return Err("flows run in closed loop: users walk them one request after another".into());
+        }
+        let total: u64 = self.flows.iter().map(|f| u64::from(f.weight)).sum();
+        if total == 0 {
+            return Err("every flow has weight 0: nothing to send".into());
+        }
+        if total > MAX_CYCLE {
+            return Err(format!("flow weights sum to {total}, above {MAX_CYCLE}"));
+        }
+        let with_steps = Self { flows: Vec::new(), requests: vec![RequestSpec::get("/")], ..self.clone() };
+        with_steps.validate()
+    }
+
     /// The load level of each step or phase: users (closed loop) or requests per second.
     pub fn levels(&self) -> Vec<f64> {
         match &self.open {
@@ -237,6 +276,7 @@ impl RunConfig {
 
     /// The longest time a request may take: the run's timeout or a request's own.
     pub fn max_timeout(&self) -> Duration {
-        self.requests.iter().filter_map(|r| r.timeout).fold(self.timeout, Duration::max)
+        let plain = self.requests.iter().filter_map(|r| r.timeout).fold(self.timeout, Duration::max);
+        crate::flow::spec::max_timeout(&self.flows, plain)
     }
 }

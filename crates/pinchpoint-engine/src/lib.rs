@@ -6,6 +6,7 @@ pub mod arrow_io;
 pub mod client;
 pub mod config;
 pub mod drive;
+pub mod flow;
 pub mod outcome;
 pub mod record;
 pub mod recorder;
@@ -13,7 +14,9 @@ pub mod rng;
 pub mod stats;
 pub mod weights;
 
-pub use config::{HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
+pub use config::{HookHandle, HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
+pub use flow::hook::Hook;
+pub use flow::spec::{CaptureFrom, CaptureSpec, CheckSpec, FeedSpec, FlowSpec, FlowStepSpec};
 pub use outcome::ErrorClass;
 pub use drive::{records_to_parquet, run, run_until, Level, RunSummary};
 pub use stats::Window;

@@ -19,10 +19,15 @@ pub enum ErrorClass {
     Closed,
     Timeout,
     Io,
+    /// A flow's check failed on the response (its status, body or a JSON value).
+    Check,
+    /// A flow's capture found nothing in the response, or no response came to capture
+    /// from: the user starts its flow again.
+    Capture,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 8] = [
+    pub const ALL: [ErrorClass; 10] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -31,6 +36,8 @@ impl ErrorClass {
         ErrorClass::Closed,
         ErrorClass::Timeout,
         ErrorClass::Io,
+        ErrorClass::Check,
+        ErrorClass::Capture,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +50,8 @@ impl ErrorClass {
             ErrorClass::Closed => "closed",
             ErrorClass::Timeout => "timeout",
             ErrorClass::Io => "io",
+            ErrorClass::Check => "check",
+            ErrorClass::Capture => "capture",
         }
     }
 

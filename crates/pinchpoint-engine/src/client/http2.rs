@@ -28,6 +28,7 @@ use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::client::Kept;
 use crate::client::http1::{push_baggage, push_tag_values, push_traceparent, Prepared, Response, Tag};
 use crate::outcome::{classify_io, ErrorClass};
 
@@ -252,7 +253,11 @@ impl Failure {
 }
 
 /// Sends one request on its own stream and reads the whole response body.
-pub async fn exchange(conn: &mut Conn, request: Request<Full<Bytes>>) -> Result<Response, Failure> {
+pub async fn exchange(
+    conn: &mut Conn,
+    request: Request<Full<Bytes>>,
+    mut keep: Option<&mut Kept>,
+) -> Result<Response, Failure> {
     let response = match conn.sender.send_request(request).await {
         Ok(response) => response,
         Err(e) => {
@@ -272,6 +277,11 @@ pub async fn exchange(conn: &mut Conn, request: Request<Full<Bytes>>) -> Result<
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let Some(kept) = keep.as_deref_mut() {
+        kept.headers.extend(response.headers().iter().map(|(k, v)| {
+            (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())
+        }));
+    }
     let mut body = response.into_body();
     let mut bytes = 0u64;
     while let Some(frame) = body.frame().await {
@@ -292,6 +302,9 @@ pub async fn exchange(conn: &mut Conn, request: Request<Full<Bytes>>) -> Result<
         };
         if let Some(data) = frame.data_ref() {
             bytes += data.len() as u64;
+            if let Some(kept) = keep.as_deref_mut() {
+                kept.keep_body(data);
+            }
         }
     }
     Ok(Response {

@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use crate::config::{HttpVersion, Protocol, OPEN_LOOP_STREAMS};
+use crate::flow::spec::MAX_KEPT_BODY;
 use self::http1::{Prepared, Response, Tag};
 use self::http2::Failure;
 use crate::outcome::ErrorClass;
@@ -36,6 +37,55 @@ pub enum Conn {
     /// Boxed: a TLS session is over a kilobyte, and a user holds its connection inline.
     Tls(Box<http1::Conn<TlsStream<TcpStream>>>),
     H2(http2::Conn),
+}
+
+/// What a flow keeps of a response to capture from and check: its headers and body
+/// (the first [`MAX_KEPT_BODY`] bytes of it).
+#[derive(Debug, Default)]
+pub struct Kept {
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The body was longer than what is kept.
+    pub cut: bool,
+    /// Keep the body (else only the headers).
+    pub want_body: bool,
+}
+
+impl Kept {
+    pub fn clear(&mut self) {
+        self.headers.clear();
+        self.body.clear();
+        self.cut = false;
+    }
+
+    /// Keeps the headers of an HTTP/1.1 response head (status line and fields).
+    pub fn keep_head(&mut self, head: &[u8]) {
+        let mut fields = [httparse::EMPTY_HEADER; 100];
+        let mut resp = httparse::Response::new(&mut fields);
+        if resp.parse(head).is_ok() {
+            self.headers.extend(
+                resp.headers
+                    .iter()
+                    .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())),
+            );
+        }
+    }
+
+    pub fn keep_body(&mut self, data: &[u8]) {
+        if !self.want_body {
+            return;
+        }
+        let room = MAX_KEPT_BODY.saturating_sub(self.body.len());
+        if data.len() > room {
+            self.cut = true;
+        }
+        self.body.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    /// The first value of the header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
 }
 
 /// A request laid out for the target's HTTP version, ready to send.
@@ -128,18 +178,32 @@ impl Target {
         out: &mut Outgoing,
         prepared: &Prepared,
     ) -> Result<Response, ErrorClass> {
+        self.exchange_keeping(conn, out, prepared, None).await
+    }
+
+    /// As [`Target::exchange`], keeping the response's headers and body in `keep`.
+    pub async fn exchange_keeping(
+        &self,
+        conn: &mut Conn,
+        out: &mut Outgoing,
+        prepared: &Prepared,
+        mut keep: Option<&mut Kept>,
+    ) -> Result<Response, ErrorClass> {
         match conn {
-            Conn::Plain(c) => http1::exchange(c, &out.bytes, prepared.head).await,
-            Conn::Tls(c) => http1::exchange(c, &out.bytes, prepared.head).await,
+            Conn::Plain(c) => http1::exchange_keeping(c, &out.bytes, prepared.head, keep).await,
+            Conn::Tls(c) => http1::exchange_keeping(c, &out.bytes, prepared.head, keep).await,
             Conn::H2(c) => {
                 let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
                 let request = out.h2.take().ok_or(ErrorClass::Io)??;
                 Box::pin(async move {
                     let again = http2::copy(&request);
-                    match http2::exchange(c, request).await {
+                    match http2::exchange(c, request, keep.as_deref_mut()).await {
                         Err(Failure::Refused) => {
                             pool.reconnect(c, self.h2_stream(prepared.timeout)).await?;
-                            http2::exchange(c, again).await.map_err(Failure::class)
+                            if let Some(kept) = keep.as_deref_mut() {
+                                kept.clear();
+                            }
+                            http2::exchange(c, again, keep).await.map_err(Failure::class)
                         }
                         done => done.map_err(Failure::class),
                     }

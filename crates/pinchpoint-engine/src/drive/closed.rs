@@ -17,14 +17,16 @@ use crate::client::{Conn, Outgoing, Target};
 use crate::client::http1::{TagLevel, Prepared, Tag};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
+use crate::flow::hook::HookRunner;
+use crate::flow::Flows;
 use crate::rng::Rng;
 
-const BATCH_ROWS: usize = 128;
-const BATCH_EVERY: Duration = Duration::from_millis(100);
+pub(crate) const BATCH_ROWS: usize = 128;
+pub(crate) const BATCH_EVERY: Duration = Duration::from_millis(100);
 /// After a failed connect a user pauses this long, so a dead target is not hammered
 /// in a tight loop that only fills the records file.
-const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
-const PARKED_POLL: Duration = Duration::from_millis(20);
+pub(crate) const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+pub(crate) const PARKED_POLL: Duration = Duration::from_millis(20);
 
 /// What every user reads: the target, the plan's requests and the current step.
 pub struct Shared {
@@ -46,6 +48,9 @@ pub struct Shared {
     pub next_req_id: AtomicU64,
     /// Requests dropped in flight when the run ended (see [`Unsent`]).
     pub abandoned: Arc<AtomicU64>,
+    /// Some: users walk these flows (`flow::user`) instead of the plan's requests.
+    pub flows: Option<Flows>,
+    pub hook: Option<HookRunner>,
 }
 
 pub fn pack_step(step: u32, users: u32) -> u64 {
@@ -202,7 +207,7 @@ impl Drop for Unsent {
 /// only when it would fire after `deadline`, or when it fires before it (it was set for
 /// an earlier request): with a steady timeout it is reset about once per timeout, not
 /// once per request.
-async fn until<F: Future>(
+pub(crate) async fn until<F: Future>(
     mut timer: Pin<&mut Sleep>,
     deadline: tokio::time::Instant,
     work: F,
@@ -229,7 +234,7 @@ async fn until<F: Future>(
 /// Sends the batch to the recorder. The next batch starts with room for as many rows
 /// as this one held: a busy user does not grow its batch row by row, and an idle one
 /// (most of 10,000 users thinking) holds no room for rows it will not fill.
-fn flush(tx: &RecordTx<Vec<Record>>, batch: &mut Vec<Record>, last_flush: &mut Instant, now: Instant) {
+pub(crate) fn flush(tx: &RecordTx<Vec<Record>>, batch: &mut Vec<Record>, last_flush: &mut Instant, now: Instant) {
     if !batch.is_empty() {
         let room = batch.len().next_power_of_two().min(BATCH_ROWS);
         let full = std::mem::replace(batch, Vec::with_capacity(room));
@@ -239,7 +244,7 @@ fn flush(tx: &RecordTx<Vec<Record>>, batch: &mut Vec<Record>, last_flush: &mut I
 }
 
 /// Sleeps, but wakes at once when the run ends.
-async fn pause(done: &mut watch::Receiver<bool>, d: Duration) {
+pub(crate) async fn pause(done: &mut watch::Receiver<bool>, d: Duration) {
     tokio::select! {
         _ = tokio::time::sleep(d) => {}
         _ = done.changed() => {}

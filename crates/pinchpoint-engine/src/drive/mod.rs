@@ -24,6 +24,7 @@ use crate::outcome::{self, ErrorClass, Reasons};
 use crate::recorder::Recorder;
 use crate::stats::{Live, StepStats, Window};
 use crate::drive::closed::{pack_step, run_user, unix_us, Shared};
+use crate::flow::user::run_flow_user;
 
 const STOP_POLL: Duration = Duration::from_millis(20);
 /// Beyond the request timeout, how long users get to finish when the run ends.
@@ -88,6 +89,8 @@ pub fn run_until(
 ) -> Result<RunSummary, String> {
     config.validate()?;
     let addr = resolve(&config.host, config.port)?;
+    let flows = (!config.flows.is_empty()).then(|| crate::flow::compile(&config.flows)).transpose()?;
+    let hook = config.hook.as_ref().map(|h| crate::flow::hook::HookRunner::start(h.0.clone())).transpose()?;
     let requests = config
         .requests
         .iter()
@@ -161,6 +164,8 @@ pub fn run_until(
                 current: AtomicU64::new(pack_step(0, 0)),
                 next_req_id: AtomicU64::new(0),
                 abandoned: abandoned.clone(),
+                flows,
+                hook,
             });
             runtime.block_on(drive(config, shared, tx, &stop, &abandon, &live))
         }
@@ -252,7 +257,12 @@ async fn drive(
                 live.users.store(want, Ordering::Relaxed);
                 while users.len() < want as usize {
                     let index = users.len() as u32;
-                    users.push(tokio::spawn(run_user(index, shared.clone(), tx.clone(), done_rx.clone())));
+                    let (shared, tx, done) = (shared.clone(), tx.clone(), done_rx.clone());
+                    users.push(if shared.flows.is_some() {
+                        tokio::spawn(run_flow_user(index, shared, tx, done))
+                    } else {
+                        tokio::spawn(run_user(index, shared, tx, done))
+                    });
                 }
             }
             if now >= deadline {

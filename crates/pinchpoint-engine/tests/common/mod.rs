@@ -289,6 +289,8 @@ pub fn config(dir: &Path, port: u16, paths: &[&str], steps: Vec<Step>) -> RunCon
         threads: 2,
         tag: true,
         protocol: Default::default(),
+        flows: Vec::new(),
+        hook: None,
     }
 }
 

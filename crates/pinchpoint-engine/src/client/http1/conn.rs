@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::response::{parse_head, ChunkState, Chunked, Framing, Response};
+use crate::client::Kept;
 use crate::outcome::{classify_connect, classify_io, note, ErrorClass};
 
 /// Read buffer of a connection; it grows (up to [`MAX_HEAD`]) only for a larger head.
@@ -103,6 +104,17 @@ pub async fn exchange<S: Stream>(
     request: &[u8],
     head_request: bool,
 ) -> Result<Response, ErrorClass> {
+    exchange_keeping(conn, request, head_request, None).await
+}
+
+/// As [`exchange`]; with `keep`, the response's headers and (de-chunked) body are kept
+/// there too, for a flow to capture from and check.
+pub async fn exchange_keeping<S: Stream>(
+    conn: &mut Conn<S>,
+    request: &[u8],
+    head_request: bool,
+    mut keep: Option<&mut Kept>,
+) -> Result<Response, ErrorClass> {
     let Conn { stream, buf } = conn;
     write_all(stream, request).await.map_err(|e| classify_io(&e))?;
     // Bytes buf[start..filled] are read and not yet used.
@@ -113,9 +125,13 @@ pub async fn exchange<S: Stream>(
             let parsed = parse_head(&buf[start..filled], head_request)
                 .inspect_err(|&c| note(c, || "the response head does not parse as HTTP/1.1".into()))?;
             if let Some((n, head)) = parsed {
+                let at = start;
                 start += n;
                 if (100..200).contains(&head.status) && head.status != 101 {
                     continue;
+                }
+                if let Some(kept) = keep.as_deref_mut() {
+                    kept.keep_head(&buf[at..start]);
                 }
                 break head;
             }
@@ -150,11 +166,17 @@ pub async fn exchange<S: Stream>(
         }
         Framing::Length(len) => {
             closing |= buffered > len;
+            if let Some(kept) = keep.as_deref_mut() {
+                kept.keep_body(&buf[start..filled.min(start + len as usize)]);
+            }
             let mut left = len.saturating_sub(buffered);
             while left > 0 {
                 let n = read_some(stream, buf).await.map_err(|e| classify_io(&e))? as u64;
                 if n == 0 {
                     return Err(closed("before the end of the response body"));
+                }
+                if let Some(kept) = keep.as_deref_mut() {
+                    kept.keep_body(&buf[..n.min(left) as usize]);
                 }
                 closing |= n > left;
                 left = left.saturating_sub(n);
@@ -163,10 +185,16 @@ pub async fn exchange<S: Stream>(
         }
         Framing::ToClose => {
             let mut total = buffered;
+            if let Some(kept) = keep.as_deref_mut() {
+                kept.keep_body(&buf[start..filled]);
+            }
             loop {
                 let n = read_some(stream, buf).await.map_err(|e| classify_io(&e))?;
                 if n == 0 {
                     break total;
+                }
+                if let Some(kept) = keep.as_deref_mut() {
+                    kept.keep_body(&buf[..n]);
                 }
                 total += n as u64;
             }
@@ -175,7 +203,7 @@ pub async fn exchange<S: Stream>(
             let mut body = Chunked::new();
             loop {
                 start += body
-                    .feed(&buf[start..filled])
+                    .feed_into(&buf[start..filled], keep.as_deref_mut())
                     .inspect_err(|&c| note(c, || "a chunked response body that does not parse".into()))?;
                 if body.state == ChunkState::Done {
                     closing |= start < filled;

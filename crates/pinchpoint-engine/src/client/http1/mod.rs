@@ -10,8 +10,8 @@
 //!
 //! Responses are framed as RFC 9112 §6.3 says: none for HEAD, 1xx, 204 and 304; chunked
 //! when `Transfer-Encoding` ends in `chunked`; else `Content-Length`; else up to the
-//! close. Interim 1xx responses (other than 101) are skipped. Bodies are counted, not
-//! kept.
+//! close. Interim 1xx responses (other than 101) are skipped. Bodies are counted, and
+//! kept only for a flow that captures from or checks them.
 
 mod conn;
 mod request;
@@ -19,7 +19,7 @@ mod response;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{connect, connect_tcp, exchange, Conn, Stream, MAX_HEAD};
+pub use conn::{connect, connect_tcp, exchange, exchange_keeping, Conn, Stream, MAX_HEAD};
 pub(crate) use request::{push_baggage, push_tag_values, push_traceparent};
 pub use request::{span_id, trace_run_half};
 pub use request::{build, TagLevel, Prepared, Tag};

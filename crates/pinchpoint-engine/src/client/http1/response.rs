@@ -2,6 +2,7 @@
 
 use std::mem::MaybeUninit;
 
+use crate::client::Kept;
 use crate::outcome::ErrorClass;
 
 /// The most response headers accepted, as hyper's default.
@@ -124,7 +125,13 @@ impl Chunked {
 
     /// Consumes what it can of `data`; the rest (an incomplete size or trailer line)
     /// must be fed again with what follows.
+    #[cfg(test)]
     pub(super) fn feed(&mut self, data: &[u8]) -> Result<usize, ErrorClass> {
+        self.feed_into(data, None)
+    }
+
+    /// As [`Chunked::feed`], keeping the data in `keep` if given.
+    pub(super) fn feed_into(&mut self, data: &[u8], mut keep: Option<&mut Kept>) -> Result<usize, ErrorClass> {
         let mut pos = 0;
         loop {
             let rest = &data[pos..];
@@ -143,6 +150,9 @@ impl Chunked {
                 },
                 ChunkState::Data(left) => {
                     let take = left.min(rest.len() as u64);
+                    if let Some(kept) = keep.as_deref_mut() {
+                        kept.keep_body(&rest[..take as usize]);
+                    }
                     pos += take as usize;
                     self.bytes += take;
                     if take < left {

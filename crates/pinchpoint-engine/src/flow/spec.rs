@@ -1,0 +1,86 @@
+//! A flow as the plan gives it: a sequence of requests a user walks through, with what
+//! each takes from its response (captures) and what it must find there (checks).
+//! Paths, header values, bodies and expected values may name variables as `${name}`.
+
+use std::time::Duration;
+
+use crate::config::{RequestSpec, Think};
+
+#[derive(Clone, Debug)]
+pub struct FlowSpec {
+    pub name: String,
+    /// How often a user picks this flow against the others (0: never).
+    pub weight: u32,
+    pub steps: Vec<FlowStepSpec>,
+    /// Rows of test data whose columns become variables.
+    pub feed: Option<FeedSpec>,
+}
+
+#[derive(Clone, Debug)]
+pub struct FlowStepSpec {
+    /// The request; its weight is not used.
+    pub request: RequestSpec,
+    /// The pause after this step's response instead of the run's think time.
+    pub think: Option<Think>,
+    pub captures: Vec<CaptureSpec>,
+    pub checks: Vec<CheckSpec>,
+    /// Call the run's hook with this step's request before it is sent.
+    pub hook: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaptureFrom {
+    /// A JSONPath (RFC 9535) into the body: the first node it selects.
+    Json(String),
+    /// A regular expression over the body: its first group, or the whole match.
+    Regex(String),
+    /// A response header's value.
+    Header(String),
+    /// A cookie's value in the user's jar after this response.
+    Cookie(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct CaptureSpec {
+    pub var: String,
+    pub from: CaptureFrom,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckSpec {
+    /// The status is one of these.
+    Status(Vec<u16>),
+    /// The body holds this text (a template).
+    Contains(String),
+    /// The body matches this regular expression.
+    Matches(String),
+    /// The first node a JSONPath selects equals this text (a template): a string node
+    /// as it is, any other node as JSON.
+    JsonEquals { path: String, expected: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct FeedSpec {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// One row per user for the whole run; else a new row per walk through the flow.
+    pub per_user: bool,
+    /// Rows drawn at random; else in order, cycled.
+    pub random: bool,
+}
+
+/// The variables every flow has: the user's index and its walks through flows so far.
+pub const BUILTIN_VARS: [&str; 2] = ["user", "iteration"];
+
+/// The longest body kept to capture from or check: longer ones are cut, and a capture
+/// or check past the cut fails and says so.
+pub const MAX_KEPT_BODY: usize = 4 << 20;
+
+/// The longest time a flow's requests may take.
+pub fn max_timeout(flows: &[FlowSpec], run: Duration) -> Duration {
+    flows
+        .iter()
+        .flat_map(|f| &f.steps)
+        .filter_map(|s| s.request.timeout)
+        .fold(run, Duration::max)
+}

@@ -1,0 +1,135 @@
+//! Text with variables: `${name}` is replaced by the variable's value when the request
+//! is sent; `$${` stands for a literal `${`.
+
+/// A piece of a template: text as it is, or the variable at this index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    Text(Vec<u8>),
+    Var(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+/// Where a value goes, which decides what it may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Into {
+    /// A request target: bytes that cannot go on the request line are percent-encoded.
+    Path,
+    /// A header value: a value holding CR, LF or NUL is refused.
+    Header,
+    /// A body or an expected value: any bytes.
+    Raw,
+}
+
+impl Template {
+    /// Parses `text`, resolving each name with `index_of` (None: unknown, an error).
+    pub fn parse(text: &str, index_of: &dyn Fn(&str) -> Option<usize>) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut literal = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("${") {
+            if rest[..at].ends_with('$') {
+                literal.extend_from_slice(&rest.as_bytes()[..at - 1]);
+                literal.extend_from_slice(b"${");
+                rest = &rest[at + 2..];
+                continue;
+            }
+            literal.extend_from_slice(&rest.as_bytes()[..at]);
+            let after = &rest[at + 2..];
+            let end = after.find('}').ok_or_else(|| format!("`${{` without its `}}` in {text:?}"))?;
+            let name = after[..end].trim();
+            let index = index_of(name).ok_or_else(|| format!("unknown variable ${{{name}}}"))?;
+            if !literal.is_empty() {
+                parts.push(Part::Text(std::mem::take(&mut literal)));
+            }
+            parts.push(Part::Var(index));
+            rest = &after[end + 1..];
+        }
+        literal.extend_from_slice(rest.as_bytes());
+        if !literal.is_empty() {
+            parts.push(Part::Text(literal));
+        }
+        Ok(Self { parts })
+    }
+
+    pub fn has_vars(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Var(_)))
+    }
+
+    /// Appends the text with `vars` in place to `out`; Err names a variable whose value
+    /// cannot go `into` this place.
+    pub fn render(&self, vars: &[String], into: Into, out: &mut Vec<u8>) -> Result<(), usize> {
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.extend_from_slice(t),
+                Part::Var(i) => {
+                    let value = vars[*i].as_bytes();
+                    match into {
+                        Into::Raw => out.extend_from_slice(value),
+                        Into::Header => {
+                            if value.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)) {
+                                return Err(*i);
+                            }
+                            out.extend_from_slice(value);
+                        }
+                        Into::Path => percent_encode(value, out),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes that may not stand on a request line (controls, space, non-ASCII, and `#`,
+/// which would end the target) as `%XX`.
+fn percent_encode(value: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in value {
+        if b <= b' ' || b >= 0x7f || b == b'#' {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: &str) -> Option<usize> {
+        ["token", "id"].iter().position(|&k| k == n)
+    }
+
+    fn render(t: &str, into: Into) -> Result<String, usize> {
+        let vars = vec!["a b\r\n".to_string(), "42".to_string()];
+        let mut out = Vec::new();
+        Template::parse(t, &names).unwrap().render(&vars, into, &mut out)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn variables_are_replaced_and_literals_kept() {
+        assert_eq!(render("/orders/${id}?x=${ id }", Into::Raw).unwrap(), "/orders/42?x=42");
+        assert_eq!(render("cost $5, $${id} stays", Into::Raw).unwrap(), "cost $5, ${id} stays");
+        assert_eq!(render("plain", Into::Raw).unwrap(), "plain");
+        assert!(!Template::parse("plain", &names).unwrap().has_vars());
+    }
+
+    #[test]
+    fn a_value_is_made_safe_for_where_it_goes() {
+        assert_eq!(render("/q/${token}", Into::Path).unwrap(), "/q/a%20b%0D%0A");
+        assert_eq!(render("Bearer ${token}", Into::Header), Err(0));
+        assert_eq!(render("${token}", Into::Raw).unwrap(), "a b\r\n");
+    }
+
+    #[test]
+    fn unknown_or_unclosed_variables_are_errors() {
+        assert_eq!(Template::parse("/x/${nope}", &names).unwrap_err(), "unknown variable ${nope}");
+        assert!(Template::parse("/x/${id", &names).unwrap_err().contains("without its"));
+    }
+}

@@ -1,0 +1,288 @@
+//! A closed-loop user walking flows: pick a flow by weight, send its steps in order
+//! (each rendered with the user's variables and cookies), check and capture from each
+//! response, think, and start again. A capture that finds nothing (or a step that got
+//! no response to capture from) ends the walk: the user starts a flow afresh.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender as RecordTx;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+
+use crate::client::http1::{Prepared, Tag, TagLevel};
+use crate::client::{Conn, Kept, Outgoing};
+use crate::config::RequestSpec;
+use crate::drive::closed::{
+    flush, pause, unix_us, unpack_step, until, Shared, Unsent, BATCH_EVERY, BATCH_ROWS, CONNECT_BACKOFF,
+    PARKED_POLL,
+};
+use crate::flow::extract::{self, Answer};
+use crate::flow::jar::Jar;
+use crate::flow::template::Into;
+use crate::flow::{Flow, Step, ITERATION_VAR, USER_VAR};
+use crate::outcome::{note, ErrorClass};
+use crate::record::Record;
+use crate::rng::Rng;
+
+/// What a user keeps from one request to the next.
+struct State {
+    conn: Option<Conn>,
+    out: Unsent,
+    last_flush: Instant,
+    request: Outgoing,
+    rng: Rng,
+    jar: Jar,
+    kept: Kept,
+    /// Per flow, the value of each of its variables.
+    vars: Vec<Vec<String>>,
+    scratch: Vec<u8>,
+    epoch: (Instant, i64),
+}
+
+/// How a step ended, for what the walk does next.
+enum Next {
+    Go,
+    /// A capture failed: start a flow afresh.
+    Restart,
+    /// The user was parked or the run ended.
+    Stop,
+}
+
+pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Record>>, mut done: watch::Receiver<bool>) {
+    let flows = shared.flows.as_ref().expect("a flow user runs flows");
+    let mut st = State {
+        conn: None,
+        out: Unsent::new(tx, Vec::new(), shared.abandoned.clone()),
+        last_flush: Instant::now(),
+        request: Outgoing::default(),
+        rng: Rng::stream(shared.seed, u64::from(index)),
+        jar: Jar::default(),
+        kept: Kept::default(),
+        vars: flows.flows.iter().map(|f| vec![String::new(); f.vars.len()]).collect(),
+        scratch: Vec::new(),
+        epoch: (Instant::now(), unix_us(SystemTime::now())),
+    };
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
+    let mut turn = index as usize;
+    let mut iteration = 0u64;
+    while !*done.borrow() {
+        let (_, users) = unpack_step(shared.current.load(Ordering::Acquire));
+        if index >= users {
+            flush(&st.out.tx, &mut st.out.batch, &mut st.last_flush, Instant::now());
+            pause(&mut done, PARKED_POLL).await;
+            continue;
+        }
+        let f = flows.cycle[turn % flows.cycle.len()] as usize;
+        turn += 1;
+        let flow = &flows.flows[f];
+        begin_walk(flow, &mut st.vars[f], index, iteration, &mut st.rng);
+        iteration += 1;
+        for step in &flow.steps {
+            let next = send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await;
+            if matches!(next, Next::Stop) || *done.borrow() {
+                break;
+            }
+            let think = step.think.unwrap_or(shared.think).sample(&mut st.rng);
+            if !think.is_zero() {
+                pause(&mut done, think).await;
+            }
+            if matches!(next, Next::Restart) {
+                break;
+            }
+        }
+    }
+    flush(&st.out.tx, &mut st.out.batch, &mut st.last_flush, Instant::now());
+}
+
+/// Sets the built-in variables and the feed's row for a new walk through `flow`.
+fn begin_walk(flow: &Flow, vars: &mut [String], user: u32, iteration: u64, rng: &mut Rng) {
+    vars[USER_VAR] = user.to_string();
+    vars[ITERATION_VAR] = iteration.to_string();
+    let Some(feed) = &flow.feed else { return };
+    let n = feed.rows.len() as u64;
+    let row = match (feed.per_user, feed.random) {
+        (true, false) => u64::from(user) % n,
+        (false, false) => feed.next.fetch_add(1, Ordering::Relaxed) % n,
+        // Per user and random: the same draw on every walk, from the user's own stream.
+        (true, true) => Rng::stream(u64::from(user), 0x5eed).next_u64() % n,
+        (false, true) => rng.next_u64() % n,
+    } as usize;
+    for (slot, value) in feed.slots.iter().zip(&feed.rows[row]) {
+        vars[*slot].clone_from(value);
+    }
+}
+
+/// The step's request with the user's variables and cookies in place; Err: why not.
+fn render(step: &Step, vars: &[String], jar: &Jar, scratch: &mut Vec<u8>) -> Result<RequestSpec, String> {
+    let text = |scratch: &mut Vec<u8>| String::from_utf8_lossy(scratch).into_owned();
+    let refused = |slot: usize, flow_vars: &str| format!("${{{flow_vars}}} (variable {slot}) holds a CR or LF");
+    scratch.clear();
+    step.path.render(vars, Into::Path, scratch).map_err(|i| refused(i, "path"))?;
+    let path = text(scratch);
+    let mut headers = Vec::with_capacity(step.headers.len() + 1);
+    for (name, value) in &step.headers {
+        scratch.clear();
+        value.render(vars, Into::Header, scratch).map_err(|i| refused(i, name))?;
+        headers.push((name.clone(), text(scratch)));
+    }
+    if !step.sets_cookie {
+        scratch.clear();
+        if jar.header_value(&path, scratch) {
+            headers.push(("Cookie".to_string(), text(scratch)));
+        }
+    }
+    let mut body = Vec::new();
+    let _ = step.body.render(vars, Into::Raw, &mut body);
+    Ok(RequestSpec { method: step.method.clone(), path, headers, body, weight: 1, timeout: step.timeout })
+}
+
+async fn send_step(
+    shared: &Shared,
+    flow: &Flow,
+    f: usize,
+    step: &Step,
+    index: u32,
+    st: &mut State,
+    timer: std::pin::Pin<&mut tokio::time::Sleep>,
+) -> Next {
+    let (step_no, users) = unpack_step(shared.current.load(Ordering::Acquire));
+    if index >= users {
+        return Next::Stop;
+    }
+    let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);
+    let (epoch, epoch_us) = st.epoch;
+    let mut record = Record {
+        req_id,
+        step: step_no,
+        users,
+        endpoint: step.endpoint,
+        start_us: 0,
+        intended_us: 0,
+        latency_us: 0,
+        service_us: 0,
+        status: 0,
+        error: None,
+        bytes: 0,
+    };
+    let started = Instant::now();
+    let prepared = match prepare(shared, flow, f, step, st).await {
+        Ok(p) => p,
+        Err(why) => {
+            note(ErrorClass::Capture, || format!("{} step {}: {why}", flow.name, step.endpoint));
+            record.start_us = epoch_us + (started - epoch).as_micros() as i64;
+            record.intended_us = record.start_us;
+            record.error = Some(ErrorClass::Capture);
+            push(st, record);
+            return Next::Restart;
+        }
+    };
+    let tag = Tag { run_id: &shared.run_id, trace_half: shared.trace_half, level: TagLevel::Users(users), req_id };
+    shared.target.build(&prepared, shared.tag.then_some(&tag), &mut st.request);
+    if st.conn.as_mut().is_some_and(|c| !c.is_reusable()) {
+        st.conn = None;
+    }
+    st.kept.clear();
+    st.kept.want_body = step.reads_body;
+    let mut connecting = false;
+    st.out.in_flight = true;
+    let started = Instant::now();
+    let deadline = (started + prepared.timeout).into();
+    let outcome = {
+        let (conn, request, kept) = (&mut st.conn, &mut st.request, &mut st.kept);
+        until(timer, deadline, async {
+            if conn.is_none() {
+                connecting = true;
+                *conn = Some(shared.target.connect(prepared.timeout).await?);
+                connecting = false;
+            }
+            let c = conn.as_mut().expect("connected above");
+            shared.target.exchange_keeping(c, request, &prepared, Some(kept)).await
+        })
+        .await
+        .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }))
+    };
+    st.out.in_flight = false;
+    let ended = Instant::now();
+    record.start_us = epoch_us + (started - epoch).as_micros() as i64;
+    record.intended_us = record.start_us;
+    record.latency_us = (ended - started).as_micros() as i64;
+    record.service_us = record.latency_us;
+    let mut next = Next::Go;
+    match outcome {
+        Ok(resp) => {
+            record.status = resp.status;
+            record.bytes = resp.bytes;
+            if resp.closing {
+                st.conn = None;
+            }
+            let (class, walk) = judge(flow, f, step, resp.status, st);
+            record.error = class;
+            next = walk;
+        }
+        Err(class) => {
+            record.error = Some(class);
+            st.conn = None;
+            if !step.captures.is_empty() {
+                next = Next::Restart;
+            }
+            if matches!(class, ErrorClass::ConnectRefused | ErrorClass::ConnectError | ErrorClass::ConnectTimeout | ErrorClass::Tls) {
+                push(st, record);
+                tokio::time::sleep(CONNECT_BACKOFF).await;
+                return next;
+            }
+        }
+    }
+    push(st, record);
+    next
+}
+
+/// The step's request, rendered, through the hook if it has one, and checked.
+async fn prepare(shared: &Shared, flow: &Flow, f: usize, step: &Step, st: &mut State) -> Result<Prepared, String> {
+    let mut spec = render(step, &st.vars[f], &st.jar, &mut st.scratch)?;
+    if step.hook {
+        if let Some(hook) = &shared.hook {
+            let vars = flow.vars.iter().cloned().zip(st.vars[f].iter().cloned()).collect();
+            spec = hook.call(step.endpoint, vars, spec).await.map_err(|e| format!("hook: {e}"))?;
+        }
+    }
+    Prepared::new(&spec, shared.timeout)
+}
+
+/// Takes the response's cookies, runs the checks then the captures: the record's error
+/// class (the first that failed) and what the walk does next.
+fn judge(flow: &Flow, f: usize, step: &Step, status: u16, st: &mut State) -> (Option<ErrorClass>, Next) {
+    for (name, value) in &st.kept.headers {
+        if name.eq_ignore_ascii_case("set-cookie") {
+            st.jar.set_from_header(value);
+        }
+    }
+    let mut answer = Answer::new(status, &st.kept);
+    let mut class = None;
+    for check in &step.checks {
+        if let Err(why) = extract::check(check, &mut answer, &st.vars[f], &mut st.scratch) {
+            note(ErrorClass::Check, || format!("{} step {}: {why}", flow.name, step.endpoint));
+            class = Some(ErrorClass::Check);
+            break;
+        }
+    }
+    for capture in &step.captures {
+        match extract::capture(capture, &mut answer, &st.jar) {
+            Ok(value) => st.vars[f][capture.var] = value,
+            Err(why) => {
+                note(ErrorClass::Capture, || format!("{} step {}: {why} (status {status})", flow.name, step.endpoint));
+                return (class.or(Some(ErrorClass::Capture)), Next::Restart);
+            }
+        }
+    }
+    (class, Next::Go)
+}
+
+fn push(st: &mut State, record: Record) {
+    st.out.batch.push(record);
+    let now = Instant::now();
+    if st.out.batch.len() >= BATCH_ROWS || now - st.last_flush >= BATCH_EVERY {
+        flush(&st.out.tx, &mut st.out.batch, &mut st.last_flush, now);
+    }
+}
