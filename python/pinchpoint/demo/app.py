@@ -19,7 +19,7 @@ from typing import Any
 from flask import Flask, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from pinchpoint.demo import hot
+from pinchpoint.demo import hot, journey
 from pinchpoint.demo.env import DB_ENV, PG_DSN_ENV, PROBE_LOG_ENV
 from pinchpoint.probe import ProbeWSGI
 
@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS items (
 
 def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = None) -> Flask:
     """The demo app, its database created and seeded if new, the probe logging to probe_log;
-    with pg_dsn, `POST /api/hot` updates a hot row in that PostgreSQL database."""
+    with pg_dsn, `POST /api/hot` updates a hot row in that PostgreSQL database. The shop
+    journey's endpoints are in demo/journey.py."""
     db_path = Path(db_path)
     init_db(db_path)
     app = Flask("pinchpoint.demo")
@@ -98,6 +99,7 @@ def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = 
         return jsonify(kb=kb, n=n, fsync_s=append_and_sync(db_path.with_name(FSYNC_FILE), kb, n))
 
     hot.register(app, pg_dsn)
+    journey.register(app, db)
     return app
 
 
@@ -128,7 +130,8 @@ def wsgi() -> Flask:
 
 
 def init_db(db_path: Path) -> None:
-    """Creates the items table and seeds it once, safe when several workers start together."""
+    """Creates the tables (the items, the journey's) and seeds them once, safe when several
+    workers start together."""
     conn = _connect(db_path)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -138,6 +141,7 @@ def init_db(db_path: Path) -> None:
         if conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 0:
             rows = [(f"item {i}", 1 + (i * 37 % 1000) / 10) for i in range(1, SEED_ROWS + 1)]
             conn.executemany("INSERT INTO items (name, price) VALUES (?, ?)", rows)
+        journey.init_tables(conn, SEED_ROWS)
         conn.execute("COMMIT")
     finally:
         conn.close()
