@@ -4,7 +4,14 @@ import os
 from collections.abc import Mapping
 from typing import Any, Self, final
 
-__all__ = ["ERROR_CLASSES", "LoadRun", "NginxScanner", "records_to_parquet", "start"]
+__all__ = [
+    "ERROR_CLASSES",
+    "LoadRun",
+    "NginxScanner",
+    "expression_error",
+    "records_to_parquet",
+    "start",
+]
 
 # The engine's error classes (connect_refused, ..., timeout, io), in its order.
 ERROR_CLASSES: list[str]
@@ -41,6 +48,10 @@ class NginxScanner:
     def next_batch(self, max_lines: int) -> dict[str, Any]:
         """Up to `max_lines` lines: `rows`, the columns as bytes, the counts, `deferred`
         (bytes or None) and `done`."""
+
+def expression_error(kind: str, text: str) -> str | None:
+    """None if `text` compiles as a JSONPath (`kind` "json") or regular expression
+    ("regex") for a flow's capture or check, else why not."""
 
 def start(config: Mapping[str, Any]) -> LoadRun:
     """Starts a run on background threads and returns at once."""

@@ -138,6 +138,8 @@ def execute(
         "host": _host_facts(),
         "log_marks": {name: m for c in using for name, m in c.log_marks().items()},
         "load_steps": step_counts(summary),
+        # The name of each `endpoint` index in requests.parquet.
+        "endpoint_names": summary.get("endpoint_names") or plan.endpoints(),
     }
     if knee is not None:
         run["find_knee"] = knee.record

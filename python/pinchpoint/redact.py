@@ -49,9 +49,10 @@ def secret_values(plan: Plan) -> list[str]:
     agents and Prometheus servers read from the environment. Longest first."""
     names = {*SECRET_HEADERS, *(n.lower() for n in plan.target.secret_headers)}
     found: set[str] = set()
-    for request in plan.request:
-        for name, value in request.headers.items():
-            if name.lower() in names and value:
+    headers = [r.headers for r in plan.request] + [s.headers for f in plan.flow for s in f.step]
+    for request_headers in headers:
+        for name, value in request_headers.items():
+            if name.lower() in names and value and "${" not in value:
                 found.add(value)
                 found.update(p for p in _parts(value) if len(p) >= MIN_PART)
     variables = [a.token_env for a in plan.agent]

@@ -2,6 +2,7 @@
 //! stop and collect it without holding the GIL; and scans nginx access logs
 //! (`NginxScanner`, in `logs.rs`).
 
+mod flows;
 mod logs;
 
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use pinchpoint_engine::{
-    Arrivals, ErrorClass, HttpVersion, Level, Live, OpenLoop, Phase, Protocol, RequestSpec, RunConfig, RunSummary,
+    Arrivals, ErrorClass, HookHandle, HttpVersion, Level, Live, OpenLoop, Phase, Protocol, RequestSpec, RunConfig, RunSummary,
     Step, StepStats, Think, TlsOptions,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -22,7 +23,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct PyRequest {
+pub(crate) struct PyRequest {
     method: String,
     path: String,
     headers: Vec<(String, String)>,
@@ -43,7 +44,7 @@ struct PyStep {
 /// `kind` is constant (`value_s`), uniform (`min_s` to `max_s`) or exponential (mean `value_s`).
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct PyThink {
+pub(crate) struct PyThink {
     kind: String,
     value_s: f64,
     min_s: f64,
@@ -109,15 +110,30 @@ struct PyConfig {
     threads: usize,
     tag: bool,
     protocol: PyProtocol,
+    flows: Vec<flows::PyFlow>,
+    hook: Option<Py<PyAny>>,
 }
 
-fn seconds(name: &str, value: f64) -> PyResult<Duration> {
+impl PyRequest {
+    pub(crate) fn into_spec(self) -> PyResult<RequestSpec> {
+        Ok(RequestSpec {
+            timeout: self.timeout_s.map(|t| seconds("request timeout", t)).transpose()?,
+            method: self.method,
+            path: self.path,
+            headers: self.headers,
+            body: self.body,
+            weight: self.weight,
+        })
+    }
+}
+
+pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value)
         .map_err(|_| PyValueError::new_err(format!("{name}: {value} is not a duration in seconds")))
 }
 
 impl PyThink {
-    fn into_think(self) -> PyResult<Think> {
+    pub(crate) fn into_think(self) -> PyResult<Think> {
         Ok(match self.kind.as_str() {
             "constant" => Think::Constant(seconds("think time", self.value_s)?),
             "uniform" => Think::Uniform { min: seconds("think time min", self.min_s)?, max: seconds("think time max", self.max_s)? },
@@ -162,20 +178,8 @@ impl PyConfig {
                 Ok(Step { users: s.users, duration: seconds(&format!("step {i}"), s.duration_s)?, ramp_from: s.ramp_from })
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let requests = self
-            .requests
-            .into_iter()
-            .map(|r| {
-                Ok(RequestSpec {
-                    timeout: r.timeout_s.map(|t| seconds("request timeout", t)).transpose()?,
-                    method: r.method,
-                    path: r.path,
-                    headers: r.headers,
-                    body: r.body,
-                    weight: r.weight,
-                })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
+        let requests = self.requests.into_iter().map(PyRequest::into_spec).collect::<PyResult<Vec<_>>>()?;
+        let flows = self.flows.into_iter().map(flows::PyFlow::into_spec).collect::<PyResult<Vec<_>>>()?;
         Ok(RunConfig {
             run_id: self.run_id,
             host: self.host,
@@ -190,6 +194,8 @@ impl PyConfig {
             threads: self.threads,
             tag: self.tag,
             protocol: self.protocol.into_protocol()?,
+            flows,
+            hook: self.hook.map(|f| HookHandle(Arc::new(flows::PyHook(f)))),
         })
     }
 }
@@ -386,6 +392,7 @@ fn records_to_parquet(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<u6
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(records_to_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(flows::expression_error, m)?)?;
     m.add_class::<LoadRun>()?;
     m.add_class::<logs::NginxScanner>()?;
     m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;

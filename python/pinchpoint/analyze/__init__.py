@@ -54,8 +54,8 @@ def _curve(steps: list[dict]) -> dict:
 
 def _endpoint(data: RunData) -> str:
     # Requests of several kinds are not told apart in requests.parquet: one estimate for all.
-    paths = {f"{r.method} {r.path}" for r in data.plan.request}
-    return paths.pop() if len(paths) == 1 else "all requests"
+    names = set(data.endpoint_names())
+    return names.pop() if len(names) == 1 else "all requests"
 
 
 @private_files()

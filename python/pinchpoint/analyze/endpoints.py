@@ -32,12 +32,12 @@ def endpoint_table(data: RunData) -> list[dict]:
         return []
     windows = steady_windows(data.run)
     out = []
-    for index, request in enumerate(data.plan.request):
+    for index, name in enumerate(data.endpoint_names()):
         mine = data.requests.filter(pl.col("endpoint") == index)
         if mine.height == 0:
             continue
         steps = [s for w in windows if (s := _step(mine, w)) is not None]
-        out.append(describe(f"{request.method} {request.path}", index, steps, min_latency_ms(mine)))
+        out.append(describe(name, index, steps, min_latency_ms(mine)))
     return out
 
 

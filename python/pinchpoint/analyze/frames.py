@@ -22,6 +22,12 @@ class RunData:
     # Calls between tiers that traces showed (collection.json `calls`), beside the plan's.
     traced_calls: dict[str, list[str]] = field(default_factory=dict)
 
+    def endpoint_names(self) -> list[str]:
+        """The name of each `endpoint` index of the records: as the load recorded them
+        (a locustfile's request names), else the plan's requests and flow steps."""
+        recorded = self.run.get("endpoint_names")
+        return list(recorded) if recorded else self.plan.endpoints()
+
     def tier_graph(self) -> tuple[list[str], dict[str, list[str]]]:
         """The tiers from the entry to the leaves, and what each calls: the plan's
         components and calls, then those the traces showed."""

@@ -69,7 +69,8 @@ def run_steps(
     """Runs every step of the plan and writes `requests.parquet` into run_dir."""
     stream = run_dir / files.REQUEST_STREAM
     run = _engine.start(engine_config(plan, run_id, stream))
-    longest = max([plan.load.timeout, *(r.timeout or 0.0 for r in plan.request)])
+    timeouts = [r.timeout for r in plan.request] + [s.timeout for f in plan.flow for s in f.step]
+    longest = max([plan.load.timeout, *(t or 0.0 for t in timeouts)])
     halt = _Halt(run, longest)
     next_tick = time.monotonic() + TICK_S
     summary = None

@@ -7,11 +7,14 @@ structs under it) and checks them again; a key missing or of the wrong type ther
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypedDict
 
+from pinchpoint.load.hooks import load_hook
+from pinchpoint.plan.flows import Feed, Flow, FlowStep
 from pinchpoint.plan.load_models import ThinkTime
-from pinchpoint.plan.model import Level, Plan, Target
+from pinchpoint.plan.model import Level, Plan, Request, Target
 
 
 class EngineRequest(TypedDict):
@@ -58,6 +61,30 @@ class EngineProtocol(TypedDict):
     streams_per_connection: int
 
 
+class EngineFeed(TypedDict):
+    columns: list[str]
+    rows: list[list[str]]
+    per_user: bool
+    random: bool
+
+
+class EngineFlowStep(TypedDict):
+    request: EngineRequest
+    think: EngineThink | None
+    # (variable, kind, text): kind json, regex, header or cookie.
+    captures: list[tuple[str, str, str]]
+    # (kind, text, expected): kind status, contains, matches or json.
+    checks: list[tuple[str, str, str]]
+    hook: bool
+
+
+class EngineFlow(TypedDict):
+    name: str
+    weight: int
+    steps: list[EngineFlowStep]
+    feed: EngineFeed | None
+
+
 class EngineConfig(TypedDict):
     run_id: str
     host: str
@@ -72,27 +99,29 @@ class EngineConfig(TypedDict):
     threads: int
     tag: bool
     protocol: EngineProtocol
+    flows: list[EngineFlow]
+    # A function `hook(request, vars)` (load/hooks.py), or None.
+    hook: Callable[[dict, dict], dict | None] | None
 
 
 def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
+    """The engine's configuration of `plan`. Reads the flows' feeds and imports the
+    hook: a ValueError names the feed's file and line, or the hook."""
     base = plan.target.base_path
     load = plan.load
     levels = load.levels()
+    requests = [_request(r, base) for r in plan.request]
+    flows = [_flow(f, base) for f in plan.flow]
+    if flows:
+        # A request beside flows is a flow of one step, named as the request.
+        names = plan.endpoints()[: len(requests)]
+        flows = [_single(r, name) for r, name in zip(requests, names, strict=True)] + flows
+        requests = []
     return {
         "run_id": run_id,
         "host": plan.target.host,
         "port": plan.target.port,
-        "requests": [
-            {
-                "method": r.method,
-                "path": base + r.path,
-                "headers": list(r.headers.items()),
-                "body": r.body.encode(),
-                "weight": r.weight,
-                "timeout_s": r.timeout,
-            }
-            for r in plan.request
-        ],
+        "requests": requests,
         "steps": []
         if load.open
         else [
@@ -113,6 +142,58 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
         "threads": load.threads,
         "tag": plan.target.tag,
         "protocol": _protocol(plan.target),
+        "flows": flows,
+        "hook": load_hook(load.hook) if load.hook is not None else None,
+    }
+
+
+def _request(r: Request | FlowStep, base: str, weight: int = 1) -> EngineRequest:
+    return {
+        "method": r.method,
+        "path": base + r.path,
+        "headers": list(r.headers.items()),
+        "body": r.body.encode(),
+        "weight": r.weight if isinstance(r, Request) else weight,
+        "timeout_s": r.timeout,
+    }
+
+
+def _single(request: EngineRequest, name: str) -> EngineFlow:
+    step: EngineFlowStep = {
+        "request": request,
+        "think": None,
+        "captures": [],
+        "checks": [],
+        "hook": False,
+    }
+    return {"name": name, "weight": request["weight"], "steps": [step], "feed": None}
+
+
+def _flow(flow: Flow, base: str) -> EngineFlow:
+    return {
+        "name": flow.name,
+        "weight": flow.weight,
+        "steps": [
+            {
+                "request": _request(s, base),
+                "think": _think(s.think_time) if s.think_time is not None else None,
+                "captures": [(c.name, *c.source()) for c in s.capture],
+                "checks": s.check.engine_checks() if s.check is not None else [],
+                "hook": s.hook,
+            }
+            for s in flow.step
+        ],
+        "feed": _feed(flow.feed) if flow.feed is not None else None,
+    }
+
+
+def _feed(feed: Feed) -> EngineFeed:
+    data = feed.read()
+    return {
+        "columns": data.columns,
+        "rows": data.rows,
+        "per_user": feed.per == "user",
+        "random": feed.order == "random",
     }
 
 

@@ -195,13 +195,13 @@ def _errors(requests: pl.DataFrame) -> dict[str, int]:
 
 def _endpoints(plan: Plan, requests: pl.DataFrame) -> list[dict]:
     out = []
-    for i, request in enumerate(plan.request):
+    for i, name in enumerate(plan.endpoints()):
         mine = requests.filter(pl.col("endpoint") == i)
         failed = mine.filter(pl.col("error").is_not_null() | (pl.col("status") >= 400)).height
         out.append(
             {
                 "endpoint": i,
-                "request": f"{request.method} {request.path}",
+                "request": name,
                 "requests": mine.height,
                 "failed": failed,
                 "latency_us": _latency(mine.filter(pl.col("error").is_null())["latency_us"]),

@@ -172,6 +172,9 @@ class Load(Strict):
     threads: int = Field(default=0, ge=0, le=MAX_THREADS)
     # A step plan of users searched for its knee (knee_search.py) instead of run whole.
     find_knee: bool = False
+    # `file.py:function` or `module:function`, called with the request of each flow step
+    # marked `hook = true` before it is sent (load/hooks.py).
+    hook: str | None = None
 
     @property
     def open(self) -> bool:

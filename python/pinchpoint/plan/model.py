@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from pinchpoint.logformats import get_parser, known_formats
+from pinchpoint.plan.flows import Flow
 from pinchpoint.plan.load_models import (
     MAX_COUNT,
     MAX_RATE,
@@ -338,7 +339,9 @@ class Sampling(Strict):
 class Plan(Strict):
     target: Target
     load: Load
-    request: list[Request] = Field(min_length=1)
+    request: list[Request] = Field(default_factory=list)
+    # User journeys (plan/flows.py): sequences of requests with captures and checks.
+    flow: list[Flow] = Field(default_factory=list, max_length=100)
     component: list[Component] = Field(default_factory=list)
     sampling: Sampling = Sampling()
     agent: list[Agent] = Field(default_factory=list)
@@ -351,10 +354,17 @@ class Plan(Strict):
 
     @model_validator(mode="after")
     def _check_weights(self) -> Plan:
-        if not any(r.weight for r in self.request):
+        if not self.request and not self.flow:
+            raise ValueError("no [[request]] and no [[flow]]: nothing to send")
+        if not any(r.weight for r in self.request) and not any(f.weight for f in self.flow):
+            where = ("request", 0, "weight") if self.request else ("flow", 0, "weight")
+            raise FieldError(where, "every request and flow has weight 0: nothing to send")
+        if self.flow and self.load.open:
             raise FieldError(
-                ("request", 0, "weight"), "every request has weight 0: nothing to send"
+                ("flow", 0), "flows run in closed loop: [load] users, steps or stages, not phases"
             )
+        if self.load.hook is not None and not any(s.hook for f in self.flow for s in f.step):
+            raise FieldError(("load", "hook"), "no flow step has hook = true to call it")
         return self
 
     @model_validator(mode="after")
@@ -383,6 +393,12 @@ class Plan(Strict):
     def _check_prometheus(self) -> Plan:
         check_series_names(self.prometheus, [c.name for c in self.component])
         return self
+
+    def endpoints(self) -> list[str]:
+        """The name of each request in the run's records (their `endpoint` index): the
+        plan's requests as `METHOD path`, then each flow's steps as `flow/step`."""
+        names = [f"{r.method} {r.path}" for r in self.request]
+        return names + [label for f in self.flow for label in f.labels()]
 
     def tiers(self) -> list[str]:
         """Component names ordered from the entry tier to the leaves."""

@@ -185,20 +185,28 @@ def _key_lines(text: str) -> dict[tuple, int]:
         if m := _TABLE.match(line):
             names = tuple(p.strip().strip("\"'") for p in m.group(2).split("."))
             if m.group(1) == "[[":
-                index = counters.get(names, -1) + 1
-                counters[names] = index
-                current = (*names, index)
+                # An array of tables is counted under its parent's current entry:
+                # [[flow.step]] restarts at 0 in each [[flow]].
+                key = (*_resolve(names[:-1], counters), names[-1])
+                index = counters.get(key, -1) + 1
+                counters[key] = index
+                current = (*key, index)
             else:
-                resolved: list = []
-                for name in names:
-                    resolved.append(name)
-                    if tuple(n for n in resolved if isinstance(n, str)) in counters:
-                        resolved.append(counters[tuple(n for n in resolved if isinstance(n, str))])
-                current = tuple(resolved)
+                current = _resolve(names, counters)
             found.setdefault(current, number)
         elif m := _KEY.match(line):
             found.setdefault((*current, m.group(1).strip('"')), number)
     return found
+
+
+def _resolve(names: tuple, counters: dict[tuple, int]) -> tuple:
+    """A dotted table name with the current entry of each array of tables in it."""
+    resolved: list = []
+    for name in names:
+        resolved.append(name)
+        if tuple(resolved) in counters:
+            resolved.append(counters[tuple(resolved)])
+    return tuple(resolved)
 
 
 def _nearest_line(lines: dict[tuple, int], loc: tuple) -> int | None:

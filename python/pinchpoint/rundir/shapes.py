@@ -40,6 +40,8 @@ class RunJson(TypedDict):
     host: NotRequired[HostFacts]
     log_marks: NotRequired[dict[str, Any]]
     load_steps: NotRequired[list[dict[str, Any]]]
+    # The name of each `endpoint` index of requests.parquet: `METHOD path`, `flow/step`.
+    endpoint_names: NotRequired[list[str]]
     abandoned: NotRequired[int]
     error_reasons: NotRequired[dict[str, list[str]]]
     find_knee: NotRequired[dict[str, Any]]

@@ -62,7 +62,7 @@ pub struct Flows {
     pub cycle: Vec<u32>,
 }
 
-/// Slot of the built-in `user` and `iteration` variables.
+/// Slot of the built-in `user_index` and `iteration` variables.
 pub const USER_VAR: usize = 0;
 pub const ITERATION_VAR: usize = 1;
 

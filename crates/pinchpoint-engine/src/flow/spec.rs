@@ -70,7 +70,7 @@ pub struct FeedSpec {
 }
 
 /// The variables every flow has: the user's index and its walks through flows so far.
-pub const BUILTIN_VARS: [&str; 2] = ["user", "iteration"];
+pub const BUILTIN_VARS: [&str; 2] = ["user_index", "iteration"];
 
 /// The longest body kept to capture from or check: longer ones are cut, and a capture
 /// or check past the cut fails and says so.

@@ -1,0 +1,235 @@
+"""The plan's `[[flow]]`: user journeys. A flow is a sequence of steps (requests) a
+user walks through in order; a step may take values from its response into variables
+(`[[flow.step.capture]]`), used as `${name}` in the paths, headers and bodies of the
+steps after it, and check what its response says (`[flow.step.check]`). A flow's
+`[flow.feed]` gives test data from a CSV or JSON-lines file, a row per user or per walk.
+
+    [[flow]]
+    name = "shop"
+    feed = { file = "accounts.csv", per = "user" }
+
+    [[flow.step]]
+    name = "login"
+    method = "POST"
+    path = "/api/login"
+    body = '{"user": "${user_name}", "password": "${password}"}'
+    headers = { Content-Type = "application/json" }
+    capture = [{ name = "token", json = "$.token" }]
+    check = { status = [200] }
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
+from pinchpoint.plan.load_models import Think
+from pinchpoint.plan.toml import Duration, FieldError, Strict
+
+# Built in to every flow: the user's index and its walks so far.
+BUILTIN_VARS = ("user_index", "iteration")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VAR = re.compile(r"(?<!\$)\$\{\s*([^}]*?)\s*\}")
+MAX_STEPS = 1000
+
+
+def is_name(text: str) -> bool:
+    return bool(_NAME.match(text))
+
+
+def variables_in(text: str) -> list[str]:
+    """The names `${name}` in a template (`$${` is a literal `${`)."""
+    return _VAR.findall(text)
+
+
+class Capture(Strict):
+    """Takes a value from a step's response into the variable `name`: the first node a
+    JSONPath selects in the body, a regular expression's first group (or whole match),
+    a response header, or a cookie the user holds after the response."""
+
+    name: str
+    json_: str | None = Field(default=None, alias="json")
+    regex: str | None = None
+    header: str | None = None
+    cookie: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Capture:
+        if not _NAME.match(self.name):
+            raise FieldError("name", f"{self.name!r} is not a variable name (letters, digits, _)")
+        if self.name in BUILTIN_VARS:
+            raise FieldError("name", f"{self.name!r} is a built-in variable")
+        given = [(k, v) for k, v in self._sources() if v is not None]
+        if len(given) != 1:
+            raise ValueError("set one of json, regex, header or cookie")
+        kind, text = given[0]
+        if kind in ("json", "regex"):
+            _compiles(kind, text)
+        return self
+
+    def _sources(self) -> list[tuple[str, str | None]]:
+        return [
+            ("json", self.json_),
+            ("regex", self.regex),
+            ("header", self.header),
+            ("cookie", self.cookie),
+        ]
+
+    def source(self) -> tuple[str, str]:
+        """(kind, text) of the one source set."""
+        return next((k, v) for k, v in self._sources() if v is not None)
+
+
+def _compiles(kind: str, text: str) -> None:
+    from pinchpoint import _engine
+
+    error = _engine.expression_error(kind, text)
+    if error is not None:
+        raise FieldError(kind, error.replace("\n", " "))
+
+
+class Check(Strict):
+    """What a step's response must say; a response that does not is an error of class
+    `check`. `json` maps JSONPaths to the value their first node must equal (a string
+    node as it is, another as JSON; a template)."""
+
+    status: list[int] | int | None = None
+    contains: str | None = None
+    matches: str | None = None
+    json_: dict[str, str | int | float | bool] = Field(default_factory=dict, alias="json")
+
+    @field_validator("status")
+    @classmethod
+    def _codes(cls, value: list[int] | int | None) -> list[int] | int | None:
+        codes = [value] if isinstance(value, int) else value or []
+        for code in codes:
+            if not 100 <= code <= 599:
+                raise ValueError(f"{code} is not an HTTP status (100-599)")
+        return value
+
+    @model_validator(mode="after")
+    def _compile(self) -> Check:
+        if self.matches is not None:
+            _compiles("regex", self.matches)
+        for path in self.json_:
+            try:
+                _compiles("json", path)
+            except FieldError as e:
+                raise FieldError(("json", path), str(e)) from None
+        return self
+
+    def engine_checks(self) -> list[tuple[str, str, str]]:
+        out: list[tuple[str, str, str]] = []
+        if self.status is not None:
+            codes = [self.status] if isinstance(self.status, int) else self.status
+            out.append(("status", ",".join(str(c) for c in codes), ""))
+        if self.contains is not None:
+            out.append(("contains", self.contains, ""))
+        if self.matches is not None:
+            out.append(("matches", self.matches, ""))
+        for path, value in self.json_.items():
+            expected = str(value).lower() if isinstance(value, bool) else str(value)
+            out.append(("json", path, expected))
+        return out
+
+    def templates(self) -> list[tuple[tuple, str]]:
+        found: list[tuple[tuple, str]] = []
+        if self.contains is not None:
+            found.append((("contains",), self.contains))
+        found += [(("json", p), str(v)) for p, v in self.json_.items()]
+        return found
+
+
+class Feed(Strict):
+    """Test data: a CSV file with a header row, or JSON lines (`.jsonl`), each row's
+    columns becoming variables; a row per user (`per = "user"`) or per walk through the
+    flow (`per = "iteration"`), in order or at random."""
+
+    file: str
+    per: Literal["user", "iteration"] = "iteration"
+    order: Literal["sequential", "random"] = "sequential"
+
+    @model_validator(mode="after")
+    def _readable(self) -> Feed:
+        try:
+            read_columns(Path(self.file))
+        except ValueError as e:
+            raise FieldError("file", str(e)) from None
+        return self
+
+    def columns(self) -> list[str]:
+        return read_columns(Path(self.file))
+
+    def read(self) -> FeedData:
+        """Every row; ValueError names the file and line."""
+        return read_feed(Path(self.file))
+
+
+class FlowStep(Strict):
+    name: str | None = None
+    path: str
+    method: str = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: str = ""
+    timeout: Duration | None = None
+    # The pause after this step instead of [load] think_time.
+    think_time: Think | None = None
+    capture: list[Capture] = Field(default_factory=list)
+    check: Check | None = None
+    # Call the run's hook (`[load] hook`) with this step's request before it is sent.
+    hook: bool = False
+
+    @model_validator(mode="after")
+    def _request(self) -> FlowStep:
+        from pinchpoint.plan.model import Request
+
+        Request.model_validate(
+            {"path": self.path, "method": self.method, "headers": self.headers, "body": self.body}
+        )
+        return self
+
+    def label(self) -> str:
+        return self.name or f"{self.method} {self.path}"
+
+    def templates(self) -> list[tuple[tuple, str]]:
+        found: list[tuple[tuple, str]] = [(("path",), self.path), (("body",), self.body)]
+        found += [(("headers", k), v) for k, v in self.headers.items()]
+        if self.check is not None:
+            found += [(("check", *loc), t) for loc, t in self.check.templates()]
+        return found
+
+
+class Flow(Strict):
+    name: str
+    weight: int = Field(default=1, ge=0, le=10_000)
+    feed: Feed | None = None
+    step: list[FlowStep] = Field(min_length=1, max_length=MAX_STEPS)
+
+    @model_validator(mode="after")
+    def _variables_known(self) -> Flow:
+        """A variable is used only once something sets it: a feed column, a built-in,
+        or a capture of an earlier step (or of the same step, in its checks)."""
+        if not _NAME.match(self.name.replace("-", "_")):
+            raise FieldError("name", f"{self.name!r}: a flow name is letters, digits, - and _")
+        known = set(BUILTIN_VARS) | set(self.feed.columns() if self.feed else [])
+        for i, step in enumerate(self.step):
+            captured = {c.name for c in step.capture}
+            for loc, text in step.templates():
+                usable = known | captured if loc[0] == "check" else known
+                for name in variables_in(text):
+                    if name not in usable:
+                        raise FieldError(
+                            ("step", i, *loc),
+                            f"${{{name}}} is not set before this step: not a feed column, "
+                            "a built-in (user_index, iteration) or an earlier step's capture",
+                        )
+            known |= captured
+        return self
+
+    def labels(self) -> list[str]:
+        """Each step's name in the run's tables: `<flow>/<step name or METHOD path>`."""
+        return [f"{self.name}/{s.label()}" for s in self.step]
