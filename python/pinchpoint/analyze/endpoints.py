@@ -14,7 +14,14 @@ import numpy as np
 import polars as pl
 
 from pinchpoint.analyze.frames import RunData
-from pinchpoint.analyze.steps import Window, answered, in_window, min_latency_ms, steady_windows
+from pinchpoint.analyze.steps import (
+    Window,
+    answered,
+    in_window,
+    min_latency_ms,
+    steady_windows,
+    tier_step,
+)
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
 
 # A ceiling: throughput gains less than this share between the two heaviest steps...
@@ -31,29 +38,54 @@ def endpoint_table(data: RunData) -> list[dict]:
     if data.requests.height == 0 or "endpoint" not in data.requests.columns:
         return []
     windows = steady_windows(data.run)
+    graph = data.tier_graph()
     out = []
     for index, name in enumerate(data.endpoint_names()):
         mine = data.requests.filter(pl.col("endpoint") == index)
         if mine.height == 0:
             continue
-        steps = [s for w in windows if (s := _step(mine, w)) is not None]
+        steps = [s for w in windows if (s := _step(mine, w, data.tiers, graph)) is not None]
         out.append(describe(name, index, steps, min_latency_ms(mine)))
     return out
 
 
-def _step(frame: pl.DataFrame, w: Window) -> dict | None:
-    ok = answered(in_window(frame, w))
+def _step(
+    frame: pl.DataFrame,
+    w: Window,
+    tiers: pl.DataFrame,
+    graph: tuple[list[str], dict[str, list[str]]],
+) -> dict | None:
+    part = in_window(frame, w)
+    ok = answered(part)
     if ok.height == 0:
         return None
     latency_ms = ok["latency_us"].to_numpy() / 1000
     throughput = ok.height / w.seconds
-    return {
+    errors = part.filter(pl.col("error").is_not_null() | (pl.col("status") >= 400))
+    step = {
         "users": w.users,
         "level": w.level if w.level is not None else w.users,
+        "requests": part.height,
+        "errors": errors.height,
+        "errors_by_class": _by_class(errors),
         "throughput_rps": throughput,
         "p50_ms": float(np.percentile(latency_ms, 50)),
         "concurrency": throughput * float(latency_ms.mean()) / 1000,
     }
+    if tiers.height:
+        step["tiers"] = _tiers(tier_step(tiers, part["req_id"], None, *graph, throughput))
+    return step
+
+
+def _by_class(errors: pl.DataFrame) -> dict[str, int]:
+    key = pl.coalesce(pl.col("error"), pl.col("status").cast(pl.String))
+    return {str(k): int(n) for k, n in errors.group_by(key).len().sort("len").iter_rows()}
+
+
+def _tiers(step: dict[str, dict]) -> dict[str, dict]:
+    """Each tier's time for this request alone: its median, and its own part of it."""
+    keep = ("count", "p50_ms", "self_p50_ms", "queue_p50_ms")
+    return {tier: {k: v[k] for k in keep if k in v} for tier, v in step.items()}
 
 
 def describe(endpoint: str, index: int, steps: list[dict], min_ms: float | None) -> dict:
