@@ -286,3 +286,58 @@ fn push(st: &mut State, record: Record) {
         flush(&st.out.tx, &mut st.out.batch, &mut st.last_flush, now);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::spec::{FeedSpec, FlowSpec, FlowStepSpec};
+
+    fn flow(per_user: bool, random: bool) -> Flow {
+        let feed = FeedSpec {
+            columns: vec!["name".into()],
+            rows: ["a", "b", "c"].iter().map(|r| vec![r.to_string()]).collect(),
+            per_user,
+            random,
+        };
+        let step = FlowStepSpec {
+            request: RequestSpec::get("/${name}"),
+            think: None,
+            captures: vec![],
+            checks: vec![],
+            hook: false,
+        };
+        let spec = FlowSpec { name: "f".into(), weight: 1, steps: vec![step], feed: Some(feed) };
+        crate::flow::compile(&[spec]).unwrap().flows.remove(0)
+    }
+
+    fn walks(f: &Flow, user: u32, n: u64) -> Vec<String> {
+        let mut vars = vec![String::new(); f.vars.len()];
+        let mut rng = Rng::new(7);
+        (0..n)
+            .map(|i| {
+                begin_walk(f, &mut vars, user, i, &mut rng);
+                assert_eq!((vars[USER_VAR].as_str(), vars[ITERATION_VAR].clone()), (user.to_string().as_str(), i.to_string()));
+                vars[2].clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn feeds_give_rows_in_order_per_walk_or_one_per_user_or_at_random() {
+        let f = flow(false, false);
+        assert_eq!(walks(&f, 0, 2), ["a", "b"]);
+        assert_eq!(walks(&f, 5, 3), ["c", "a", "b"]); // one sequence shared by the users
+        let f = flow(true, false);
+        assert_eq!(walks(&f, 1, 3), ["b", "b", "b"]);
+        assert_eq!(walks(&f, 5, 1), ["c"]);
+        let f = flow(false, true);
+        let drawn = walks(&f, 0, 300);
+        for row in ["a", "b", "c"] {
+            let n = drawn.iter().filter(|d| *d == row).count();
+            assert!((70..130).contains(&n), "{row}: {n} of 300");
+        }
+        let f = flow(true, true);
+        let mine = walks(&f, 3, 5);
+        assert!(mine.iter().all(|r| *r == mine[0]));
+    }
+}

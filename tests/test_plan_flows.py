@@ -1,0 +1,131 @@
+"""Flow plans: a bad one is refused before the run, the error naming the file, the
+line and the field; a good one names its steps as the run's tables will."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pinchpoint.load.engine_config import engine_config
+from pinchpoint.plan.feeds import read_feed
+from pinchpoint.plan.model import PlanError, parse_plan
+
+HEAD = """[target]
+url = "http://127.0.0.1:8080"
+
+[load]
+users = 2
+duration = "1s"
+"""
+
+GOOD = (
+    HEAD
+    + """
+[[request]]
+path = "/healthz"
+
+[[flow]]
+name = "shop"
+
+[[flow.step]]
+name = "login"
+method = "POST"
+path = "/api/login"
+capture = [{ name = "token", json = "$.token" }]
+
+[[flow.step]]
+path = "/api/orders"
+headers = { Authorization = "Bearer ${token}" }
+check = { status = [200, 304], json = { "$.ok" = true } }
+
+[[flow]]
+name = "other"
+[[flow.step]]
+path = "/x/${iteration}"
+"""
+)
+
+
+def test_a_flow_plan_names_each_step_and_feeds_the_engine(tmp_path: Path) -> None:
+    plan = parse_plan(GOOD, "good.toml")
+    assert plan.endpoints() == [
+        "GET /healthz", "shop/login", "shop/GET /api/orders", "other/GET /x/${iteration}",
+    ]  # fmt: skip
+    config = engine_config(plan, "r1", tmp_path / "records")
+    # The request beside flows becomes a flow of one step: the engine sends flows only.
+    assert config["requests"] == []
+    assert [f["name"] for f in config["flows"]] == ["GET /healthz", "shop", "other"]
+    orders = config["flows"][1]["steps"][1]
+    assert orders["checks"] == [("status", "200,304", ""), ("json", "$.ok", "true")]
+    assert config["flows"][1]["steps"][0]["captures"] == [("token", "json", "$.token")]
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        # A variable used before anything sets it.
+        (("${token}", "${tokn}"), "bad.toml:22: flow[0].step[1].headers.Authorization: ${tokn}"),
+        # A JSONPath that does not parse.
+        (('json = "$.token"', 'json = "$.[token"'), "bad.toml:18: flow[0].step[0].capture[0].json"),
+        # A regular expression that does not compile.
+        (
+            ('json = "$.token"', 'regex = "(unclosed"'),
+            "bad.toml:18: flow[0].step[0].capture[0].regex",
+        ),
+        # Two sources for one capture.
+        (
+            ('json = "$.token"', 'json = "$.a", header = "b"'),
+            "bad.toml:18: flow[0].step[0].capture[0]",
+        ),
+        # A status that is not one.
+        (("[200, 304]", "[200, 999]"), "bad.toml:23: flow[0].step[1].check.status"),
+        # A JSONPath key of a check that does not parse.
+        (('"$.ok" = true', '"$..[" = true'), "bad.toml:23: flow[0].step[1].check.json.$..["),
+        # A step name is free, a flow name is not.
+        (('name = "other"', 'name = "no spaces"'), "bad.toml:26: flow[1].name"),
+    ],
+)
+def test_a_bad_flow_names_file_line_and_field(change: tuple[str, str], where: str) -> None:
+    with pytest.raises(PlanError) as e:
+        parse_plan(GOOD.replace(*change, 1), "bad.toml")
+    assert str(e.value).startswith(where), str(e.value)
+
+
+def test_flows_are_refused_in_open_loop() -> None:
+    text = GOOD.replace(
+        'users = 2\nduration = "1s"', "[[load.phase]]\nduration = 1\narrival_rate = 5"
+    )
+    with pytest.raises(PlanError, match=r"flow\[0\]: flows run in closed loop"):
+        parse_plan(text, "open.toml")
+
+
+def test_a_feed_error_names_the_data_file_and_its_line(tmp_path: Path) -> None:
+    csv = tmp_path / "accounts.csv"
+    csv.write_text("user,password\nuser0,pw-0\nuser1\n")
+    text = GOOD.replace('name = "other"', f'name = "other"\nfeed = {{ file = "{csv}" }}')
+    plan = parse_plan(text, "fed.toml")  # the header is checked with the plan...
+    with pytest.raises(ValueError, match=rf"{csv}:3: 1 values, the header has 2"):
+        engine_config(plan, "r1", tmp_path / "records")  # ...every row before the run.
+    csv.write_text("user,user_index\nx,1\n")
+    with pytest.raises(
+        PlanError, match=r"fed.toml:\d+: flow\[1\].feed.file: .*'user_index' is a built-in"
+    ):
+        parse_plan(text, "fed.toml")
+    missing = GOOD.replace('name = "other"', 'name = "other"\nfeed = { file = "/nonexistent.csv" }')
+    with pytest.raises(PlanError, match=r"flow\[1\].feed.file: cannot read /nonexistent.csv"):
+        parse_plan(missing, "fed.toml")
+
+
+def test_json_lines_feeds_keep_strings_and_write_other_values_as_json(tmp_path: Path) -> None:
+    lines = tmp_path / "rows.jsonl"
+    lines.write_text('{"name": "a", "n": 1, "ok": true}\n\n{"name": "b", "n": 2.5, "ok": null}\n')
+    data = read_feed(lines)
+    assert data.columns == ["name", "n", "ok"]
+    assert data.rows == [["a", "1", "true"], ["b", "2.5", "null"]]
+    lines.write_text('{"name": "a"}\n{"other": 1}\n')
+    with pytest.raises(ValueError, match=rf"{lines}:2: keys \['other'\]"):
+        read_feed(lines)
+    lines.write_text('{"name": "a"}\nnot json\n')
+    with pytest.raises(ValueError, match=rf"{lines}:2: not JSON"):
+        read_feed(lines)
