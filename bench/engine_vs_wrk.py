@@ -47,7 +47,7 @@ http {{
   server {{
     listen 127.0.0.1:{port} backlog=4096;
     keepalive_requests 100000000;
-    location / {{ return 200 "ok"; }}
+{locations}
   }}
 }}
 """
@@ -59,12 +59,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nginx(workdir: Path, core: int) -> tuple[subprocess.Popen, int]:
+def start_nginx(
+    workdir: Path, core: int, locations: str = '    location / { return 200 "ok"; }'
+) -> tuple[subprocess.Popen, int]:
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     port = free_port()
     conf = workdir / "nginx.conf"
     user = "user root;" if os.geteuid() == 0 else ""
-    conf.write_text(NGINX_CONF.format(dir=workdir, port=port, user=user))
+    conf.write_text(NGINX_CONF.format(dir=workdir, port=port, user=user, locations=locations))
     proc = subprocess.Popen(
         ["taskset", "-c", str(core), nginx, "-p", str(workdir), "-c", str(conf)]
     )

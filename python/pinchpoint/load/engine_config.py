@@ -14,7 +14,7 @@ from typing import Literal, TypedDict
 from pinchpoint.load.hooks import load_hook
 from pinchpoint.plan.flows import Feed, Flow, FlowStep
 from pinchpoint.plan.load_models import ThinkTime
-from pinchpoint.plan.model import Level, Plan, Request, Target
+from pinchpoint.plan.model import Level, Plan, PlanError, Request, Target
 
 
 class EngineRequest(TypedDict):
@@ -111,7 +111,7 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
     load = plan.load
     levels = load.levels()
     requests = [_request(r, base) for r in plan.request]
-    flows = [_flow(f, base) for f in plan.flow]
+    flows = [_flow(f, i, base) for i, f in enumerate(plan.flow)]
     if flows:
         # A request beside flows is a flow of one step, named as the request.
         names = plan.endpoints()[: len(requests)]
@@ -143,7 +143,7 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
         "tag": plan.target.tag,
         "protocol": _protocol(plan.target),
         "flows": flows,
-        "hook": load_hook(load.hook) if load.hook is not None else None,
+        "hook": _hook(load.hook) if load.hook is not None else None,
     }
 
 
@@ -169,7 +169,14 @@ def _single(request: EngineRequest, name: str) -> EngineFlow:
     return {"name": name, "weight": request["weight"], "steps": [step], "feed": None}
 
 
-def _flow(flow: Flow, base: str) -> EngineFlow:
+def _hook(spec: str) -> Callable[[dict, dict], dict | None]:
+    try:
+        return load_hook(spec)
+    except ValueError as e:
+        raise PlanError(f"load.hook: {e}") from None
+
+
+def _flow(flow: Flow, index: int, base: str) -> EngineFlow:
     return {
         "name": flow.name,
         "weight": flow.weight,
@@ -183,12 +190,15 @@ def _flow(flow: Flow, base: str) -> EngineFlow:
             }
             for s in flow.step
         ],
-        "feed": _feed(flow.feed) if flow.feed is not None else None,
+        "feed": _feed(flow.feed, index) if flow.feed is not None else None,
     }
 
 
-def _feed(feed: Feed) -> EngineFeed:
-    data = feed.read()
+def _feed(feed: Feed, index: int) -> EngineFeed:
+    try:
+        data = feed.read()
+    except ValueError as e:
+        raise PlanError(f"flow[{index}].feed.file: {e}") from None
     return {
         "columns": data.columns,
         "rows": data.rows,

@@ -4,6 +4,24 @@ row per component and sample)."""
 
 import pyarrow as pa
 
+# requests.parquet, one row per request sent: as the engine writes it
+# (crates/pinchpoint-engine/src/arrow_io.rs), and a locustfile run (load/locust_child.py).
+REQUESTS_SCHEMA = pa.schema(
+    [
+        pa.field("req_id", pa.uint64(), nullable=False),
+        pa.field("step", pa.uint32(), nullable=False),
+        pa.field("users", pa.uint32(), nullable=False),
+        pa.field("endpoint", pa.uint16(), nullable=False),
+        pa.field("start_us", pa.int64(), nullable=False),
+        pa.field("intended_us", pa.int64(), nullable=False),
+        pa.field("latency_us", pa.int64(), nullable=False),
+        pa.field("service_us", pa.int64(), nullable=False),
+        pa.field("status", pa.uint16(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("bytes", pa.uint64(), nullable=False),
+    ]
+)
+
 TIERS_SCHEMA = pa.schema(
     [
         pa.field("component", pa.string(), nullable=False),

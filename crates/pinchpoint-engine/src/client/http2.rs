@@ -278,9 +278,14 @@ pub async fn exchange(
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if let Some(kept) = keep.as_deref_mut() {
-        kept.headers.extend(response.headers().iter().map(|(k, v)| {
-            (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())
-        }));
+        kept.head.extend_from_slice(format!("HTTP/1.1 {status} -\r\n").as_bytes());
+        for (k, v) in response.headers() {
+            kept.head.extend_from_slice(k.as_str().as_bytes());
+            kept.head.extend_from_slice(b": ");
+            kept.head.extend_from_slice(v.as_bytes());
+            kept.head.extend_from_slice(b"\r\n");
+        }
+        kept.head.extend_from_slice(b"\r\n");
     }
     let mut body = response.into_body();
     let mut bytes = 0u64;

@@ -43,7 +43,8 @@ pub enum Conn {
 /// (the first [`MAX_KEPT_BODY`] bytes of it).
 #[derive(Debug, Default)]
 pub struct Kept {
-    pub headers: Vec<(String, String)>,
+    /// The response head as HTTP/1.1 bytes (an HTTP/2 response's fields laid out so).
+    pub head: Vec<u8>,
     pub body: Vec<u8>,
     /// The body was longer than what is kept.
     pub cut: bool,
@@ -53,21 +54,24 @@ pub struct Kept {
 
 impl Kept {
     pub fn clear(&mut self) {
-        self.headers.clear();
+        self.head.clear();
         self.body.clear();
         self.cut = false;
     }
 
-    /// Keeps the headers of an HTTP/1.1 response head (status line and fields).
+    /// Keeps an HTTP/1.1 response head (status line and fields).
     pub fn keep_head(&mut self, head: &[u8]) {
+        self.head.extend_from_slice(head);
+    }
+
+    /// Calls `f` with each header's name and value, in order.
+    pub fn each_header(&self, mut f: impl FnMut(&str, &[u8])) {
         let mut fields = [httparse::EMPTY_HEADER; 100];
         let mut resp = httparse::Response::new(&mut fields);
-        if resp.parse(head).is_ok() {
-            self.headers.extend(
-                resp.headers
-                    .iter()
-                    .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())),
-            );
+        if resp.parse(&self.head).is_ok() {
+            for h in resp.headers.iter() {
+                f(h.name, h.value);
+            }
         }
     }
 
@@ -83,8 +87,14 @@ impl Kept {
     }
 
     /// The first value of the header `name`.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    pub fn header(&self, name: &str) -> Option<String> {
+        let mut found = None;
+        self.each_header(|k, v| {
+            if found.is_none() && k.eq_ignore_ascii_case(name) {
+                found = Some(String::from_utf8_lossy(v).into_owned());
+            }
+        });
+        found
     }
 }
 
@@ -125,6 +135,11 @@ impl Target {
             http2::Pool::new(streams)
         });
         Ok(Self { addr, host, tls, h2 })
+    }
+
+    /// Requests go over HTTP/2 (they need their fields as names and values).
+    pub fn is_h2(&self) -> bool {
+        self.h2.is_some()
     }
 
     fn scheme(&self) -> &'static str {

@@ -128,7 +128,7 @@ pub fn capture(capture: &Capture, answer: &mut Answer, jar: &Jar) -> Result<Stri
             }
             None => Err("no match in the body".to_string()),
         },
-        Source::Header(name) => answer.kept.header(name).map(str::to_string).ok_or_else(|| "no such header".into()),
+        Source::Header(name) => answer.kept.header(name).ok_or_else(|| "no such header".into()),
         Source::Cookie(name) => jar.get(name).map(str::to_string).ok_or_else(|| "no such cookie".into()),
     };
     found.map_err(|why| format!("capture {}: {why}", capture.text))
@@ -179,8 +179,9 @@ mod tests {
     use super::*;
 
     fn kept(body: &str, headers: &[(&str, &str)]) -> Kept {
+        let fields: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
         Kept {
-            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            head: format!("HTTP/1.1 200 OK\r\n{fields}\r\n").into_bytes(),
             body: body.as_bytes().to_vec(),
             cut: false,
             want_body: true,

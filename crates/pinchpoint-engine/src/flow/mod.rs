@@ -14,6 +14,7 @@ pub mod user;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+use crate::client::http1::Prepared;
 use crate::config::{RequestSpec, Think};
 use crate::flow::extract::{Capture, Check};
 use crate::flow::spec::{FeedSpec, FlowSpec, BUILTIN_VARS};
@@ -30,6 +31,9 @@ pub struct Step {
     pub timeout: Option<Duration>,
     /// The plan sets `Cookie` itself: the jar's cookies are not added.
     pub sets_cookie: bool,
+    /// The request with its templates as written: checked once, and the source of what
+    /// rendering does not change (which headers the plan sets, the method's framing).
+    pub base: Prepared,
     pub think: Option<Think>,
     pub captures: Vec<Capture>,
     pub checks: Vec<Check>,
@@ -106,6 +110,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
         if !r.path.starts_with('/') {
             return Err(at(format!("path {:?} must start with '/'", r.path)));
         }
+        let base = Prepared::new(r, Duration::from_secs(1)).map_err(at)?;
         let headers = r
             .headers
             .iter()
@@ -127,6 +132,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             path: Template::parse(&r.path, &index_of).map_err(at)?,
             body: Template::parse(&String::from_utf8_lossy(&r.body), &index_of).map_err(at)?,
             sets_cookie: r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")),
+            base,
             headers,
             timeout: r.timeout,
             think: s.think,

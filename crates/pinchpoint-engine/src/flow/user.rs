@@ -38,6 +38,8 @@ struct State {
     vars: Vec<Vec<String>>,
     scratch: Vec<u8>,
     epoch: (Instant, i64),
+    /// The step's request as last rendered: its buffers are reused, request after request.
+    prepared: Option<Prepared>,
 }
 
 /// How a step ended, for what the walk does next.
@@ -62,6 +64,7 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
         vars: flows.flows.iter().map(|f| vec![String::new(); f.vars.len()]).collect(),
         scratch: Vec::new(),
         epoch: (Instant::now(), unix_us(SystemTime::now())),
+        prepared: None,
     };
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
@@ -167,9 +170,11 @@ async fn send_step(
         bytes: 0,
     };
     let started = Instant::now();
-    let prepared = match prepare(shared, flow, f, step, st).await {
-        Ok(p) => p,
+    let mut prepared = st.prepared.take().unwrap_or_else(|| step.base.clone());
+    match prepare(shared, flow, f, step, st, &mut prepared).await {
+        Ok(()) => {}
         Err(why) => {
+            st.prepared = Some(prepared);
             note(ErrorClass::Capture, || format!("{} step {}: {why}", flow.name, step.endpoint));
             record.start_us = epoch_us + (started - epoch).as_micros() as i64;
             record.intended_us = record.start_us;
@@ -229,35 +234,105 @@ async fn send_step(
             }
             if matches!(class, ErrorClass::ConnectRefused | ErrorClass::ConnectError | ErrorClass::ConnectTimeout | ErrorClass::Tls) {
                 push(st, record);
+                st.prepared = Some(prepared);
                 tokio::time::sleep(CONNECT_BACKOFF).await;
                 return next;
             }
         }
     }
     push(st, record);
+    st.prepared = Some(prepared);
     next
 }
 
-/// The step's request, rendered, through the hook if it has one, and checked.
-async fn prepare(shared: &Shared, flow: &Flow, f: usize, step: &Step, st: &mut State) -> Result<Prepared, String> {
-    let mut spec = render(step, &st.vars[f], &st.jar, &mut st.scratch)?;
-    if step.hook {
-        if let Some(hook) = &shared.hook {
-            let vars = flow.vars.iter().cloned().zip(st.vars[f].iter().cloned()).collect();
-            spec = hook.call(step.endpoint, vars, spec).await.map_err(|e| format!("hook: {e}"))?;
+/// The step's request rendered into `out`; through the hook if it has one.
+async fn prepare(
+    shared: &Shared,
+    flow: &Flow,
+    f: usize,
+    step: &Step,
+    st: &mut State,
+    out: &mut Prepared,
+) -> Result<(), String> {
+    if let (true, Some(hook)) = (step.hook, &shared.hook) {
+        let spec = render(step, &st.vars[f], &st.jar, &mut st.scratch)?;
+        let vars = flow.vars.iter().cloned().zip(st.vars[f].iter().cloned()).collect();
+        let spec = hook.call(step.endpoint, vars, spec).await.map_err(|e| format!("hook: {e}"))?;
+        *out = Prepared::new(&spec, shared.timeout)?;
+        return Ok(());
+    }
+    render_into(step, &st.vars[f], &st.jar, shared.target.is_h2(), shared.timeout, out)
+}
+
+/// The step's request with the user's variables and cookies, written into the buffers
+/// of `p` (no allocation once they have grown); what rendering does not change comes
+/// from the step's checked `base`.
+fn render_into(
+    step: &Step,
+    vars: &[String],
+    jar: &Jar,
+    h2: bool,
+    timeout: Duration,
+    p: &mut Prepared,
+) -> Result<(), String> {
+    let base = &step.base;
+    let refused = |name: &str| format!("a variable in {name} holds a CR or LF");
+    p.method.clone_from(&base.method);
+    let mut path = std::mem::take(&mut p.path).into_bytes();
+    path.clear();
+    let rendered = step.path.render(vars, Into::Path, &mut path);
+    p.path = String::from_utf8(path).map_err(|_| "the path is not UTF-8".to_string())?;
+    rendered.map_err(|_| refused("the path"))?;
+    p.query_sep = if p.path.contains('?') { '&' } else { '?' };
+    p.headers.clear();
+    p.fields.clear();
+    for (name, value) in &step.headers {
+        let at = p.headers.len() + name.len() + 2;
+        p.headers.extend_from_slice(name.as_bytes());
+        p.headers.extend_from_slice(b": ");
+        value.render(vars, Into::Header, &mut p.headers).map_err(|_| refused(name))?;
+        if h2 {
+            p.fields.push((name.clone(), String::from_utf8_lossy(&p.headers[at..]).into_owned()));
+        }
+        p.headers.extend_from_slice(b"\r\n");
+    }
+    if !step.sets_cookie {
+        let at = p.headers.len();
+        p.headers.extend_from_slice(b"Cookie: ");
+        if jar.header_value(&p.path, &mut p.headers) {
+            if h2 {
+                p.fields.push(("cookie".into(), String::from_utf8_lossy(&p.headers[at + 8..]).into_owned()));
+            }
+            p.headers.extend_from_slice(b"\r\n");
+        } else {
+            p.headers.truncate(at);
         }
     }
-    Prepared::new(&spec, shared.timeout)
+    p.body.clear();
+    let _ = step.body.render(vars, Into::Raw, &mut p.body);
+    p.length_header.clear();
+    if !base.length_header.is_empty() {
+        p.length_header.extend_from_slice(format!("Content-Length: {}\r\n", p.body.len()).as_bytes());
+    }
+    p.has_host = base.has_host;
+    p.has_traceparent = base.has_traceparent;
+    p.has_baggage = base.has_baggage;
+    p.head = base.head;
+    p.timeout = step.timeout.unwrap_or(timeout);
+    Ok(())
 }
 
 /// Takes the response's cookies, runs the checks then the captures: the record's error
 /// class (the first that failed) and what the walk does next.
 fn judge(flow: &Flow, f: usize, step: &Step, status: u16, st: &mut State) -> (Option<ErrorClass>, Next) {
-    for (name, value) in &st.kept.headers {
+    let jar = &mut st.jar;
+    st.kept.each_header(|name, value| {
         if name.eq_ignore_ascii_case("set-cookie") {
-            st.jar.set_from_header(value);
+            if let Ok(value) = std::str::from_utf8(value) {
+                jar.set_from_header(value);
+            }
         }
-    }
+    });
     let mut answer = Answer::new(status, &st.kept);
     let mut class = None;
     for check in &step.checks {
