@@ -86,7 +86,7 @@ def _run(tmp_path: Path, function: str) -> tuple[dict, pl.DataFrame]:
 
 
 def test_a_hook_computes_the_login_body_the_plan_cannot_say(tmp_path: Path) -> None:
-    run, requests = _run(tmp_path, "login_body")
+    _, requests = _run(tmp_path, "login_body")
     logins = requests.filter(pl.col("endpoint") == 0)
     # Without the hook the login has no body: the app answers 400 and the capture fails.
     assert logins.height > 20
