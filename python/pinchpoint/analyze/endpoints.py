@@ -62,7 +62,7 @@ def _step(
     latency_ms = ok["latency_us"].to_numpy() / 1000
     throughput = ok.height / w.seconds
     errors = part.filter(pl.col("error").is_not_null() | (pl.col("status") >= 400))
-    step = {
+    step: dict[str, object] = {
         "users": w.users,
         "level": w.level if w.level is not None else w.users,
         "requests": part.height,

@@ -13,6 +13,7 @@ from pinchpoint.plan.sla import Sla, sla_of_plan_text
 from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
 from pinchpoint.report.load import RunData, load_run, steady_requests
+from pinchpoint.report.request_table import request_table
 from pinchpoint.report.table import StepTable, step_table
 from pinchpoint.report.waterfall import waterfall
 from pinchpoint.rundir import files
@@ -97,6 +98,7 @@ def render_page(data: RunData) -> str:
         _waterfall_section(data),
         *_time_sections(data),
         _table_section(verdict),
+        _requests_section(verdict),
         _plan_section(data),
         _facts_section(data),
     ]
@@ -397,6 +399,22 @@ def _table_section(verdict: dict[str, Any]) -> str:
             "<h2>Steps</h2>",
             '<p class="note">Latencies in ms; tiers as “p50 / p95”.</p>' if table.rows else "",
             body,
+            "</section>",
+        ]
+    )
+
+
+def _requests_section(verdict: dict[str, Any]) -> str:
+    table = request_table(verdict)
+    if not table.rows:
+        return ""
+    return "\n".join(
+        [
+            '<section id="requests">',
+            "<h2>Per request</h2>",
+            '<p class="note">Each named request (flow steps as flow/step) at each load step;'
+            " latencies in ms, tiers as “p50 / self p50”.</p>",
+            _html_table(table),
             "</section>",
         ]
     )

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pinchpoint.report import summary
+from pinchpoint.report.request_table import request_table
 from pinchpoint.report.table import StepTable, step_table
 
 
@@ -26,6 +27,10 @@ def render_steps(verdict: dict[str, Any], console: Console) -> None:
     for i, columns in enumerate(_column_groups(data, console)):
         title = "Steps (latencies in ms)" if i == 0 else None
         console.print(_table(data, columns, title))
+    per_request = request_table(verdict)
+    for i, columns in enumerate(_column_groups(per_request, console) if per_request.rows else []):
+        title = "Per request (latencies in ms; tiers: p50 / self p50)" if i == 0 else None
+        console.print(_table(per_request, columns, title))
 
 
 def _table(data: StepTable, columns: list[int], title: str | None) -> Table:
