@@ -24,6 +24,14 @@ def demo(
     runs_dir: RunsDir = Path("runs"),
     quiet: Quiet = False,
     find_knee: FindKnee = False,
+    plan_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help="Run this plan's [load] and requests or flows on the demo stack instead "
+            "(its [target] url is replaced by the stack's; e.g. examples/shop_flow.toml).",
+        ),
+    ] = None,
 ) -> None:
     """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
     from pinchpoint.plan.check import check_demo_args
@@ -36,38 +44,50 @@ def demo(
     import tempfile
 
     from pinchpoint.demo import DemoStack, NginxNotFound, StackError
-    from pinchpoint.demo.plan import demo_plan
+    from pinchpoint.demo.plan import demo_plan, plan_on_stack
     from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
     from pinchpoint.pipeline import execute
-    from pinchpoint.plan.model import parse_plan
+    from pinchpoint.plan.model import parse_plan, read_plan_text
 
     console = Console()
     with tempfile.TemporaryDirectory(prefix="pinchpoint-demo-") as tmp:
         try:
             stack = DemoStack(Path(tmp), workers=workers)
             with stack:
-                text = demo_plan(
-                    stack.url,
-                    stack.components(),
-                    lower,
-                    upper,
-                    step,
-                    seconds,
-                    cpu_ms,
-                    wait_ms,
-                    find_knee=find_knee,
-                )
-                plan = parse_plan(text, "demo plan")
-                how = (
-                    f"Searching {lower}→{upper} users for the knee"
-                    if find_knee
-                    else f"Stepping {lower}→{upper} users by {step}"
+                if plan_file is not None:
+                    source = str(plan_file)
+                    text = plan_on_stack(
+                        read_plan_text(plan_file), stack.url, stack.components(), source
+                    )
+                    how = f"Running {plan_file}"
+                else:
+                    source = "demo plan"
+                    text = demo_plan(
+                        stack.url,
+                        stack.components(),
+                        lower,
+                        upper,
+                        step,
+                        seconds,
+                        cpu_ms,
+                        wait_ms,
+                        find_knee=find_knee,
+                    )
+                    how = (
+                        f"Searching {lower}→{upper} users for the knee"
+                        if find_knee
+                        else f"Stepping {lower}→{upper} users by {step}"
+                    )
+                plan = parse_plan(text, source)
+                per_step = (
+                    ""
+                    if plan_file is not None
+                    else f", {seconds:g}s each, {cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request"
                 )
                 console.print(
                     f"Demo stack up: nginx {stack.url} → gunicorn ({workers} workers) → Flask + probe. "
-                    f"{how}, {seconds:g}s each, "
-                    f"{cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request.",
+                    f"{how}{per_step}.",
                     highlight=False,
                 )
                 # As `pinchpoint run`: Ctrl-C or SIGTERM stops the load, the run folder is
@@ -83,6 +103,9 @@ def demo(
         except StackError as e:
             fail(f"The demo stack did not start: {e}")
             raise typer.Exit(3) from None
+        except (PlanError, ValueError) as e:
+            fail(e)
+            raise typer.Exit(2) from None
     show_outcome(outcome, console)
     if caught.signals or outcome.interrupted:
         raise typer.Exit(caught.exit_code() or 130)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -98,3 +99,20 @@ def stack_plan(
         f"method = {_toml_value(method)}",
     ]
     return "\n".join(lines + component_lines(components)) + "\n"
+
+
+_TARGET_URL = re.compile(r"(?ms)^(\[target\][^\[]*?^\s*url\s*=\s*)(\"[^\"\n]*\"|'[^'\n]*')")
+
+
+def plan_on_stack(text: str, url: str, components: list[dict[str, Any]], source: str) -> str:
+    """A plan's text pointed at the demo stack: its `[target] url` replaced by the stack's
+    and the stack's components added. ValueError if the plan has no such url or its own
+    components."""
+    if re.search(r"(?m)^\s*\[\[\s*component\s*\]\]", text):
+        raise ValueError(
+            f"{source}: the demo stack brings its own [[component]]s; remove the plan's"
+        )
+    pointed, n = _TARGET_URL.subn(lambda m: m.group(1) + _toml_value(url), text, count=1)
+    if n != 1:
+        raise ValueError(f'{source}: no url = "..." under [target] to point at the demo stack')
+    return pointed.rstrip("\n") + "\n" + "\n".join(component_lines(components)) + "\n"
