@@ -167,7 +167,18 @@ pub struct RunConfig {
     pub flows: Vec<FlowSpec>,
     /// Called for the flow steps that ask for it.
     pub hook: Option<HookHandle>,
+    /// The first request id: generators sharing a run take disjoint ranges.
+    pub req_id_base: u64,
+    /// Unix microseconds to start the first step at (generators sharing a run start
+    /// together); None: at once. At most [`MAX_START_WAIT`] ahead.
+    pub start_at_us: Option<i64>,
+    /// The load level each step or phase is tagged and recorded with, when this
+    /// generator sends a share of it: the whole run's users or rate. Empty: its own.
+    pub tag_levels: Vec<f64>,
 }
+
+/// The longest a run waits for its start time.
+pub const MAX_START_WAIT: Duration = Duration::from_secs(120);
 
 /// A hook as the run's configuration holds it.
 #[derive(Clone)]
@@ -221,6 +232,9 @@ impl RunConfig {
         }
         if self.timeout.is_zero() {
             return Err("timeout must be above zero".into());
+        }
+        if !self.tag_levels.is_empty() && self.tag_levels.len() != self.levels().len() {
+            return Err(format!("{} tag levels for {} steps", self.tag_levels.len(), self.levels().len()));
         }
         if !self
             .run_id

@@ -112,6 +112,9 @@ struct PyConfig {
     protocol: PyProtocol,
     flows: Vec<flows::PyFlow>,
     hook: Option<Py<PyAny>>,
+    req_id_base: u64,
+    start_at_us: Option<i64>,
+    tag_levels: Vec<f64>,
 }
 
 impl PyRequest {
@@ -196,6 +199,9 @@ impl PyConfig {
             protocol: self.protocol.into_protocol()?,
             flows,
             hook: self.hook.map(|f| HookHandle(Arc::new(flows::PyHook(f)))),
+            req_id_base: self.req_id_base,
+            start_at_us: self.start_at_us,
+            tag_levels: self.tag_levels,
         })
     }
 }

@@ -102,6 +102,11 @@ class EngineConfig(TypedDict):
     flows: list[EngineFlow]
     # A function `hook(request, vars)` (load/hooks.py), or None.
     hook: Callable[[dict, dict], dict | None] | None
+    # Generators sharing a run (load/distributed): where this one's request ids start,
+    # when (unix µs) they all start, and the run's level of each step to tag requests with.
+    req_id_base: int
+    start_at_us: int | None
+    tag_levels: list[float]
 
 
 def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
@@ -144,6 +149,9 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
         "protocol": _protocol(plan.target),
         "flows": flows,
         "hook": _hook(load.hook) if load.hook is not None else None,
+        "req_id_base": 0,
+        "start_at_us": None,
+        "tag_levels": [],
     }
 
 

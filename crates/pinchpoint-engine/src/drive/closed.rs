@@ -51,6 +51,16 @@ pub struct Shared {
     /// Some: users walk these flows (`flow::user`) instead of the plan's requests.
     pub flows: Option<Flows>,
     pub hook: Option<HookRunner>,
+    /// Users each step is tagged and recorded with, when this generator sends a share
+    /// of them (see `RunConfig::tag_levels`); empty: its own.
+    pub tag_users: Vec<u32>,
+}
+
+impl Shared {
+    /// The users a request of `step` is tagged with: the run's, or this generator's.
+    pub fn tagged_users(&self, step: u32, users: u32) -> u32 {
+        self.tag_users.get(step as usize).copied().unwrap_or(users)
+    }
 }
 
 pub fn pack_step(step: u32, users: u32) -> u64 {
@@ -85,12 +95,13 @@ pub async fn run_user(
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
     while !*done.borrow() {
-        let (step, users) = unpack_step(shared.current.load(Ordering::Acquire));
-        if index >= users {
+        let (step, active) = unpack_step(shared.current.load(Ordering::Acquire));
+        if index >= active {
             flush(&out.tx, &mut out.batch, &mut last_flush, Instant::now());
             pause(&mut done, PARKED_POLL).await;
             continue;
         }
+        let users = shared.tagged_users(step, active);
         let endpoint = shared.cycle[turn % shared.cycle.len()];
         let prepared = &shared.requests[endpoint as usize];
         turn += 1;

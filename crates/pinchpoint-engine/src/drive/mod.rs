@@ -146,6 +146,9 @@ pub fn run_until(
         .spawn(move || recorder.run())
         .map_err(|e| format!("cannot start the recorder: {e}"))?;
 
+    if let Some(at) = config.start_at_us {
+        wait_until(at, &stop)?;
+    }
     let started_us = unix_us(SystemTime::now());
     let mut counts = vec![PhaseCounts::default(); levels.len()];
     let abandoned = Arc::new(AtomicU64::new(0));
@@ -162,10 +165,11 @@ pub fn run_until(
                 seed: config.seed,
                 timeout: config.timeout,
                 current: AtomicU64::new(pack_step(0, 0)),
-                next_req_id: AtomicU64::new(0),
+                next_req_id: AtomicU64::new(config.req_id_base),
                 abandoned: abandoned.clone(),
                 flows,
                 hook,
+                tag_users: config.tag_levels.iter().map(|&l| l.round() as u32).collect(),
             });
             runtime.block_on(drive(config, shared, tx, &stop, &abandon, &live))
         }
@@ -178,14 +182,23 @@ pub fn run_until(
                 config.tag,
                 requests,
                 cycle,
-                &levels,
+                if config.tag_levels.is_empty() { &levels } else { &config.tag_levels },
                 base,
                 base_unix_us,
             );
             open_shared.abandoned = abandoned.clone();
             let shared = Arc::new(open_shared);
-            let driven =
-                open_loop::drive(open, config.seed, &levels, shared, runtime.handle(), tx, &stop, &live);
+            let driven = open_loop::drive(
+                open,
+                config.seed,
+                &levels,
+                config.req_id_base,
+                shared,
+                runtime.handle(),
+                tx,
+                &stop,
+                &live,
+            );
             counts = driven.counts;
             let end_by = tokio::time::Instant::now() + config.max_timeout() + END_GRACE;
             runtime.block_on(finish(driven.tasks, end_by, &abandon));
@@ -222,6 +235,23 @@ pub fn run_until(
         reasons: reasons.by_class(),
         abandoned,
     })
+}
+
+/// Sleeps until unix time `at_us` (a shared start), or until `stop`.
+fn wait_until(at_us: i64, stop: &AtomicBool) -> Result<(), String> {
+    let ahead = Duration::from_micros((at_us - unix_us(SystemTime::now())).max(0) as u64);
+    if ahead > crate::config::MAX_START_WAIT {
+        return Err(format!("the start time is {ahead:?} ahead, more than {:?}", crate::config::MAX_START_WAIT));
+    }
+    let until = Instant::now() + ahead;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        std::thread::sleep((until - now).min(STOP_POLL));
+    }
+    Ok(())
 }
 
 async fn drive(

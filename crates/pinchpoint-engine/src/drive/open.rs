@@ -140,6 +140,7 @@ pub fn drive(
     open: &OpenLoop,
     seed: u64,
     levels: &[f64],
+    first_req_id: u64,
     shared: Arc<OpenShared>,
     runtime: &Handle,
     tx: RecordTx<Vec<Record>>,
@@ -155,7 +156,7 @@ pub fn drive(
     // Phases whose start time has come.
     let mut began = 0usize;
     let mut interrupted = false;
-    let mut next_id = 0u64;
+    let mut next_id = first_req_id;
     loop {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;

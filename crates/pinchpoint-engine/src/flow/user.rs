@@ -150,10 +150,11 @@ async fn send_step(
     st: &mut State,
     timer: std::pin::Pin<&mut tokio::time::Sleep>,
 ) -> Next {
-    let (step_no, users) = unpack_step(shared.current.load(Ordering::Acquire));
-    if index >= users {
+    let (step_no, active) = unpack_step(shared.current.load(Ordering::Acquire));
+    if index >= active {
         return Next::Stop;
     }
+    let users = shared.tagged_users(step_no, active);
     let req_id = shared.next_req_id.fetch_add(1, Ordering::Relaxed);
     let (epoch, epoch_us) = st.epoch;
     let mut record = Record {

@@ -291,6 +291,9 @@ pub fn config(dir: &Path, port: u16, paths: &[&str], steps: Vec<Step>) -> RunCon
         protocol: Default::default(),
         flows: Vec::new(),
         hook: None,
+        req_id_base: 0,
+        start_at_us: None,
+        tag_levels: Vec::new(),
     }
 }
 
