@@ -17,6 +17,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 
 from pinchpoint.logformats import get_parser, known_formats
 from pinchpoint.plan.flows import Flow
+from pinchpoint.plan.generators import Generators
 from pinchpoint.plan.load_models import (
     MAX_COUNT,
     MAX_RATE,
@@ -351,14 +352,19 @@ class Plan(Strict):
     otlp: list[Otlp] = Field(default_factory=list, max_length=8)
     # Service level objectives, checked after the run (pinchpoint.analyze.sla).
     sla: Sla | None = None
+    # Load generators on a Ray cluster (plan/generators.py, load/distributed/).
+    generators: Generators = Generators()
 
     @model_validator(mode="after")
     def _check_weights(self) -> Plan:
-        if not self.request and not self.flow:
+        if self.load.locustfile is not None:
+            pass  # the locustfile's users send the requests
+        elif not self.request and not self.flow:
             raise ValueError("no [[request]] and no [[flow]]: nothing to send")
-        if not any(r.weight for r in self.request) and not any(f.weight for f in self.flow):
+        elif not any(r.weight for r in self.request) and not any(f.weight for f in self.flow):
             where = ("request", 0, "weight") if self.request else ("flow", 0, "weight")
-            raise FieldError(where, "every request and flow has weight 0: nothing to send")
+            what = "request and flow" if self.flow else "request"
+            raise FieldError(where, f"every {what} has weight 0: nothing to send")
         if self.flow and self.load.open:
             raise FieldError(
                 ("flow", 0), "flows run in closed loop: [load] users, steps or stages, not phases"

@@ -17,7 +17,10 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use crate::config::{HttpVersion, Protocol, OPEN_LOOP_STREAMS};
-use crate::flow::spec::MAX_KEPT_BODY;
+
+/// The longest body kept to capture from or check: longer ones are cut, and a capture
+/// or check past the cut fails and says so.
+pub const MAX_KEPT_BODY: usize = 4 << 20;
 use self::http1::{Prepared, Response, Tag};
 use self::http2::Failure;
 use crate::outcome::ErrorClass;

@@ -48,7 +48,7 @@ pub struct Shared {
     pub next_req_id: AtomicU64,
     /// Requests dropped in flight when the run ended (see [`Unsent`]).
     pub abandoned: Arc<AtomicU64>,
-    /// Some: users walk these flows (`flow::user`) instead of the plan's requests.
+    /// Some: users walk these flows (`drive::walk`) instead of the plan's requests.
     pub flows: Option<Flows>,
     pub hook: Option<HookRunner>,
     /// Users each step is tagged and recorded with, when this generator sends a share

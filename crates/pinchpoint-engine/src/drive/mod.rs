@@ -5,6 +5,7 @@
 pub mod closed;
 pub mod open;
 pub mod schedule;
+pub mod walk;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -24,7 +25,7 @@ use crate::outcome::{self, ErrorClass, Reasons};
 use crate::recorder::Recorder;
 use crate::stats::{Live, StepStats, Window};
 use crate::drive::closed::{pack_step, run_user, unix_us, Shared};
-use crate::flow::user::run_flow_user;
+use crate::drive::walk::run_flow_user;
 
 const STOP_POLL: Duration = Duration::from_millis(20);
 /// Beyond the request timeout, how long users get to finish when the run ends.

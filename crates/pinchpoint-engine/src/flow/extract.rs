@@ -8,7 +8,8 @@ use serde_json_path::JsonPath;
 
 use crate::client::Kept;
 use crate::flow::jar::Jar;
-use crate::flow::spec::{CaptureFrom, CaptureSpec, CheckSpec, MAX_KEPT_BODY};
+use crate::client::MAX_KEPT_BODY;
+use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec};
 use crate::flow::template::{Into, Template};
 
 pub enum Source {

@@ -7,14 +7,8 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
+use crate::config::flow::Hook;
 use crate::config::RequestSpec;
-
-/// What the engine calls; `pinchpoint-py` implements it with a Python function.
-pub trait Hook: Send + Sync {
-    /// Changes `request` (the step `endpoint`, as rendered with `vars`); Err: why it
-    /// could not, and the request is not sent.
-    fn call(&self, endpoint: u16, vars: &[(String, String)], request: &mut RequestSpec) -> Result<(), String>;
-}
 
 struct Job {
     endpoint: u16,

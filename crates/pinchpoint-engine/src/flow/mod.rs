@@ -1,15 +1,13 @@
 //! Flows: each user walks through a sequence of requests, taking values from one
 //! response (captures) into the next request (`${name}` in its path, headers or body),
 //! checking what each response says, and keeping its cookies. The plan's flows are
-//! compiled once (`compile`) and walked by `user.rs`; a Python hook (`hook.rs`) may
-//! change a request before it goes.
+//! compiled once (`compile`) and walked by the users of `drive/walk.rs`; a Python hook
+//! (`hook.rs`) may change a request before it goes.
 
 pub mod extract;
 pub mod hook;
 pub mod jar;
-pub mod spec;
 pub mod template;
-pub mod user;
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -17,7 +15,7 @@ use std::time::Duration;
 use crate::client::http1::Prepared;
 use crate::config::{RequestSpec, Think};
 use crate::flow::extract::{Capture, Check};
-use crate::flow::spec::{FeedSpec, FlowSpec, BUILTIN_VARS};
+use crate::config::flow::{FeedSpec, FlowSpec, BUILTIN_VARS};
 use crate::flow::template::Template;
 
 /// A flow step ready to render: templates resolved to variable slots.

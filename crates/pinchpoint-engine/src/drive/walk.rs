@@ -21,6 +21,7 @@ use crate::flow::extract::{self, Answer};
 use crate::flow::jar::Jar;
 use crate::flow::template::Into;
 use crate::flow::{Flow, Step, ITERATION_VAR, USER_VAR};
+// (The flow language lives in `flow/`; this is the user that walks it.)
 use crate::outcome::{note, ErrorClass};
 use crate::record::Record;
 use crate::rng::Rng;
@@ -366,7 +367,7 @@ fn push(st: &mut State, record: Record) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::spec::{FeedSpec, FlowSpec, FlowStepSpec};
+    use crate::config::flow::{FeedSpec, FlowSpec, FlowStepSpec};
 
     fn flow(per_user: bool, random: bool) -> Flow {
         let feed = FeedSpec {

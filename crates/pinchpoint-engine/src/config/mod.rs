@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::flow::hook::Hook;
-use crate::flow::spec::FlowSpec;
+pub mod flow;
+
+use self::flow::{FlowSpec, Hook};
 use crate::rng::Rng;
 use crate::drive::schedule::{Arrivals, Phase};
 use crate::weights::MAX_CYCLE;
@@ -291,6 +292,6 @@ impl RunConfig {
     /// The longest time a request may take: the run's timeout or a request's own.
     pub fn max_timeout(&self) -> Duration {
         let plain = self.requests.iter().filter_map(|r| r.timeout).fold(self.timeout, Duration::max);
-        crate::flow::spec::max_timeout(&self.flows, plain)
+        flow::max_timeout(&self.flows, plain)
     }
 }

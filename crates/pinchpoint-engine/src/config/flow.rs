@@ -6,6 +6,14 @@ use std::time::Duration;
 
 use crate::config::{RequestSpec, Think};
 
+/// What the engine calls to change a flow's request before it is sent (a flow step with
+/// `hook`); `pinchpoint-py` implements it with a Python function. Run by `flow::hook`.
+pub trait Hook: Send + Sync {
+    /// Changes `request` (the step `endpoint`, as rendered with `vars`); Err: why it
+    /// could not, and the request is not sent.
+    fn call(&self, endpoint: u16, vars: &[(String, String)], request: &mut RequestSpec) -> Result<(), String>;
+}
+
 #[derive(Clone, Debug)]
 pub struct FlowSpec {
     pub name: String,
@@ -72,9 +80,6 @@ pub struct FeedSpec {
 /// The variables every flow has: the user's index and its walks through flows so far.
 pub const BUILTIN_VARS: [&str; 2] = ["user_index", "iteration"];
 
-/// The longest body kept to capture from or check: longer ones are cut, and a capture
-/// or check past the cut fails and says so.
-pub const MAX_KEPT_BODY: usize = 4 << 20;
 
 /// The longest time a flow's requests may take.
 pub fn max_timeout(flows: &[FlowSpec], run: Duration) -> Duration {
