@@ -22,6 +22,7 @@ from pinchpoint.interrupts import catching
 from pinchpoint.knee_search import KneeRun, search_knee
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
+from pinchpoint.load.locust_steps import run_locust
 from pinchpoint.plan.model import Plan
 from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
 from pinchpoint.report.html import write_report
@@ -109,6 +110,8 @@ def execute(
             if plan.load.find_knee:
                 knee = search_knee(plan, run_id, run_dir, on_tick=on_tick)
                 result = knee.load
+            elif plan.load.locustfile is not None:
+                result = run_locust(plan, run_id, run_dir, on_tick=on_tick)
             else:
                 result = run_steps(plan, run_id, run_dir, on_tick=on_tick)
         finally:

@@ -12,7 +12,7 @@ from pinchpoint.plan.check import PlanError
 from pinchpoint.terminal import Console, fail, sla_outcome, warn
 
 if TYPE_CHECKING:
-    pass
+    from pinchpoint.plan.model import Plan
 
 
 @app.command()
@@ -23,6 +23,14 @@ def run(
     runs_dir: RunsDir = Path("runs"),
     quiet: Quiet = False,
     find_knee: FindKnee = False,
+    locustfile: Annotated[
+        Path | None,
+        typer.Option(
+            "--locustfile",
+            help="Run this locustfile's users under the plan's closed-loop steps instead of "
+            "its requests (load.locustfile).",
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -38,10 +46,18 @@ def run(
 
     try:
         text = read_plan_text(plan_file)
-        plan = parse_plan(text, str(plan_file))
+        if locustfile is not None:
+            plan = _with_locustfile(text, str(plan_file), locustfile)
+        else:
+            plan = parse_plan(text, str(plan_file))
         if find_knee:
             plan = with_find_knee(plan, text, str(plan_file))
         check_before_run(plan, text, str(plan_file), runs_dir)
+        if plan.load.locustfile is not None:
+            from pinchpoint.load.locust_steps import check_locustfile, locustfile_where
+
+            where = locustfile_where(text, str(plan_file), locustfile is not None)
+            check_locustfile(plan, where)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
@@ -68,3 +84,21 @@ def run(
         raise typer.Exit(caught.exit_code() or 130)
     if not sla_met:
         raise typer.Exit(1)
+
+
+def _with_locustfile(text: str, source: str, locustfile: Path) -> Plan:
+    """The plan with `[load] locustfile` set from the flag, validated as a whole: a plan
+    for a locustfile needs no [[request]]."""
+    import tomllib
+
+    from pinchpoint.plan.model import Plan, parse_plan
+    from pinchpoint.plan.toml import validate_data
+
+    try:
+        data = tomllib.loads(text)
+    except (ValueError, RecursionError):
+        parse_plan(text, source)  # raises the plan's own error
+        raise
+    if isinstance(data.get("load"), dict):
+        data["load"]["locustfile"] = str(locustfile)
+    return validate_data(Plan, data, source, text=text)

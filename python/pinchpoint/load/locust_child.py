@@ -25,7 +25,8 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any, cast
 
 import gevent
 from locust import User
@@ -47,9 +48,14 @@ class LocustfileError(Exception):
     """The locustfile cannot run: said on stdout, exit status 2."""
 
 
+# Where the messages go: the stdout the parent reads, kept apart from the locustfile's
+# prints (which go to stderr with Locust's log).
+_channel: IO[str] = sys.stdout
+
+
 def emit(**message: Any) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    _channel.write(json.dumps(message) + "\n")
+    _channel.flush()
 
 
 def now_us() -> int:
@@ -114,7 +120,8 @@ def run(config: dict) -> dict:
     tagging = Tagging(config, recorder)
     tagging.install(HttpSession)
     tagging.install(FastHttpSession)
-    env.events.request.add_listener(recorder.on_request)
+    listen = cast(Callable[[Callable[..., None]], None], env.events.request.add_listener)
+    listen(recorder.on_request)
     runner = env.create_local_runner()
     stopping = Stopping(runner)
     gevent.signal_handler(signal.SIGTERM, stopping.signal)
@@ -162,6 +169,9 @@ def run(config: dict) -> dict:
 
 
 def main() -> int:
+    global _channel
+    _channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Locust warns of a spawn rate above 100: here users start at once on purpose.
     logging.getLogger("locust.runners").setLevel(logging.ERROR)

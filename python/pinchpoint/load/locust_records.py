@@ -97,7 +97,10 @@ class Recorder:
 
     def __init__(self, stream: str) -> None:
         self.writer = pa.ipc.new_stream(stream, REQUESTS_SCHEMA)
-        self.columns: dict[str, list] = {name: [] for name in REQUESTS_SCHEMA.names}
+        # pyarrow imports pandas on its first conversion (a second or so): before the
+        # steps, not in the middle of the first, where it would stall every user.
+        pa.array([], type=pa.uint64())
+        self.pending: list[tuple] = []
         self.ids = itertools.count()
         self.endpoints: dict[str, int] = {}
         self.reasons: dict[str, list[str]] = {}
@@ -138,12 +141,10 @@ class Recorder:
         error = error_class(exception, response, status)
         latency = max(round(response_time * 1000), 0)
         start = round((start_time if start_time is not None else time.time()) * 1e6)
-        row = (
+        self.pending.append((
             req_id, step, users, self.endpoint(f"{request_type} {name}"), start, start,
             latency, latency, status, error, max(int(response_length or 0), 0),
-        )  # fmt: skip
-        for column, value in zip(self.columns.values(), row, strict=True):
-            column.append(value)
+        ))  # fmt: skip
         self.requests += 1
         self.latency_sum_us += latency
         if error is not None or status >= 400:
@@ -152,7 +153,7 @@ class Recorder:
             self.window.append(latency)
         else:
             self._reason(error, f"{type(exception).__name__}: {exception}"[:300])
-        if len(self.columns["req_id"]) >= FLUSH_ROWS:
+        if len(self.pending) >= FLUSH_ROWS:
             self.flush()
 
     def _reason(self, error: str, text: str) -> None:
@@ -166,17 +167,13 @@ class Recorder:
 
     def flush(self) -> None:
         self.flushed = time.monotonic()
-        count = len(self.columns["req_id"])
-        if count == 0:
+        if not self.pending:
             return
-        batch = pa.record_batch(
-            [pa.array(v, type=f.type) for v, f in zip(self.columns.values(), REQUESTS_SCHEMA)],
-            schema=REQUESTS_SCHEMA,
-        )
-        self.writer.write_batch(batch)
-        self.rows += count
-        for column in self.columns.values():
-            column.clear()
+        columns = zip(*self.pending, strict=True)
+        arrays = [pa.array(c, type=f.type) for c, f in zip(columns, REQUESTS_SCHEMA, strict=True)]
+        self.writer.write_batch(pa.record_batch(arrays, schema=REQUESTS_SCHEMA))
+        self.rows += len(self.pending)
+        self.pending = []
 
     def close(self) -> None:
         self.flush()
@@ -209,8 +206,10 @@ class Tagging:
         self.verify: bool | str = config["verify"]
         self.recorder = recorder
         self.off_target: str | None = None
+        # The trace id's run half, worked out once a run.
+        self.trace_half = trace_id(self.run_id, 0)[:16]
 
-    def install(self, session_class: type) -> None:
+    def install(self, session_class: type[Any]) -> None:
         original: Callable[..., Any] = session_class.request
         tagging = self
 
@@ -246,7 +245,7 @@ class Tagging:
             headers[HEADER] = header_value(self.run_id, users, req_id)
             given = {k.lower() for k in headers}
             if "traceparent" not in given:
-                headers["traceparent"] = f"00-{trace_id(self.run_id, req_id)}-{span_id(req_id)}-01"
+                headers["traceparent"] = f"00-{self.trace_half}{req_id:016x}-{span_id(req_id)}-01"
             if "baggage" not in given:
                 headers["baggage"] = f"pp.run={self.run_id},pp.users={users}"
         if isinstance(session, requests.Session):

@@ -75,4 +75,3 @@ def _errors(classes: np.ndarray) -> dict[str, int]:
 def _counts(values: np.ndarray) -> dict[int, int]:
     codes, counts = np.unique(values, return_counts=True)
     return {int(c): int(n) for c, n in zip(codes, counts, strict=True)}
-

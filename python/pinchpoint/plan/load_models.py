@@ -175,6 +175,9 @@ class Load(Strict):
     # `file.py:function` or `module:function`, called with the request of each flow step
     # marked `hook = true` before it is sent (load/hooks.py).
     hook: str | None = None
+    # A locustfile whose users run the closed-loop steps instead of the plan's requests
+    # (load/locust_steps.py); a path relative to the working folder.
+    locustfile: str | None = Field(default=None, min_length=1)
 
     @property
     def open(self) -> bool:
@@ -208,6 +211,12 @@ class Load(Strict):
             raise FieldError(loc, f"{shapes[1]} cannot go with {shapes[0]}: choose one load shape")
         if self.find_knee:
             self._check_find_knee(stepped)
+        if self.locustfile is not None and (self.open or self.find_knee):
+            raise FieldError(
+                "locustfile",
+                "a locustfile's users run closed-loop steps: not open loop "
+                '(loop = "open" or [[load.phase]]) and not find_knee',
+            )
         if self.loop == "closed" and self.phase:
             raise FieldError("loop", 'arrival phases are open loop: remove loop = "closed"')
         if self.open and (self.stage or self.users is not None):
