@@ -232,3 +232,11 @@ def _locust_children(cwd: Path) -> list[int]:
         if "pinchpoint.load.locust_child" in cmdline and proc.info["cwd"] == str(cwd):
             found.append(proc.pid)
     return found
+
+
+def test_pinchpoint_load_refuses_a_locustfile_plan(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(_plan("http://127.0.0.1:9", 'users = 1\nduration = "1s"'))
+    code, _, err = finish(start(["load", str(plan)], cwd=tmp_path), 30)
+    assert code == 2
+    assert "load.locustfile: pinchpoint load sends the engine's requests" in err

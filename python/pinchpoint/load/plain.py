@@ -24,6 +24,7 @@ import psutil
 from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
+from pinchpoint.plan.check import PlanError
 from pinchpoint.plan.model import Plan, load_plan
 from pinchpoint.plan.toml import validate_data
 from pinchpoint.redact import private_dir, private_files
@@ -88,6 +89,11 @@ def plain_load(
     signal (see interrupts.py), the summary covers what ran and says `interrupted`.
     The folder is 0700 (made so if new or empty), the files written in it 0600."""
     plan = load_plan(source) if isinstance(source, Path) else url_plan(source)
+    if plan.load.locustfile is not None:
+        raise PlanError(
+            f"{source}: load.locustfile: pinchpoint load sends the engine's requests; "
+            "run a locustfile with pinchpoint run"
+        )
     if out is not None:
         private_dir(out, exist_ok=True)
         return _load_into(plan, source, out, keep=True, on_tick=on_tick)
