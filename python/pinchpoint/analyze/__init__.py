@@ -6,10 +6,11 @@ import math
 from pathlib import Path
 from typing import cast
 
+from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
 from pinchpoint.analyze.knee import find_knee
-from pinchpoint.analyze.steps import min_latency_ms, step_table
+from pinchpoint.analyze.steps import step_table
 from pinchpoint.analyze.usage import usage_table
 from pinchpoint.analyze.usl import fit_usl
 from pinchpoint.analyze.verdict import Context, decide
@@ -70,7 +71,7 @@ def analyze(run_dir: Path) -> dict:
         workers={c.name: c.workers for c in data.plan.component if c.workers},
         cpu_count=int(data.run.get("host", {}).get("cpu_count") or 1),
         generator_threads=int(data.run.get("engine", {}).get("threads") or 1),
-        min_latency_ms=min_latency_ms(data.requests),
+        min_latency_ms=min_latency(data.digest()),
         endpoint=_endpoint(data),
         roles={c.name: c.role for c in data.plan.component},
     )

@@ -10,18 +10,12 @@ grows: the requests in flight (throughput × mean latency) follow the load.
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
+from pinchpoint.analyze.client import min_latency
+from pinchpoint.analyze.digest import FAILED, OK, Digest
 from pinchpoint.analyze.frames import RunData
-from pinchpoint.analyze.steps import (
-    Window,
-    answered,
-    in_window,
-    min_latency_ms,
-    steady_windows,
-    tier_step,
-)
+from pinchpoint.analyze.steps import Window, tier_step
 from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
 
 # A ceiling: throughput gains less than this share between the two heaviest steps...
@@ -35,51 +29,52 @@ LOAD_RANGE = 2.0
 def endpoint_table(data: RunData) -> list[dict]:
     """Per request of the plan: its steps (throughput, latency, concurrency), its worker
     estimate and its behaviour. Empty for runs whose records do not name the request."""
-    if data.requests.height == 0 or "endpoint" not in data.requests.columns:
+    digest = data.digest()
+    if digest.count() == 0 or "endpoint" not in digest.source:
         return []
-    windows = steady_windows(data.run)
+    windows = data.windows()
     graph = data.tier_graph()
     out = []
     for index, name in enumerate(data.endpoint_names()):
-        mine = data.requests.filter(pl.col("endpoint") == index)
-        if mine.height == 0:
+        mine = digest.where(pl.col("endpoint") == index)
+        if mine.count() == 0:
             continue
-        steps = [s for w in windows if (s := _step(mine, w, data.tiers, graph)) is not None]
-        out.append(describe(name, index, steps, min_latency_ms(mine)))
+        steps = []
+        for i, w in enumerate(windows):
+            ids = data.traced_ids(i, index) if data.tiers.height else None
+            step = _step(mine.where(pl.col("window") == i), w, data.tiers, ids, graph)
+            if step is not None:
+                steps.append(step)
+        out.append(describe(name, index, steps, min_latency(mine)))
     return out
 
 
 def _step(
-    frame: pl.DataFrame,
+    part: Digest,
     w: Window,
     tiers: pl.DataFrame,
+    req_ids: pl.Series | None,
     graph: tuple[list[str], dict[str, list[str]]],
 ) -> dict | None:
-    part = in_window(frame, w)
-    ok = answered(part)
-    if ok.height == 0:
+    ok = part.where(OK)
+    if ok.count() == 0:
         return None
-    latency_ms = ok["latency_us"].to_numpy() / 1000
-    throughput = ok.height / w.seconds
-    errors = part.filter(pl.col("error").is_not_null() | (pl.col("status") >= 400))
+    throughput = ok.count() / w.seconds
+    p50_us = ok.percentiles_us([50])[0]
+    mean_us = ok.mean_us()
     step: dict[str, object] = {
         "users": w.users,
         "level": w.level if w.level is not None else w.users,
-        "requests": part.height,
-        "errors": errors.height,
-        "errors_by_class": _by_class(errors),
+        "requests": part.count(),
+        "errors": part.where(FAILED).count(),
+        "errors_by_class": part.by_class(),
         "throughput_rps": throughput,
-        "p50_ms": float(np.percentile(latency_ms, 50)),
-        "concurrency": throughput * float(latency_ms.mean()) / 1000,
+        "p50_ms": (p50_us or 0.0) / 1000,
+        "concurrency": throughput * (mean_us or 0.0) / 1e6,
     }
-    if tiers.height:
-        step["tiers"] = _tiers(tier_step(tiers, part["req_id"], None, *graph, throughput))
+    if tiers.height and req_ids is not None:
+        step["tiers"] = _tiers(tier_step(tiers, req_ids, None, *graph, throughput))
     return step
-
-
-def _by_class(errors: pl.DataFrame) -> dict[str, int]:
-    key = pl.coalesce(pl.col("error"), pl.col("status").cast(pl.String))
-    return {str(k): int(n) for k, n in errors.group_by(key).len().sort("len").iter_rows()}
 
 
 def _tiers(step: dict[str, dict]) -> dict[str, dict]:

@@ -1,4 +1,7 @@
-"""Reads what a run folder holds into the frames the analysis works on."""
+"""Reads what a run folder holds into the frames the analysis works on. The requests stay
+in their file: the analysis reads them through a scan, once into their digest (per steady
+window, endpoint and latency bucket) and, where tiers logged request ids, once for the
+requests of each window that a tier recorded."""
 
 from __future__ import annotations
 
@@ -7,8 +10,11 @@ from pathlib import Path
 
 import polars as pl
 
+from pinchpoint.analyze.digest import Digest
 from pinchpoint.plan.model import Plan, entry_first, load_plan
 from pinchpoint.rundir import files
+from pinchpoint.rundir.scan import collect, columns, schema
+from pinchpoint.rundir.steady import Window, sent_at, steady_windows, window_index
 
 
 @dataclass
@@ -16,11 +22,60 @@ class RunData:
     run_dir: Path
     run: dict
     plan: Plan
-    requests: pl.DataFrame
+    requests: pl.LazyFrame  # a scan of requests.parquet
     tiers: pl.DataFrame
     resources: pl.DataFrame
     # Calls between tiers that traces showed (collection.json `calls`), beside the plan's.
     traced_calls: dict[str, list[str]] = field(default_factory=dict)
+    _digest: Digest | None = field(default=None, repr=False)
+    _traced: pl.DataFrame | None = field(default=None, repr=False)
+
+    def windows(self) -> list[Window]:
+        """Each step's steady part, from run.json."""
+        return steady_windows(self.run)
+
+    def digest(self) -> Digest:
+        """The requests' digest, `window` indexing `windows()`; computed once."""
+        if self._digest is None:
+            self._digest = Digest.of(self.requests, self.windows())
+        return self._digest
+
+    def traced(self) -> pl.DataFrame:
+        """The requests of the steady windows that a tier recorded by their id: `req_id`,
+        `window` and `endpoint`; computed once, as big as the tiers' records at most."""
+        if self._traced is None:
+            self._traced = self._traced_requests()
+        return self._traced
+
+    def _traced_requests(self) -> pl.DataFrame:
+        names = columns(self.requests)
+        empty = pl.DataFrame(
+            schema={"req_id": pl.UInt64, "window": pl.UInt32, "endpoint": pl.UInt16}
+        )
+        if self.tiers.is_empty() or "req_id" not in self.tiers.columns:
+            return empty
+        if not {"req_id", "step"} <= set(names):
+            return empty
+        kind = schema(self.requests)["req_id"]
+        ids = self.tiers.select(pl.col("req_id").drop_nulls().unique().cast(kind, strict=False))
+        endpoint = pl.col("endpoint") if "endpoint" in names else pl.lit(None, pl.UInt16)
+        query = (
+            self.requests.select(
+                "req_id",
+                window_index(self.windows(), sent_at(self.requests)).alias("window"),
+                endpoint.alias("endpoint"),
+            )
+            .filter(pl.col("window").is_not_null())
+            .join(ids.lazy(), on="req_id", how="semi")
+        )
+        return collect(query)
+
+    def traced_ids(self, window: int, endpoint: int | None = None) -> pl.Series:
+        """The request ids of one window (and endpoint) that a tier recorded."""
+        kept = self.traced().filter(pl.col("window") == window)
+        if endpoint is not None:
+            kept = kept.filter(pl.col("endpoint") == endpoint)
+        return kept["req_id"]
 
     def endpoint_names(self) -> list[str]:
         """The name of each `endpoint` index of the records: as the load recorded them
@@ -53,7 +108,9 @@ def read_run(run_dir: Path) -> RunData:
         run_dir=run_dir,
         run=dict(folder.read_run()),
         plan=load_plan(folder / files.PLAN),
-        requests=table(files.REQUESTS),
+        requests=(
+            folder.scan_frame(files.REQUESTS) if folder.has(files.REQUESTS) else pl.LazyFrame()
+        ),
         tiers=table(files.TIERS),
         resources=table(files.RESOURCES),
         traced_calls=_traced_calls(folder),

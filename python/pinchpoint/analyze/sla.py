@@ -18,8 +18,8 @@ from pinchpoint.plan.sla import Sla
 from pinchpoint.rundir import files
 
 if TYPE_CHECKING:
-    import numpy as np
-    import polars as pl
+    from pinchpoint.analyze.digest import Digest
+    from pinchpoint.rundir.scan import Frame
 
 
 @dataclass(frozen=True)
@@ -75,65 +75,61 @@ class SlaResult:
 def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaResult]:
     """Every threshold of `plan_sla` checked on the run folder's requests: over all steps
     and at each step. Raises FileNotFoundError without requests.parquet."""
-    import polars as pl
-
     if plan_sla is None:
         return []
     sla = plan_sla if isinstance(plan_sla, Sla) else Sla.model_validate(plan_sla)
-    run_dir = Path(run_dir)
-    path = run_dir / files.REQUESTS
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found")
-    columns = ["step", "users", "start_us", "latency_us", "status", "error"]
-    if "intended_us" in pl.read_parquet_schema(path):
-        columns.append("intended_us")  # open loop: the steady part is cut by it
-    requests = pl.read_parquet(path, columns=columns)
-    run: dict[str, Any] = {}
     folder = files.RunFolder(run_dir)
+    columns = ["step", "users", "start_us", "latency_us", "status", "error"]
+    # Open loop: the steady part is cut by the intended send time.
+    requests = folder.scan_frame(files.REQUESTS, columns, ["intended_us"])
+    run: dict[str, Any] = {}
     if folder.has(files.RUN):
         run = folder.read_json(files.RUN)
     return evaluate(sla, requests, run)
 
 
-def evaluate(sla: Sla, requests: pl.DataFrame, run: dict[str, Any]) -> list[SlaResult]:
-    """The thresholds checked on `requests` (the columns of requests.parquet), cut to each
-    step's steady part by run.json's step windows and warm-up."""
-    import numpy as np
+def evaluate(sla: Sla, requests: Frame, run: dict[str, Any]) -> list[SlaResult]:
+    """The thresholds checked on `requests` (the columns of requests.parquet, read whole or
+    scanned), cut to each step's steady part by run.json's step windows and warm-up."""
     import polars as pl
 
-    from pinchpoint.rundir.steady import steady_requests
+    from pinchpoint.analyze.digest import Digest, over_column
+    from pinchpoint.rundir.steady import usable_windows
 
-    failed = (pl.col("error").is_not_null() | (pl.col("status") >= 400)).fill_null(False)
-    steady = steady_requests(requests, run).with_columns(failed.alias("_failed"))
-    whole = _Part(step=-1, users=0, frame=steady)
+    windows = usable_windows(run)
+    slow_ms = sla.slow_ms if sla.slow_share is not None else None
+    digest = Digest.of(requests, windows, over_ms=[slow_ms] if slow_ms is not None else [])
+    steady = digest.where(pl.col("window").is_not_null()) if windows else digest
+    whole = _Part(step=-1, users=0, digest=steady)
     parts = [
-        _Part(step=int(key[0]), users=int(frame["users"][0]), frame=frame)
-        for key, frame in steady.group_by("step")
+        _Part(step=int(step), users=int(part.first("users") or 0), digest=part)
+        for step, part in steady.groups("step")
     ]
-    parts.sort(key=lambda part: part.step)
 
     results = []
     for key, q, limit in sla.percentiles():
 
-        def percentile(ms: np.ndarray, frame: pl.DataFrame, q: float = q) -> float | None:
-            return float(np.percentile(ms, q)) if ms.size else None
+        def percentile(ok: Digest, part: Digest, q: float = q) -> float | None:
+            value = ok.percentiles_us([q])[0]
+            return value / 1000 if value is not None else None
 
         objective = f"p{q:g} ≤ {limit:g} ms"
         results.append(_result(key, objective, limit, "ms", whole, parts, percentile))
     if sla.error_rate is not None:
 
-        def error_rate(ms: np.ndarray, frame: pl.DataFrame) -> float | None:
-            return float(frame["_failed"].sum()) / frame.height if frame.height else None
+        def error_rate(ok: Digest, part: Digest) -> float | None:
+            count = part.count()
+            return (count - ok.count()) / count if count else None
 
         objective = f"errors ≤ {_share(sla.error_rate)} of requests"
         results.append(
             _result("error_rate", objective, sla.error_rate, "share", whole, parts, error_rate)
         )
-    if sla.slow_ms is not None and sla.slow_share is not None:
-        slow_ms = sla.slow_ms
+    if slow_ms is not None and sla.slow_share is not None:
 
-        def slow_share(ms: np.ndarray, frame: pl.DataFrame) -> float | None:
-            return float(np.count_nonzero(ms > slow_ms)) / ms.size if ms.size else None
+        def slow_share(ok: Digest, part: Digest) -> float | None:
+            count = ok.count()
+            return ok.total(over_column(slow_ms)) / count if count else None
 
         objective = f"responses slower than {slow_ms:g} ms ≤ {_share(sla.slow_share)}"
         results.append(
@@ -146,7 +142,7 @@ def evaluate(sla: Sla, requests: pl.DataFrame, run: dict[str, Any]) -> list[SlaR
 class _Part:
     step: int
     users: int
-    frame: pl.DataFrame
+    digest: Digest
 
 
 def _result(
@@ -156,20 +152,20 @@ def _result(
     unit: str,
     whole: _Part,
     parts: list[_Part],
-    measure: Callable[[Any, pl.DataFrame], float | None],
+    measure: Callable[[Digest, Digest], float | None],
 ) -> SlaResult:
-    import polars as pl
+    from pinchpoint.analyze.digest import FAILED
 
     def judge(part: _Part) -> tuple[float | None, int, bool]:
         """The value, the requests it comes from, and whether it meets the limit. A step
         that sent nothing is not judged; one whose every request failed has no latency to
         meet a latency objective with, which breaks it."""
-        frame = part.frame
-        ms = frame.filter(~pl.col("_failed"))["latency_us"].to_numpy() / 1000.0
-        value = measure(ms, frame)
-        count = frame.height if key == "error_rate" else int(ms.size)
+        # A request with neither an error nor a status is no failure here.
+        ok = part.digest.where(~FAILED.fill_null(False))
+        value = measure(ok, part.digest)
+        count = part.digest.count() if key == "error_rate" else ok.count()
         if value is None:
-            return None, count, frame.height == 0 and part is not whole
+            return None, count, part.digest.count() == 0 and part is not whole
         return value, count, value <= limit
 
     value, count, whole_passed = judge(whole)

@@ -9,79 +9,32 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
+from pinchpoint.analyze.client import (
+    PERCENTILES,
+    answered,
+    client_numbers,
+    client_step,
+    min_latency_ms,
+)
 from pinchpoint.analyze.frames import RunData
 from pinchpoint.rundir.steady import Window, in_window, steady_windows
 
-__all__ = ["Window", "in_window", "steady_windows"]
+__all__ = [
+    "Window",
+    "answered",
+    "client_step",
+    "in_window",
+    "min_latency_ms",
+    "steady_windows",
+]
 
 # Below this share of a tier's records joined to its callee's by request id, self time
 # is taken as a difference of medians instead of per request.
 MIN_JOINED_SHARE = 0.5
 
 
-# Percentiles of the client's latency and of each tier's time and self time per step.
-PERCENTILES = (50, 90, 95, 99, 99.9)
-
-
 def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
-
-
-def _ms(values: np.ndarray) -> dict[str, float | None]:
-    v = values * 1000.0
-    return {f"p{q:g}": _pct(v, q) for q in PERCENTILES}
-
-
-def answered(requests: pl.DataFrame) -> pl.DataFrame:
-    """The requests that got a response below 400."""
-    return requests.filter(pl.col("error").is_null() & (pl.col("status") < 400))
-
-
-def min_latency_ms(requests: pl.DataFrame) -> float | None:
-    """The shortest latency of an answered request, in ms."""
-    ok = answered(requests) if requests.height else requests
-    return float(cast(float, ok["latency_us"].min())) / 1000 if ok.height else None
-
-
-def client_step(requests: pl.DataFrame, w: Window) -> tuple[dict, pl.Series]:
-    """The client's view of one step, and the request ids kept in its steady part. A
-    request belongs by its intended send time (open loop: one sent late because the
-    target stalled still counts in its phase, with its latency from that time)."""
-    part = in_window(requests, w)
-    failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
-    ok = part.filter(~failed)
-    errors = part.filter(failed)
-    # Latencies of the successful answers; with none, of every answer (a step that only
-    # got 503s); never of transport errors: they had no response to time.
-    answers = ok if ok.height else part.filter(pl.col("error").is_null())
-    latency = answers["latency_us"].to_numpy() / 1e6
-    by_class = {}
-    for row in (
-        errors.group_by(pl.coalesce(pl.col("error"), pl.col("status").cast(pl.String)))
-        .len()
-        .iter_rows()
-    ):
-        by_class[str(row[0])] = int(row[1])
-    step = {
-        "step": w.step,
-        "users": w.users,
-        "kind": w.kind,
-        "level": w.level,
-        **({"late": w.late, "unsent": w.unsent} if w.kind == "rate" else {}),
-        "duration_s": round(w.seconds, 3),
-        "requests": part.height,
-        "errors": errors.height,
-        "error_rate": errors.height / part.height if part.height else 0.0,
-        "errors_by_class": by_class,
-        "throughput_rps": ok.height / w.seconds,
-        # Response bytes the client received per second: what the path to it carried.
-        "bytes_per_s": float(part["bytes"].sum()) / w.seconds if "bytes" in part.columns else 0.0,
-        "latency_ms": _ms(latency),
-        "latency_mean_ms": float(latency.mean() * 1000) if latency.size else None,
-        # How long the failed requests took: a limit that refuses answers fast.
-        "error_latency_p50_ms": _pct(errors["latency_us"].to_numpy() / 1e3, 50),
-    }
-    return step, part["req_id"]
 
 
 def _wide(tiers: pl.DataFrame, names: list[str]) -> pl.DataFrame:
@@ -356,15 +309,16 @@ def _lock_waits(frame: pl.DataFrame) -> dict:
 
 def step_table(data: RunData) -> list[dict]:
     order, calls = data.tier_graph()
-    steps = []
-    for w in steady_windows(data.run):
-        if data.requests.height == 0:
-            break
-        step, req_ids = client_step(data.requests, w)
+    digest = data.digest()
+    steps: list[dict] = []
+    if digest.count() == 0:
+        return steps
+    for i, w in enumerate(data.windows()):
+        step = client_numbers(digest.where(pl.col("window") == i), w)
         if data.tiers.height:
             step["tiers"] = tier_step(
                 data.tiers,
-                req_ids,
+                data.traced_ids(i),
                 w.users if w.kind == "users" else None,
                 order,
                 calls,

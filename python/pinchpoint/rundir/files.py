@@ -81,6 +81,31 @@ class RunFolder:
         import polars as pl
 
         path = self.path / name
+        wanted = self._columns(name, columns, optional)
+        try:
+            return pl.read_parquet(path, columns=wanted)
+        except Exception as exc:
+            raise ValueError(f"{path}: unreadable: {exc}") from exc
+
+    def scan_frame(
+        self, name: str, columns: Sequence[str] | None = None, optional: Sequence[str] = ()
+    ) -> pl.LazyFrame:
+        """The table as `read_frame` names it, unread: a query over it reads the columns it
+        uses, a row group at a time (collect it with `rundir.scan.collect`). The file and
+        its columns are checked now, as by `read_frame`."""
+        import polars as pl
+
+        wanted = self._columns(name, columns, optional)
+        scan = pl.scan_parquet(self.path / name)
+        return scan if wanted is None else scan.select(wanted)
+
+    def _columns(
+        self, name: str, columns: Sequence[str] | None, optional: Sequence[str]
+    ) -> list[str] | None:
+        """The columns to read of the table (None: all), checked against its schema."""
+        import polars as pl
+
+        path = self.path / name
         if not path.is_file():
             raise FileNotFoundError(f"{path}: not found")
         try:
@@ -88,16 +113,11 @@ class RunFolder:
         except Exception as exc:  # polars raises its own errors for a damaged file
             raise ValueError(f"{path}: unreadable: {exc}") from exc
         if columns is None:
-            wanted = None
-        else:
-            missing = [c for c in columns if c not in schema]
-            if missing:
-                raise ValueError(f"{path}: lacks columns {', '.join(missing)}")
-            wanted = [*columns, *(c for c in optional if c in schema and c not in columns)]
-        try:
-            return pl.read_parquet(path, columns=wanted)
-        except Exception as exc:
-            raise ValueError(f"{path}: unreadable: {exc}") from exc
+            return None
+        missing = [c for c in columns if c not in schema]
+        if missing:
+            raise ValueError(f"{path}: lacks columns {', '.join(missing)}")
+        return [*columns, *(c for c in optional if c in schema and c not in columns)]
 
     def read_json(self, name: str) -> dict[str, Any]:
         path = self.path / name

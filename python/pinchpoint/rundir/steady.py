@@ -10,10 +10,16 @@ latency from that time), or by the time it was sent (`start_us`) when nothing wa
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
+
+from pinchpoint.rundir.scan import Frame, columns, schema
+
+# A table of requests, read whole or a scan: what a function gets, it returns.
+F = TypeVar("F", pl.DataFrame, pl.LazyFrame)
 
 # Columns of requests.parquet the steady part is cut by: the first present wins.
 SENT_AT = ("intended_us", "start_us")
@@ -57,42 +63,77 @@ def steady_windows(run: dict[str, Any]) -> list[Window]:
     ]
 
 
-def sent_at(requests: pl.DataFrame) -> str:
+def sent_at(requests: Frame) -> str:
     """The column a request belongs to its step's steady part by."""
-    return next((c for c in SENT_AT if c in requests.columns), SENT_AT[-1])
+    names = columns(requests)
+    return next((c for c in SENT_AT if c in names), SENT_AT[-1])
 
 
-def in_window(requests: pl.DataFrame, w: Window) -> pl.DataFrame:
+def bounds_us(w: Window) -> tuple[int, int]:
+    """The window's send times in µs: from the first (included) to the last (excluded)."""
+    return int(w.start * 1e6), int(w.end * 1e6)
+
+
+def in_window(requests: F, w: Window) -> F:
     """The requests of one step's steady part."""
-    lo, hi = int(w.start * 1e6), int(w.end * 1e6)
+    lo, hi = bounds_us(w)
     at = pl.col(sent_at(requests))
     return requests.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi))
 
 
-def steady_requests(requests: pl.DataFrame, run: dict[str, Any]) -> pl.DataFrame:
-    """The requests of every step's steady part. A run.json without usable step windows
-    (an imported run, a damaged file) cuts nothing: every request."""
+def window_index(windows: Sequence[Window], at: str) -> pl.Expr:
+    """The position in `windows` of the steady part each request belongs to, null for one
+    in none (a warm-up, a step run.json does not name). Steps are looked up, not joined, so
+    a scan keeps streaming; a step with two windows (never written by a run) takes the
+    first that holds the request."""
+    if not windows:
+        return pl.lit(None, pl.UInt32)
+    sent, step = pl.col(at), pl.col("step")
+    steps = [w.step for w in windows]
+    if len(set(steps)) < len(steps):
+        index = pl.lit(None, pl.UInt32)
+        for i, w in reversed(list(enumerate(windows))):
+            first, last = bounds_us(w)
+            inside = (step == w.step) & (sent >= first) & (sent < last)
+            index = pl.when(inside).then(pl.lit(i, pl.UInt32)).otherwise(index)
+        return index
+    lo = step.replace_strict(steps, [bounds_us(w)[0] for w in windows], default=None)
+    hi = step.replace_strict(steps, [bounds_us(w)[1] for w in windows], default=None)
+    position = step.replace_strict(steps, list(range(len(windows))), default=None)
+    return pl.when((sent >= lo) & (sent < hi)).then(position).cast(pl.UInt32)
+
+
+def usable_windows(run: dict[str, Any]) -> list[Window]:
+    """run.json's step windows, or none when it has no usable ones (an imported run, a
+    damaged file)."""
     try:
         windows = steady_windows(run) if run.get("steps") else []
     except (KeyError, TypeError, ValueError):
-        return requests
-    if not windows or not all(
-        _finite(w.step) and _finite(w.start) and _finite(w.end) for w in windows
-    ):
+        return []
+    if not all(_finite(w.step) and _finite(w.start) and _finite(w.end) for w in windows):
+        return []
+    return windows
+
+
+def steady_requests(requests: F, run: dict[str, Any]) -> F:
+    """The requests of every step's steady part. A run.json without usable step windows
+    (an imported run, a damaged file) cuts nothing: every request."""
+    windows = usable_windows(run)
+    if not windows:
         return requests
     bounds = pl.DataFrame(
         {
             "step": [int(w.step) for w in windows],
-            "_lo": [int(w.start * 1e6) for w in windows],
-            "_hi": [int(w.end * 1e6) for w in windows],
+            "_lo": [bounds_us(w)[0] for w in windows],
+            "_hi": [bounds_us(w)[1] for w in windows],
         }
-    ).with_columns(pl.col("step").cast(requests.schema["step"]))
+    ).with_columns(pl.col("step").cast(schema(requests)["step"]))
     at = pl.col(sent_at(requests))
-    return (
-        requests.join(bounds, on="step", how="inner", maintain_order="left")
-        .filter((at >= pl.col("_lo")) & (at < pl.col("_hi")))
-        .drop("_lo", "_hi")
-    )
+    if isinstance(requests, pl.LazyFrame):
+        joined = requests.join(bounds.lazy(), on="step", how="inner")
+    else:
+        joined = requests.join(bounds, on="step", how="inner", maintain_order="left")
+    return joined.filter((at >= pl.col("_lo")) & (at < pl.col("_hi"))).drop("_lo", "_hi")
 
 
 def _finite(value: object) -> bool:
