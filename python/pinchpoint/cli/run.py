@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -47,7 +48,7 @@ def run(
     try:
         text = read_plan_text(plan_file)
         if locustfile is not None:
-            plan = _with_locustfile(text, str(plan_file), locustfile)
+            plan, text = _with_locustfile(text, str(plan_file), locustfile)
         else:
             plan = parse_plan(text, str(plan_file))
         if find_knee:
@@ -86,9 +87,11 @@ def run(
         raise typer.Exit(1)
 
 
-def _with_locustfile(text: str, source: str, locustfile: Path) -> Plan:
-    """The plan with `[load] locustfile` set from the flag, validated as a whole: a plan
-    for a locustfile needs no [[request]]."""
+def _with_locustfile(text: str, source: str, locustfile: Path) -> tuple[Plan, str]:
+    """The plan with `[load] locustfile` set from the flag, validated as a whole (a plan
+    for a locustfile needs no [[request]]), and its text with the line added under
+    `[load]`: the run folder's plan says what ran, and reads back on its own."""
+    import re
     import tomllib
 
     from pinchpoint.plan.model import Plan, parse_plan
@@ -101,4 +104,10 @@ def _with_locustfile(text: str, source: str, locustfile: Path) -> Plan:
         raise
     if isinstance(data.get("load"), dict):
         data["load"]["locustfile"] = str(locustfile)
-    return validate_data(Plan, data, source, text=text)
+    plan = validate_data(Plan, data, source, text=text)
+    header = re.search(r"(?m)^[ \t]*\[[ \t]*load[ \t]*\][ \t]*(#.*)?$", text)
+    if header is None:
+        raise PlanError(f"{source}: --locustfile needs a [load] table to record it in")
+    line = f"locustfile = {json.dumps(str(locustfile))}"
+    text = text[: header.end()] + "\n" + line + text[header.end() :]
+    return plan, text
