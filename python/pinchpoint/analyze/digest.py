@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pinchpoint.rundir.scan import Frame, collect, columns, height, lazy
-from pinchpoint.rundir.steady import Window, sent_at, window_index
+from pinchpoint.rundir.scan import Frame, collect, columns, height, lazy, schema
+from pinchpoint.rundir.steady import Window, with_window
 
 # Up to this many requests every latency is its own bucket: percentiles are exact.
 EXACT_ROWS = 2_000_000
@@ -73,22 +73,32 @@ class Digest:
         requests: Frame,
         windows: Sequence[Window] | None = None,
         over_ms: Sequence[float] = (),
+        extent: bool = False,
     ) -> Digest:
         """The digest of `requests` (read whole or scanned): `window` is the position in
         `windows` of the steady part each request belongs to (null: none); `over:<ms>`
-        counts the latencies above each of `over_ms`."""
+        counts the latencies above each of `over_ms`; with `extent`, each group's least
+        `users`, first send (`first_us`) and last answer (`last_us`)."""
         names = columns(requests)
         if "latency_us" not in names:
             return Digest(pl.DataFrame(), tuple(names))
         exact = height(requests) <= EXACT_ROWS
-        lat = pl.col("latency_us").cast(pl.Int64)
+        kinds = schema(requests)
 
         def given(name: str, dtype: pl.DataType) -> pl.Expr:
             return pl.col(name) if name in names else pl.lit(None, dtype).alias(name)
 
-        window = window_index(windows, sent_at(requests)) if windows and "step" in names else None
+        def int64(name: str) -> pl.Expr:
+            return pl.col(name) if kinds[name] == pl.Int64 else pl.col(name).cast(pl.Int64)
+
+        lat = int64("latency_us")
+        frame = lazy(requests)
+        if windows and "step" in names:
+            frame = with_window(frame, windows)
+        else:
+            frame = frame.with_columns(pl.lit(None, pl.UInt32).alias("window"))
         keys = [
-            (window if window is not None else pl.lit(None, pl.UInt32)).alias("window"),
+            pl.col("window"),
             given("step", pl.UInt32()),
             given("endpoint", pl.UInt16()),
             given("error", pl.String()),
@@ -97,19 +107,24 @@ class Digest:
         ]
         measures = [
             pl.len().cast(pl.Int64).alias("n"),
-            lat.min().alias("lo_us"),
-            lat.max().alias("hi_us"),
-            lat.sum().alias("sum_us"),
             *[((lat / 1000.0) > ms).sum().alias(over_column(ms)) for ms in over_ms],
         ]
+        if not exact:  # an exact bucket is its latency: these follow from it
+            measures += [lat.min().alias("lo_us"), lat.max().alias("hi_us")]
+            measures.append(lat.sum().alias("sum_us"))
         if "bytes" in names:
-            measures.append(pl.col("bytes").cast(pl.UInt64).sum().alias("bytes"))
-        if "users" in names:
+            measures.append(pl.col("bytes").sum().cast(pl.UInt64).alias("bytes"))
+        if extent and "users" in names:
             measures.append(pl.col("users").min().alias("users"))
-        if "start_us" in names:
-            start = pl.col("start_us").cast(pl.Int64)
+        if extent and "start_us" in names:
+            start = int64("start_us")
             measures += [start.min().alias("first_us"), (start + lat).max().alias("last_us")]
-        rows = collect(lazy(requests).group_by(keys).agg(measures))
+        rows = collect(frame.group_by(keys).agg(measures))
+        if exact:
+            bucket = pl.col("bucket")
+            rows = rows.with_columns(
+                bucket.alias("lo_us"), bucket.alias("hi_us"), (bucket * pl.col("n")).alias("sum_us")
+            )
         return Digest(rows, tuple(names), exact)
 
     def where(self, *predicates: pl.Expr) -> Digest:

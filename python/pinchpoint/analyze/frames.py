@@ -14,7 +14,7 @@ from pinchpoint.analyze.digest import Digest
 from pinchpoint.plan.model import Plan, entry_first, load_plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.scan import collect, columns, schema
-from pinchpoint.rundir.steady import Window, sent_at, steady_windows, window_index
+from pinchpoint.rundir.steady import Window, steady_windows, with_window
 
 
 @dataclass
@@ -60,11 +60,8 @@ class RunData:
         ids = self.tiers.select(pl.col("req_id").drop_nulls().unique().cast(kind, strict=False))
         endpoint = pl.col("endpoint") if "endpoint" in names else pl.lit(None, pl.UInt16)
         query = (
-            self.requests.select(
-                "req_id",
-                window_index(self.windows(), sent_at(self.requests)).alias("window"),
-                endpoint.alias("endpoint"),
-            )
+            with_window(self.requests, self.windows())
+            .select("req_id", "window", endpoint.alias("endpoint"))
             .filter(pl.col("window").is_not_null())
             .join(ids.lazy(), on="req_id", how="semi")
         )

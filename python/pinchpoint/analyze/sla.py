@@ -88,9 +88,10 @@ def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaR
     return evaluate(sla, requests, run)
 
 
-def evaluate(sla: Sla, requests: Frame, run: dict[str, Any]) -> list[SlaResult]:
+def evaluate(sla: Sla, requests: Frame | Digest, run: dict[str, Any]) -> list[SlaResult]:
     """The thresholds checked on `requests` (the columns of requests.parquet, read whole or
-    scanned), cut to each step's steady part by run.json's step windows and warm-up."""
+    scanned), cut to each step's steady part by run.json's step windows and warm-up; or on
+    their digest, cut by those windows and counting the latencies over `slow_ms`."""
     import polars as pl
 
     from pinchpoint.analyze.digest import Digest, over_column
@@ -98,11 +99,16 @@ def evaluate(sla: Sla, requests: Frame, run: dict[str, Any]) -> list[SlaResult]:
 
     windows = usable_windows(run)
     slow_ms = sla.slow_ms if sla.slow_share is not None else None
-    digest = Digest.of(requests, windows, over_ms=[slow_ms] if slow_ms is not None else [])
+    if isinstance(requests, Digest):
+        digest = requests
+    else:
+        over = [slow_ms] if slow_ms is not None else []
+        digest = Digest.of(requests, windows, over_ms=over, extent=not windows)
     steady = digest.where(pl.col("window").is_not_null()) if windows else digest
     whole = _Part(step=-1, users=0, digest=steady)
+    users = {w.step: w.users for w in reversed(windows)}
     parts = [
-        _Part(step=int(step), users=int(part.first("users") or 0), digest=part)
+        _Part(step=int(step), users=int(users.get(step, part.first("users") or 0)), digest=part)
         for step, part in steady.groups("step")
     ]
 

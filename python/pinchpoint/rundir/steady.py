@@ -81,14 +81,14 @@ def in_window(requests: F, w: Window) -> F:
     return requests.filter((pl.col("step") == w.step) & (at >= lo) & (at < hi))
 
 
-def window_index(windows: Sequence[Window], at: str) -> pl.Expr:
-    """The position in `windows` of the steady part each request belongs to, null for one
-    in none (a warm-up, a step run.json does not name). Steps are looked up, not joined, so
-    a scan keeps streaming; a step with two windows (never written by a run) takes the
-    first that holds the request."""
+def with_window(requests: pl.LazyFrame, windows: Sequence[Window]) -> pl.LazyFrame:
+    """The requests with `window`: the position in `windows` of the steady part each
+    belongs to, null for one in none (a warm-up, a step run.json does not name). The steps'
+    bounds are joined, not looked up, so that a scan keeps streaming; a step with two
+    windows (never written by a run) takes the first that holds the request."""
     if not windows:
-        return pl.lit(None, pl.UInt32)
-    sent, step = pl.col(at), pl.col("step")
+        return requests.with_columns(pl.lit(None, pl.UInt32).alias("window"))
+    sent, step = pl.col(sent_at(requests)), pl.col("step")
     steps = [w.step for w in windows]
     if len(set(steps)) < len(steps):
         index = pl.lit(None, pl.UInt32)
@@ -96,11 +96,22 @@ def window_index(windows: Sequence[Window], at: str) -> pl.Expr:
             first, last = bounds_us(w)
             inside = (step == w.step) & (sent >= first) & (sent < last)
             index = pl.when(inside).then(pl.lit(i, pl.UInt32)).otherwise(index)
-        return index
-    lo = step.replace_strict(steps, [bounds_us(w)[0] for w in windows], default=None)
-    hi = step.replace_strict(steps, [bounds_us(w)[1] for w in windows], default=None)
-    position = step.replace_strict(steps, list(range(len(windows))), default=None)
-    return pl.when((sent >= lo) & (sent < hi)).then(position).cast(pl.UInt32)
+        return requests.with_columns(index.alias("window"))
+    bounds = pl.DataFrame(
+        {
+            "step": steps,
+            "_window": list(range(len(windows))),
+            "_lo": [bounds_us(w)[0] for w in windows],
+            "_hi": [bounds_us(w)[1] for w in windows],
+        },
+        schema_overrides={"_window": pl.UInt32, "_lo": pl.Int64, "_hi": pl.Int64},
+    ).with_columns(step.cast(schema(requests)["step"]))
+    inside = (sent >= pl.col("_lo")) & (sent < pl.col("_hi"))
+    return (
+        requests.join(bounds.lazy(), on="step", how="left")
+        .with_columns(pl.when(inside).then(pl.col("_window")).alias("window"))
+        .drop("_window", "_lo", "_hi")
+    )
 
 
 def usable_windows(run: dict[str, Any]) -> list[Window]:
