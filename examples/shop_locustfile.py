@@ -2,8 +2,8 @@
 log in (a token and a session cookie), list the user's orders, read the first one (and
 check that the answer is that order), post a note on it with the session cookie.
 
-    pinchpoint run examples/shop_locust.toml
-    pinchpoint run examples/shop_flow.toml --locustfile examples/shop_locustfile.py
+    pinchpoint demo --plan examples/shop_locust.toml     # on the demo stack
+    pinchpoint run examples/shop_locust.toml             # on a stack of your own
 
 pinchpoint runs these users under the plan's steps, tags each request with the run and
 sends them to the plan's target (a class without `host` gets it). Each request is named
