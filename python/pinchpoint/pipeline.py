@@ -107,7 +107,11 @@ def execute(
         for collector in using:
             collector.start(run_id, plan.sampling.interval)
         try:
-            if plan.load.find_knee:
+            if plan.generators.ray is not None:
+                from pinchpoint.load.distributed.runner import run_on_ray
+
+                result = run_on_ray(plan, run_id, run_dir, on_tick=on_tick)
+            elif plan.load.find_knee:
                 knee = search_knee(plan, run_id, run_dir, on_tick=on_tick)
                 result = knee.load
             elif plan.load.locustfile is not None:
@@ -144,6 +148,8 @@ def execute(
         # The name of each `endpoint` index in requests.parquet.
         "endpoint_names": summary.get("endpoint_names") or plan.endpoints(),
     }
+    if "generators" in summary:  # generators on Ray: each one's node, share and self-check
+        run["generators"] = summary["generators"]
     if knee is not None:
         run["find_knee"] = knee.record
     files.RunFolder(run_dir).write_run(cast(RunJson, run))

@@ -9,6 +9,7 @@ from typing import cast
 from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
+from pinchpoint.analyze.generator import load_short
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.steps import step_table
 from pinchpoint.analyze.usage import usage_table
@@ -74,6 +75,7 @@ def analyze(run_dir: Path) -> dict:
         min_latency_ms=min_latency(data.digest()),
         endpoint=_endpoint(data),
         roles={c.name: c.role for c in data.plan.component},
+        generators=list(data.run.get("generators") or []),
     )
     for step in steps:
         step["usage"] = usage_table(step, ctx)
@@ -93,6 +95,8 @@ def analyze(run_dir: Path) -> dict:
         **decide(steps, ctx),
         **_curve(steps),
     }
+    if short := load_short(ctx.generators):
+        verdict["load_short"] = short
     if reasons := data.run.get("error_reasons"):
         verdict["error_reasons"] = reasons
     endpoints = endpoint_table(data)

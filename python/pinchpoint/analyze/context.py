@@ -17,6 +17,8 @@ class Context:
     endpoint: str = "all requests"
     # Each component's role in the plan (proxy, app_server, database, ...).
     roles: dict[str, str] = field(default_factory=dict)
+    # Generators on Ray (run.json `generators`): each one's CPU self-check, or `lost`.
+    generators: list[dict] = field(default_factory=list)
 
 
 # Roles whose processes are no pool of request slots: event loops, backends per connection.

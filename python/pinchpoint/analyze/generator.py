@@ -39,7 +39,7 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
         and (_delay_share(h, s) >= STARVED_DELAY or _outside_share(s, ctx) >= OUTSIDE_SHARE)
         for h, s, share in zip(hosts, steps, shares, strict=True)
     ]
-    return {
+    check = {
         "saturated": peak >= GENERATOR_SATURATED * ctx.generator_threads,
         "host_saturated": any(_busy_with_generator(h) for h in hosts),
         # At most of the steps: a generator delayed at one step is noise, not the run.
@@ -48,6 +48,44 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
         "cpu_wait_share_max": round(max(shares, default=0.0), 3),
         "threads": ctx.generator_threads,
     }
+    return _with_worst_generator(check, ctx.generators)
+
+
+def _with_worst_generator(check: dict, generators: list[dict]) -> dict:
+    """Generators on Ray (run.json `generators`) judge themselves: the busiest for its
+    threads stands for them all, saturated when any one was."""
+    measured = [g for g in generators if g.get("threads") and g.get("cpu_cores") is not None]
+    if not measured:
+        return check
+    worst = max(measured, key=lambda g: (bool(g.get("saturated")), g["cpu_cores"] / g["threads"]))
+    if check["saturated"] and not worst.get("saturated"):
+        return check
+    return {
+        **check,
+        "saturated": check["saturated"] or bool(worst.get("saturated")),
+        "cpu_cores_max": round(float(worst["cpu_cores"]), 3),
+        "threads": int(worst["threads"]),
+    }
+
+
+def load_short(generators: list[dict]) -> str | None:
+    """When generators on Ray were lost mid-run: which, why, and that the load was short."""
+    lost = [g for g in generators if g.get("lost")]
+    if not lost:
+        return None
+    which = "; ".join(
+        f"generator {g['generator']}"
+        + (f" on {g.get('host') or g['node'][:12]}" if g.get("node") else "")
+        + f": {g.get('reason') or 'lost'}"
+        for g in lost
+    )
+    left = len(generators) - len(lost)
+    others = "other generator" if left == 1 else f"other {left} generators"
+    return (
+        f"The load was short: {len(lost)} of {len(generators)} generators "
+        f"{'was' if len(lost) == 1 else 'were'} lost ({which}); the results are what the "
+        f"{others} measured, below the plan's load."
+    )
 
 
 def _delay_share(h: HostUse, step: dict) -> float:
@@ -90,7 +128,7 @@ def generator_finding(steps: list[dict], generator: dict, ctx: Context) -> Findi
     h, step = hosts[top], steps[top]
     evidence = [
         f"the generator used up to {generator['cpu_cores_max']:.2f} cores on "
-        f"{ctx.generator_threads} threads",
+        f"{generator['threads']} threads",
         f"the host's CPU was {h.busy or 0.0:.2f} of {ctx.cpu_count} cores busy at {load_text(step)}: "
         f"the stack {h.stack:.2f}, the generator {h.generator:.2f}, other processes "
         f"{h.neighbours:.2f}",
@@ -116,7 +154,7 @@ def _why(generator: dict, h: HostUse, ctx: Context) -> str:
     if generator["starved"]:
         return "its threads waited for a CPU"
     if generator["saturated"]:
-        return f"it used {generator['cpu_cores_max']:.2f} cores of {ctx.generator_threads} threads"
+        return f"it used {generator['cpu_cores_max']:.2f} cores of {generator['threads']} threads"
     return f"the host it runs on was saturated ({h.busy or 0.0:.2f} of {ctx.cpu_count} cores)"
 
 

@@ -32,6 +32,23 @@ def run(
             "its requests (load.locustfile).",
         ),
     ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="auto|ADDRESS",
+            help="Send the load from generators on this Ray cluster (generators.ray): "
+            "auto, ray://head:10001 or head:6379.",
+        ),
+    ] = None,
+    generators: Annotated[
+        int | None,
+        typer.Option(
+            "--generators",
+            min=1,
+            help="How many generators on Ray (generators.count); default one per alive node.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -53,7 +70,13 @@ def run(
             plan = parse_plan(text, str(plan_file))
         if find_knee:
             plan = with_find_knee(plan, text, str(plan_file))
+        if ray is not None or generators is not None:
+            plan = _with_generators(plan, ray, generators)
         check_before_run(plan, text, str(plan_file), runs_dir)
+        if plan.generators.ray is not None:
+            from pinchpoint.load.distributed.shares import check_ray_plan
+
+            check_ray_plan(plan)
         if plan.load.locustfile is not None:
             from pinchpoint.load.locust_steps import check_locustfile, locustfile_where
 
@@ -111,3 +134,19 @@ def _with_locustfile(text: str, source: str, locustfile: Path) -> tuple[Plan, st
     line = f"locustfile = {json.dumps(str(locustfile))}"
     text = text[: header.end()] + "\n" + line + text[header.end() :]
     return plan, text
+
+
+def _with_generators(plan: Plan, ray: str | None, count: int | None) -> Plan:
+    """The plan with its `[generators]` from --ray and --generators."""
+    from pydantic import ValidationError
+
+    from pinchpoint.plan.generators import Generators
+
+    address = ray if ray is not None else plan.generators.ray
+    if address is None:
+        raise PlanError("--generators needs --ray (or [generators] ray in the plan)")
+    try:
+        wanted = Generators(ray=address, count=count or plan.generators.count)
+    except ValidationError as e:
+        raise PlanError(f"--ray: {e.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+    return plan.model_copy(update={"generators": wanted})

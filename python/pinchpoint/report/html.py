@@ -171,6 +171,9 @@ def _verdict_section(data: RunData, run_id: str) -> str:
     warning = summary.generator_warning(verdict)
     if warning:
         lines.append(f'<p class="warning">{escape(warning)}</p>')
+    short = summary.short_warning(verdict)
+    if short:
+        lines.append(f'<p class="warning" id="load-short">{escape(short)}</p>')
     lines.append(_run_line(data, run_id))
     lines.append("</section>")
     return "\n".join(lines)

@@ -93,6 +93,12 @@ def partial_warning(verdict: dict[str, Any]) -> str | None:
     )
 
 
+def short_warning(verdict: dict[str, Any]) -> str | None:
+    """Generators on Ray lost mid-run: the load was short of the plan's."""
+    short = verdict.get("load_short")
+    return short if isinstance(short, str) else None
+
+
 def generator_warning(verdict: dict[str, Any]) -> str | None:
     generator = verdict.get("generator")
     if not isinstance(generator, dict):

@@ -87,6 +87,9 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
     warning = summary.generator_warning(verdict)
     if warning:
         console.print(Text(warning, style="bold yellow"), highlight=False)
+    short = summary.short_warning(verdict)
+    if short:
+        console.print(Text(short, style="bold yellow"), highlight=False)
     partial = summary.partial_warning(verdict)
     if partial:  # one line, whole in logs
         console.print(Text(partial, style="bold yellow"), highlight=False, soft_wrap=True)

@@ -45,6 +45,9 @@ class RunJson(TypedDict):
     abandoned: NotRequired[int]
     error_reasons: NotRequired[dict[str, list[str]]]
     find_knee: NotRequired[dict[str, Any]]
+    # Generators on Ray (load/distributed): per generator its node, share, requests, CPU
+    # self-check, and `lost` with a `reason` when it was lost mid-run.
+    generators: NotRequired[list[dict[str, Any]]]
     recovered: NotRequired[dict[str, list[str]]]
     # Imported runs: the tool and files they came from.
     source: NotRequired[dict[str, Any]]

@@ -1,0 +1,284 @@
+"""A plan's load from N generators on a Ray cluster, into one run folder.
+
+The parent (this process) connects to the cluster, starts N actors spread over its nodes
+(actor.py), gives each its share of the load (shares.py) with one start time a few
+seconds ahead, and waits for them, bounded by the plan's durations. A generator that dies,
+whose node is lost, or that is still running well past the planned end, is lost: the run
+goes on with what the others measured, and run.json's `generators` says which was lost
+and why. Their requests are copied here in chunks and merged (merge.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pinchpoint import interrupts
+from pinchpoint.load.distributed.actor import Generator
+from pinchpoint.load.distributed.merge import merge_parquet, merge_snapshots, merge_summaries
+from pinchpoint.load.distributed.shares import check_ray_plan, share_of, shares
+from pinchpoint.load.engine import LoadResult
+from pinchpoint.load.engine_config import EngineConfig, engine_config
+from pinchpoint.plan.model import Plan, PlanError
+from pinchpoint.rundir import files
+
+# How long the generators get to start (a worker process each, on every node).
+READY_S = 60.0
+# Their first step starts this long after they are all ready (at most 120 s: the engine's).
+START_LEAD_S = 3.0
+# How long past the planned end (and the longest request timeout) a generator may take to
+# end its run and write its requests before it counts as lost.
+LATE_S = 30.0
+TICK_S = 1.0
+POLL_S = 0.1
+# The requests' Parquet file is copied in chunks of this size, each within CHUNK_S.
+CHUNK = 8 << 20
+CHUNK_S = 60.0
+NAMESPACE = "pinchpoint"
+
+
+@dataclass
+class _Gen:
+    index: int
+    actor: Any
+    where: dict[str, Any] = field(default_factory=dict)
+    config: EngineConfig | None = None
+    result: dict[str, Any] | None = None
+    lost: str | None = None
+
+    def entry(self) -> dict[str, Any]:
+        """This generator in run.json's `generators`."""
+        out: dict[str, Any] = {"generator": self.index}
+        out.update({k: self.where[k] for k in ("node", "host", "ip") if k in self.where})
+        if self.config is not None:
+            out.update(share_of(self.config))
+        if self.result is not None:
+            summary = self.result["summary"]
+            out["requests"] = self.result["rows"]
+            if summary["windows"]:
+                out["started"] = summary["windows"][0][0] / 1e6
+            out.update({k: self.result[k] for k in ("cpu_cores", "threads", "saturated")})
+        if self.lost is not None:
+            out.update({"lost": True, "reason": self.lost})
+        return out
+
+
+def actor_name(run_id: str, index: int) -> str:
+    """The Ray name of a run's generator `index` (namespace NAMESPACE)."""
+    return f"pinchpoint-{run_id}-{index}"
+
+
+def run_on_ray(
+    plan: Plan, run_id: str, run_dir: Path, on_tick: Callable[[dict], None] | None = None
+) -> LoadResult:
+    """Runs the plan's load from generators on the plan's Ray cluster; writes
+    `requests.parquet` into run_dir. The summary has the generators' `generators` entries."""
+    check_ray_plan(plan)
+    ray = _ray()
+    address = plan.generators.ray or "auto"
+    owned = not ray.is_initialized()
+    if owned:
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            raise PlanError(f"cannot reach the Ray cluster at {address}: {e}") from None
+    gens: list[_Gen] = []
+    try:
+        gens = _start_actors(ray, plan, run_id)
+        base = engine_config(plan, run_id, run_dir / files.REQUEST_STREAM)
+        start_at = time.time() + START_LEAD_S
+        configs = shares(base, plan, len(gens), int(start_at * 1e6))
+        for gen, config in zip(gens, configs, strict=True):
+            gen.config = config
+        _start_runs(ray, plan, gens)
+        end = start_at + sum(lv.duration for lv in plan.load.levels())
+        halted = _wait(ray, gens, end + _longest_timeout(plan) + LATE_S, on_tick)
+        return _gather(ray, plan, gens, run_dir, halted)
+    finally:
+        for gen in gens:
+            ray.kill(gen.actor)
+        if owned:
+            ray.shutdown()
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise PlanError(
+            f"generators on Ray need the ray package (pip install 'pinchpoint[ray]'): {e}"
+        ) from None
+    return ray
+
+
+def _start_actors(ray: Any, plan: Plan, run_id: str) -> list[_Gen]:
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) >= 1]
+    count = plan.generators.count or len(nodes)
+    if count < 1:
+        raise PlanError("the Ray cluster has no alive node with a CPU for a generator")
+    remote = ray.remote(num_cpus=1, max_concurrency=4)(Generator)
+    gens = [
+        _Gen(
+            i,
+            remote.options(
+                name=actor_name(run_id, i), namespace=NAMESPACE, scheduling_strategy="SPREAD"
+            ).remote(i),
+        )
+        for i in range(count)
+    ]
+    refs = [g.actor.where.remote() for g in gens]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=READY_S)
+    if len(ready) < len(refs):
+        for g in gens:
+            ray.kill(g.actor)
+        raise PlanError(
+            f"{len(ready)} of {count} generators started within {READY_S:g} s: each needs "
+            f"1 CPU, and the cluster's {len(nodes)} alive nodes have "
+            f"{sum(n['Resources'].get('CPU', 0) for n in nodes):g}"
+        )
+    for g, ref in zip(gens, refs, strict=True):
+        g.where = ray.get(ref)
+    return gens
+
+
+def _start_runs(ray: Any, plan: Plan, gens: list[_Gen]) -> None:
+    """Starts every generator's engine; each waits for the common start time."""
+    hook, hook_file = plan.load.hook, None
+    if hook is not None and hook.rpartition(":")[0].endswith(".py"):
+        hook_file = Path(hook.rpartition(":")[0]).read_text()
+    refs = {g.actor.start.remote(g.config, hook, hook_file): g for g in gens}
+    ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=START_LEAD_S)
+    for ref in late:
+        refs[ref].lost = f"its engine had not started {START_LEAD_S:g} s after it was ready"
+    for ref in ready:
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayActorError as e:
+            refs[ref].lost = _reason(e)
+        except ray.exceptions.RayTaskError as e:
+            raise PlanError(f"generator {refs[ref].index} cannot start: {_reason(e)}") from None
+
+
+def _wait(
+    ray: Any, gens: list[_Gen], deadline: float, on_tick: Callable[[dict], None] | None
+) -> int:
+    """Waits for the generators' results until `deadline`; stops them on a SIGINT or
+    SIGTERM (abandons their requests in flight on a second). Returns how far they were
+    halted: 0 not, 1 stopped, 2 abandoned."""
+    pending = {g.actor.finish.remote(): g for g in gens if g.lost is None}
+    halted, uncaught = 0, 0
+    next_tick = time.monotonic() + TICK_S
+    while pending:
+        try:
+            wanted = min(max(interrupts.count(), uncaught), 2)
+            if wanted > halted:
+                halted = wanted
+                for g in pending.values():
+                    (g.actor.abandon if halted == 2 else g.actor.stop).remote()
+                _tell(halted)
+            if time.time() > deadline:
+                for g in pending.values():
+                    g.lost = f"no result {LATE_S:g} s after the run's planned end"
+                return halted
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_S)
+            for ref in ready:
+                gen = pending.pop(ref)
+                try:
+                    gen.result = ray.get(ref)
+                except ray.exceptions.RayError as e:
+                    gen.lost = _reason(e)
+            if pending and on_tick is not None and time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + TICK_S
+                _tick(ray, list(pending.values()), on_tick)
+        except KeyboardInterrupt:
+            uncaught += 1
+    return halted
+
+
+def _tell(halted: int) -> None:
+    caught = interrupts.active()
+    if caught is None:
+        return
+    if halted == 1:
+        caught.tell(
+            f"{caught.first_name()}: stopping the generators after their requests in flight "
+            "(Ctrl-C again to abandon them)"
+        )
+    else:
+        caught.tell("Abandoning the generators' requests in flight")
+
+
+def _tick(ray: Any, gens: list[_Gen], on_tick: Callable[[dict], None]) -> None:
+    refs = [g.actor.snapshot.remote() for g in gens]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=TICK_S / 2)
+    snapshots = []
+    for ref in ready:
+        try:
+            if (snapshot := ray.get(ref)) is not None:
+                snapshots.append(snapshot)
+        except ray.exceptions.RayError:
+            continue
+    if snapshots:
+        on_tick(merge_snapshots(snapshots))
+
+
+def _gather(ray: Any, plan: Plan, gens: list[_Gen], run_dir: Path, halted: int) -> LoadResult:
+    """Copies each generator's requests here, merges them and the summaries."""
+    parts_dir = run_dir / "requests"
+    parts_dir.mkdir(exist_ok=True)
+    parts = []
+    for g in gens:
+        if g.result is None:
+            continue
+        part = parts_dir / f"part-{g.index}.parquet"
+        try:
+            _copy(ray, g, part)
+            parts.append(part)
+        except (ray.exceptions.RayError, RuntimeError) as e:
+            g.result, g.lost = None, f"lost while its requests were copied: {_reason(e)}"
+    done = [g for g in gens if g.result is not None]
+    if not done:
+        shutil.rmtree(parts_dir, ignore_errors=True)
+        lost = "; ".join(f"generator {g.index}: {g.lost}" for g in gens)
+        raise RuntimeError(f"every generator was lost: {lost}")
+    path = run_dir / files.REQUESTS
+    rows = merge_parquet(parts, path)
+    shutil.rmtree(parts_dir, ignore_errors=True)
+    summary = merge_summaries([g.result["summary"] for g in done if g.result], plan.load.levels())
+    summary["interrupted"] = summary["interrupted"] or halted > 0
+    summary["generators"] = [g.entry() for g in gens]
+    return LoadResult(
+        summary=summary, requests_path=path, rows=rows, interrupted=summary["interrupted"]
+    )
+
+
+def _copy(ray: Any, gen: _Gen, part: Path) -> None:
+    assert gen.result is not None
+    size = gen.result["size"]
+    with part.open("wb") as f:
+        while f.tell() < size:
+            chunk = ray.get(gen.actor.read_part.remote(f.tell(), CHUNK), timeout=CHUNK_S)
+            if not chunk:
+                raise RuntimeError(f"generator {gen.index}'s requests file ended early")
+            f.write(chunk)
+    ray.get(gen.actor.close.remote(), timeout=CHUNK_S)
+
+
+def _longest_timeout(plan: Plan) -> float:
+    timeouts = [r.timeout for r in plan.request] + [s.timeout for f in plan.flow for s in f.step]
+    return max([plan.load.timeout, *(t or 0.0 for t in timeouts)])
+
+
+def _reason(error: BaseException) -> str:
+    """A Ray error in one line for run.json and the terminal: its first and last lines
+    that are not indented (Ray indents the actor's ids and the traceback)."""
+    lines = [line.strip() for line in str(error).splitlines() if line[:1] not in ("", " ", "\t")]
+    if not lines:
+        return type(error).__name__
+    text = lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
+    return text[:300]

@@ -1,0 +1,314 @@
+"""Generators on Ray (`pinchpoint run --ray`): a real two-node Ray cluster on this machine
+(ray.cluster_utils.Cluster, a head and one more node of 1 CPU each, one generator on
+each), sending to real nginx on 127.0.0.1, merged into one run folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pinchpoint import pipeline
+from pinchpoint.analyze import analyze
+from pinchpoint.demo import NginxNotFound, find_nginx
+from pinchpoint.load.distributed.runner import NAMESPACE, actor_name, run_on_ray
+from pinchpoint.logformats.nginx import NGINX_FORMAT
+from pinchpoint.plan.model import parse_plan
+from pinchpoint.report.terminal import verdict_text
+from pinchpoint.rundir import files
+
+try:
+    import ray
+    from ray.cluster_utils import Cluster
+except ImportError as e:  # a real cause: say it, never pass silently
+    pytest.skip(f"Ray is not importable here: {e}", allow_module_level=True)
+
+try:
+    NGINX = find_nginx()
+except NginxNotFound as e:
+    pytest.skip(str(e), allow_module_level=True)
+
+STORE = 100 * 1024 * 1024
+SHIFT = 40
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A head (with a Ray Client server on `c.client_port`) and a second node, 1 CPU
+    each; the test process is a driver."""
+    client_port = _free_port()
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "object_store_memory": STORE,
+            "include_dashboard": False,
+            "ray_client_server_port": client_port,
+        },
+    )
+    c.client_port = client_port
+    try:
+        c.add_node(num_cpus=1, object_store_memory=STORE)
+        c.wait_for_nodes()
+        ray.init(address=c.address, log_to_driver=False)
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, Path]]:
+    """nginx answering 200 on 127.0.0.1, logging pinchpoint's format; yields its port, its
+    access log and its pid file."""
+    folder = tmp_path_factory.mktemp("nginx")
+    port = _free_port()
+    temp = "\n".join(
+        f"    {kind}_temp_path {folder / kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    user = "user root;\n" if os.geteuid() == 0 else ""
+    (folder / "nginx.conf").write_text(
+        f"""daemon off;
+{user}worker_processes 1;
+pid {folder / "nginx.pid"};
+error_log {folder / "error.log"} warn;
+events {{ worker_connections 4096; }}
+http {{
+    log_format pinchpoint '{NGINX_FORMAT}';
+    access_log {folder / "access.log"} pinchpoint;
+    keepalive_requests 1000000;
+{temp}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{ return 200 "ok\\n"; }}
+    }}
+}}
+"""
+    )
+    proc = subprocess.Popen([str(NGINX), "-p", f"{folder}/", "-c", str(folder / "nginx.conf")])
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port, folder / "access.log", folder / "nginx.pid"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _plan(port: int, load: str, count: int, component: tuple[Path, Path] | None = None) -> str:
+    text = f"""
+[target]
+url = "http://127.0.0.1:{port}"
+
+[load]
+{load}
+timeout = "2s"
+threads = 1
+
+[[request]]
+path = "/hello"
+
+[generators]
+ray = "auto"
+count = {count}
+"""
+    if component is not None:
+        log, pid = component
+        text += f"""
+[[component]]
+name = "nginx"
+role = "proxy"
+[component.log]
+path = "{log}"
+format = "nginx"
+log_format = '{NGINX_FORMAT}'
+[component.process]
+pid_file = "{pid}"
+"""
+    return text
+
+
+def _run(text: str, runs: Path, run_id: str | None = None) -> tuple[Path, dict, dict]:
+    outcome = pipeline.execute(parse_plan(text, "plan.toml"), text, runs, run_id=run_id)
+    run = json.loads((outcome.run_dir / files.RUN).read_text())
+    return outcome.run_dir, outcome.verdict, run
+
+
+def test_two_generators_on_two_nodes_make_one_run(
+    cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
+) -> None:
+    port, log, pid = nginx
+    # 1 then 3 users: generator 1 has none in the first step and still runs it.
+    load = 'lower = 1\nupper = 3\nstep = 2\nduration = "2s"\nwarmup = "0s"\nthink_time = "5ms"'
+    started = time.monotonic()
+    run_dir, verdict, run = _run(_plan(port, load, 2, (log, pid)), tmp_path / "runs")
+    took = time.monotonic() - started
+
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_dir.name]
+    assert (run_dir / files.VERDICT).exists() and verdict["steps"]
+    gens = run["generators"]
+    assert [g["generator"] for g in gens] == [0, 1]
+    assert [g["users"] for g in gens] == [[1, 2], [0, 1]]
+    assert len({g["node"] for g in gens}) == 2, "one generator on each node"
+    assert not any(g.get("lost") for g in gens)
+    for g in gens:
+        assert g["threads"] >= 1 and g["cpu_cores"] >= 0 and g["saturated"] is False
+    # Every generator's first step started at the common time.
+    starts = [g["started"] for g in gens]
+    assert max(starts) - min(starts) < 0.05, starts
+
+    requests = pl.read_parquet(run_dir / files.REQUESTS)
+    assert requests.height == sum(g["requests"] for g in gens) == run["records"]
+    assert requests["req_id"].n_unique() == requests.height
+    ranges = requests.group_by(pl.col("req_id") // (1 << SHIFT)).len()
+    assert dict(ranges.iter_rows()) == {0: gens[0]["requests"], 1: gens[1]["requests"]}
+    # Every request is tagged with the run's users, not its generator's share.
+    by_step = dict(requests.group_by("step").agg(pl.col("users").unique()).iter_rows())
+    assert by_step == {0: [1], 1: [3]}
+    step1 = requests.filter(pl.col("step") == 1)
+    assert set((step1["req_id"] // (1 << SHIFT)).unique().to_list()) == {0, 1}
+    assert [s["users"] for s in run["steps"]] == [1, 3]
+    assert sum(s["requests"] for s in run["load_steps"]) == requests.height
+
+    tiers = pl.read_parquet(run_dir / files.TIERS).filter(pl.col("component") == "nginx")
+    matched = tiers.filter(pl.col("req_id").is_not_null())
+    assert set((matched["req_id"] // (1 << SHIFT)).unique().to_list()) == {0, 1}
+    assert matched.height >= 0.95 * requests.height
+    assert set(matched.filter(pl.col("req_id") // (1 << SHIFT) == 1)["users"].unique()) == {3}
+    print(f"\n{requests.height} requests from 2 generators, starts {starts}, {took:.1f} s")
+
+    # One saturated generator is enough for the verdict to refuse naming a bottleneck.
+    assert verdict["generator"]["saturated"] is False
+    gens[1].update({"saturated": True, "cpu_cores": 0.97, "threads": 1})
+    (run_dir / files.RUN).write_text(json.dumps(run))
+    judged = analyze(run_dir)
+    assert judged["generator"]["saturated"] is True
+    assert (judged["generator"]["cpu_cores_max"], judged["generator"]["threads"]) == (0.97, 1)
+    assert judged["headline"].startswith("The load generator could not keep up")
+
+
+def _rate(summary: dict) -> float:
+    step = summary["steps"][0]
+    start, end = summary["windows"][0]
+    return step["requests"] / ((end - start) / 1e6)
+
+
+def test_two_generators_send_twice_the_rate_of_one(
+    cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
+) -> None:
+    port = nginx[0]
+    rates = {}
+    for count in (1, 2):
+        # 4 users per generator, each waiting 50 ms between requests: far below nginx's limit.
+        load = f'users = {4 * count}\nduration = "3s"\nwarmup = "0s"\nthink_time = "50ms"'
+        plan = parse_plan(_plan(port, load, count), "plan.toml")
+        folder = tmp_path / f"run{count}"
+        folder.mkdir()
+        result = run_on_ray(plan, f"rate{count}", folder)
+        assert len(result.summary["generators"]) == count
+        rates[count] = _rate(result.summary)
+    ratio = rates[2] / rates[1]
+    print(f"\n1 generator {rates[1]:.1f} req/s, 2 generators {rates[2]:.1f} req/s: {ratio:.3f}×")
+    assert 2 * 0.85 <= ratio <= 2 * 1.15
+
+
+def test_open_loop_generators_send_the_target_count_together(
+    cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
+) -> None:
+    port = nginx[0]
+    rate, seconds = 300, 4
+    load = f'loop = "open"\nlower = {rate}\nupper = {rate}\nduration = "{seconds}s"\nwarmup = "0s"'
+    plan = parse_plan(_plan(port, load, 2), "plan.toml")
+    result = run_on_ray(plan, "open", tmp_path)
+    gens = result.summary["generators"]
+    assert [g["rate"] for g in gens] == [[rate / 2], [rate / 2]]
+    sent = sum(g["requests"] for g in gens)
+    target = rate * seconds
+    print(f"\n{sent} requests sent by 2 generators for a target of {target}")
+    assert abs(sent - target) <= 0.005 * target
+    assert result.rows == sent
+    assert result.summary["steps"][0]["level"] == rate
+
+
+def test_a_generator_killed_mid_run_is_lost_and_the_run_completes(
+    cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
+) -> None:
+    port = nginx[0]
+    load = 'lower = 2\nupper = 4\nstep = 2\nduration = "2s"\nwarmup = "0s"\nthink_time = "5ms"'
+    run_id = "killed-one"
+    killed: list[float] = []
+
+    def kill_after_a_second() -> None:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            try:
+                actor = ray.get_actor(actor_name(run_id, 1), namespace=NAMESPACE)
+                snapshot = ray.get(actor.snapshot.remote(), timeout=5)
+            except (ValueError, ray.exceptions.RayError):
+                snapshot = None
+            if snapshot and snapshot["requests"] > 0:
+                time.sleep(1.0)
+                ray.kill(actor)
+                killed.append(time.time())
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_after_a_second, daemon=True)
+    killer.start()
+    run_dir, verdict, run = _run(_plan(port, load, 2), tmp_path / "runs", run_id)
+    killer.join(timeout=5)
+
+    assert killed, "the generator was never seen sending"
+    gens = run["generators"]
+    assert gens[1]["lost"] is True and "kill" in gens[1]["reason"].lower(), gens[1]
+    assert not gens[0].get("lost") and gens[0]["requests"] > 0
+    requests = pl.read_parquet(run_dir / files.REQUESTS)
+    assert requests.height == gens[0]["requests"] == run["records"]
+    assert set((requests["req_id"] // (1 << SHIFT)).unique().to_list()) == {0}
+    assert requests["req_id"].n_unique() == requests.height
+    assert "The load was short" in verdict["load_short"]
+    assert "1 of 2 generators was lost" in verdict["load_short"]
+    assert "The load was short" in verdict_text(verdict)
+    print(f"\n{verdict['load_short']}")
+
+
+def test_the_command_line_sends_through_ray_client(
+    cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
+) -> None:
+    """`pinchpoint run plan.toml --ray ray://HEAD:PORT --generators 2`, another driver."""
+    load = 'lower = 1\nupper = 2\nduration = "2s"\nwarmup = "0s"\nthink_time = "10ms"'
+    text = _plan(nginx[0], load, 1).replace('ray = "auto"\ncount = 1\n', "")
+    (tmp_path / "plan.toml").write_text(text)
+    address = f"ray://127.0.0.1:{cluster.client_port}"
+    argv = ["run", "plan.toml", "-q", "--ray", address, "--generators", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pinchpoint", *argv],
+        cwd=tmp_path, capture_output=True, text=True, timeout=50, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    run = json.loads((run_dir / files.RUN).read_text())
+    assert [g["users"] for g in run["generators"]] == [[1, 1], [0, 1]]
+    assert run["records"] == sum(g["requests"] for g in run["generators"]) > 0
+    assert "Run folder" in done.stdout
