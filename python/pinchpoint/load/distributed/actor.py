@@ -21,6 +21,7 @@ from typing import Any
 from pinchpoint import _engine
 from pinchpoint.load.engine_config import EngineConfig
 from pinchpoint.load.hooks import load_hook
+from pinchpoint.rundir import files
 
 # How long one wait on the engine lasts: a stop or abandon acts within this.
 POLL_S = 0.1
@@ -58,7 +59,7 @@ class Generator:
         """Starts the engine (it waits for `start_at_us` itself). A hook named by a file
         comes with that file's text (`hook_file`), written here beside the records."""
         config = EngineConfig(**config)
-        config["records_path"] = str(self.folder / "requests.arrows")
+        config["records_path"] = str(self.folder / files.REQUEST_STREAM)
         if hook is not None:
             config["hook"] = load_hook(self._hook_spec(hook, hook_file))
         with self.lock:
@@ -77,8 +78,8 @@ class Generator:
         while summary is None:
             summary = run.wait(POLL_S)
         cpu_s = time.process_time() - self.cpu_start
-        stream = self.folder / "requests.arrows"
-        parquet = self.folder / "requests.parquet"
+        stream = self.folder / files.REQUEST_STREAM
+        parquet = self.folder / files.REQUESTS
         rows = _engine.records_to_parquet(str(stream), str(parquet))
         stream.unlink()
         wall_s = max((summary["ended_us"] - summary["started_us"]) / 1e6, 1e-9)
@@ -96,7 +97,7 @@ class Generator:
 
     def read_part(self, offset: int, size: int) -> bytes:
         """Up to `size` bytes of the Parquet file from `offset`."""
-        with (self.folder / "requests.parquet").open("rb") as f:
+        with (self.folder / files.REQUESTS).open("rb") as f:
             f.seek(offset)
             return f.read(size)
 
