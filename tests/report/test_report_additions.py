@@ -31,25 +31,34 @@ def _section(page: str, section_id: str) -> str:
 def test_steady_requests_leave_out_each_steps_warm_up(run_dir: Path) -> None:
     data = load_run(run_dir)
     assert data.requests is not None
+    requests = data.requests.collect()
     run = dict(data.run, warmup_s=0.5)
-    steady = steady_requests(data.requests, run)
+    steady = steady_requests(requests, run)
     starts = {s["step"]: s["start"] for s in run["steps"]}
     first = steady.group_by("step").agg(pl.col("start_us").min()).sort("step")
     for step, start_us in first.iter_rows():
         assert start_us >= (starts[step] + 0.5) * 1e6
-    assert 0.7 * data.requests.height < steady.height < 0.8 * data.requests.height
+    assert 0.7 * requests.height < steady.height < 0.8 * requests.height
     # Without step windows, every request.
-    assert steady_requests(data.requests, {}).height == data.requests.height
+    assert steady_requests(requests, {}).height == requests.height
+    # A scan cuts the same requests.
+    assert steady_requests(data.requests, run).collect().sort("req_id").equals(
+        steady.sort("req_id")
+    )
 
 
 def test_percentiles_per_step_are_the_successful_responses(run_dir: Path) -> None:
     data = load_run(run_dir)
-    table = users_charts.step_percentiles(steady_requests(data.requests, data.run))
+    assert data.requests is not None
+    requests = data.requests.collect()
+    table = users_charts.step_percentiles(steady_requests(requests, data.run))
     assert table is not None
     assert table["users"].to_list() == [users for users, *_ in STEPS]
     # The 11 timeouts of the last step are left out.
     assert table["n"].to_list() == [n - errors for _u, n, errors, *_ in STEPS]
-    ok = data.requests.filter((pl.col("step") == 4) & pl.col("error").is_null())
+    # The report's own digest of the scan gives the same table.
+    assert users_charts.step_percentiles(data.steady_digest()).equals(table)
+    ok = requests.filter((pl.col("step") == 4) & pl.col("error").is_null())
     expected = np.percentile(ok["latency_us"].to_numpy() / 1000, [50, 90, 95, 99, 99.9, 99.99])
     got = table.filter(pl.col("step") == 4).select("p50", "p90", "p95", "p99", "p99.9", "p99.99")
     assert got.row(0) == pytest.approx(tuple(expected))

@@ -26,7 +26,8 @@ def test_the_slowest_requests_of_the_heaviest_step_are_drawn_with_their_tiers() 
     clients = {label: bar for label, bar in bars.items() if label.endswith("· client")}
     assert len(clients) == 3
     slowest = (
-        data.requests.filter(pl.col("step") == 4, pl.col("status") < 400)
+        data.requests.collect()
+        .filter(pl.col("step") == 4, pl.col("status") < 400)
         .join(data.tiers.select("req_id").unique(), on="req_id", how="semi")
         .sort("latency_us", descending=True)
     )

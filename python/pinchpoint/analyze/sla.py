@@ -88,6 +88,11 @@ def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaR
     return evaluate(sla, requests, run)
 
 
+def over_ms(sla: Sla) -> list[float]:
+    """The latencies (ms) a digest must count the responses above for `evaluate`."""
+    return [sla.slow_ms] if sla.slow_ms is not None and sla.slow_share is not None else []
+
+
 def evaluate(sla: Sla, requests: Frame | Digest, run: dict[str, Any]) -> list[SlaResult]:
     """The thresholds checked on `requests` (the columns of requests.parquet, read whole or
     scanned), cut to each step's steady part by run.json's step windows and warm-up; or on
@@ -101,9 +106,10 @@ def evaluate(sla: Sla, requests: Frame | Digest, run: dict[str, Any]) -> list[Sl
     slow_ms = sla.slow_ms if sla.slow_share is not None else None
     if isinstance(requests, Digest):
         digest = requests
+        if slow_ms is not None and not digest.rows.is_empty():
+            assert over_column(slow_ms) in digest.rows.columns, "a digest without over_ms(sla)"
     else:
-        over = [slow_ms] if slow_ms is not None else []
-        digest = Digest.of(requests, windows, over_ms=over, extent=not windows)
+        digest = Digest.of(requests, windows, over_ms=over_ms(sla), extent=not windows)
     steady = digest.where(pl.col("window").is_not_null()) if windows else digest
     whole = _Part(step=-1, users=0, digest=steady)
     users = {w.step: w.users for w in reversed(windows)}

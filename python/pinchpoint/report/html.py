@@ -12,7 +12,7 @@ from pinchpoint.analyze import sla as slas
 from pinchpoint.plan.sla import Sla, sla_of_plan_text
 from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
-from pinchpoint.report.load import RunData, load_run, steady_requests
+from pinchpoint.report.load import RunData, load_run
 from pinchpoint.report.request_table import request_table
 from pinchpoint.report.table import StepTable, step_table
 from pinchpoint.report.waterfall import waterfall
@@ -211,8 +211,7 @@ def _throughput_section(data: RunData) -> str:
 
 
 def _percentiles_section(data: RunData, objectives: Sla | None) -> str:
-    steady = steady_requests(data.requests, data.run) if data.requests is not None else None
-    table = users_charts.step_percentiles(steady)
+    table = users_charts.step_percentiles(data.steady_digest())
     thresholds = (
         [(f"SLA p{q:g} {limit:g} ms", limit) for _key, q, limit in objectives.percentiles()]
         if objectives is not None
@@ -257,7 +256,8 @@ def _sla_of(data: RunData) -> tuple[Sla | None, str | None]:
 def _sla_results(data: RunData, objectives: Sla | None) -> list[slas.SlaResult] | None:
     if objectives is None or objectives.is_empty() or data.requests is None:
         return None
-    return slas.evaluate(objectives, data.requests, data.run)
+    digest = data.digest(slas.over_ms(objectives))
+    return slas.evaluate(objectives, digest, data.run) if digest is not None else None
 
 
 def _sla_section(results: list[slas.SlaResult] | None, problem: str | None) -> str:
@@ -378,10 +378,10 @@ def _time_range(
     if windows:
         lows.append(min(w.start for w in windows))
         highs.append(max(w.end for w in windows))
-    if data.requests is not None and data.requests.height:
-        ends = data.requests["start_us"] + data.requests["latency_us"]
-        lows.append(float(cast(float, data.requests["start_us"].min())) / 1e6 - t0)
-        highs.append(float(cast(float, ends.max())) / 1e6 - t0)
+    extent = data.requests_extent()
+    if extent is not None:
+        lows.append(extent[0] - t0)
+        highs.append(extent[1] - t0)
     if data.resources is not None and data.resources.height:
         lows.append(float(cast(float, data.resources["ts"].min())) - t0)
         highs.append(float(cast(float, data.resources["ts"].max())) - t0)

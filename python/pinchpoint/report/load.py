@@ -1,4 +1,6 @@
-"""Reads a run folder for the reports: the verdict (required) and whatever else is there."""
+"""Reads a run folder for the reports: the verdict (required) and whatever else is there.
+The requests stay in their file: the report scans them (`requests` is a LazyFrame) into
+their digest by steady window, once, and into its charts' time buckets and sample."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from typing import Any, cast
 
 import polars as pl
 
+from pinchpoint.analyze.digest import Digest
 from pinchpoint.rundir import files
-from pinchpoint.rundir.steady import SENT_AT, steady_requests
+from pinchpoint.rundir.steady import SENT_AT, steady_requests, usable_windows
 
 __all__ = ["steady_requests"]
 
@@ -30,12 +33,45 @@ class RunData:
     verdict: dict[str, Any]
     run: dict[str, Any] = field(default_factory=dict)
     plan_text: str | None = None
-    requests: pl.DataFrame | None = None
+    requests: pl.LazyFrame | None = None  # a scan of requests.parquet
     resources: pl.DataFrame | None = None
     tier_records: dict[str, int] | None = None  # tagged log records per component
     # Each tier record's request, end and duration, for the waterfalls.
     tiers: pl.DataFrame | None = None
     problems: dict[str, str] = field(default_factory=dict)  # file name -> why it is unused
+    # The requests' digest, by the latencies each counts above (see `digest`).
+    digests: dict[tuple[float, ...], Digest] = field(default_factory=dict, repr=False)
+
+    def digest(self, over_ms: Sequence[float] | None = None) -> Digest | None:
+        """The requests' digest by run.json's steady windows, with each group's users and
+        times, counting the latencies above `over_ms` (None: any digest computed already
+        will do); None without requests."""
+        if self.requests is None:
+            return None
+        if over_ms is None and self.digests:
+            return next(iter(self.digests.values()))
+        key = tuple(over_ms or ())
+        if key not in self.digests:
+            windows = usable_windows(self.run)
+            self.digests[key] = Digest.of(self.requests, windows, key, extent=True)
+        return self.digests[key]
+
+    def steady_digest(self) -> Digest | None:
+        """The digest of the requests of every step's steady part (`steady_requests`): all
+        of them when run.json has no usable step windows."""
+        digest = self.digest()
+        if digest is None or not usable_windows(self.run):
+            return digest
+        return digest.where(pl.col("window").is_not_null())
+
+    def requests_extent(self) -> tuple[float, float] | None:
+        """The first request's send and the last one's answer, in unix seconds."""
+        digest = self.digest()
+        first = digest.first("first_us") if digest is not None else None
+        last = digest.first("last_us", "max") if digest is not None else None
+        if first is None or last is None:
+            return None
+        return float(first) / 1e6, float(last) / 1e6
 
     def start_s(self) -> float | None:
         """Run start in unix seconds: run.json, else the first request or sample."""
@@ -43,8 +79,9 @@ class RunData:
         if start is not None:
             return start
         candidates = []
-        if self.requests is not None and self.requests.height:
-            candidates.append(float(cast(float, self.requests["start_us"].min())) / 1e6)
+        extent = self.requests_extent()
+        if extent is not None:
+            candidates.append(extent[0])
         if self.resources is not None and self.resources.height:
             candidates.append(float(cast(float, self.resources["ts"].min())))
         return min(candidates) if candidates else None
@@ -67,7 +104,7 @@ def load_run(run_dir: Path) -> RunData:
     data = RunData(run_dir=folder.path, verdict=verdict)
     data.run = _read_json(folder, files.RUN, data.problems)
     data.plan_text = _read_text(folder, files.PLAN, data.problems)
-    data.requests = _read_parquet(
+    data.requests = _scan_parquet(
         folder, files.REQUESTS, REQUEST_COLUMNS, data.problems, [*SENT_AT, "req_id"]
     )
     data.resources = _read_parquet(
@@ -121,6 +158,20 @@ def _read_parquet(
 ) -> pl.DataFrame | None:
     try:
         return folder.read_frame(name, columns, optional)
+    except (OSError, ValueError) as exc:
+        problems[name] = _why(folder, name, exc)
+        return None
+
+
+def _scan_parquet(
+    folder: files.RunFolder,
+    name: str,
+    columns: Sequence[str],
+    problems: dict[str, str],
+    optional: Sequence[str] = (),
+) -> pl.LazyFrame | None:
+    try:
+        return folder.scan_frame(name, columns, optional)
     except (OSError, ValueError) as exc:
         problems[name] = _why(folder, name, exc)
         return None

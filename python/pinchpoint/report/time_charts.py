@@ -1,5 +1,6 @@
-"""The report's figures over the run's time, the steps shaded behind: each request's
-latency, CPU, memory and errors. Each returns None when its data is missing."""
+"""The report's figures over the run's time, the steps shaded behind: latency (percentiles
+per time bucket and a bounded sample of requests), CPU, memory and errors. Each returns
+None when its data is missing; requests may be read whole or a scan."""
 
 from __future__ import annotations
 
@@ -19,9 +20,19 @@ from pinchpoint.report.chart_style import (
     layout,
     log_ticks,
 )
+from pinchpoint.report.over_time import (
+    MAX_POINTS,
+    Tails,
+    Timeline,
+    bucket_width,
+    extent_s,
+    sample_requests,
+    time_bucket,
+)
 from pinchpoint.report.table import tiers
+from pinchpoint.rundir.scan import Frame, collect, height, lazy
 
-MAX_POINTS = 20_000
+__all__ = ["MAX_POINTS", "sample_requests"]
 # Errors by class: the engine's transport errors first, then HTTP statuses.
 ERROR_CLASSES = [
     "timeout", "connect_timeout", "connect_refused", "connect_error", "tls", "reset", "closed",
@@ -38,7 +49,7 @@ class Window:
     end: float
 
 
-def step_windows(run: dict[str, Any], requests: pl.DataFrame | None, t0: float) -> list[Window]:
+def step_windows(run: dict[str, Any], requests: Frame | None, t0: float) -> list[Window]:
     """The steps' spans: the engine's windows from run.json, else from the requests."""
     windows = []
     for step in run.get("steps") or []:
@@ -51,19 +62,19 @@ def step_windows(run: dict[str, Any], requests: pl.DataFrame | None, t0: float) 
     return windows or _request_windows(requests, t0)
 
 
-def _request_windows(requests: pl.DataFrame | None, t0: float) -> list[Window]:
+def _request_windows(requests: Frame | None, t0: float) -> list[Window]:
     """Each step from its first request to the next step's first (the last: to its end)."""
-    if requests is None or requests.height == 0:
+    if requests is None or height(requests) == 0:
         return []
-    spans = (
-        requests.group_by("step")
+    spans = collect(
+        lazy(requests)
+        .group_by("step")
         .agg(
-            pl.col("users").first(),
+            pl.col("users").min(),
             pl.col("start_us").min().alias("first"),
             (pl.col("start_us") + pl.col("latency_us")).max().alias("last"),
         )
-        .sort("first")
-    )
+    ).sort("first")
     rows = spans.to_dicts()
     windows = []
     for i, row in enumerate(rows):
@@ -72,30 +83,12 @@ def _request_windows(requests: pl.DataFrame | None, t0: float) -> list[Window]:
     return windows
 
 
-def sample_requests(
-    requests: pl.DataFrame, limit: int = MAX_POINTS, seed: int = 0
-) -> tuple[pl.DataFrame, str]:
-    """At most `limit` rows: errors and each step's slowest 1% first, then a uniform sample.
-
-    Returns the rows and a note saying what was kept."""
-    total = requests.height
-    if total <= limit:
-        return requests, f"all {total:,} requests"
-    rng = np.random.default_rng(seed)
-    threshold = pl.col("latency_us").quantile(0.99, interpolation="higher").over("step")
-    rare = pl.col("error").is_not_null() | (pl.col("latency_us") >= threshold)
-    flags = requests.select(rare.alias("rare"))["rare"].to_numpy()
-    rare_idx = np.flatnonzero(flags)
-    common_idx = np.flatnonzero(~flags)
-    if len(rare_idx) > limit // 2:
-        rare_idx = rng.choice(rare_idx, limit // 2, replace=False)
-        kept = "sampled"
-    else:
-        kept = "every error and each step's slowest 1% kept, the rest sampled"
-    room = min(limit - len(rare_idx), len(common_idx))
-    common_idx = rng.choice(common_idx, room, replace=False)
-    chosen = np.sort(np.concatenate([rare_idx, common_idx]))
-    return requests[chosen], f"{len(chosen):,} of {total:,} requests ({kept})"
+def _width(requests: Frame, x_range: tuple[float, float] | None) -> float:
+    """Seconds per time bucket of a chart over `x_range`, else over the requests' span."""
+    if x_range is not None:
+        return bucket_width(x_range[1] - x_range[0])
+    extent = extent_s(requests)
+    return bucket_width(extent[1] - extent[0] if extent else None)
 
 
 def shade_steps(fig: go.Figure, windows: list[Window]) -> None:
@@ -126,15 +119,18 @@ def time_axis(fig: go.Figure, x_range: tuple[float, float] | None) -> None:
 
 
 def latency_over_time(
-    requests: pl.DataFrame | None,
+    requests: Frame | None,
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
 ) -> go.Figure | None:
-    """Every request (sampled down to MAX_POINTS) as a point: latency against send time."""
-    if requests is None or requests.height == 0:
+    """The successful responses' p50 and p99 per time bucket as lines, over a sample of the
+    requests (at most MAX_POINTS, errors and the slowest first) as points: latency against
+    send time."""
+    if requests is None or height(requests) == 0:
         return None
-    shown, note = sample_requests(requests)
+    timeline = Timeline.of(requests, t0, _width(requests, x_range))
+    shown, note = sample_requests(requests, tails=Tails.of(timeline.rows))
     shown = shown.with_columns(
         (pl.col("start_us") / 1e6 - t0).alias("t"),
         # Log axis: a zero latency would vanish, so floor it at 1 µs.
@@ -168,12 +164,31 @@ def latency_over_time(
                 ),
             )
         )
+    lines = timeline.lines((50, 99))
+    per = f"{timeline.width:g} s"
+    for q, color in ((50, "#1b3a5c"), (99, "#e45756")):
+        fig.add_trace(
+            go.Scatter(
+                x=lines["t"].to_numpy(),
+                y=lines[f"p{q}"].clip(lower_bound=0.001).to_numpy(),
+                name=f"p{q} per {per}",
+                mode="lines",
+                line={"color": color, "width": 2},
+                customdata=np.column_stack([lines["n"].to_numpy(), lines["users"].to_numpy()]),
+                hovertemplate=(
+                    f"p{q} %{{y:.3g}} ms of %{{customdata[0]:,}} responses around %{{x:.0f}} s"
+                    " (%{customdata[1]} users)<extra></extra>"
+                ),
+            )
+        )
     shade_steps(fig, windows)
     time_axis(fig, x_range)
-    ticks = log_ticks(float(cast(float, shown["ms"].min())), float(cast(float, shown["ms"].max())))
-    fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=ticks)
-    headroom(fig, float(cast(float, shown["ms"].max())) * 2.5)
-    return layout(fig, f"Latency of each request over time: {note}", 460)
+    values = pl.concat([shown["ms"].cast(pl.Float64), lines["p50"], lines["p99"]]).drop_nulls()
+    low, high = float(cast(float, values.min())), float(cast(float, values.max()))
+    fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=log_ticks(low, high))
+    headroom(fig, high * 2.5)
+    title = f"Latency over time: p50 and p99 of the responses per {per}, over {note}"
+    return layout(fig, title, 460)
 
 
 def component_order(names: list[str], verdict: dict[str, Any]) -> list[str]:
@@ -244,7 +259,7 @@ def resource_over_time(
     return layout(fig, "CPU over time (1.0 = one core busy)", 420)
 
 
-def _error_class(frame: pl.DataFrame) -> pl.DataFrame:
+def _error_class(frame: pl.LazyFrame) -> pl.LazyFrame:
     """The failed requests (an error, or HTTP ≥ 400) with their class: the engine's error,
     else "HTTP <status>"."""
     failed = pl.col("error").is_not_null() | (pl.col("status") >= 400)
@@ -270,39 +285,46 @@ def _class_order(classes: list[str]) -> list[str]:
 
 
 def errors_over_time(
-    requests: pl.DataFrame | None,
+    requests: Frame | None,
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
 ) -> go.Figure | None:
-    """Failed requests per second by class (error or HTTP status), stacked, by send time.
-    None when no request failed."""
-    if requests is None or requests.height == 0:
+    """Failed requests per second by class (error or HTTP status), stacked, by send time in
+    buckets of a second (longer runs: of a round number of seconds). None when no request
+    failed."""
+    if requests is None:
         return None
-    failed = _error_class(requests)
-    if failed.height == 0:
+    total = height(requests)
+    if total == 0:
         return None
-    counts = (
-        failed.with_columns(((pl.col("start_us") / 1e6 - t0).floor()).alias("second"))
-        .group_by("second", "class")
-        .agg(pl.len().alias("n"), pl.col("users").first())
-        .sort("second")
-    )
+    width = _width(requests, x_range)
+    failed = _error_class(lazy(requests))
+    counts = collect(
+        failed.group_by(time_bucket(t0, width).alias("bucket"), "class").agg(
+            pl.len().alias("n"), pl.col("users").min()
+        )
+    ).sort("bucket", "class")
+    if counts.height == 0:
+        return None
+    counts = counts.with_columns((pl.col("bucket") * width).alias("second"))
     classes = _class_order([str(c) for c in counts["class"].unique().to_list()])
     fig = go.Figure()
     for i, name in enumerate(classes):
         part = counts.filter(pl.col("class") == name)
         fig.add_trace(
             go.Bar(
-                x=(part["second"] + 0.5).to_numpy(),
-                y=part["n"].to_numpy(),
-                width=1.0,
+                x=(part["second"] + width / 2).to_numpy(),
+                y=(part["n"] / width).to_numpy(),
+                width=width,
                 name=name,
                 marker={"color": ERROR_PALETTE[i % len(ERROR_PALETTE)], "line": {"width": 0}},
-                customdata=np.column_stack([part["second"].to_numpy(), part["users"].to_numpy()]),
+                customdata=np.column_stack(
+                    [part["second"].to_numpy(), part["users"].to_numpy(), part["n"].to_numpy()]
+                ),
                 hovertemplate=(
-                    f"{name}: %{{y}} in second %{{customdata[0]:.0f}}"
-                    " (%{customdata[1]} users)<extra></extra>"
+                    f"{name}: %{{customdata[2]}} from second %{{customdata[0]:.0f}}"
+                    f" for {width:g} s (%{{customdata[1]}} users)<extra></extra>"
                 ),
             )
         )
@@ -311,9 +333,7 @@ def errors_over_time(
     shade_steps(fig, windows)
     time_axis(fig, x_range)
     top = counts.group_by("second").agg(pl.col("n").sum())["n"].max()
-    headroom(fig, float(cast(float, top) or 0) * 1.25)
+    headroom(fig, float(cast(float, top) or 0) / width * 1.25)
     fig.update_yaxes(title_text="failed requests / s", rangemode="tozero")
-    total = failed.height
-    return layout(
-        fig, f"Errors over time by class: {total:,} failed of {requests.height:,} requests", 380
-    )
+    failures = int(counts["n"].sum())
+    return layout(fig, f"Errors over time by class: {failures:,} failed of {total:,} requests", 380)

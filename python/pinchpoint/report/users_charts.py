@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from pinchpoint.analyze.digest import OK, Digest
 from pinchpoint.report import fmt
 from pinchpoint.report.chart_style import (
     BOTTLENECK_COLOR,
@@ -27,6 +28,7 @@ from pinchpoint.report.chart_style import (
     log_ticks,
 )
 from pinchpoint.report.table import bottleneck_users, steps, tier_stats, tiers
+from pinchpoint.rundir.scan import Frame
 
 
 def _log_users(users: Sequence[float]) -> bool:
@@ -322,26 +324,28 @@ def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
     return layout(fig, title, 400)
 
 
-def step_percentiles(requests: pl.DataFrame | None) -> pl.DataFrame | None:
+def step_percentiles(requests: Frame | Digest | None) -> pl.DataFrame | None:
     """Per step: users, successful responses (`n`) and the latency percentiles in ms of
-    `PERCENTILES`, linearly interpolated as the verdict's. None without a response."""
-    if requests is None or requests.height == 0:
+    `PERCENTILES`, linearly interpolated as the verdict's (from the requests' digest: exact
+    up to its EXACT_ROWS requests, within 0.1% above). None without a response."""
+    if requests is None:
         return None
-    ok = requests.filter(pl.col("error").is_null() & (pl.col("status") < 400))
-    if ok.height == 0:
-        return None
-    return (
-        ok.group_by("step")
-        .agg(
-            pl.col("users").first(),
-            pl.len().alias("n"),
-            *(
-                (pl.col("latency_us").quantile(q / 100, interpolation="linear") / 1000).alias(name)
-                for name, q, _color in PERCENTILES
-            ),
+    digest = requests if isinstance(requests, Digest) else Digest.of(requests, extent=True)
+    rows = []
+    for step, part in digest.where(OK).groups("step"):
+        values = part.percentiles_us([q for _name, q, _color in PERCENTILES])
+        rows.append(
+            {
+                "step": step,
+                "users": part.first("users"),
+                "n": part.count(),
+                **{
+                    name: value / 1000 if value is not None else None
+                    for (name, _q, _color), value in zip(PERCENTILES, values, strict=True)
+                },
+            }
         )
-        .sort("step")
-    )
+    return pl.DataFrame(rows) if rows else None
 
 
 def percentiles_vs_users(

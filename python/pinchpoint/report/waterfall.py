@@ -10,6 +10,7 @@ import polars as pl
 
 from pinchpoint.report import table
 from pinchpoint.report.chart_style import CLIENT, colors, layout
+from pinchpoint.rundir.scan import Frame, collect, columns, lazy, schema
 from pinchpoint.rundir.steady import steady_requests
 
 SLOWEST = 5
@@ -38,7 +39,7 @@ def _level(step: dict[str, Any]) -> float:
 
 
 def waterfall(
-    requests: pl.DataFrame | None,
+    requests: Frame | None,
     tiers: pl.DataFrame | None,
     verdict: dict[str, Any],
     run: dict[str, Any],
@@ -47,18 +48,22 @@ def waterfall(
     """None when the run has no request ids or no tier records to draw."""
     step = knee_step(verdict)
     need = {"req_id", "start_us", "latency_us"}
-    if step is None or requests is None or tiers is None or not need <= set(requests.columns):
+    if step is None or requests is None or tiers is None or not need <= set(columns(requests)):
         return None
     if tiers.height == 0 or "req_id" not in tiers.columns:
         return None
     ok = (
         (pl.col("error").is_null() & (pl.col("status") < 400))
-        if "error" in requests.columns
+        if "error" in columns(requests)
         else pl.lit(True)
     )
-    steady = steady_requests(requests, run).filter(ok & (pl.col("step") == step["step"]))
-    traced = steady.join(tiers.select("req_id").unique(), on="req_id", how="semi")
-    slowest = traced.sort("latency_us", descending=True).head(count)
+    # The slowest answered requests of the step that a tier recorded: a top-k of the scan.
+    at_step = lazy(requests).filter(ok & (pl.col("step") == step["step"]))
+    ids = tiers.select(pl.col("req_id").drop_nulls().unique().cast(schema(requests)["req_id"]))
+    traced = steady_requests(at_step, run).join(ids.lazy(), on="req_id", how="semi")
+    slowest = collect(traced.top_k(count, by=["latency_us", "req_id"], reverse=[False, True])).sort(
+        ["latency_us", "req_id"], descending=[True, False]
+    )
     if slowest.height == 0:
         return None
     order = {name: i for i, name in enumerate(cast(list[str], verdict.get("tiers", [])))}
