@@ -42,8 +42,8 @@ def test_steady_requests_leave_out_each_steps_warm_up(run_dir: Path) -> None:
     # Without step windows, every request.
     assert steady_requests(requests, {}).height == requests.height
     # A scan cuts the same requests.
-    assert steady_requests(data.requests, run).collect().sort("req_id").equals(
-        steady.sort("req_id")
+    assert (
+        steady_requests(data.requests, run).collect().sort("req_id").equals(steady.sort("req_id"))
     )
 
 

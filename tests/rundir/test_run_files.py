@@ -100,3 +100,28 @@ def test_a_table_is_read_with_its_required_and_present_optional_columns(tmp_path
     (tmp_path / files.RESOURCES).write_bytes(b"PAR1 not a parquet file")
     with pytest.raises(ValueError, match=rf"{files.RESOURCES}: unreadable"):
         folder.read_frame(files.RESOURCES)
+
+
+def test_a_table_is_scanned_with_the_same_columns_and_checks(tmp_path: Path) -> None:
+    import polars as pl
+
+    from pinchpoint.rundir.scan import collect, height
+
+    folder = files.RunFolder(tmp_path)
+    pl.DataFrame({"step": [0, 1], "latency_us": [5, 7], "status": [200, 500]}).write_parquet(
+        tmp_path / files.REQUESTS
+    )
+    scan = folder.scan_frame(files.REQUESTS, ["step", "latency_us"], ["status", "intended_us"])
+    assert isinstance(scan, pl.LazyFrame)
+    assert height(scan) == 2
+    assert collect(scan).equals(
+        folder.read_frame(files.REQUESTS, ["step", "latency_us"], ["status", "intended_us"])
+    )
+    # The file and its columns are checked when the scan is made, not when it is read.
+    with pytest.raises(ValueError, match=rf"{files.REQUESTS}: lacks columns start_us, error"):
+        folder.scan_frame(files.REQUESTS, ["step", "start_us", "error"])
+    with pytest.raises(FileNotFoundError, match=rf"{files.TIERS}: not found"):
+        folder.scan_frame(files.TIERS)
+    (tmp_path / files.RESOURCES).write_bytes(b"PAR1 not a parquet file")
+    with pytest.raises(ValueError, match=rf"{files.RESOURCES}: unreadable"):
+        folder.scan_frame(files.RESOURCES)
