@@ -38,6 +38,9 @@ def test_open_gives_every_file_of_the_run() -> None:
     assert [s["users"] for s in run.run["steps"]] == [1, 3, 5, 7]
     assert run.plan_text == (DEMO_RUN / "plan.toml").read_text()
     assert run.requests is run.requests  # read once
+    scan = run.scan_requests()
+    assert isinstance(scan, pl.LazyFrame)
+    assert scan.select(pl.len()).collect().item() == run.requests.height
 
 
 def test_open_takes_a_string_and_checks_an_sla(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ run = pinchpoint.open("runs/20261122-032409-413d")
 run.verdict["headline"]                 # verdict.json, as a dict
 run.requests                            # requests.parquet, a Polars DataFrame
 run.requests.to_pandas()                # with pandas installed
+run.scan_requests()                     # the same unread: a LazyFrame, for runs too big to hold
 run.tiers.filter(pl.col("component") == "gunicorn")
 run.resources, run.run, run.plan_text   # resources.parquet, run.json, plan.toml
 run.check_sla()                         # the plan's [sla] checked on this run
@@ -54,6 +55,13 @@ class Run:
     def requests(self) -> pl.DataFrame:
         """requests.parquet: one row per request the engine sent."""
         return self._parquet(files.REQUESTS)
+
+    def scan_requests(self) -> pl.LazyFrame:
+        """requests.parquet unread: a query over it reads only the columns it uses, a row
+        group at a time with `.collect(engine="streaming")` (what `pinchpoint analyze`
+        does, in memory set by the result rather than by the run's requests)."""
+        self._file(files.REQUESTS)
+        return files.RunFolder(self.path).scan_frame(files.REQUESTS)
 
     @cached_property
     def tiers(self) -> pl.DataFrame:

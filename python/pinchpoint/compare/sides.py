@@ -12,6 +12,7 @@ import polars as pl
 from pinchpoint.importers import csv_plain
 from pinchpoint.importers.common import ImportFormatError
 from pinchpoint.rundir import files
+from pinchpoint.rundir.scan import collect, columns, height
 
 
 class CompareInputError(ValueError):
@@ -67,31 +68,40 @@ def load_side(path: Path) -> Side:
 
 
 def _from_parquet(path: Path, label: str) -> Side:
+    """The side's successful latencies and start times: only those are read into memory
+    (the file is scanned, the failures left in it)."""
     try:
-        frame = files.RunFolder(path.parent).read_frame(
+        scan = files.RunFolder(path.parent).scan_frame(
             path.name, ["latency_us", "start_us"], ["error", "status", "failed"]
         )
+        ok = collect(
+            scan.filter(_succeeded(columns(scan))).select(
+                pl.col("latency_us").cast(pl.Int64), pl.col("start_us").cast(pl.Int64)
+            )
+        )
+        requests = height(scan)
     except (OSError, ValueError) as exc:
-        raise CompareInputError(str(exc)) from None
-    ok = frame.filter(_succeeded(frame))
+        # The folder's checks name the file; a page that cannot be decoded does not.
+        why = str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}"
+        raise CompareInputError(why) from None
     return Side(
         label=label,
         path=path,
-        requests=frame.height,
-        latency_us=ok["latency_us"].cast(pl.Int64).to_numpy(),
-        start_us=ok["start_us"].cast(pl.Int64).to_numpy(),
+        requests=requests,
+        latency_us=ok["latency_us"].to_numpy(),
+        start_us=ok["start_us"].to_numpy(),
     )
 
 
-def _succeeded(frame: pl.DataFrame) -> pl.Expr:
+def _succeeded(names: list[str]) -> pl.Expr:
     """A response with a 1xx-3xx status (or none recorded) and no error; where the source
     said which requests failed (k6's `failed`), that word wins."""
     ok = pl.col("latency_us").is_not_null()
-    if "error" in frame.columns:
+    if "error" in names:
         ok = ok & pl.col("error").is_null()
-    if "status" in frame.columns:
+    if "status" in names:
         status = pl.col("status")
         ok = ok & (status.is_null() | ((status >= 100) & (status < 400)))
-    if "failed" in frame.columns:
+    if "failed" in names:
         ok = pl.when(pl.col("failed").is_not_null()).then(~pl.col("failed")).otherwise(ok)
     return ok
