@@ -2,11 +2,17 @@
 number of requests in a run folder.
 
 Writes a run folder of N generated requests (10 steps of a closed loop, latencies growing
-past a knee), in row groups so that writing it holds only one group; then runs
-`pinchpoint analyze` on it in a child process and reports its wall time and its peak
-resident memory, also per million requests.
+past a knee), in row groups of up to a million rows encoded as the engine encodes them
+(crates/pinchpoint-engine/src/arrow_io.rs: ids, times and latencies delta-packed, no
+dictionary), so that writing it holds only one group; then runs `pinchpoint analyze` on it
+in a child process and reports its wall time and its peak resident memory, also per
+million requests.
 
     .venv/bin/python bench/analysis_scale.py --requests 1000000 5000000 20000000
+    .venv/bin/python bench/analysis_scale.py --requests 100000000 --dir /var/tmp
+
+A folder is written under --dir (default: the system's temporary folder) and removed
+after; 100 M requests take about 2 GB there, checked before writing.
 
 Memory that grows with the requests means the analysis holds them: the target is memory
 set by the steps and endpoints, not by the requests (2 GB and 60 s for 100 M).
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +36,10 @@ import pyarrow.parquet as pq
 
 STEPS = 10
 GROUP = 1_000_000
+# Bytes of requests.parquet per request, with room to spare (about 5 are written).
+BYTES_PER_REQUEST = 24
+# Columns the engine writes delta-packed, without a dictionary.
+DELTA = ["req_id", "start_us", "intended_us", "latency_us", "service_us"]
 T0_US = 1_800_000_000_000_000
 PLAN = """[target]
 url = "http://127.0.0.1:9"
@@ -60,7 +71,13 @@ def write_run(folder: Path, requests: int) -> None:
         ]
     )  # fmt: skip
     steps = []
-    with pq.ParquetWriter(folder / "requests.parquet", schema) as writer:
+    with pq.ParquetWriter(
+        folder / "requests.parquet",
+        schema,
+        compression="snappy",
+        use_dictionary=[c for c in schema.names if c not in DELTA],
+        column_encoding=dict.fromkeys(DELTA, "DELTA_BINARY_PACKED"),
+    ) as writer:
         for step in range(STEPS):
             start = T0_US + int(step * seconds * 1e6)
             steps.append(
@@ -80,6 +97,7 @@ def write_run(folder: Path, requests: int) -> None:
                 sent = start + (np.arange(first, first + n) * (seconds * 1e6 / per_step)).astype(
                     np.int64
                 )
+                sent += rng.integers(0, 20, n)  # a send is never quite on time
                 latency = (rng.gamma(4.0, base_ms / 4.0, n) * 1000).astype(np.int64)
                 table = pa.table(
                     {
@@ -122,14 +140,29 @@ def analyze(folder: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where to write the run folders (needs room)"
+    )
     args = parser.parse_args()
-    print(f"{'requests':>12} {'analyze s':>10} {'peak MB':>9} {'MB per M requests':>18}")
+    where = args.dir or Path(tempfile.gettempdir())
+    need = max(args.requests) * BYTES_PER_REQUEST
+    free = shutil.disk_usage(where).free
+    if free < need:
+        raise SystemExit(f"{where}: {free / 1e9:.1f} GB free, {need / 1e9:.1f} GB needed")
+    print(
+        f"{'requests':>12} {'file MB':>8} {'analyze s':>10} {'peak MB':>9}"
+        f" {'MB per M requests':>18}"
+    )
     for count in sorted(args.requests):
-        with tempfile.TemporaryDirectory(prefix="pinchpoint-scale-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="pinchpoint-scale-", dir=where) as tmp:
             folder = Path(tmp) / "20261125-000000-scal"
             write_run(folder, count)
+            size_mb = (folder / "requests.parquet").stat().st_size / 1e6
             took, peak_mb = analyze(folder)
-            print(f"{count:>12,} {took:>10.1f} {peak_mb:>9.0f} {peak_mb / (count / 1e6):>18.1f}")
+            print(
+                f"{count:>12,} {size_mb:>8.0f} {took:>10.1f} {peak_mb:>9.0f}"
+                f" {peak_mb / (count / 1e6):>18.1f}"
+            )
 
 
 if __name__ == "__main__":
