@@ -12,13 +12,14 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pinchpoint.demo import DemoStack
+from pinchpoint.demo.neighbour import CpuHog
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.logformats.nginx import NGINX_FORMAT
 from pinchpoint.pipeline import execute
@@ -184,13 +185,16 @@ def svc2_server(workdir: Path, endpoint: str, sleep_ms: float) -> Iterator[str]:
         server.wait(timeout=15)
 
 
-@pytest.mark.parametrize("mode", ["seq", "par"])
+@pytest.mark.parametrize(("mode", "hog"), [("seq", 0.0), ("par", 0.0), ("seq", 1.0)])
 def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, hog: float
 ) -> None:
+    """With `hog` cores of busy loops beside the stack, the host's CPU is nearly full, yet
+    svc2's own time stays flat: its one worker, not the CPU, is still the limit."""
     otlp_port = _free_port()
     endpoint = f"http://127.0.0.1:{otlp_port}/v1/traces"
-    with svc2_server(tmp_path / "svc2", endpoint, sleep_ms=10) as svc2:
+    neighbour = CpuHog(cores=hog, max_seconds=120) if hog else nullcontext()
+    with neighbour, svc2_server(tmp_path / "svc2", endpoint, sleep_ms=10) as svc2:
         env = {"SVC2_URL": svc2, "TRACED_APP_ROWS": "10000"}
         with TracedStack(tmp_path / "stack", endpoint, workers=4, env=env) as stack:
             text = f"""
@@ -243,5 +247,9 @@ settle = "1.5s"
     # svc2's one worker is the limit: calls to it wait in its queue, which its own span
     # cannot show and the app's call to it does.
     assert verdict["bottleneck"]["component"] == "svc2", verdict["headline"]
+    assert verdict["bottleneck"]["resource"] == "worker_pool", verdict["headline"]
+    assert "about 1 at once" in verdict["headline"]
+    if hog:  # the neighbour is a finding of its own, beside the stack's limit
+        assert any(f["component"] == "neighbours" for f in verdict["findings"])
     growth = verdict["steps"][-1]["tiers"]["svc2"]["queue_p50_ms"]
     assert growth > verdict["steps"][0]["tiers"]["svc2"]["queue_p50_ms"] + 10

@@ -11,7 +11,14 @@ limited by the number of workers.
 
 from __future__ import annotations
 
-from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of, resource_of
+from pinchpoint.analyze.context import (
+    Context,
+    busy_of,
+    load_text,
+    ms_text,
+    rate_of,
+    resource_of,
+)
 from pinchpoint.analyze.findings import Finding, cpu_quota, db_lock, estimate_line
 from pinchpoint.analyze.host_findings import bandwidth, disk, memory
 from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, process_group
@@ -55,6 +62,8 @@ def tier_cause(
         or memory(tier, steps, ctx)
     )
     if found is not None:
+        return found
+    if group != tier and (found := remote_concurrency(tier, steps, ctx)) is not None:
         return found
     if group is not None:
         found = pool_or_cpu(tier, group, steps, onset, ctx, estimate)
@@ -138,6 +147,51 @@ def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     return Finding(
         tier, "proxy_limit", onset["users"], evidence, f"{tier} connection limit (queueing)",
         summary, rate_of(onset),
+    )  # fmt: skip
+
+
+def remote_concurrency(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+    """A tier whose processes are not sampled (a service known from its log or spans) and
+    whose callers wait longer for it while its own time stays flat: it serves a limited
+    number of requests at once. A CPU that slowed it would lengthen its own time; the CPU
+    of the processes that call it says nothing of its own."""
+    if not _queue_grows(tier, steps):
+        return None
+    base, top = (s["tiers"].get(tier, {}) for s in (steps[0], steps[-1]))
+    grew = (top.get("queue_p50_ms") or 0.0) - (base.get("queue_p50_ms") or 0.0)
+    onset = next(
+        (s for s in steps if (s["tiers"].get(tier, {}).get("queue_p50_ms") or 0.0)
+         - (base.get("queue_p50_ms") or 0.0) > 0.25 * grew),
+        steps[-1],
+    )  # fmt: skip
+    at_once = busy_of(tier, steps[-1])
+    evidence = [
+        f"requests waited for {tier} p50 {ms_text(top.get('queue_p50_ms') or 0.0)} at "
+        f"{load_text(steps[-1])}, {ms_text(base.get('queue_p50_ms') or 0.0)} at "
+        f"{load_text(steps[0])}, while its own time stayed at p50 "
+        f"{ms_text(base.get('p50_ms') or 0.0)} → {ms_text(top.get('p50_ms') or 0.0)}: "
+        "they queue for it, its work is not slower",
+        f"{tier} served {at_once:.2f} requests at once by Little's law (throughput × its own "
+        f"time) at {load_text(steps[-1])}",
+        f"{tier}'s processes are not sampled: give it a process (pid_file or match) to see "
+        "its workers and CPU",
+    ]
+    host = host_use(steps[-1], ctx)
+    if host.busy is not None:
+        evidence.append(
+            f"host CPU {host.busy:.2f} of {ctx.cpu_count} cores at {load_text(steps[-1])} (the "
+            f"stack {host.stack:.2f}, other processes {host.neighbours:.2f}) does not explain "
+            f"it: {tier}'s own time did not grow"
+        )
+    slots = max(1, round(at_once))
+    summary = (
+        f"{tier} serves about {slots} request{'s' if slots > 1 else ''} at once and its callers queue for it from "
+        f"{load_text(onset)}, while its own time stays flat: its workers (or the connections "
+        f"to it) are too few, not its CPU. Give {tier} more workers or connections."
+    )
+    return Finding(
+        tier, "worker_pool", onset["users"], evidence,
+        f"{tier} concurrency (about {slots} at once)", summary, rate_of(onset),
     )  # fmt: skip
 
 
