@@ -177,7 +177,7 @@ def remote_concurrency(tier: str, steps: list[dict], ctx: Context) -> Finding | 
         "its workers and CPU",
     ]
     host = host_use(steps[-1], ctx)
-    if host.busy is not None:
+    if host.busy is not None and host_saturated(steps, onset, ctx):
         evidence.append(
             f"host CPU {host.busy:.2f} of {ctx.cpu_count} cores at {load_text(steps[-1])} (the "
             f"stack {host.stack:.2f}, other processes {host.neighbours:.2f}) does not explain "
