@@ -101,7 +101,7 @@ def test_app_time_growing_while_tasks_wait_for_a_core_is_the_cpu() -> None:
     steps = [
         step(1, 10.5, cpu_pressure=0.05),
         step(4, 10.8, host_cpu=1.2, cpu_pressure=0.3),
-        step(8, 16.0, app=15.5, host_cpu=1.6, cpu_pressure=0.62),
+        step(8, 16.0, app=15.5, host_cpu=1.6, pool_cpu=1.45, cpu_pressure=0.62),
     ]
     b = decide(steps, ROOMY)["bottleneck"]
     assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "cpu", 8)
@@ -116,10 +116,45 @@ def test_cpu_pressure_that_was_there_before_the_load_is_not_the_cpu() -> None:
         step(8, 16.0, app=15.5, host_cpu=1.6, cpu_pressure=0.6),
     ]
     assert decide(steps, ROOMY)["bottleneck"]["resource"] == "time"
-    # Pressure that rises but stays low is not a saturated CPU either.
+    # Pressure that rises but stays low is not a saturated CPU either (the stack's own CPU).
     for s, p in zip(steps, (0.0, 0.1, 0.3), strict=True):
         s["resources"]["host"]["cpu_pressure"] = p
+    for s, cores in zip(steps[1:], (0.9, 1.2), strict=True):
+        s["resources"]["gunicorn"]["cpu_cores"] = cores
     assert decide(steps, ROOMY)["bottleneck"]["resource"] == "time"
+
+
+def neighbour_steps(pool_cpu: float, host_cpu: float) -> list[dict]:
+    """The app's time grows while tasks wait for a core more and more; processes outside
+    the stack take host_cpu - pool_cpu - 0.05 cores."""
+    return [
+        step(1, 10.5, cpu_pressure=0.05),
+        step(4, 10.8, host_cpu=1.2, cpu_pressure=0.2),
+        step(8, 16.0, app=15.5, host_cpu=host_cpu, pool_cpu=pool_cpu, cpu_pressure=0.45),
+    ]
+
+
+def test_growth_a_neighbour_explains_is_no_bottleneck_of_the_stack() -> None:
+    # A neighbour takes 1.05 cores; the stack wants 0.45 of the 0.95 left: not its CPU.
+    v = decide(neighbour_steps(pool_cpu=0.4, host_cpu=1.5), ROOMY)
+    assert v["bottleneck"] is None
+    assert v["headline"].startswith("No bottleneck of the stack's own from 1 to 8 users")
+    assert "processes outside the stack (1.05 cores)" in v["headline"]
+    assert [f["component"] for f in v["findings"]] == ["neighbours", "app"]
+
+
+def test_a_stack_that_fills_what_a_neighbour_left_is_limited_by_the_cpu() -> None:
+    # The same neighbour; the stack wants the 0.95 cores left: the host's CPU is its limit.
+    b = decide(neighbour_steps(pool_cpu=0.9, host_cpu=1.95), ROOMY)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "cpu", 8)
+    assert "other processes on the host took 1.00 of its cores" in b["summary"]
+
+
+def test_the_same_wait_for_a_core_without_a_neighbour_is_the_stacks_cpu() -> None:
+    # The stack's own processes are what keeps the tasks waiting for a core.
+    b = decide(neighbour_steps(pool_cpu=1.1, host_cpu=1.2), ROOMY)["bottleneck"]
+    assert (b["component"], b["resource"]) == ("gunicorn", "cpu")
+    assert "the stack used 1.10 of them" in b["summary"]
 
 
 def test_flat_latency_is_no_bottleneck_with_the_headroom() -> None:

@@ -20,6 +20,7 @@ from pinchpoint.analyze.context import (
     resource_of,
 )
 from pinchpoint.analyze.findings import Finding, cpu_quota, db_lock, estimate_line
+from pinchpoint.analyze.generator import NEIGHBOUR_SHARE
 from pinchpoint.analyze.host_findings import bandwidth, disk, memory
 from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, process_group
 
@@ -220,7 +221,7 @@ def pool_or_cpu(
         if host.idle >= IDLE_CORE:
             return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle, knee=onset)
         return _cpu(tier, group, steps, onset, evidence, ctx)
-    if host_saturated(steps, onset, ctx) and _computes(use):
+    if host_saturated(steps, onset, ctx) and _computes(use) and _stack_fills_cpu(use, host, ctx):
         return _cpu(tier, group, steps, onset, evidence, ctx)
     if _processes_busy(use) and host.idle >= IDLE_CORE:
         # Threads of one process share its interpreter lock: every process wanting a core
@@ -239,6 +240,16 @@ def _processes_busy(use: GroupUse) -> bool:
     return bool(processes and demand is not None and demand >= CPU_BOUND * processes)
 
 
+def _stack_fills_cpu(use: GroupUse, host: HostUse, ctx: Context) -> bool:
+    """Whether the stack's own CPU (and its wait for a core) fills what neighbours left of
+    the host. A neighbour's CPU makes the stack's tasks wait for a core, but a stack that
+    wants less than the rest is not limited by the CPU: its growth is the neighbour's."""
+    if host.neighbours <= NEIGHBOUR_SHARE * ctx.cpu_count:
+        return True
+    wanted = host.stack + host.generator + (use.cpu_wait or 0.0)
+    return wanted >= CPU_SATURATED * (ctx.cpu_count - host.neighbours)
+
+
 def _computes(use: GroupUse) -> bool:
     """Whether the group's threads wanted CPU: they used or waited for a good part of a core."""
     demand = use.demand
@@ -251,6 +262,15 @@ def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
     after = steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
     busy = max((host_use(s, ctx).busy or 0.0 for s in after), default=0.0)
     return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after)
+
+
+def pressure_rose(steps: list[dict], onset: dict) -> bool:
+    """Tasks waited for a core (PSI "some") CPU_PRESSURE_RISE more of the time at the onset
+    or a heavier step than at the lightest step."""
+    after = steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
+    at_base = resource_of(steps[0], "host", "cpu_pressure")
+    measured = [p for s in after if (p := resource_of(s, "host", "cpu_pressure")) is not None]
+    return at_base is not None and bool(measured) and max(measured) - at_base >= CPU_PRESSURE_RISE
 
 
 def _pressed(base: dict, after: list[dict]) -> bool:

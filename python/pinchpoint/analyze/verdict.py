@@ -3,7 +3,13 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes import own_time, pool_or_cpu, tier_cause
+from pinchpoint.analyze.causes import (
+    host_saturated,
+    own_time,
+    pool_or_cpu,
+    pressure_rose,
+    tier_cause,
+)
 from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, rate_of, start_text
 from pinchpoint.analyze.findings import REFUSALS, Finding, proxy_limit, workers_estimate
 from pinchpoint.analyze.generator import (
@@ -161,7 +167,35 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
         strength = WEAK_EVIDENCE if bottleneck["resource"] == "time" else 1.0
         attribution = min(1.0, max(0.0, deltas[tier] / growth)) if growth > 0 else 0.0
         found.append((bottleneck, name, 0.5 * attribution + 0.5 * strength))
+    if neighbour is not None and _neighbour_explains(found, usable, onset, ctx):
+        return {
+            "bottleneck": None,
+            "headline": _neighbour_headline(usable, onset, neighbour),
+            "generator": generator,
+            "findings": _ranked([*extra, *found]),
+        }
     return _verdict([*found, *extra], generator, usable)
+
+
+def _neighbour_explains(
+    found: list[tuple[dict, str, float]], steps: list[dict], onset: dict, ctx: Context
+) -> bool:
+    """No tier's growth has a saturated resource of the stack behind it, while processes
+    outside the stack took the host's CPU (it is full, or its tasks waited for a core more
+    as the load grew): the neighbour, not the stack, made it grow."""
+    if not all(f["resource"] == "time" for f, _, _ in found):
+        return False
+    return host_saturated(steps, onset, ctx) or pressure_rose(steps, onset)
+
+
+def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> str:
+    base, top = steps[0], steps[-1]
+    return (
+        f"No bottleneck of the stack's own from {load_text(base).split()[0]} to "
+        f"{load_text(top)}: latency grows from {load_text(onset)} (p50 {_fmt(_p50(base))} → "
+        f"{_fmt(_p50(top))}) with no resource of the stack saturated, while "
+        f"{neighbour.name} took the host's CPU: its tiers waited for a core."
+    )
 
 
 def _ranked(found: list[tuple[dict, str, float]]) -> list[dict]:
