@@ -41,7 +41,7 @@ LOCATIONS = """\
     location = /orders/17 { return 200 '{"id": 17, "qty": 1}'; }
 """
 
-HOOK = '''\
+HOOK = """\
 import hashlib
 import hmac
 
@@ -52,7 +52,7 @@ def sign(request, vars):
     text = request["method"].encode() + request["path"].encode() + request["body"]
     digest = hmac.new(KEY, text, hashlib.sha256).hexdigest()
     request["headers"].append(("X-Signature", digest))
-'''
+"""
 
 FLOW = """
 [[flow]]
@@ -155,9 +155,7 @@ def main() -> int:
     med = {k: {m: statistics.median(x[m] for x in rs) for m in rs[0]} for k, rs in results.items()}
     print()
     for kind, m in med.items():
-        print(
-            f"median {kind:>6}: {m['rps']:>9,.0f} req/s  {m['per_cpu_s']:>9,.0f} req per CPU-s"
-        )
+        print(f"median {kind:>6}: {m['rps']:>9,.0f} req/s  {m['per_cpu_s']:>9,.0f} req per CPU-s")
     single = med["single"]["per_cpu_s"]
     print()
     print(f"ratio flow/single: {med['flow']['per_cpu_s'] / single:.2f}x req per generator CPU-s")
@@ -167,7 +165,9 @@ def main() -> int:
     per_hook_req = 1 / med["hook"]["per_cpu_s"]
     hook_us = (per_hook_req - per_flow_req) * 3 * 1e6
     print(f"hook cost: {hook_us:.1f} us of generator CPU per hooked request")
-    print(f"one core with a hook on every request: about {1e6 / (per_flow_req * 1e6 + hook_us):,.0f} req/s")
+    print(
+        f"one core with a hook on every request: about {1e6 / (per_flow_req * 1e6 + hook_us):,.0f} req/s"
+    )
     return 0
 
 

@@ -4,12 +4,18 @@ keeps (a group per step, per endpoint, per latency bucket), not by the rows it r
 
 from __future__ import annotations
 
+import os
 from typing import TypeAlias
 
 import polars as pl
 
 # A table of requests as a caller has it: read whole (a test's, a knee probe's), or a scan.
 Frame: TypeAlias = pl.DataFrame | pl.LazyFrame
+
+# Row groups a scan decodes ahead (Polars' default is at least 8). Each of the engine's
+# holds ~1 M requests, ~70 MB decoded: 2 ahead cut the peak of analyzing 10 M requests from
+# 750 to 600 MB at the same speed on a local disk. A value the user set is kept.
+PREFETCH_ROW_GROUPS = "2"
 
 
 def lazy(frame: Frame) -> pl.LazyFrame:
@@ -30,6 +36,7 @@ def collect(frame: Frame) -> pl.DataFrame:
     raises ValueError, as a read of the folder does."""
     if isinstance(frame, pl.DataFrame):
         return frame
+    os.environ.setdefault("POLARS_ROW_GROUP_PREFETCH_SIZE", PREFETCH_ROW_GROUPS)
     try:
         return frame.collect(engine="streaming")
     except pl.exceptions.PolarsError as exc:
