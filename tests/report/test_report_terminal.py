@@ -185,3 +185,20 @@ def test_knee_and_scalability_are_told_in_words() -> None:
         "Scalability (USL): predicted peak 192 req/s at 4.6 users; contention σ 0.143, coherency κ 0.0406, fit R² 0.99",
     ]
     assert curve({"knee": None, "scalability": None}) == []
+
+
+def test_without_a_bottleneck_every_finding_is_listed(verdict: dict[str, Any]) -> None:
+    quiet = copy.deepcopy(verdict)
+    neighbour = {
+        "component": "neighbours", "resource": "cpu", "starts_at_users": 4,
+        "name": "processes outside the stack (1.00 cores)", "confidence": 0.5,
+        "evidence": [], "summary": "Other processes on this host used up to 1.00 of its cores",
+    }  # fmt: skip
+    quiet.update(bottleneck=None, headline="No bottleneck of the stack's own", findings=[neighbour])
+    text = verdict_text(quiet)
+    assert "Also: processes outside the stack (1.00 cores) from 4 users (confidence 0.50)" in text
+    # With a bottleneck, the first finding is the bottleneck's own: the headline, not an "Also".
+    pool = {**neighbour, "component": "gunicorn", "name": "gunicorn worker pool", "confidence": 1.0}
+    text = verdict_text({**verdict, "findings": [pool, neighbour]})
+    assert "Also: gunicorn worker pool" not in text
+    assert "Also: processes outside the stack (1.00 cores)" in text

@@ -170,13 +170,15 @@ def endpoints(verdict: dict[str, Any]) -> list[str]:
 
 
 def other_findings(verdict: dict[str, Any]) -> list[str]:
-    """The bottleneck's confidence, then the findings after it with theirs, in words."""
+    """The bottleneck's confidence, then the findings after it with theirs, in words (every
+    finding when there is no bottleneck)."""
     lines = []
     b = bottleneck(verdict)
     if b is not None and fmt.is_number(b.get("confidence")):
         lines.append(f"Confidence {b['confidence']:.2f} (1 when the tier explains all the growth")
         lines[-1] += " and a saturated resource confirms it)"
-    for f in (verdict.get("findings") or [])[1:]:
+    # Without a bottleneck, the first finding (a neighbour) is not in the headline's place.
+    for f in (verdict.get("findings") or [])[1 if b is not None else 0 :]:
         if isinstance(f, dict) and f.get("name"):
             where = (
                 f"{f['starts_at_rate']:g} req/s"
