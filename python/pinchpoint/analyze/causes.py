@@ -77,7 +77,7 @@ def flat_bytes(tier: str, steps: list[dict], onset: dict) -> Finding | None:
     """Nothing measured saturates, yet the bytes the client receives per second stop at a
     ceiling past the onset while the load grows, and responses are large enough for a link
     to be what stops them: a network path with a ceiling the host does not expose."""
-    after = steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
+    after = _from_onset(steps, onset)
     rates = [s.get("bytes_per_s") or 0.0 for s in after]
     sent = [s.get("requests") or 0 for s in after]
     if len(after) < 2 or min(rates) <= 0 or not all(sent):
@@ -125,11 +125,7 @@ def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     ]
     if full:
         return None
-    onset = next(
-        (s for s in steps if (s["tiers"].get(tier, {}).get("logged_queue_p50_ms") or 0.0)
-         - (queued[0] or 0.0) > 0.25 * grew),
-        top,
-    )  # fmt: skip
+    onset = _queue_onset(tier, steps, "logged_queue_p50_ms")
     behind = ", ".join(
         f"{c} ran {group_use(c, top, ctx).busy:.2f} requests at a time"
         + (f" against {w} workers" if (w := group_use(c, top, ctx).workers) else "")
@@ -151,6 +147,22 @@ def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     )  # fmt: skip
 
 
+def _from_onset(steps: list[dict], onset: dict) -> list[dict]:
+    """The steps from the onset on (all of them when the onset is not one of them)."""
+    return steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
+
+
+def _queue_onset(tier: str, steps: list[dict], key: str) -> dict:
+    """The first step whose queue time before the tier (`key`) grew by more than a quarter
+    of its growth from the lightest step to the heaviest; the heaviest without one."""
+
+    def queued(step: dict) -> float:
+        return float(step["tiers"].get(tier, {}).get(key) or 0.0)
+
+    grew = queued(steps[-1]) - queued(steps[0])
+    return next((s for s in steps if queued(s) - queued(steps[0]) > 0.25 * grew), steps[-1])
+
+
 def remote_concurrency(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     """A tier whose processes are not sampled (a service known from its log or spans) and
     whose callers wait longer for it while its own time stays flat: it serves a limited
@@ -159,12 +171,7 @@ def remote_concurrency(tier: str, steps: list[dict], ctx: Context) -> Finding | 
     if not _queue_grows(tier, steps):
         return None
     base, top = (s["tiers"].get(tier, {}) for s in (steps[0], steps[-1]))
-    grew = (top.get("queue_p50_ms") or 0.0) - (base.get("queue_p50_ms") or 0.0)
-    onset = next(
-        (s for s in steps if (s["tiers"].get(tier, {}).get("queue_p50_ms") or 0.0)
-         - (base.get("queue_p50_ms") or 0.0) > 0.25 * grew),
-        steps[-1],
-    )  # fmt: skip
+    onset = _queue_onset(tier, steps, "queue_p50_ms")
     at_once = busy_of(tier, steps[-1])
     evidence = [
         f"requests waited for {tier} p50 {ms_text(top.get('queue_p50_ms') or 0.0)} at "
@@ -186,9 +193,10 @@ def remote_concurrency(tier: str, steps: list[dict], ctx: Context) -> Finding | 
         )
     slots = max(1, round(at_once))
     summary = (
-        f"{tier} serves about {slots} request{'s' if slots > 1 else ''} at once and its callers queue for it from "
-        f"{load_text(onset)}, while its own time stays flat: its workers (or the connections "
-        f"to it) are too few, not its CPU. Give {tier} more workers or connections."
+        f"{tier} serves about {slots} request{'s' if slots > 1 else ''} at once and its "
+        f"callers queue for it from {load_text(onset)}, while its own time stays flat: its "
+        f"workers (or the connections to it) are too few, not its CPU. Give {tier} more "
+        "workers or connections."
     )
     return Finding(
         tier, "worker_pool", onset["users"], evidence,
@@ -259,26 +267,33 @@ def _computes(use: GroupUse) -> bool:
 def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
     """The host's CPU is full at the onset or a heavier step: its cores busy, or its tasks
     queued for a core more than they did at the lightest step."""
-    after = steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
+    after = _from_onset(steps, onset)
     busy = max((host_use(s, ctx).busy or 0.0 for s in after), default=0.0)
     return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after)
 
 
-def pressure_rose(steps: list[dict], onset: dict) -> bool:
-    """Tasks waited for a core (PSI "some") CPU_PRESSURE_RISE more of the time at the onset
-    or a heavier step than at the lightest step."""
-    after = steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
-    at_base = resource_of(steps[0], "host", "cpu_pressure")
+def cpu_contended(steps: list[dict], onset: dict, ctx: Context) -> bool:
+    """The host's CPU is full from the onset, or its tasks waited for a core
+    CPU_PRESSURE_RISE more of the time than at the lightest step, however little."""
+    pressure = _pressure(steps[0], _from_onset(steps, onset))
+    return host_saturated(steps, onset, ctx) or (
+        pressure is not None and pressure[1] - pressure[0] >= CPU_PRESSURE_RISE
+    )
+
+
+def _pressure(base: dict, after: list[dict]) -> tuple[float, float] | None:
+    """The share of the time tasks waited for a core (PSI "some") at the base step, and its
+    peak over `after`; None where it was not measured."""
+    at_base = resource_of(base, "host", "cpu_pressure")
     measured = [p for s in after if (p := resource_of(s, "host", "cpu_pressure")) is not None]
-    return at_base is not None and bool(measured) and max(measured) - at_base >= CPU_PRESSURE_RISE
+    return None if at_base is None or not measured else (at_base, max(measured))
 
 
 def _pressed(base: dict, after: list[dict]) -> bool:
-    at_base = resource_of(base, "host", "cpu_pressure")
-    measured = [p for s in after if (p := resource_of(s, "host", "cpu_pressure")) is not None]
-    if at_base is None or not measured:
+    pressure = _pressure(base, after)
+    if pressure is None:
         return False
-    peak = max(measured)
+    at_base, peak = pressure
     return peak >= CPU_PRESSURE_SATURATED and peak - at_base >= CPU_PRESSURE_RISE
 
 

@@ -3,13 +3,7 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes import (
-    host_saturated,
-    own_time,
-    pool_or_cpu,
-    pressure_rose,
-    tier_cause,
-)
+from pinchpoint.analyze.causes import cpu_contended, own_time, pool_or_cpu, tier_cause
 from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, rate_of, start_text
 from pinchpoint.analyze.findings import REFUSALS, Finding, proxy_limit, workers_estimate
 from pinchpoint.analyze.generator import (
@@ -185,7 +179,7 @@ def _neighbour_explains(
     as the load grew): the neighbour, not the stack, made it grow."""
     if not all(f["resource"] == "time" for f, _, _ in found):
         return False
-    return host_saturated(steps, onset, ctx) or pressure_rose(steps, onset)
+    return cpu_contended(steps, onset, ctx)
 
 
 def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> str:
