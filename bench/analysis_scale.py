@@ -2,7 +2,7 @@
 number of requests in a run folder.
 
 Writes a run folder of N generated requests (10 steps of a closed loop, latencies growing
-past a knee), in row groups of 1,048,576 rows across steps, encoded as the engine writes them
+past a knee), in row groups of 131,072 rows across steps, encoded as the engine writes them
 (crates/pinchpoint-engine/src/arrow_io.rs: ids, times and latencies delta-packed, no
 dictionary), so that writing it holds only one group; then runs `pinchpoint analyze` on it
 in a child process and reports its wall time and its peak resident memory, also per
@@ -35,8 +35,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 STEPS = 10
-# Rows per row group: the engine's (the Rust parquet writer's default), across steps.
-GROUP = 1024 * 1024
+# Rows per row group: the engine's (ROW_GROUP_ROWS in crates/pinchpoint-engine/src/arrow_io.rs),
+# across steps.
+GROUP = 128 * 1024
 # Bytes of requests.parquet per request, with room to spare (about 5 are written).
 BYTES_PER_REQUEST = 24
 # Columns the engine writes delta-packed, without a dictionary.

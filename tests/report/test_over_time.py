@@ -41,9 +41,9 @@ def _requests(n: int = 50_000) -> pl.DataFrame:
 def test_bucket_width_is_round_and_bounded() -> None:
     assert bucket_width(None) == 1.0
     assert bucket_width(12.5) == 1.0
-    assert bucket_width(2_000) == 1.0
-    assert bucket_width(2_001) == 2.0
-    assert bucket_width(86_400) == 60.0
+    assert bucket_width(1_000) == 1.0
+    assert bucket_width(1_001) == 2.0
+    assert bucket_width(86_400) == 120.0
     for span in (3_000.0, 50_000.0, 10**7):
         assert span / bucket_width(span) <= TIME_POINTS
 

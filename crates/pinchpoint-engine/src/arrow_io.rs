@@ -104,11 +104,18 @@ impl IpcSink {
     }
 }
 
+/// Rows per row group of requests.parquet. A reader decodes a row group at a time, so this
+/// sets what a scan of the file holds (~9 MB decoded, where the writer's default of 1 M rows
+/// held ~70 MB); the file grows by 0.2%.
+const ROW_GROUP_ROWS: usize = 128 * 1024;
+
 /// Copies every complete batch of an IPC stream into a Parquet file and returns the
 /// number of rows. A stream cut short (a killed run) yields the batches before the cut.
 pub fn ipc_to_parquet(src: &Path, dst: &Path) -> Result<u64, ArrowError> {
     let reader = StreamReader::try_new(BufReader::new(File::open(src)?), None)?;
-    let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY);
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_size(ROW_GROUP_ROWS);
     // Ids, times and latencies are nearly all distinct: a dictionary only costs time
     // there. Delta encoding halves the conversion's CPU and makes the file ~3x smaller.
     for column in ["req_id", "start_us", "intended_us", "latency_us", "service_us"] {

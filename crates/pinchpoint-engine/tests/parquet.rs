@@ -162,3 +162,16 @@ fn batches_written_are_on_disk_before_the_sink_is_finished() {
     std::mem::forget(sink);
     assert_eq!(convert(&src).0, 15);
 }
+
+#[test]
+fn a_long_run_is_written_in_row_groups_a_scan_can_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("requests.arrows");
+    write_stream(&src, &[100_000, 100_000, 100_000], true);
+    let (n, _rows) = convert(&src);
+    assert_eq!(n, 300_000);
+    let file = File::open(src.with_extension("parquet")).unwrap();
+    let meta = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().metadata().clone();
+    let sizes: Vec<i64> = meta.row_groups().iter().map(|g| g.num_rows()).collect();
+    assert_eq!(sizes, vec![131_072, 131_072, 300_000 - 2 * 131_072]);
+}

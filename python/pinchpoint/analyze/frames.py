@@ -1,7 +1,9 @@
 """Reads what a run folder holds into the frames the analysis works on. The requests stay
 in their file: the analysis reads them through a scan, once into their digest (per steady
 window, endpoint and latency bucket) and, where tiers logged request ids, once for the
-requests of each window that a tier recorded."""
+requests of each window that a tier recorded. The digest is kept in the folder for the
+report (analyze/digest_store.py), with what the report asks of it: each group's extent and
+the plan's SLA threshold."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from pinchpoint.analyze.digest import Digest
+from pinchpoint.analyze.digest_store import folder_digest
+from pinchpoint.analyze.sla import over_ms
 from pinchpoint.plan.model import Plan, entry_first, load_plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.scan import collect, columns, schema
@@ -37,7 +41,9 @@ class RunData:
     def digest(self) -> Digest:
         """The requests' digest, `window` indexing `windows()`; computed once."""
         if self._digest is None:
-            self._digest = Digest.of(self.requests, self.windows())
+            over = over_ms(self.plan.sla) if self.plan.sla is not None else []
+            folder = files.RunFolder(self.run_dir)
+            self._digest = folder_digest(folder, self.requests, self.windows(), over, extent=True)
         return self._digest
 
     def traced(self) -> pl.DataFrame:

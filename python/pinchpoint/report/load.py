@@ -13,6 +13,7 @@ from typing import Any, cast
 import polars as pl
 
 from pinchpoint.analyze.digest import Digest
+from pinchpoint.analyze.digest_store import folder_digest
 from pinchpoint.rundir import files
 from pinchpoint.rundir.steady import SENT_AT, steady_requests, usable_windows
 
@@ -53,7 +54,8 @@ class RunData:
         key = tuple(over_ms or ())
         if key not in self.digests:
             windows = usable_windows(self.run)
-            self.digests[key] = Digest.of(self.requests, windows, key, extent=True)
+            folder = files.RunFolder(self.run_dir)
+            self.digests[key] = folder_digest(folder, self.requests, windows, key, extent=True)
         return self.digests[key]
 
     def steady_digest(self) -> Digest | None:

@@ -17,7 +17,7 @@ from pinchpoint.rundir.scan import Frame, collect, columns, height, lazy, schema
 
 MAX_POINTS = 20_000
 # Time buckets of a chart over the run: at most this many, each a round number of seconds.
-TIME_POINTS = 2_000
+TIME_POINTS = 1_000
 WIDTHS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 # Latency buckets of a time bucket: a chart's percentile within 1%.
 CHART_SHARE = 0.01

@@ -10,6 +10,8 @@ runs/<run-id>/
     collection.json     what collection read: lines matched and rejected per file
     run.json            the steps' windows, the host, the engine's counts
     verdict.json        the analysis
+    digest.parquet      the requests summed per step, endpoint and latency bucket, for
+                        the report (stands for requests.parquet while that is unchanged)
     report.html         the page
     summary.json        a summary that stands in for requests.parquet (imports, `load`)
     levels/             the knee search's probes, one run folder each
@@ -37,6 +39,7 @@ TIERS = "tiers.parquet"
 COLLECTION = "collection.json"
 RUN = "run.json"
 VERDICT = "verdict.json"
+DIGEST = "digest.parquet"
 REPORT = "report.html"
 SUMMARY = "summary.json"
 LEVELS = "levels"
@@ -61,6 +64,40 @@ class RunFolder:
 
     def read_text(self, name: str) -> str:
         return (self.path / name).read_text(encoding="utf-8")
+
+    def stamp(self, name: str) -> dict[str, int] | None:
+        """What tells one version of a file from another (size, modification time);
+        None when it is not there."""
+        try:
+            st = (self.path / name).stat()
+        except OSError:
+            return None
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def write_derived(self, name: str, frame: pl.DataFrame, key: dict[str, Any]) -> Path:
+        """Writes a table computed from the folder's files, with `key` (JSON) saying from
+        what; a reader of it checks the key (`read_derived`)."""
+        partial = self.path / f".{name}.partial"
+        try:
+            frame.write_parquet(partial, metadata={"pinchpoint": json.dumps(key)})
+            os.replace(partial, self.path / name)
+        except OSError:
+            partial.unlink(missing_ok=True)
+            raise
+        return self.path / name
+
+    def read_derived(self, name: str) -> tuple[pl.DataFrame, dict[str, Any]] | None:
+        """A table `write_derived` wrote and its key; None when it is not there or cannot
+        be read (it is computed again then)."""
+        import polars as pl
+
+        path = self.path / name
+        try:
+            key = json.loads(pl.read_parquet_metadata(path)["pinchpoint"])
+            frame = pl.read_parquet(path)
+        except (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError):
+            return None
+        return (frame, key) if isinstance(key, dict) else None
 
     def write_text(self, name: str, text: str, private: bool = False) -> Path:
         """Write through a temporary file and rename, so a reader never sees half a file."""
