@@ -4,7 +4,8 @@ number of requests in a run folder.
 Writes a run folder of N generated requests (10 steps of a closed loop, latencies growing
 past a knee), in row groups of 131,072 rows across steps, encoded as the engine writes them
 (crates/pinchpoint-engine/src/arrow_io.rs: ids, times and latencies delta-packed, no
-dictionary), so that writing it holds only one group; then runs `pinchpoint analyze` on it
+dictionary), so that writing it holds only one group, and a tiers.parquet of nginx's
+record of each request; then runs `pinchpoint analyze` on it
 in a child process and reports its wall time and its peak resident memory, also per
 million requests.
 
@@ -12,7 +13,7 @@ million requests.
     .venv/bin/python bench/analysis_scale.py --requests 100000000 --dir /var/tmp
 
 A folder is written under --dir (default: the system's temporary folder) and removed
-after; 100 M requests take about 2 GB there, checked before writing.
+after; 100 M requests take about 3 GB there, checked before writing.
 
 Memory that grows with the requests means the analysis holds them: the target is memory
 set by the steps and endpoints, not by the requests (2 GB and 60 s for 100 M).
@@ -34,12 +35,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pinchpoint.rundir.schemas import TIERS_SCHEMA
+
 STEPS = 10
 # Rows per row group: the engine's (ROW_GROUP_ROWS in crates/pinchpoint-engine/src/arrow_io.rs),
 # across steps.
 GROUP = 128 * 1024
-# Bytes of requests.parquet per request, with room to spare (about 5 are written).
-BYTES_PER_REQUEST = 24
+# Bytes of requests.parquet and tiers.parquet per request, with room to spare (about 5 and
+# 14 are written).
+BYTES_PER_REQUEST = 30
 # Columns the engine writes delta-packed, without a dictionary.
 DELTA = ["req_id", "start_us", "intended_us", "latency_us", "service_us"]
 T0_US = 1_800_000_000_000_000
@@ -55,7 +59,30 @@ warmup = "0.5s"
 
 [[request]]
 path = "/"
+
+[[component]]
+name = "nginx"
+role = "proxy"
 """
+
+
+def tier_records(requests: pa.Table) -> pa.Table:
+    """What nginx in front of the app logs of the requests: a record each, tagged with the
+    request's id, its time and the upstream's."""
+    n = requests.num_rows
+    latency = requests["latency_us"].to_numpy()
+    sent = requests["start_us"].to_numpy()
+    return pa.table(
+        {
+            "component": pa.array(["nginx"] * n).dictionary_encode().cast(pa.string()),
+            "users": requests["users"], "req_id": requests["req_id"],
+            "ts": (sent + latency) / 1e6, "duration_s": latency * 0.95 / 1e6,
+            "upstream_s": latency * 0.9 / 1e6, "status": np.full(n, 200, np.int32),
+            "queue_s": pa.nulls(n, pa.float64()), "span_kind": pa.nulls(n, pa.string()),
+            "parent": pa.nulls(n, pa.string()),
+        },
+        schema=TIERS_SCHEMA,
+    )  # fmt: skip
 
 
 def write_run(folder: Path, requests: int) -> None:
@@ -73,7 +100,8 @@ def write_run(folder: Path, requests: int) -> None:
         ]
     )  # fmt: skip
     steps = []
-    with pq.ParquetWriter(
+    tiers = pq.ParquetWriter(folder / "tiers.parquet", TIERS_SCHEMA, compression="snappy")
+    with tiers, pq.ParquetWriter(
         folder / "requests.parquet",
         schema,
         compression="snappy",
@@ -122,6 +150,7 @@ def write_run(folder: Path, requests: int) -> None:
                 )  # fmt: skip
                 pending.append(table)
                 flush(GROUP)
+                tiers.write_table(tier_records(table), row_group_size=GROUP)
         flush(1)
     run = {
         "run_id": folder.name, "started": steps[0]["start"], "ended": steps[-1]["end"],

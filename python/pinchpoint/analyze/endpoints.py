@@ -42,7 +42,8 @@ def endpoint_table(data: RunData) -> list[dict]:
         steps = []
         for i, w in enumerate(windows):
             ids = data.traced_ids(i, index) if data.tiers.height else None
-            step = _step(mine.where(pl.col("window") == i), w, data.tiers, ids, graph)
+            part = mine.where(pl.col("window") == i)
+            step = _step(part, w, data.tiers, ids, graph, data.tier_share)
             if step is not None:
                 steps.append(step)
         out.append(describe(name, index, steps, min_latency(mine)))
@@ -55,6 +56,7 @@ def _step(
     tiers: pl.DataFrame,
     req_ids: pl.Series | None,
     graph: tuple[list[str], dict[str, list[str]]],
+    share: float = 1.0,
 ) -> dict | None:
     ok = part.where(OK)
     if ok.count() == 0:
@@ -73,7 +75,7 @@ def _step(
         "concurrency": throughput * (mean_us or 0.0) / 1e6,
     }
     if tiers.height and req_ids is not None:
-        step["tiers"] = _tiers(tier_step(tiers, req_ids, None, *graph, throughput))
+        step["tiers"] = _tiers(tier_step(tiers, req_ids, None, *graph, throughput, share))
     return step
 
 

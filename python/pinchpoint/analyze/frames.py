@@ -15,6 +15,7 @@ import polars as pl
 from pinchpoint.analyze.digest import Digest
 from pinchpoint.analyze.digest_store import folder_digest
 from pinchpoint.analyze.sla import over_ms
+from pinchpoint.analyze.tier_records import read_tiers
 from pinchpoint.plan.model import Plan, entry_first, load_plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.scan import collect, columns, schema
@@ -27,10 +28,12 @@ class RunData:
     run: dict
     plan: Plan
     requests: pl.LazyFrame  # a scan of requests.parquet
-    tiers: pl.DataFrame
+    tiers: pl.DataFrame  # whole, or a sample of the requests' (analyze/tier_records.py)
     resources: pl.DataFrame
     # Calls between tiers that traces showed (collection.json `calls`), beside the plan's.
     traced_calls: dict[str, list[str]] = field(default_factory=dict)
+    # The share of the requests whose tier records `tiers` holds.
+    tier_share: float = 1.0
     _digest: Digest | None = field(default=None, repr=False)
     _traced: pl.DataFrame | None = field(default=None, repr=False)
 
@@ -63,13 +66,13 @@ class RunData:
         if not {"req_id", "step"} <= set(names):
             return empty
         kind = schema(self.requests)["req_id"]
-        ids = self.tiers.select(pl.col("req_id").drop_nulls().unique().cast(kind, strict=False))
+        ids = self.tiers["req_id"].drop_nulls().unique().cast(kind, strict=False)
         endpoint = pl.col("endpoint") if "endpoint" in names else pl.lit(None, pl.UInt16)
         query = (
             with_window(self.requests, self.windows())
             .select("req_id", "window", endpoint.alias("endpoint"))
             .filter(pl.col("window").is_not_null())
-            .join(ids.lazy(), on="req_id", how="semi")
+            .filter(pl.col("req_id").is_in(ids.implode()))  # a join would hold the requests
         )
         return collect(query)
 
@@ -107,6 +110,7 @@ def read_run(run_dir: Path) -> RunData:
     def table(name: str) -> pl.DataFrame:
         return folder.read_frame(name) if folder.has(name) else pl.DataFrame()
 
+    tiers = read_tiers(folder)
     return RunData(
         run_dir=run_dir,
         run=dict(folder.read_run()),
@@ -114,7 +118,8 @@ def read_run(run_dir: Path) -> RunData:
         requests=(
             folder.scan_frame(files.REQUESTS) if folder.has(files.REQUESTS) else pl.LazyFrame()
         ),
-        tiers=table(files.TIERS),
+        tiers=tiers.frame,
+        tier_share=tiers.share,
         resources=table(files.RESOURCES),
         traced_calls=_traced_calls(folder),
     )

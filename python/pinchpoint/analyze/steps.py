@@ -57,9 +57,11 @@ def tier_step(
     order: list[str],
     calls: dict[str, list[str]],
     throughput: float,
+    share: float = 1.0,
 ) -> dict[str, dict]:
     """Each tier's time, self time and queue time in one step. Records without a request
-    id join the step by its users; open-loop steps (users None) take none of them."""
+    id join the step by its users; open-loop steps (users None) take none of them. `share`:
+    of the requests the records are a sample of (their counts are scaled by it)."""
     tagged = per_request(tiers.filter(pl.col("req_id").is_in(req_ids.implode())))
     untagged = (
         tiers.clear()
@@ -75,11 +77,11 @@ def tier_step(
             continue
         d = own["duration_s"].to_numpy()
         entry = {
-            "count": own.height,
+            "count": round(own.height / share),
             **{f"p{q:g}_ms": _pct(d * 1000, q) for q in PERCENTILES},
             "mean_ms": float(d.mean() * 1000),
             "concurrency": throughput * float(d.mean()),
-            **_statuses(own, bool(calls.get(name))),
+            **_statuses(own, bool(calls.get(name)), share),
         }
         entry.update(_self_time(own, wide, name, calls.get(name, []), part))
         entry.update(_logged_queue(own))
@@ -128,15 +130,15 @@ def per_request(tagged: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _statuses(own: pl.DataFrame, calls_others: bool) -> dict:
+def _statuses(own: pl.DataFrame, calls_others: bool, share: float = 1.0) -> dict:
     """Server errors the tier logged and, for a tier that calls others, how many of them it
     answered itself without waiting on what it calls (a proxy refusing: 503 of limit_conn)."""
     if "status" not in own.columns:
         return {}
     failed = own.filter((pl.col("status") >= 500) | (pl.col("status") == 429))
-    out = {"errors": failed.height}
+    out = {"errors": round(failed.height / share)}
     if calls_others:
-        out["rejected"] = failed.filter(pl.col("upstream_s").is_null()).height
+        out["rejected"] = round(failed.filter(pl.col("upstream_s").is_null()).height / share)
     return out
 
 
@@ -323,6 +325,7 @@ def step_table(data: RunData) -> list[dict]:
                 order,
                 calls,
                 step["throughput_rps"],
+                data.tier_share,
             )
         else:
             step["tiers"] = {}

@@ -14,7 +14,9 @@ import polars as pl
 
 from pinchpoint.analyze.digest import Digest
 from pinchpoint.analyze.digest_store import folder_digest
+from pinchpoint.analyze.tier_records import sample
 from pinchpoint.rundir import files
+from pinchpoint.rundir.scan import collect
 from pinchpoint.rundir.steady import SENT_AT, steady_requests, usable_windows
 
 __all__ = ["steady_requests"]
@@ -112,14 +114,25 @@ def load_run(run_dir: Path) -> RunData:
     data.resources = _read_parquet(
         folder, files.RESOURCES, RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
     )
-    tiers = _read_parquet(
+    _read_tiers(data, folder)
+    return data
+
+
+def _read_tiers(data: RunData, folder: files.RunFolder) -> None:
+    """The tiers' records for the waterfall (a sample of the requests' in a big run) and
+    the count of each component's, in a pass over tiers.parquet."""
+    scan = _scan_parquet(
         folder, files.TIERS, ["component"], data.problems, ["req_id", "ts", "duration_s"]
     )
-    data.tiers = tiers
-    if tiers is not None:
-        counts = tiers.group_by("component").len().sort("component")
-        data.tier_records = {str(c): int(n) for c, n in counts.iter_rows()}
-    return data
+    if scan is None:
+        return
+    try:
+        counts = collect(scan.group_by("component").len()).sort("component")
+        data.tiers = sample(scan, int(counts["len"].sum())).frame
+    except ValueError as exc:
+        data.problems[files.TIERS] = str(exc)
+        return
+    data.tier_records = {str(c): int(n) for c, n in counts.iter_rows()}
 
 
 # A missing, damaged or foreign file must cost one chart, not the whole report: what is

@@ -59,8 +59,9 @@ def waterfall(
     )
     # The slowest answered requests of the step that a tier recorded: a top-k of the scan.
     at_step = lazy(requests).filter(ok & (pl.col("step") == step["step"]))
-    ids = tiers.select(pl.col("req_id").drop_nulls().unique().cast(schema(requests)["req_id"]))
-    traced = steady_requests(at_step, run).join(ids.lazy(), on="req_id", how="semi")
+    ids = tiers["req_id"].drop_nulls().unique().cast(schema(requests)["req_id"])
+    # A filter, not a join: a scan keeps streaming and holds only the ids.
+    traced = steady_requests(at_step, run).filter(pl.col("req_id").is_in(ids.implode()))
     slowest = collect(traced.top_k(count, by=["latency_us", "req_id"], reverse=[False, True])).sort(
         ["latency_us", "req_id"], descending=[True, False]
     )
