@@ -101,13 +101,16 @@ def write_run(folder: Path, requests: int) -> None:
     )  # fmt: skip
     steps = []
     tiers = pq.ParquetWriter(folder / "tiers.parquet", TIERS_SCHEMA, compression="snappy")
-    with tiers, pq.ParquetWriter(
-        folder / "requests.parquet",
-        schema,
-        compression="snappy",
-        use_dictionary=[c for c in schema.names if c not in DELTA],
-        column_encoding=dict.fromkeys(DELTA, "DELTA_BINARY_PACKED"),
-    ) as writer:
+    with (
+        tiers,
+        pq.ParquetWriter(
+            folder / "requests.parquet",
+            schema,
+            compression="snappy",
+            use_dictionary=[c for c in schema.names if c not in DELTA],
+            column_encoding=dict.fromkeys(DELTA, "DELTA_BINARY_PACKED"),
+        ) as writer,
+    ):
         pending: list[pa.Table] = []
 
         def flush(least: int) -> None:

@@ -91,7 +91,5 @@ def test_a_steps_numbers_from_the_sample_are_close_to_those_of_every_record(
         assert part["errors"] == pytest.approx(whole["errors"], rel=0.25)
         for key in ("p50_ms", "p95_ms", "self_p50_ms", "concurrency"):
             assert part[key] == pytest.approx(whole[key], rel=0.05), (name, key)
-    assert sampled["app"]["queue_p50_ms"] == pytest.approx(
-        every["app"]["queue_p50_ms"], rel=0.08
-    )
+    assert sampled["app"]["queue_p50_ms"] == pytest.approx(every["app"]["queue_p50_ms"], rel=0.08)
     assert sampled["nginx"]["rejected"] == 0
