@@ -31,7 +31,7 @@ $(UV):
 
 build: $(UV)
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust with https://rustup.rs (rustup default stable)"; exit 1; }
-	$(UV) sync --quiet --inexact --group dev --no-install-project --python python3
+	$(UV) sync --quiet --inexact --group dev --no-install-project --python python3 --compile-bytecode
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --uv --quiet
 
 lint: build

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 # After the knee, throughput grows by less than this share of its slope before it.
 MAX_SLOPE_RATIO = 0.5
@@ -164,6 +163,8 @@ def _t_p_value(design: np.ndarray, resid: np.ndarray, coef: float) -> float:
     var = float(resid @ resid) / dof * np.linalg.pinv(design.T @ design)[-1, -1]
     if var <= 0:
         return 0.0 if coef > 0 else 1.0
+    from scipy import stats  # a second of import: only where a knee is tested
+
     return float(stats.t.sf(coef / np.sqrt(var), dof))
 
 
