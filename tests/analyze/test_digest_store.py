@@ -131,6 +131,21 @@ def test_a_damaged_stored_digest_is_computed_again_and_replaced(
     assert len(passes) == 1
 
 
+def test_a_stored_digest_without_its_columns_is_computed_again(
+    tmp_path: Path, passes: list[int]
+) -> None:
+    requests = _write(tmp_path, seed=6)
+    folder = files.RunFolder(tmp_path)
+    folder_digest(folder, _scan(tmp_path), WINDOWS)
+    stored = folder.read_derived(files.DIGEST)
+    assert stored is not None
+    rows, key = stored
+    folder.write_derived(files.DIGEST, rows.drop("sum_us"), key)  # its key still matches
+    digest = folder_digest(folder, _scan(tmp_path), WINDOWS)
+    assert len(passes) == 2
+    assert digest.total("sum_us") == int(requests["latency_us"].sum())
+
+
 def test_a_digest_it_cannot_store_is_still_given_and_leaves_nothing_behind(
     tmp_path: Path, passes: list[int]
 ) -> None:

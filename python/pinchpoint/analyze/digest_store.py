@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from pinchpoint.analyze.digest import BUCKET_SHARE, EXACT_ROWS, Digest
+from pinchpoint.analyze.digest import BUCKET_SHARE, EXACT_ROWS, KEYS, Digest, over_column
 from pinchpoint.rundir import files
 from pinchpoint.rundir.scan import Frame, columns
 from pinchpoint.rundir.steady import Window
@@ -48,7 +48,8 @@ def folder_digest(
     stored = folder.read_derived(files.DIGEST)
     if stored is not None:
         rows, key = stored
-        if _serves(key, spec, asked, over_ms, extent):
+        needed = {*KEYS, "n", "lo_us", "hi_us", "sum_us", *map(over_column, over_ms)}
+        if _serves(key, spec, asked, over_ms, extent) and needed <= set(rows.columns):
             return Digest(rows, tuple(key["columns"]), bool(key["exact"]))
     digest = Digest.of(requests, windows, over_ms, extent)
     if folder.stamp(files.REQUESTS) == stamp:  # not replaced while it was read
