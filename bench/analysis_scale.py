@@ -35,12 +35,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
 STEPS = 10
-# Rows per row group: the engine's (ROW_GROUP_ROWS in crates/pinchpoint-engine/src/arrow_io.rs),
-# across steps.
-GROUP = 128 * 1024
+# Rows per row group, across steps: the engine's.
+GROUP = files.REQUESTS_ROW_GROUP
 # Bytes of requests.parquet and tiers.parquet per request, with room to spare (about 5 and
 # 14 are written).
 BYTES_PER_REQUEST = 30

@@ -368,7 +368,7 @@ def _merge(levels: list[_Level], run_dir: Path, interrupted: bool) -> KneeRun:
             table = table.set_column(table.schema.get_field_index("req_id"), "req_id", ids)
             if writer is None:
                 writer = pq.ParquetWriter(path, table.schema)
-            writer.write_table(table)
+            writer.write_table(table, row_group_size=files.REQUESTS_ROW_GROUP)
             offset += span
             rows += table.num_rows
     finally:

@@ -282,7 +282,9 @@ def write_run(imported: Imported, runs_dir: Path) -> Path:
     tmp.mkdir()
     try:
         if imported.requests is not None:
-            imported.requests.write_parquet(tmp / files.REQUESTS)
+            imported.requests.write_parquet(
+                tmp / files.REQUESTS, row_group_size=files.REQUESTS_ROW_GROUP
+            )
         if imported.series is not None:
             imported.series.write_parquet(tmp / "series.parquet")
         if imported.summary is not None:

@@ -44,6 +44,10 @@ REPORT = "report.html"
 SUMMARY = "summary.json"
 LEVELS = "levels"
 
+# Rows per row group of requests.parquet (the engine's too: ROW_GROUP_ROWS in
+# crates/pinchpoint-engine/src/arrow_io.rs): a scan decodes one at a time.
+REQUESTS_ROW_GROUP = 128 * 1024
+
 # Any one of these makes a folder a run folder (a killed run may have only the stream).
 MARKERS = (RUN, PLAN, REQUESTS, REQUEST_STREAM, VERDICT)
 # Files that may hold what a user wrote in secret (tokens in the plan, headers in records).
