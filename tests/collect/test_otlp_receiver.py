@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import time
 from pathlib import Path
 
 import httpx
@@ -197,3 +198,43 @@ def test_a_missing_collector_file_is_a_problem_not_an_error(tmp_path: Path) -> N
     assert collected(collector) == ([], {})
     assert any("cannot read" in p for p in collector.problems)
     assert any("no spans received" in p for p in collector.problems)
+
+
+def test_connections_past_the_cap_are_closed_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pinchpoint.collect.sources import otlp
+
+    monkeypatch.setattr(otlp, "MAX_CONNECTIONS", 2)
+    found = OtlpCollector([Otlp(listen=f"127.0.0.1:{free_port()}", settle=0)])
+    found.start(RUN, 1.0)
+    port = found.receivers[0].port
+    try:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        with socket.create_connection(("127.0.0.1", port)) as third:
+            third.settimeout(5)
+            try:
+                answer = third.recv(100)
+            except ConnectionResetError:
+                answer = b""
+        assert answer == b"", "the third connection was served"
+        idle.pop().close()  # frees a slot once its handler sees the end
+        served = None
+        for _ in range(50):
+            try:
+                served = httpx.post(
+                    url(found),
+                    content=b'{"resourceSpans": []}',
+                    headers={"Content-Type": "application/json"},
+                    timeout=2,
+                )
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert served is not None and served.status_code == 200
+        for sock in idle:
+            sock.close()
+        rows, _counts = collected(found)
+    finally:
+        found.close()
+    seen = found.report()["otlp"][found.configs[0].source]
+    assert (seen["payloads"], seen["rejected_payloads"]) == (1, 1)
+    assert "past 2 at once" in seen["first_error"] and rows == []

@@ -39,6 +39,9 @@ from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 PATH = "/v1/traces"
 MAX_BODY = 32 << 20  # bytes of a request body, after decompression too
 SOCKET_TIMEOUT_S = 10.0
+# Connections served at once; one past it is closed unanswered (and counted), so that a
+# flood of exporters cannot hold a thread and up to MAX_BODY each without bound.
+MAX_CONNECTIONS = 64
 
 
 class Received:
@@ -87,13 +90,52 @@ class Received:
         """Frees what the source holds open; idempotent."""
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A threading HTTP server that serves at most `limit` connections at once."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        limit: int,
+        on_refused: Callable[[], None],
+    ) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(limit)
+        self._limit = limit
+        self._on_refused = on_refused
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._on_refused()
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 class Receiver(Received):
     """One `[[otlp]]` listener, serving from start() to read() or close()."""
 
     def __init__(self, config: Otlp) -> None:
         super().__init__(config)
-        self._server = ThreadingHTTPServer(config.address, _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _BoundedServer(
+            config.address,
+            _handler_for(self),
+            MAX_CONNECTIONS,
+            lambda: self.refuse(f"a connection past {MAX_CONNECTIONS} at once, closed"),
+        )
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
         )
