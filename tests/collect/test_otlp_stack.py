@@ -22,7 +22,7 @@ from pinchpoint.demo import DemoStack
 from pinchpoint.demo.neighbour import CpuHog
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.logformats.nginx import NGINX_FORMAT
-from pinchpoint.pipeline import execute
+from pinchpoint.pipeline import RunOutcome, execute
 from pinchpoint.plan.model import parse_plan
 
 pytestmark = pytest.mark.timeout(240)
@@ -185,18 +185,14 @@ def svc2_server(workdir: Path, endpoint: str, sleep_ms: float) -> Iterator[str]:
         server.wait(timeout=15)
 
 
-@pytest.mark.parametrize(("mode", "hog"), [("seq", 0.0), ("par", 0.0), ("seq", 1.0)])
-def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
-    tmp_path: Path, mode: str, hog: float
-) -> None:
-    """With `hog` cores of busy loops beside the stack, the host's CPU is nearly full, yet
-    svc2's own time stays flat: its one worker, not the CPU, is still the limit."""
+def _fan_out_run(where: Path, mode: str, hog: float) -> RunOutcome:
+    """One run of the fan-out stack, with `hog` cores of busy loops beside it."""
     otlp_port = _free_port()
     endpoint = f"http://127.0.0.1:{otlp_port}/v1/traces"
     neighbour = CpuHog(cores=hog, max_seconds=120) if hog else nullcontext()
-    with neighbour, svc2_server(tmp_path / "svc2", endpoint, sleep_ms=10) as svc2:
+    with neighbour, svc2_server(where / "svc2", endpoint, sleep_ms=10) as svc2:
         env = {"SVC2_URL": svc2, "TRACED_APP_ROWS": "10000"}
-        with TracedStack(tmp_path / "stack", endpoint, workers=4, env=env) as stack:
+        with TracedStack(where / "stack", endpoint, workers=4, env=env) as stack:
             text = f"""
 [target]
 url = "http://127.0.0.1:{stack.nginx_port}"
@@ -215,7 +211,21 @@ path = "/fanout?mode={mode}"
 listen = "127.0.0.1:{otlp_port}"
 settle = "1.5s"
 """
-            outcome = execute(parse_plan(text), text, tmp_path / "runs")
+            return execute(parse_plan(text), text, where / "runs")
+
+
+@pytest.mark.parametrize(("mode", "hog"), [("seq", 0.0), ("par", 0.0), ("seq", 1.0)])
+def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
+    tmp_path: Path, mode: str, hog: float
+) -> None:
+    """With `hog` cores of busy loops beside the stack, the host's CPU is nearly full, yet
+    svc2's own time stays flat: its one worker, not the CPU, is still the limit."""
+    for attempt in range(2):
+        outcome = _fan_out_run(tmp_path / f"run{attempt}", mode, hog)
+        # Beside the hog, the generator itself may be starved of a core, and the verdict
+        # then rightly refuses the run: that is this machine, not the stack; once more.
+        if not (hog and outcome.verdict.get("generator", {}).get("starved")):
+            break
 
     tiers = pl.read_parquet(outcome.run_dir / "tiers.parquet")
     wide = (
