@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+import polars as pl
+
 from pinchpoint.analyze.digest import BUCKET_SHARE, EXACT_ROWS, KEYS, Digest, over_column
 from pinchpoint.rundir import files
 from pinchpoint.rundir.scan import Frame, columns
@@ -48,8 +50,7 @@ def folder_digest(
     stored = folder.read_derived(files.DIGEST)
     if stored is not None:
         rows, key = stored
-        needed = {*KEYS, "n", "lo_us", "hi_us", "sum_us", *map(over_column, over_ms)}
-        if _serves(key, spec, asked, over_ms, extent) and needed <= set(rows.columns):
+        if _serves(rows, key, spec, asked, over_ms, extent):
             return Digest(rows, tuple(key["columns"]), bool(key["exact"]))
     digest = Digest.of(requests, windows, over_ms, extent)
     if folder.stamp(files.REQUESTS) == stamp:  # not replaced while it was read
@@ -66,6 +67,7 @@ def folder_digest(
 
 
 def _serves(
+    rows: pl.DataFrame,
     key: dict[str, Any],
     spec: dict[str, Any],
     asked: Sequence[str],
@@ -81,5 +83,8 @@ def _serves(
     if not set(asked) <= set(stored_columns) or not set(over_ms) <= set(stored_over):
         return False
     if extent and key.get("extent") is not True:
+        return False
+    needed = {*KEYS, "n", "lo_us", "hi_us", "sum_us", *map(over_column, over_ms)}
+    if not needed <= set(rows.columns):
         return False
     return isinstance(key.get("exact"), bool)

@@ -45,6 +45,11 @@ def in_sample(share: float, names: Sequence[str] = ("req_id", "ts")) -> pl.Expr:
         if "req_id" in names
         else by_time
     )
+    return hash_below(hashed, share)
+
+
+def hash_below(hashed: pl.Expr, share: float) -> pl.Expr:
+    """The rows whose 64-bit hash falls in the first `share` of its range."""
     return hashed < pl.lit(min(int(share * 2.0**64), 2**64 - 1), pl.UInt64)
 
 

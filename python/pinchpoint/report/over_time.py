@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from pinchpoint.analyze.digest import OK, Digest, latency_bucket, percentiles
+from pinchpoint.analyze.tier_records import hash_below
 from pinchpoint.rundir.scan import Frame, collect, columns, height, lazy, schema
 
 MAX_POINTS = 20_000
@@ -167,7 +168,7 @@ def _share(wanted: int, among: int) -> float:
 
 def _below(share: float) -> pl.Expr:
     """The requests whose hash falls in the first `share` of its range."""
-    return pl.col("_h") < pl.lit(min(int(share * 2.0**64), 2**64 - 1), pl.UInt64)
+    return hash_below(pl.col("_h"), share)
 
 
 def sample_requests(
