@@ -293,6 +293,16 @@ def test_a_generator_killed_mid_run_is_lost_and_the_run_completes(
     print(f"\n{verdict['load_short']}")
 
 
+def _client_server_logs(cluster: Any) -> str:
+    """The tail of each Ray Client server log on the head: why a driver was refused."""
+    logs = Path(cluster.head_node.get_session_dir_path()) / "logs"
+    tails = [
+        f"\n--- {log.name}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        for log in sorted(logs.glob("ray_client_server*.err"))
+    ]
+    return "".join(tails)
+
+
 def test_the_command_line_sends_through_ray_client(
     cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
 ) -> None:
@@ -306,7 +316,7 @@ def test_the_command_line_sends_through_ray_client(
         [sys.executable, "-m", "pinchpoint", *argv],
         cwd=tmp_path, capture_output=True, text=True, timeout=50, check=False,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr + done.stdout
+    assert done.returncode == 0, done.stderr + done.stdout + _client_server_logs(cluster)
     (run_dir,) = (tmp_path / "runs").iterdir()
     run = json.loads((run_dir / files.RUN).read_text())
     assert [g["users"] for g in run["generators"]] == [[1, 1], [0, 1]]

@@ -40,6 +40,10 @@ POLL_S = 0.1
 CHUNK = 8 << 20
 CHUNK_S = 60.0
 NAMESPACE = "pinchpoint"
+# A Ray Client server starts a server process per driver; on a busy head that start can
+# fail once and succeed on the next try, so a ray:// connection is tried this often.
+CONNECT_TRIES = 3
+CONNECT_PAUSE_S = 2.0
 
 
 @dataclass
@@ -73,6 +77,21 @@ def actor_name(run_id: str, index: int) -> str:
     return f"pinchpoint-{run_id}-{index}"
 
 
+def _connect(ray: Any, address: str) -> None:
+    """Connects this process to the cluster as a driver; a PlanError when it cannot."""
+    tries = CONNECT_TRIES if address.startswith("ray://") else 1
+    for attempt in range(1, tries + 1):
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+            return
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            ray.shutdown()
+            if attempt == tries or "failure from server" not in str(e):
+                said = f" (tried {attempt} times)" if attempt > 1 else ""
+                raise PlanError(f"cannot reach the Ray cluster at {address}{said}: {e}") from None
+            time.sleep(CONNECT_PAUSE_S)
+
+
 def run_on_ray(
     plan: Plan, run_id: str, run_dir: Path, on_tick: Callable[[dict], None] | None = None
 ) -> LoadResult:
@@ -83,10 +102,7 @@ def run_on_ray(
     address = plan.generators.ray or "auto"
     owned = not ray.is_initialized()
     if owned:
-        try:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-        except (ConnectionError, ValueError, RuntimeError) as e:
-            raise PlanError(f"cannot reach the Ray cluster at {address}: {e}") from None
+        _connect(ray, address)
     gens: list[_Gen] = []
     try:
         gens = _start_actors(ray, plan, run_id)
