@@ -13,8 +13,8 @@ def test_the_same_seed_draws_the_same_scenarios_and_another_seed_others() -> Non
     assert draw(7, 44) != draw(8, 44)
 
 
-def test_forty_eight_scenarios_cover_every_class_four_times() -> None:
-    counts = Counter(s.cls for s in draw(7, 48))
+def test_four_rounds_of_scenarios_cover_every_class_four_times() -> None:
+    counts = Counter(s.cls for s in draw(7, 4 * len(CLASSES)))
     assert set(counts) == set(CLASSES)
     assert min(counts.values()) >= 4
 
@@ -38,6 +38,18 @@ def test_every_truth_starts_at_a_stepped_level_with_steps_past_it() -> None:
         assert len(levels) >= 4, spec
         assert spec.truth.starts_at_users in levels, spec
         assert levels[-1] > spec.truth.starts_at_users or spec.cls.endswith("generator"), spec
+
+
+def test_a_database_cpu_scenario_fills_the_cores_before_the_pool() -> None:
+    specs = [s for s in draw(5, 130) if s.cls == "db_cpu"]
+    assert len(specs) == 10
+    for spec in specs:
+        assert spec.scan_ms is not None and spec.truth.component == "postgres"
+        host_rps = 2 / (spec.scan_ms + 1.0)
+        pool_rps = spec.slots / (spec.scan_ms + 1.5)
+        assert host_rps <= 0.67 * pool_rps
+        # Two cores busy from about two users: the knee, whatever the scan's length.
+        assert spec.truth.starts_at_users == next(n for n in spec.levels() if n >= 2.05)
 
 
 def test_a_quota_scenario_limits_below_its_pool_and_the_host() -> None:

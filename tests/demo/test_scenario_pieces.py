@@ -1,5 +1,6 @@
-"""The pieces of the diagnosis stacks: the hot-row endpoint, nginx's uwsgi_pass and
-limit_conn config, a throwaway PostgreSQL cluster whose statements carry the run's tag."""
+"""The pieces of the diagnosis stacks: the hot-row and slow-scan endpoints, nginx's
+uwsgi_pass and limit_conn config, a throwaway PostgreSQL cluster whose statements carry the
+run's tag."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 from pinchpoint.collect.logs.reader import collect_component, mark
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.demo.app import create_app
-from pinchpoint.demo.hot import COUNTERS_SQL, sql_comment
+from pinchpoint.demo.database import sql_comment
+from pinchpoint.demo.hot import COUNTERS_SQL
 from pinchpoint.demo.nginx import NginxPaths, ProxyOptions, check_config, render_config
 from pinchpoint.demo.postgres import LOG_PREFIX, PostgresCluster, find_postgres, with_database
+from pinchpoint.demo.scan import SCAN_SQL, rows_for
 from pinchpoint.logformats import get_parser
 from pinchpoint.logformats.tag import Tag
 
@@ -32,6 +35,10 @@ def test_hot_endpoint_without_a_database_is_503_and_checks_hold(tmp_path: Path) 
     assert client.post("/api/hot?hold=x").status_code == 400
     assert client.post("/api/hot?hold=1001").status_code == 400
     assert client.get("/api/hot").status_code == 405
+    assert client.get("/api/scan").status_code == 503
+    assert client.get("/api/scan?rows=0").status_code == 400
+    assert client.get("/api/scan?rows=1000001").status_code == 400
+    assert client.get("/api/scan?rows=ten").status_code == 400
 
 
 @pytest.mark.parametrize(
@@ -74,11 +81,39 @@ def test_proxy_options_are_checked() -> None:
         ProxyOptions(limit_conn=0)
 
 
-def test_hot_row_statements_carry_the_tag_into_postgres_log(tmp_path: Path) -> None:
+def _needs_postgres() -> None:
     if find_postgres() is None:
         pytest.skip("PostgreSQL is not installed (apt: postgresql)")
     if importlib.util.find_spec("psycopg") is None:
         pytest.skip("psycopg is not installed (pip install 'psycopg[binary]')")
+
+
+def test_a_scan_counts_its_rows_in_postgres_which_logs_its_time_with_the_tag(
+    tmp_path: Path,
+) -> None:
+    _needs_postgres()
+    with PostgresCluster() as pg:
+        pg.execute(SCAN_SQL)
+        position = mark(pg.log)
+        client = create_app(tmp_path / "d.sqlite3", tmp_path / "p.log", pg.dsn).test_client()
+        small = client.get("/api/scan?rows=1000&pp_run=r2&pp_users=1&pp_req=1").get_json()
+        large = client.get("/api/scan?rows=400000&pp_run=r2&pp_users=1&pp_req=2").get_json()
+        rows = rows_for(pg.dsn, 5.0)
+        time.sleep(0.5)
+        parser = get_parser("postgresql", LOG_PREFIX)
+        logged, _ = collect_component("postgres", pg.log, parser, "r2", position)
+    # A tenth of the values fall in the band the scan counts.
+    assert small == {"rows": 1000, "matched": 100}
+    assert large == {"rows": 400000, "matched": 40000}
+    by_req = {row.req_id: row for row in logged}
+    assert set(by_req) == {1, 2}
+    # The database's own time grows with the rows it scans.
+    assert by_req[2].duration_s > 20 * by_req[1].duration_s
+    assert 1000 <= rows <= 1_000_000
+
+
+def test_hot_row_statements_carry_the_tag_into_postgres_log(tmp_path: Path) -> None:
+    _needs_postgres()
     with PostgresCluster() as pg:
         pg.execute(COUNTERS_SQL)
         assert pg.folder is not None

@@ -19,7 +19,7 @@ from typing import Any
 from flask import Flask, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from pinchpoint.demo import hot, journey
+from pinchpoint.demo import hot, journey, scan
 from pinchpoint.demo.env import DB_ENV, PG_DSN_ENV, PROBE_LOG_ENV
 from pinchpoint.probe import ProbeWSGI
 
@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS items (
 
 def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = None) -> Flask:
     """The demo app, its database created and seeded if new, the probe logging to probe_log;
-    with pg_dsn, `POST /api/hot` updates a hot row in that PostgreSQL database. The shop
+    with pg_dsn, `POST /api/hot` updates a hot row in that PostgreSQL database and
+    `GET /api/scan` scans rows of a table there (demo/scan.py). The shop
     journey's endpoints are in demo/journey.py."""
     db_path = Path(db_path)
     init_db(db_path)
@@ -99,6 +100,7 @@ def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = 
         return jsonify(kb=kb, n=n, fsync_s=append_and_sync(db_path.with_name(FSYNC_FILE), kb, n))
 
     hot.register(app, pg_dsn)
+    scan.register(app, pg_dsn)
     journey.register(app, db)
     return app
 

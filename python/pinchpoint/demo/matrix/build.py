@@ -12,11 +12,13 @@ import psutil
 from pinchpoint.demo.blkio import DiskLimit
 from pinchpoint.demo.cgroup import CpuQuota
 from pinchpoint.demo.env import PG_DSN_ENV
+from pinchpoint.demo.hot import COUNTERS_SQL
 from pinchpoint.demo.matrix.spec import Spec
 from pinchpoint.demo.neighbour import CpuHog, starved_generator
 from pinchpoint.demo.netns import ShapedLink
 from pinchpoint.demo.nginx import ProxyOptions
 from pinchpoint.demo.postgres import PostgresCluster, with_database
+from pinchpoint.demo.scan import SCAN_SQL, rows_for
 from pinchpoint.demo.scenarios import Scenario
 from pinchpoint.demo.stack import DemoStack
 from pinchpoint.demo.uwsgi import UwsgiStack
@@ -25,11 +27,13 @@ from pinchpoint.demo.uwsgi import UwsgiStack
 HOG_MAX_S = 900
 
 
-def _path(spec: Spec) -> tuple[str, str]:
+def _path(spec: Spec, scan_rows: int | None = None) -> tuple[str, str]:
     if spec.static:
         return "/static", "GET"
     if spec.hold_ms is not None:
         return f"/api/hot?hold={spec.hold_ms}", "POST"
+    if scan_rows is not None:
+        return f"/api/scan?rows={scan_rows}", "GET"
     if spec.fsync_kb is not None:
         return f"/api/fsync?kb={spec.fsync_kb}&n={spec.fsync_n}", "GET"
     size = f"&bytes={spec.response_bytes}" if spec.response_bytes else ""
@@ -71,11 +75,12 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
     with ExitStack() as stack:
         app_env: dict[str, str] = {}
         database = None
-        if spec.hold_ms is not None:
-            from pinchpoint.demo.hot import COUNTERS_SQL
-
+        scan_rows = None
+        if spec.hold_ms is not None or spec.scan_ms is not None:
             pg = stack.enter_context(PostgresCluster())
-            pg.execute(COUNTERS_SQL)
+            pg.execute(COUNTERS_SQL if spec.hold_ms is not None else SCAN_SQL)
+            if spec.scan_ms is not None:
+                scan_rows = rows_for(pg.dsn, spec.scan_ms)
             app_env[PG_DSN_ENV] = pg.dsn
             database = pg.component()
         quota = stack.enter_context(CpuQuota(spec.quota)) if spec.quota else None
@@ -93,7 +98,7 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
             stack.enter_context(CpuHog(1.0, max_seconds=HOG_MAX_S))
         if spec.starved:
             stack.enter_context(starved_generator(max_seconds=HOG_MAX_S))
-        path, method = _path(spec)
+        path, method = _path(spec, scan_rows)
         with contextlib.nullcontext():
             yield Scenario(
                 demo.url, components, path, method=method, think_time_s=spec.think_ms / 1000

@@ -3,8 +3,9 @@
 Each scenario's truth — the component, the resource and the load where it starts — follows
 from its parameters by a capacity model: every resource the stack depends on serves at most
 so many requests per second (a pool `slots / service time`, a CPU quota `quota / CPU per
-request`, the host `cores / CPU per request`, a hot row `1 / lock hold time`, a proxy
-`limit / service time`, a link `rate / bytes per response`), and the smallest is the
+request`, the host `cores / CPU per request` whether the app or the database spends it,
+a hot row `1 / lock hold time`, a proxy `limit / service time`, a link `rate / bytes per
+response`), and the smallest is the
 bottleneck. A draw whose two smallest capacities are too close to tell apart, or whose
 knee falls outside the users stepped, is drawn again: no scenario is ambiguous by design.
 In closed loop with no think time, N users keep N requests in flight, so a resource of
@@ -37,6 +38,7 @@ CLASSES = (
     "host_cpu",
     "cpu_quota",
     "db_lock",
+    "db_cpu",
     "proxy_limit",
     "proxy_queue",
     "disk",
@@ -72,6 +74,8 @@ class Spec:
     wait_ms: float = 10.0
     quota: float | None = None
     hold_ms: int | None = None
+    # Each request makes PostgreSQL scan rows for this many ms of its CPU.
+    scan_ms: float | None = None
     limit_conn: int | None = None
     maxconn: int | None = None
     fsync_kb: int | None = None
@@ -271,6 +275,23 @@ def _db_lock(rng: random.Random) -> Spec | None:
                 hold_ms=hold, users=users, truth=truth)  # fmt: skip
 
 
+def _db_cpu(rng: random.Random) -> Spec | None:
+    """Each request waits on a query that PostgreSQL computes for scan ms (a scan of rows in
+    shared buffers): the database's backends fill the host's cores while the app's
+    workers, more than the cores, only wait."""
+    scan = rng.uniform(3, 10)
+    server, workers, threads = _server(rng, rng.randint(4, 10))
+    host_rps = CORES / (scan + OVERHEAD_CPU_MS) * 1000
+    pool_rps = workers * threads / (scan + OVERHEAD_MS) * 1000
+    if not _separated(host_rps, [pool_rps]):
+        return None
+    knee = host_rps * (scan + OVERHEAD_MS) / 1000
+    users = steps_for(knee, rng)
+    truth = Truth("postgres", "cpu", first_level(_levels(users), knee))
+    return Spec("", "db_cpu", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
+                scan_ms=scan, users=users, truth=truth)  # fmt: skip
+
+
 def _proxy_limit(rng: random.Random) -> Spec | None:
     limit = rng.randint(1, 3)
     wait = rng.uniform(8, 20)
@@ -374,6 +395,7 @@ DRAWERS = {
     "host_cpu": _host_cpu,
     "cpu_quota": _cpu_quota,
     "db_lock": _db_lock,
+    "db_cpu": _db_cpu,
     "proxy_limit": _proxy_limit,
     "proxy_queue": _proxy_queue,
     "disk": _disk,
