@@ -14,15 +14,23 @@ from __future__ import annotations
 from pinchpoint.analyze.context import (
     Context,
     busy_of,
+    from_onset,
     load_text,
     ms_text,
+    position,
     rate_of,
-    resource_of,
 )
 from pinchpoint.analyze.findings import Finding, cpu_quota, db_lock, estimate_line
-from pinchpoint.analyze.generator import NEIGHBOUR_SHARE
+from pinchpoint.analyze.host_cpu import (
+    consumer,
+    cpu_finding,
+    cpu_lines,
+    first_filled,
+    host_saturated,
+    stack_fills_cpu,
+)
 from pinchpoint.analyze.host_findings import bandwidth, disk, memory
-from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, process_group
+from pinchpoint.analyze.usage import GroupUse, group_use, host_use, process_group
 
 # A worker pool is full when Little's-law concurrency reaches this share of its size...
 POOL_FULL = 0.8
@@ -36,12 +44,6 @@ QUEUE_OVER_SERVICE = 2.0
 CPU_BOUND = 0.7
 # The host has room for another computing worker when this much of a core is idle.
 IDLE_CORE = 0.3
-# A host is CPU-saturated above this share of its cores (less what neighbours took)...
-CPU_SATURATED = 0.85
-# ...or when tasks wait for a core (PSI "some") this share of the time, having waited at
-# least CPU_PRESSURE_RISE less at the lightest step: the rise is the load's own.
-CPU_PRESSURE_SATURATED = 0.4
-CPU_PRESSURE_RISE = 0.2
 # A ceiling in bytes: within this ratio past the onset while the users grew this much, with
 # responses of at least this many bytes (below, transfer time is no limit worth naming).
 FLAT_SPREAD = 1.1
@@ -77,7 +79,7 @@ def flat_bytes(tier: str, steps: list[dict], onset: dict) -> Finding | None:
     """Nothing measured saturates, yet the bytes the client receives per second stop at a
     ceiling past the onset while the load grows, and responses are large enough for a link
     to be what stops them: a network path with a ceiling the host does not expose."""
-    after = _from_onset(steps, onset)
+    after = from_onset(steps, onset)
     rates = [s.get("bytes_per_s") or 0.0 for s in after]
     sent = [s.get("requests") or 0 for s in after]
     if len(after) < 2 or min(rates) <= 0 or not all(sent):
@@ -147,11 +149,6 @@ def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     )  # fmt: skip
 
 
-def _from_onset(steps: list[dict], onset: dict) -> list[dict]:
-    """The steps from the onset on (all of them when the onset is not one of them)."""
-    return steps[next((i for i, s in enumerate(steps) if s is onset), 0) :]
-
-
 def _queue_onset(tier: str, steps: list[dict], key: str) -> dict:
     """The first step whose queue time before the tier (`key`) grew by more than a quarter
     of its growth from the lightest step to the heaviest; the heaviest without one."""
@@ -211,7 +208,7 @@ def pool_or_cpu(
     cores (too few workers); computing workers on a host without (the CPU)."""
     top = steps[-1]
     use, host = group_use(group, top, ctx), host_use(top, ctx)
-    evidence = _cpu_lines(tier, group, steps, onset, ctx)
+    evidence = cpu_lines(tier, group, steps, onset, ctx)
     full = use.pool is not None and (
         use.pool >= POOL_FULL or (use.pool >= POOL_QUEUED and _queue_grows(group, steps))
     )
@@ -224,13 +221,15 @@ def pool_or_cpu(
         evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
         if estimate is not None:
             evidence.append(estimate_line(estimate))
+        if not computing and _cpu_filled_first(group, steps, onset, ctx):
+            return cpu_finding(tier, group, steps, onset, evidence, ctx)
         if not computing:
             return _pool(group, steps, evidence, ctx, computing=False, idle=host.idle, knee=onset)
         if host.idle >= IDLE_CORE:
             return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle, knee=onset)
-        return _cpu(tier, group, steps, onset, evidence, ctx)
-    if host_saturated(steps, onset, ctx) and _computes(use) and _stack_fills_cpu(use, host, ctx):
-        return _cpu(tier, group, steps, onset, evidence, ctx)
+        return cpu_finding(tier, group, steps, onset, evidence, ctx)
+    if host_saturated(steps, onset, ctx) and _computes(use) and stack_fills_cpu(use, host, ctx):
+        return cpu_finding(tier, group, steps, onset, evidence, ctx)
     if _processes_busy(use) and host.idle >= IDLE_CORE:
         # Threads of one process share its interpreter lock: every process wanting a core
         # is a pool of processes too small, whatever its threads' occupancy says.
@@ -241,6 +240,18 @@ def pool_or_cpu(
     return None
 
 
+def _cpu_filled_first(group: str, steps: list[dict], onset: dict, ctx: Context) -> bool:
+    """Whether another of the stack's groups used most of the host's CPU, and the stack
+    filled the cores at a lighter step than the one where this pool of waiting workers
+    filled: its workers wait on work that waits for a core, and the pool is full because
+    the CPU is."""
+    top = consumer(steps[-1], ctx)
+    filled = first_filled(steps, ctx)
+    if top is None or top[0] == group or filled is None:
+        return False
+    return position(steps, filled) < position(steps, _pool_onset(group, steps, ctx, onset))
+
+
 def _processes_busy(use: GroupUse) -> bool:
     """Whether each of the group's worker processes wanted about a core (used plus waited)."""
     processes = use.processes or use.workers
@@ -248,53 +259,10 @@ def _processes_busy(use: GroupUse) -> bool:
     return bool(processes and demand is not None and demand >= CPU_BOUND * processes)
 
 
-def _stack_fills_cpu(use: GroupUse, host: HostUse, ctx: Context) -> bool:
-    """Whether the stack's own CPU (and its wait for a core) fills what neighbours left of
-    the host. A neighbour's CPU makes the stack's tasks wait for a core, but a stack that
-    wants less than the rest is not limited by the CPU: its growth is the neighbour's."""
-    if host.neighbours <= NEIGHBOUR_SHARE * ctx.cpu_count:
-        return True
-    wanted = host.stack + host.generator + (use.cpu_wait or 0.0)
-    return wanted >= CPU_SATURATED * (ctx.cpu_count - host.neighbours)
-
-
 def _computes(use: GroupUse) -> bool:
     """Whether the group's threads wanted CPU: they used or waited for a good part of a core."""
     demand = use.demand
     return demand is not None and demand >= 0.25
-
-
-def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
-    """The host's CPU is full at the onset or a heavier step: its cores busy, or its tasks
-    queued for a core more than they did at the lightest step."""
-    after = _from_onset(steps, onset)
-    busy = max((host_use(s, ctx).busy or 0.0 for s in after), default=0.0)
-    return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after)
-
-
-def cpu_contended(steps: list[dict], onset: dict, ctx: Context) -> bool:
-    """The host's CPU is full from the onset, or its tasks waited for a core
-    CPU_PRESSURE_RISE more of the time than at the lightest step, however little."""
-    pressure = _pressure(steps[0], _from_onset(steps, onset))
-    return host_saturated(steps, onset, ctx) or (
-        pressure is not None and pressure[1] - pressure[0] >= CPU_PRESSURE_RISE
-    )
-
-
-def _pressure(base: dict, after: list[dict]) -> tuple[float, float] | None:
-    """The share of the time tasks waited for a core (PSI "some") at the base step, and its
-    peak over `after`; None where it was not measured."""
-    at_base = resource_of(base, "host", "cpu_pressure")
-    measured = [p for s in after if (p := resource_of(s, "host", "cpu_pressure")) is not None]
-    return None if at_base is None or not measured else (at_base, max(measured))
-
-
-def _pressed(base: dict, after: list[dict]) -> bool:
-    pressure = _pressure(base, after)
-    if pressure is None:
-        return False
-    at_base, peak = pressure
-    return peak >= CPU_PRESSURE_SATURATED and peak - at_base >= CPU_PRESSURE_RISE
 
 
 def _queue_grows(group: str, steps: list[dict]) -> bool:
@@ -347,29 +315,8 @@ def _pool(
     )  # fmt: skip
 
 
-def _cpu(
-    tier: str, group: str, steps: list[dict], onset: dict, evidence: list[str], ctx: Context
-) -> Finding:
-    host = host_use(steps[-1], ctx)
-    if host.neighbours >= 0.5 * max(host.stack, 1e-9):
-        cause = (
-            f"other processes on the host took {host.neighbours:.2f} of its cores, the stack "
-            f"{host.stack:.2f}"
-        )
-        advice = "Move the other processes off this host, or give it more cores."
-    else:
-        cause = f"the stack used {host.stack:.2f} of them"
-        advice = "More workers will not help; less CPU per request or more cores will."
-    summary = (
-        f"The host's CPU is saturated from {load_text(onset)} ({cause}); {tier}'s time grows "
-        f"as its work waits for a core. {advice}"
-    )
-    name = f"host CPU ({ctx.cpu_count} cores), seen first in {tier}'s time"
-    return Finding(group, "cpu", onset["users"], evidence, name, summary, rate_of(onset))
-
-
 def own_time(tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context) -> Finding:
-    evidence = _cpu_lines(tier, group, steps, onset, ctx) if group else []
+    evidence = cpu_lines(tier, group, steps, onset, ctx) if group else []
     return Finding(
         tier, "time", onset["users"], evidence,
         f"{tier} (its own time grows; no saturated resource found)",
@@ -404,31 +351,4 @@ def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> li
             f"{use.component}'s processes used {use.cpu:.2f} cores{wait}: "
             f"{use.demand_per_worker or 0.0:.2f} cores wanted per busy worker"
         )
-    return lines
-
-
-def _cpu_lines(
-    tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context
-) -> list[str]:
-    top = steps[-1]
-    host: HostUse = host_use(top, ctx)
-    if host.busy is None:
-        return []
-    at_onset = host_use(onset, ctx).busy or 0.0
-    lines = [
-        f"host CPU {at_onset:.2f} of {ctx.cpu_count} cores at {load_text(onset)}, "
-        f"{host.busy:.2f} at {load_text(top)}: the stack {host.stack:.2f}, the generator "
-        f"{host.generator:.2f}, other processes {host.neighbours:.2f}"
-    ]
-    at_base = resource_of(steps[0], "host", "cpu_pressure")
-    pressure = resource_of(top, "host", "cpu_pressure")
-    if at_base is not None and pressure is not None:
-        lines.append(
-            f"some task waited for a CPU {100 * pressure:.0f}% of the time at {load_text(top)} "
-            f"({100 * at_base:.0f}% at {load_text(steps[0])})"
-        )
-    if group is not None:
-        use = group_use(group, top, ctx)
-        if use.cpu is not None:
-            lines.append(f"{group} processes used {use.cpu:.2f} cores at {load_text(top)}")
     return lines

@@ -25,6 +25,16 @@ class Context:
 _NO_POOL = frozenset({"proxy", "database", "app"})
 
 
+def from_onset(steps: list[dict], onset: dict) -> list[dict]:
+    """The steps from the onset on (all of them when the onset is not one of them)."""
+    return steps[position(steps, onset) :]
+
+
+def position(steps: list[dict], step: dict) -> int:
+    """Where a step is among the steps, lightest first (0 when it is not one of them)."""
+    return next((i for i, s in enumerate(steps) if s is step), 0)
+
+
 def users_text(n: int) -> str:
     return f"{n} user" if n == 1 else f"{n} users"
 

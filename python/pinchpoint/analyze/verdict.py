@@ -3,7 +3,7 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes import cpu_contended, own_time, pool_or_cpu, tier_cause
+from pinchpoint.analyze.causes import own_time, pool_or_cpu, tier_cause
 from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, rate_of, start_text
 from pinchpoint.analyze.findings import REFUSALS, Finding, proxy_limit, workers_estimate
 from pinchpoint.analyze.generator import (
@@ -13,6 +13,7 @@ from pinchpoint.analyze.generator import (
     generator_limits,
     neighbour_finding,
 )
+from pinchpoint.analyze.host_cpu import cpu_contended
 from pinchpoint.analyze.usage import process_group
 
 __all__ = ["Context", "decide", "tier_cost"]

@@ -1,0 +1,174 @@
+"""The host's CPU as a tier's limit: when it is full, who fills it, and from which step.
+
+A full CPU makes every tier's work wait for a core, so the time grows in every tier that
+runs on the host, and the tier whose time grew most is not always the one that spends the
+CPU: an app that waits on a database that computes shows the database's CPU in its own
+time as run-queue waits of its own. The CPU's finding therefore names the stack's process
+group that used most of it (the consumer: the component whose CPU per request to lower),
+and starts where the stack first filled the cores, which may come before the tier's own
+time rose past its threshold.
+"""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.context import (
+    Context,
+    from_onset,
+    load_text,
+    position,
+    rate_of,
+    resource_of,
+)
+from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.generator import NEIGHBOUR_SHARE
+from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, sampled
+
+# A host is CPU-saturated above this share of its cores (less what neighbours took)...
+CPU_SATURATED = 0.85
+# ...or when tasks wait for a core (PSI "some") this share of the time, having waited at
+# least CPU_PRESSURE_RISE less at the lightest step: the rise is the load's own.
+CPU_PRESSURE_SATURATED = 0.4
+CPU_PRESSURE_RISE = 0.2
+
+
+def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
+    """The host's CPU is full at the onset or a heavier step: its cores busy, or its tasks
+    queued for a core more than they did at the lightest step."""
+    after = from_onset(steps, onset)
+    busy = max((host_use(s, ctx).busy or 0.0 for s in after), default=0.0)
+    return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after)
+
+
+def cpu_contended(steps: list[dict], onset: dict, ctx: Context) -> bool:
+    """The host's CPU is full from the onset, or its tasks waited for a core
+    CPU_PRESSURE_RISE more of the time than at the lightest step, however little."""
+    pressure = _pressure(steps[0], from_onset(steps, onset))
+    return host_saturated(steps, onset, ctx) or (
+        pressure is not None and pressure[1] - pressure[0] >= CPU_PRESSURE_RISE
+    )
+
+
+def stack_fills_cpu(use: GroupUse, host: HostUse, ctx: Context) -> bool:
+    """Whether the stack's own CPU (and its wait for a core) fills what neighbours left of
+    the host. A neighbour's CPU makes the stack's tasks wait for a core, but a stack that
+    wants less than the rest is not limited by the CPU: its growth is the neighbour's."""
+    if host.neighbours <= NEIGHBOUR_SHARE * ctx.cpu_count:
+        return True
+    wanted = host.stack + host.generator + (use.cpu_wait or 0.0)
+    return wanted >= CPU_SATURATED * (ctx.cpu_count - host.neighbours)
+
+
+def filled_by_stack(step: dict, ctx: Context) -> bool:
+    """Whether the stack (and the generator it drives) kept the host's cores busy at a step:
+    the host at CPU_SATURATED of its cores, and the stack's share of what neighbours left
+    at that share too."""
+    host = host_use(step, ctx)
+    if host.busy is None or host.busy < CPU_SATURATED * ctx.cpu_count:
+        return False
+    return host.stack + host.generator >= CPU_SATURATED * (ctx.cpu_count - host.neighbours)
+
+
+def first_filled(steps: list[dict], ctx: Context) -> dict | None:
+    """The lightest step from which the stack keeps the host's cores busy at every heavier
+    step; None when it never does by the heaviest."""
+    first = None
+    for step in steps:
+        first = (first or step) if filled_by_stack(step, ctx) else None
+    return first
+
+
+def consumer(step: dict, ctx: Context) -> tuple[str, dict[str, float]] | None:
+    """The stack's process group that used the most CPU at a step, and every group's cores."""
+    used = {
+        name: cores
+        for name in sampled(step)
+        if (cores := resource_of(step, name, "cpu_cores")) is not None
+    }
+    if not used:
+        return None
+    return max(used, key=lambda name: used[name]), used
+
+
+def cpu_finding(
+    tier: str, group: str, steps: list[dict], onset: dict, evidence: list[str], ctx: Context
+) -> Finding:
+    """The host's CPU behind `tier`'s growth: named for the group that used most of it, from
+    the step the stack filled the cores (or the tier's onset, if that came first)."""
+    top = steps[-1]
+    host = host_use(top, ctx)
+    found = consumer(top, ctx)
+    owner, used = found if found is not None else (group, {})
+    filled = first_filled(steps, ctx)
+    if filled is not None and position(steps, filled) < position(steps, onset):
+        onset = filled
+    if len(used) > 1:
+        split = ", ".join(f"{name} {cores:.2f}" for name, cores in _by_use(used))
+        evidence = [*evidence, f"the stack's processes used {split} cores at {load_text(top)}"]
+    if owner == group:
+        name = f"host CPU ({ctx.cpu_count} cores), seen first in {tier}'s time"
+        waits = f"{tier}'s time grows as its work waits for a core"
+        lower = "less CPU per request"
+    else:
+        name = f"host CPU ({ctx.cpu_count} cores), used most by {owner}"
+        waits = f"{tier}'s time grows as its work, and {owner}'s, waits for a core"
+        lower = f"less CPU per request in {owner}"
+    if host.neighbours >= 0.5 * max(host.stack, 1e-9):
+        cause = (
+            f"other processes on the host took {host.neighbours:.2f} of its cores, the stack "
+            f"{host.stack:.2f}"
+        )
+        advice = "Move the other processes off this host, or give it more cores."
+    else:
+        cause = f"the stack used {host.stack:.2f} of them"
+        if owner != group:
+            cause += f", {owner} {used[owner]:.2f}"
+        advice = f"More workers will not help; {lower} or more cores will."
+    summary = f"The host's CPU is saturated from {load_text(onset)} ({cause}); {waits}. {advice}"
+    return Finding(owner, "cpu", onset["users"], evidence, name, summary, rate_of(onset))
+
+
+def cpu_lines(
+    tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context
+) -> list[str]:
+    top = steps[-1]
+    host: HostUse = host_use(top, ctx)
+    if host.busy is None:
+        return []
+    at_onset = host_use(onset, ctx).busy or 0.0
+    lines = [
+        f"host CPU {at_onset:.2f} of {ctx.cpu_count} cores at {load_text(onset)}, "
+        f"{host.busy:.2f} at {load_text(top)}: the stack {host.stack:.2f}, the generator "
+        f"{host.generator:.2f}, other processes {host.neighbours:.2f}"
+    ]
+    at_base = resource_of(steps[0], "host", "cpu_pressure")
+    pressure = resource_of(top, "host", "cpu_pressure")
+    if at_base is not None and pressure is not None:
+        lines.append(
+            f"some task waited for a CPU {100 * pressure:.0f}% of the time at {load_text(top)} "
+            f"({100 * at_base:.0f}% at {load_text(steps[0])})"
+        )
+    if group is not None:
+        use = group_use(group, top, ctx)
+        if use.cpu is not None:
+            lines.append(f"{group} processes used {use.cpu:.2f} cores at {load_text(top)}")
+    return lines
+
+
+def _by_use(used: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(used.items(), key=lambda kv: kv[1], reverse=True)
+
+
+def _pressure(base: dict, after: list[dict]) -> tuple[float, float] | None:
+    """The share of the time tasks waited for a core (PSI "some") at the base step, and its
+    peak over `after`; None where it was not measured."""
+    at_base = resource_of(base, "host", "cpu_pressure")
+    measured = [p for s in after if (p := resource_of(s, "host", "cpu_pressure")) is not None]
+    return None if at_base is None or not measured else (at_base, max(measured))
+
+
+def _pressed(base: dict, after: list[dict]) -> bool:
+    pressure = _pressure(base, after)
+    if pressure is None:
+        return False
+    at_base, peak = pressure
+    return peak >= CPU_PRESSURE_SATURATED and peak - at_base >= CPU_PRESSURE_RISE
