@@ -45,13 +45,49 @@ def test_cpu_bound_recorded_run_names_the_host_cpu(recorded) -> None:
     assert all(s["tiers"]["gunicorn"]["queue_p50_ms"] < 2 for s in verdict["steps"])
 
 
+def _cores(step: dict, who: str) -> float:
+    return step["resources"][who]["cpu_cores"]
+
+
+@pytest.mark.parametrize("name", ["db-scan-app", "db-scan-pool"])
+def test_a_database_computing_each_request_is_named_for_the_cpu_it_fills(
+    recorded, name: str
+) -> None:
+    """Each request waits on a PostgreSQL scan of ~5 ms of CPU. The app's own time and the
+    queue before the server grow more than PostgreSQL's (their work waits for a core too),
+    and in db-scan-pool the server's 5 workers fill at 9 users; the cores filled first, at
+    3 users, with PostgreSQL using most of them."""
+    verdict = analyze(recorded(name))
+    b = verdict["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("postgres", "cpu", 3)
+    assert (
+        verdict["headline"] == "Bottleneck: host CPU (2 cores), used most by postgres from 3 users"
+    )
+    steps = {s["users"]: s for s in verdict["steps"]}
+    top = verdict["steps"][-1]
+    assert _cores(steps[3], "host") >= 0.85 * 2 > _cores(steps[1], "host")
+    server = "uwsgi" if name == "db-scan-pool" else "gunicorn"
+    assert _cores(top, "postgres") > 2 * _cores(top, server)
+    # The tier whose own time grew most is not PostgreSQL's: the rule names the consumer.
+    grown = {
+        t: (x["self_p50_ms"] or 0) + (x.get("queue_p50_ms") or 0)
+        - (steps[1]["tiers"][t]["self_p50_ms"] or 0) - (steps[1]["tiers"][t].get("queue_p50_ms") or 0)
+        for t, x in top["tiers"].items()
+    }  # fmt: skip
+    assert max(grown, key=lambda t: grown[t]) != "postgres"
+    assert "postgres 1." in " ".join(verdict["findings"][0]["evidence"])
+    assert "less CPU per request in postgres" in b["summary"]
+
+
 def test_healthy_recorded_run_has_no_bottleneck(recorded) -> None:
     verdict = analyze(recorded("demo-healthy24"))
     assert verdict["bottleneck"] is None
     assert verdict["headline"].startswith("No bottleneck from 1 to 4 users")
 
 
-@pytest.mark.parametrize("name", ["demo-pool2", "demo-cpu24", "demo-healthy24"])
+@pytest.mark.parametrize(
+    "name", ["demo-pool2", "demo-cpu24", "demo-healthy24", "db-scan-app", "db-scan-pool"]
+)
 def test_analysis_matches_the_verdict_recorded_with_the_run(recorded, name: str) -> None:
     stored = json.loads((DATA / name / "verdict.json").read_text())
     verdict = analyze(recorded(name))
