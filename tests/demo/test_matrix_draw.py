@@ -40,16 +40,26 @@ def test_every_truth_starts_at_a_stepped_level_with_steps_past_it() -> None:
         assert levels[-1] > spec.truth.starts_at_users or spec.cls.endswith("generator"), spec
 
 
-def test_a_database_cpu_scenario_fills_the_cores_before_the_pool() -> None:
+def test_a_database_cpu_scenario_fills_its_quota_or_the_cores_before_the_pool() -> None:
     specs = [s for s in draw(5, 130) if s.cls == "db_cpu"]
     assert len(specs) == 10
+    assert {s.truth.resource for s in specs} == {"cpu", "cpu_quota"}
     for spec in specs:
         assert spec.scan_ms is not None and spec.truth.component == "postgres"
+        assert spec.quota_on == "database"
         host_rps = 2 / (spec.scan_ms + 1.0)
         pool_rps = spec.slots / (spec.scan_ms + 1.5)
-        assert host_rps <= 0.67 * pool_rps
-        # Two cores busy from about two users: the knee, whatever the scan's length.
-        assert spec.truth.starts_at_users == next(n for n in spec.levels() if n >= 2.05)
+        if spec.quota is None:
+            assert spec.truth.resource == "cpu"
+            assert host_rps <= 0.67 * pool_rps
+            # Two cores busy from about two users, whatever the scan's length.
+            assert spec.truth.starts_at_users == next(n for n in spec.levels() if n >= 2.05)
+        else:
+            assert spec.truth.resource == "cpu_quota"
+            quota_rps = spec.quota / spec.scan_ms
+            assert quota_rps <= 0.67 * min(host_rps, pool_rps)
+            knee = quota_rps * (spec.scan_ms + 1.5)
+            assert spec.truth.starts_at_users == next(n for n in spec.levels() if n >= knee)
 
 
 def test_a_quota_scenario_limits_below_its_pool_and_the_host() -> None:
@@ -89,7 +99,7 @@ def test_a_bottleneck_named_on_a_healthy_scenario_is_a_false_one() -> None:
 
 
 def test_a_noisy_run_must_report_the_neighbour() -> None:
-    spec = next(s for s in draw(7, 44) if s.noisy_truth is not None)
+    spec = next(s for seed in range(7, 17) for s in draw(seed, 44) if s.noisy_truth is not None)
     assert spec.expected(noisy=True) != spec.expected(noisy=False)
     v = {"bottleneck": None, "findings": [{"component": "neighbours", "resource": "cpu"}]}
     assert judge(spec, v, noisy=True).neighbour_ok

@@ -57,10 +57,21 @@ def _pct(share: float) -> str:
 
 
 def cpu_quota(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
-    """The tier's processes are held back by their cgroup's CPU quota."""
-    host = host_of(tier, steps, ctx)
-    if host is None:
-        return None
+    """The processes of the tier, or of one below it, are held back by their cgroup's CPU
+    quota: a throttled tier below fills the pools of every tier above it."""
+    groups = []
+    for name in below(tier, ctx):
+        group = host_of(name, steps, ctx)
+        if group is not None and group not in groups:
+            groups.append(group)
+    for group in groups:
+        found = _cpu_quota(tier, group, steps, ctx)
+        if found is not None:
+            return found
+    return None
+
+
+def _cpu_quota(tier: str, host: str, steps: list[dict], ctx: Context) -> Finding | None:
     shares = [resource_of(s, host, "cpu_throttled_share") or 0.0 for s in steps]
     top, base = steps[-1], steps[0]
     quota_top = resource_of(top, host, "cpu_quota_cores") or 0.0
@@ -82,8 +93,10 @@ def cpu_quota(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         f"{host} waited {resource_of(top, host, 'cpu_throttled_s') or 0.0:.1f} s throttled "
         f"during the step at {load_text(top)}",
     ]
-    if host != tier:
+    if host != tier and host not in below(tier, ctx)[1:]:
         evidence.insert(0, f"{tier} runs in {host}'s processes")
+    elif host != tier:
+        evidence.insert(0, f"{tier} waits on {host}, below it")
     summary = (
         f"{host}'s CPU quota ({quota:.2f} cores) is used up from {load_text(onset)}: "
         f"the kernel throttled its cgroup in {throttled} of the periods at "

@@ -84,9 +84,12 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
             app_env[PG_DSN_ENV] = pg.dsn
             database = pg.component()
         quota = stack.enter_context(CpuQuota(spec.quota)) if spec.quota else None
+        if quota is not None and spec.quota_on == "database" and database is not None:
+            # The backends the app's workers connect to are forked into the postmaster's.
+            quota.add(database["process"]["pids"])
         link = stack.enter_context(ShapedLink(spec.link_bytes_s)) if spec.link_bytes_s else None
         demo = stack.enter_context(_stack(spec, workdir, app_env, link))
-        if quota is not None:
+        if quota is not None and spec.quota_on == "server":
             quota.add(_server_pids(demo))
         if spec.disk_write_bytes_s:
             disk = stack.enter_context(DiskLimit(spec.disk_write_bytes_s, str(workdir)))

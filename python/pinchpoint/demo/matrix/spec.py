@@ -73,6 +73,8 @@ class Spec:
     cpu_ms: float = 1.0
     wait_ms: float = 10.0
     quota: float | None = None
+    # Whose processes the quota holds: the app's server's, or the database's.
+    quota_on: Literal["server", "database"] = "server"
     hold_ms: int | None = None
     # Each request makes PostgreSQL scan rows for this many ms of its CPU.
     scan_ms: float | None = None
@@ -278,18 +280,25 @@ def _db_lock(rng: random.Random) -> Spec | None:
 def _db_cpu(rng: random.Random) -> Spec | None:
     """Each request waits on a query that PostgreSQL computes for scan ms (a scan of rows in
     shared buffers): the database's backends fill the host's cores while the app's
-    workers, more than the cores, only wait."""
+    workers, more than the cores, only wait. In a third of the draws the database runs in a
+    cgroup with a CPU quota (a container's CPU limit) that it fills first."""
     scan = rng.uniform(3, 10)
     server, workers, threads = _server(rng, rng.randint(4, 10))
+    # Under a core, so that beside a CPU hog it is still the quota that fills first.
+    quota = round(rng.uniform(0.3, 0.7), 2) if rng.random() < 1 / 3 else None
     host_rps = CORES / (scan + OVERHEAD_CPU_MS) * 1000
     pool_rps = workers * threads / (scan + OVERHEAD_MS) * 1000
-    if not _separated(host_rps, [pool_rps]):
+    limit, resource, others = host_rps, "cpu", [pool_rps]
+    if quota is not None:
+        limit, resource, others = quota / scan * 1000, "cpu_quota", [pool_rps, host_rps]
+    if not _separated(limit, others):
         return None
-    knee = host_rps * (scan + OVERHEAD_MS) / 1000
+    knee = limit * (scan + OVERHEAD_MS) / 1000
     users = steps_for(knee, rng)
-    truth = Truth("postgres", "cpu", first_level(_levels(users), knee))
+    truth = Truth("postgres", resource, first_level(_levels(users), knee))
     return Spec("", "db_cpu", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
-                scan_ms=scan, users=users, truth=truth)  # fmt: skip
+                quota=quota, quota_on="database", scan_ms=scan, users=users,
+                truth=truth)  # fmt: skip
 
 
 def _proxy_limit(rng: random.Random) -> Spec | None:
