@@ -88,6 +88,30 @@ def test_throttled_quota_is_named_on_the_component_that_hosts_the_tier() -> None
     assert "app runs in gunicorn's processes" in b["evidence"]
 
 
+def test_a_throttled_database_below_is_named_where_the_pool_above_it_fills() -> None:
+    """The queue before gunicorn grows most (its 8 workers fill, waiting on the database);
+    PostgreSQL, below, is throttled by its cgroup's quota: the quota is the cause."""
+    steps = quota_steps(shares=(0.0, 0.0, 0.0, 0.0))
+    for s, share, pg_ms, queue in zip(
+        steps, (0.0, 0.1, 0.7, 0.95), (8.0, 9.0, 11.0, 13.0), (0.3, 1.0, 12.0, 35.0), strict=True
+    ):
+        s["tiers"]["gunicorn"]["queue_p50_ms"] = queue
+        s["tiers"]["app"]["self_p50_ms"] = 2.0
+        s["tiers"]["postgres"] = {"self_p50_ms": pg_ms, "p50_ms": pg_ms, "errors": 0}
+        s["resources"]["gunicorn"].update(cpu_quota_cores=None, cpu_throttled_share=None)
+        s["resources"]["postgres"] = {
+            "cpu_cores": 0.5, "processes": 12, "cpu_quota_cores": 0.5,
+            "cpu_throttled_share": share, "cpu_throttled_s": share,
+        }  # fmt: skip
+    v = decide(steps, DB_CTX)
+    b = v["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("postgres", "cpu_quota", 5)
+    assert "gunicorn waits on postgres, below it" in b["evidence"]
+    # Asked of the tier itself, a tier with no quota above a throttled one is no finding.
+    apart = Context(**{**DB_CTX.__dict__, "calls": {"nginx": ["gunicorn"], "gunicorn": ["app"]}})
+    assert cpu_quota("gunicorn", steps, apart) is None
+
+
 def test_quota_that_is_rarely_throttled_is_not_the_finding() -> None:
     v = decide(quota_steps(shares=(0.0, 0.02, 0.05, 0.1)), CTX)
     assert v["bottleneck"]["resource"] == "time"
