@@ -79,6 +79,22 @@ def test_a_database_computing_each_request_is_named_for_the_cpu_it_fills(
     assert "less CPU per request in postgres" in b["summary"]
 
 
+def test_a_pool_beside_a_cpu_hog_stays_the_pool_when_the_stack_leaves_cores_unused(
+    recorded,
+) -> None:
+    """gunicorn gthread, 6 threads for requests that wait ~17 ms, a process spinning on a
+    core beside it. Its threads waited for a core (0.93 cores wanted per busy worker) and
+    the host read 1.71 of 2 cores busy, but the stack used 0.78 of the 1.07 cores the hog
+    left: the wait was the hog's, and the pool is what filled."""
+    verdict = analyze(recorded("gthread-pool-hog"))
+    b = verdict["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 9)
+    assert any("the neighbour's doing" in line for line in b["evidence"])
+    assert [f["component"] for f in verdict["findings"]] == ["gunicorn", "neighbours"]
+    top = verdict["steps"][-1]["resources"]
+    assert top["host"]["cpu_cores"] < 0.9 * 2
+
+
 def test_healthy_recorded_run_has_no_bottleneck(recorded) -> None:
     verdict = analyze(recorded("demo-healthy24"))
     assert verdict["bottleneck"] is None
@@ -86,7 +102,15 @@ def test_healthy_recorded_run_has_no_bottleneck(recorded) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["demo-pool2", "demo-cpu24", "demo-healthy24", "db-scan-app", "db-scan-pool"]
+    "name",
+    [
+        "demo-pool2",
+        "demo-cpu24",
+        "demo-healthy24",
+        "db-scan-app",
+        "db-scan-pool",
+        "gthread-pool-hog",
+    ],
 )
 def test_analysis_matches_the_verdict_recorded_with_the_run(recorded, name: str) -> None:
     stored = json.loads((DATA / name / "verdict.json").read_text())

@@ -27,6 +27,8 @@ from pinchpoint.analyze.host_cpu import (
     cpu_lines,
     first_filled,
     host_saturated,
+    neighbour_made_wait,
+    neighbour_wait_line,
     stack_fills_cpu,
 )
 from pinchpoint.analyze.host_findings import bandwidth, disk, memory
@@ -213,12 +215,16 @@ def pool_or_cpu(
         use.pool >= POOL_FULL or (use.pool >= POOL_QUEUED and _queue_grows(group, steps))
     )
     computing = use.demand_per_worker is not None and use.demand_per_worker >= CPU_BOUND
+    waited_on_neighbour = computing and neighbour_made_wait(host, ctx)
+    computing = computing and not waited_on_neighbour
     if full and not computing and group not in ctx.workers:
         # Workers counted from processes, not declared: an event loop or a thread pool may
         # hold many waiting requests each, so only computing ones say the pool is full.
         full = False
     if full:
         evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
+        if waited_on_neighbour:
+            evidence.append(neighbour_wait_line(host, ctx))
         if estimate is not None:
             evidence.append(estimate_line(estimate))
         if not computing and _cpu_filled_first(group, steps, onset, ctx):

@@ -58,6 +58,24 @@ def stack_fills_cpu(use: GroupUse, host: HostUse, ctx: Context) -> bool:
     return wanted >= CPU_SATURATED * (ctx.cpu_count - host.neighbours)
 
 
+def neighbour_made_wait(host: HostUse, ctx: Context) -> bool:
+    """Whether processes outside the stack took a good share of the cores while the stack
+    used less than they left: the stack's threads then waited for a core the neighbour
+    held, and that wait says nothing of how much CPU the stack's own work wants."""
+    if host.neighbours <= NEIGHBOUR_SHARE * ctx.cpu_count:
+        return False
+    return host.stack + host.generator < CPU_SATURATED * (ctx.cpu_count - host.neighbours)
+
+
+def neighbour_wait_line(host: HostUse, ctx: Context) -> str:
+    left = ctx.cpu_count - host.neighbours
+    return (
+        f"other processes took {host.neighbours:.2f} cores and the stack used "
+        f"{host.stack + host.generator:.2f} of the {left:.2f} they left: its threads' wait "
+        "for a core was the neighbour's doing, not its own work's"
+    )
+
+
 def filled_by_stack(step: dict, ctx: Context) -> bool:
     """Whether the stack (and the generator it drives) kept the host's cores busy at a step:
     the host at CPU_SATURATED of its cores, and the stack's share of what neighbours left
