@@ -62,7 +62,9 @@ def neighbour_made_wait(host: HostUse, ctx: Context) -> bool:
     """Whether processes outside the stack took a good share of the cores while the stack
     used less than they left: the stack's threads then waited for a core the neighbour
     held, and that wait says nothing of how much CPU the stack's own work wants."""
-    return host.neighbours > NEIGHBOUR_SHARE * ctx.cpu_count and not _uses_what_is_left(host, ctx)
+    if host.neighbours <= NEIGHBOUR_SHARE * ctx.cpu_count:
+        return False
+    return host.stack + host.generator < CPU_SATURATED * (ctx.cpu_count - host.neighbours)
 
 
 def neighbour_wait_line(host: HostUse, ctx: Context) -> str:
@@ -79,12 +81,8 @@ def filled_by_stack(step: dict, ctx: Context) -> bool:
     the host at CPU_SATURATED of its cores, and the stack's share of what neighbours left
     at that share too."""
     host = host_use(step, ctx)
-    busy = host.busy is not None and host.busy >= CPU_SATURATED * ctx.cpu_count
-    return busy and _uses_what_is_left(host, ctx)
-
-
-def _uses_what_is_left(host: HostUse, ctx: Context) -> bool:
-    """The stack and its generator use CPU_SATURATED of the cores the neighbours left."""
+    if host.busy is None or host.busy < CPU_SATURATED * ctx.cpu_count:
+        return False
     return host.stack + host.generator >= CPU_SATURATED * (ctx.cpu_count - host.neighbours)
 
 

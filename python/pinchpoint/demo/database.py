@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from typing import Any
 
-from flask import jsonify, request
-from flask.typing import ResponseReturnValue
+from flask import request
 
 from pinchpoint.logformats.tag import Tag, find_tag, parse_header
 
@@ -60,20 +58,3 @@ class ThreadConnections:
     def drop(self) -> None:
         """Forgets this thread's connection after an error: the next request makes one."""
         self._connections.pop((os.getpid(), threading.get_ident()), None)
-
-
-def answer(
-    connections: ThreadConnections | None, work: Callable[[Any, str], Any]
-) -> ResponseReturnValue:
-    """Runs `work(connection, tag comment)` on this thread's connection and answers its
-    result as JSON; 503 without a database, or when the database fails (the connection is
-    then dropped and the next request makes one)."""
-    if connections is None:
-        return jsonify(error="no database: the app runs without PINCHPOINT_DEMO_PG"), 503
-    import psycopg
-
-    try:
-        return jsonify(work(connections.get(), sql_comment(request_tag())))
-    except psycopg.Error as e:
-        connections.drop()
-        return jsonify(error=f"database: {e}"), 503

@@ -15,7 +15,7 @@ from typing import Any
 from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from pinchpoint.demo.database import ThreadConnections, answer
+from pinchpoint.demo.database import ThreadConnections, request_tag, sql_comment
 
 COUNTERS_SQL = """
 CREATE TABLE IF NOT EXISTS counters (id integer PRIMARY KEY, n bigint NOT NULL);
@@ -52,7 +52,16 @@ def register(app: Flask, dsn: str | None) -> None:
         hold = _hold_ms()
         if hold is None:
             return jsonify(error=f"hold must be an integer 0..{MAX_HOLD_MS} (ms)"), 400
-        return answer(connections, lambda conn, comment: {"n": bump(conn, hold / 1000, comment)})
+        if connections is None:
+            return jsonify(error="no database: the app runs without PINCHPOINT_DEMO_PG"), 503
+        import psycopg
+
+        try:
+            n = bump(connections.get(), hold / 1000, sql_comment(request_tag()))
+        except psycopg.Error as e:
+            connections.drop()
+            return jsonify(error=f"database: {e}"), 503
+        return jsonify(n=n)
 
 
 def _hold_ms() -> int | None:

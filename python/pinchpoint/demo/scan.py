@@ -16,7 +16,7 @@ from typing import Any
 from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from pinchpoint.demo.database import ThreadConnections, answer
+from pinchpoint.demo.database import ThreadConnections, request_tag, sql_comment
 
 MAX_ROWS = 1_000_000
 DEFAULT_ROWS = 100_000
@@ -50,10 +50,16 @@ def register(app: Flask, dsn: str | None) -> None:
         rows = _rows()
         if rows is None:
             return jsonify(error=f"rows must be an integer 1..{MAX_ROWS}"), 400
-        return answer(
-            connections,
-            lambda conn, comment: {"rows": rows, "matched": scan(conn, rows, comment)},
-        )
+        if connections is None:
+            return jsonify(error="no database: the app runs without PINCHPOINT_DEMO_PG"), 503
+        import psycopg
+
+        try:
+            n = scan(connections.get(), rows, sql_comment(request_tag()))
+        except psycopg.Error as e:
+            connections.drop()
+            return jsonify(error=f"database: {e}"), 503
+        return jsonify(rows=rows, matched=n)
 
 
 def _rows() -> int | None:
