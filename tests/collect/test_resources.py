@@ -231,6 +231,9 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
         "connections",
         "disk_read_limit_bytes_s",
         "disk_write_limit_bytes_s",
+        "pool_slots",
+        "pool_kind",
+        "pool_source",
     ]
     frame = pl.read_parquet(path)
     assert frame.height == len(sampler.rows())

@@ -70,7 +70,7 @@ class Runs:
             if run_id in self._runs:
                 raise ApiError(409, f"run {run_id} is already started")
             self._make_room()
-            collector = LocalCollector([self.components[n] for n in chosen])
+            collector = LocalCollector([self.components[n] for n in chosen], server_files=False)
             collector.start(run_id, interval_s)
             run = Run(run_id, collector, started=time.time())
             run._timer = threading.Timer(self.max_run_s, self._expire, args=(run,))

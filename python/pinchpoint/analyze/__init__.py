@@ -11,6 +11,7 @@ from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
 from pinchpoint.analyze.generator import load_short
 from pinchpoint.analyze.knee import find_knee
+from pinchpoint.analyze.pools import pool_sizes
 from pinchpoint.analyze.steps import step_table
 from pinchpoint.analyze.usage import usage_table
 from pinchpoint.analyze.usl import fit_usl
@@ -77,6 +78,7 @@ def analyze(run_dir: Path) -> dict:
         roles={c.name: c.role for c in data.plan.component},
         generators=list(data.run.get("generators") or []),
     )
+    ctx.pools = pool_sizes(steps, ctx)
     for step in steps:
         step["usage"] = usage_table(step, ctx)
     verdict = {
@@ -90,6 +92,10 @@ def analyze(run_dir: Path) -> dict:
             else {}
         ),
         "tiers": ctx.order,
+        "pools": {
+            name: {"slots": p.slots, "found": p.how, "source": p.source}
+            for name, p in ctx.pools.items()
+        },
         "calls": ctx.calls,
         "steps": steps,
         **decide(steps, ctx),

@@ -17,6 +17,7 @@ from pinchpoint.analyze.context import (
     from_onset,
     load_text,
     ms_text,
+    pool_known,
     position,
     rate_of,
 )
@@ -217,8 +218,8 @@ def pool_or_cpu(
     computing = use.demand_per_worker is not None and use.demand_per_worker >= CPU_BOUND
     waited_on_neighbour = computing and neighbour_made_wait(host, ctx)
     computing = computing and not waited_on_neighbour
-    if full and not computing and group not in ctx.workers:
-        # Workers counted from processes, not declared: an event loop or a thread pool may
+    if full and not computing and not pool_known(group, ctx):
+        # Workers counted from processes, not found: an event loop or a thread pool may
         # hold many waiting requests each, so only computing ones say the pool is full.
         full = False
     if full:
@@ -339,6 +340,8 @@ def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> li
         f"{use.component} concurrency by Little's law (throughput × time in {use.component}) is "
         f"{use.busy:.2f} at {load_text(top)} against {use.workers} workers"
     ]
+    if use.component in ctx.pools:
+        lines.append(ctx.pools[use.component].line(use.component))
     if queue > 0:
         lines.insert(
             0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -19,6 +20,9 @@ class Context:
     roles: dict[str, str] = field(default_factory=dict)
     # Generators on Ray (run.json `generators`): each one's CPU self-check, or `lost`.
     generators: list[dict] = field(default_factory=list)
+    # Each app server's pool size and where it was found (analyze/pools.py), set once the
+    # steps are known.
+    pools: dict[str, Any] = field(default_factory=dict)
 
 
 # Roles whose processes are no pool of request slots: event loops, backends per connection.
@@ -72,14 +76,23 @@ def resource_of(step: dict, who: str, key: str) -> float | None:
 
 
 def workers_of(tier: str, step: dict, ctx: Context) -> int | None:
-    """The tier's worker count: from the plan, else (for a tier that may be a pool of
-    workers) its processes less a pre-fork master."""
+    """The tier's worker count: from the plan, the server's own settings or Little's law
+    (ctx.pools), else (for a tier that may be a pool of workers) its processes less a
+    pre-fork master."""
     if tier in ctx.workers:
         return ctx.workers[tier]
+    if tier in ctx.pools:
+        return int(ctx.pools[tier].slots)
     if ctx.roles.get(tier) in _NO_POOL:
         return None
     procs = step.get("resources", {}).get(tier, {}).get("processes")
     return procs - 1 if procs and procs > 1 else None
+
+
+def pool_known(tier: str, ctx: Context) -> bool:
+    """Whether the tier's pool size was found (plan, server settings, Little's law), not
+    only counted from its processes."""
+    return tier in ctx.workers or tier in ctx.pools
 
 
 def busy_of(tier: str, step: dict) -> float:

@@ -298,6 +298,13 @@ def _io_and_sockets(frame: pl.DataFrame) -> dict:
     link = _measured(frame, "net_link")
     if link is not None:
         out["net_link"] = str(link.mode().sort()[0])
+    slots = _measured(frame, "pool_slots")
+    if slots is not None:
+        out["pool_slots"] = int(cast(float, slots.max()))
+    for column in ("pool_kind", "pool_source"):
+        values = _measured(frame, column)
+        if values is not None:
+            out[column] = str(values.mode().sort()[0])
     threads = _measured(frame, "threads")
     if threads is not None:
         out["threads"] = int(cast(float, threads.median()))

@@ -98,6 +98,12 @@ RESOURCES_SCHEMA = pa.schema(
         # per second (blkio or io.max; null: none). See collect/resources/cgroups.py.
         ("disk_read_limit_bytes_s", pa.int64()),
         ("disk_write_limit_bytes_s", pa.int64()),
+        # An app server's pool as the server itself sets it (collect/servers/): its slots
+        # (processes × threads; null for an event loop or no server found), its kind
+        # (sync, threads, async) and where each number was read.
+        ("pool_slots", pa.int32()),
+        ("pool_kind", pa.string()),
+        ("pool_source", pa.string()),
     ]
 )
 # resources.parquet: columns added after the first five: a table without them (an older agent) gets nulls.

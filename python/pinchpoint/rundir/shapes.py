@@ -104,6 +104,7 @@ class VerdictJson(TypedDict):
     interrupted: NotRequired[bool]
     tiers: NotRequired[list[dict[str, Any]]]
     calls: NotRequired[dict[str, Any]]
+    pools: NotRequired[dict[str, dict[str, Any]]]
     steps: NotRequired[list[dict[str, Any]]]
     generator: NotRequired[dict[str, Any]]
     findings: NotRequired[list[Finding]]

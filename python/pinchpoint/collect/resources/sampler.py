@@ -30,6 +30,7 @@ from pinchpoint.collect.resources.host import HostReader, Reading
 from pinchpoint.collect.resources.procs import TICK_S, ProcessTable, ProcStat, descendants, scan
 from pinchpoint.collect.resources.schedstat import run_delay_s
 from pinchpoint.collect.resources.sockets import SocketReader
+from pinchpoint.collect.servers.watch import EMPTY, PoolWatch
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import OPTIONAL_RESOURCE_COLUMNS, RESOURCES_SCHEMA
 
@@ -143,7 +144,12 @@ class ResourceSampler:
     stop() takes a last sample if at least half an interval has passed since the previous one.
     """
 
-    def __init__(self, targets: Mapping[str, ProcessSelector], interval_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        targets: Mapping[str, ProcessSelector],
+        interval_s: float = 1.0,
+        server_files: bool = True,
+    ) -> None:
         if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:
             raise ValueError(
                 f"interval_s must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S}, "
@@ -156,8 +162,11 @@ class ResourceSampler:
         self.interval_s = interval_s
         self._sockets = SocketReader()
         self._cgroups = CgroupReader(read_mounts(), read_mounts("memory"))
-        self._components = {name: _Component(self._cgroups, self._sockets) for name in targets}
-        self._generator = _Component(None, self._sockets)
+        self._components = {
+            name: _Component(self._cgroups, self._sockets, PoolWatch(server_files))
+            for name in targets
+        }
+        self._generator = _Component(None, self._sockets, None)
         self._host = HostReader()
         self._procs = ProcessTable()
         self._selected: dict[str, list[int]] = {name: [] for name in targets}
@@ -319,8 +328,11 @@ class _Component:
     """The processes of one component, with what each had used at the previous read, so
     that each read counts only what was used since."""
 
-    def __init__(self, cgroups: CgroupReader | None, sockets: SocketReader) -> None:
+    def __init__(
+        self, cgroups: CgroupReader | None, sockets: SocketReader, pools: PoolWatch | None
+    ) -> None:
         self._seen: dict[int, _Seen] = {}
+        self._pools = pools
         self._cgroups = cgroups
         self._throttling: dict[Path, Throttling] = {}
         self._sockets = sockets
@@ -383,6 +395,7 @@ class _Component:
         }
         if self._cgroups is not None:
             extra.update(self._cgroups.read(seen, self._throttling))
+        extra.update(self._pools.columns(list(seen), table) if self._pools else EMPTY)
         return Reading(cpu_s, rss, len(seen), extra)
 
 

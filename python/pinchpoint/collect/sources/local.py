@@ -35,8 +35,11 @@ class LocalCollector:
 
     name: str | None = None
 
-    def __init__(self, components: Sequence[Component]) -> None:
+    def __init__(self, components: Sequence[Component], server_files: bool = True) -> None:
         self.components = {c.name: c for c in components}
+        # Whether the servers' config files and environments may be read for their pools:
+        # not by the agent, which reads only the files its config names.
+        self._server_files = server_files
         # Compiled up front: a log format that does not compile fails before any load.
         for c in components:
             if c.log is not None:
@@ -56,7 +59,9 @@ class LocalCollector:
 
     def start(self, run_id: str, interval_s: float) -> None:
         """Marks the end of every log, then starts sampling every `interval_s` seconds."""
-        sampler = ResourceSampler(self._targets, interval_s=interval_s)
+        sampler = ResourceSampler(
+            self._targets, interval_s=interval_s, server_files=self._server_files
+        )
         self.run_id = check_run_id(run_id)
         self.marks = {
             name: mark_logs(c.log.path) for name, c in self.components.items() if c.log is not None

@@ -1,0 +1,113 @@
+"""Each app server's pool size, found rather than told: the plan's `workers` when it gives
+one (an override), else what the server's own command line and config files say (read at
+collection, `collect/servers/`), else Little's law: concurrency in the tier that stops
+rising at N while the queue before it keeps growing is a full pool of about N, whatever
+its configuration. A size from the process count alone is not trusted to call a pool of
+waiting workers full: an event loop or a thread pool holds many requests per process."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from pinchpoint.analyze.context import Context, busy_of, load_text
+
+# Concurrency is flat when its highest and lowest over the last steps are within this ratio...
+FLAT_RATIO = 1.2
+# ...while the users grew at least this many times over those steps...
+LOAD_GROWTH = 1.5
+# ...and the queue before the tier grew by this many ms, and this many times its own time.
+QUEUE_GROWTH_MS = 1.0
+QUEUE_OVER_SERVICE = 2.0
+# Little's law over logged times reads a full pool a little low (what a worker does between
+# requests is not logged): a plateau this close below a whole number is that number.
+READS_LOW = 0.25
+
+PLAN, SERVER, INFERRED = "plan", "server", "inferred"
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    """A pool's slots, how they were found (PLAN, SERVER, INFERRED) and the words for it."""
+
+    slots: int
+    how: str
+    source: str
+
+    def line(self, tier: str) -> str:
+        return f"{tier}'s pool: {self.slots} slot{'s' if self.slots != 1 else ''} ({self.source})"
+
+
+def pool_sizes(steps: list[dict], ctx: Context) -> dict[str, PoolSize]:
+    """The pool of every component with sampled processes or a plan's `workers`."""
+    names = {name for s in steps for name in s.get("resources", {})} - {"host", "generator"}
+    found = {}
+    for name in sorted(names | set(ctx.workers)):
+        size = _size(name, steps, ctx)
+        if size is not None:
+            found[name] = size
+    return found
+
+
+def _size(name: str, steps: list[dict], ctx: Context) -> PoolSize | None:
+    if name in ctx.workers:
+        return PoolSize(ctx.workers[name], PLAN, "the plan's workers")
+    told = _from_server(name, steps)
+    if told is not None:
+        return told
+    if ctx.roles.get(name) in ("proxy", "database"):
+        return None
+    return inferred(name, steps)
+
+
+def _from_server(name: str, steps: list[dict]) -> PoolSize | None:
+    rows = [s.get("resources", {}).get(name, {}) for s in steps]
+    slots = Counter(r["pool_slots"] for r in rows if r.get("pool_slots"))
+    if not slots:
+        return None
+    size = slots.most_common(1)[0][0]
+    source = next(r.get("pool_source") for r in rows if r.get("pool_slots") == size)
+    kind = next(r.get("pool_kind") for r in rows if r.get("pool_slots") == size)
+    what = {"threads": "processes × threads", "sync": "one request per process"}.get(kind or "", "")
+    return PoolSize(size, SERVER, f"{what}, from {source}" if what else f"from {source}")
+
+
+def inferred(name: str, steps: list[dict]) -> PoolSize | None:
+    """A pool read from Little's law: the tier's concurrency flat over the heaviest steps
+    while the load grew and the queue before the tier grew far more than its own time."""
+    best = None
+    for first in range(len(steps) - 2, -1, -1):
+        tail = steps[first:]
+        if not _flat(name, tail):
+            break
+        if _grew(tail) and _queued(name, tail):
+            best = tail
+    if best is None:
+        return None
+    peak = max(busy_of(name, s) for s in best)
+    slots = max(1, math.ceil(peak - READS_LOW))
+    source = (
+        f"inferred by Little's law: {peak:.2f} requests at once from {load_text(best[0])} to "
+        f"{load_text(best[-1])} while the queue before it grew"
+    )
+    return PoolSize(slots, INFERRED, source)
+
+
+def _flat(name: str, tail: list[dict]) -> bool:
+    busy = [busy_of(name, s) for s in tail]
+    return min(busy) > 0 and max(busy) <= FLAT_RATIO * min(busy)
+
+
+def _grew(tail: list[dict]) -> bool:
+    def load(step: dict) -> float:
+        return float(step.get("level") or step["users"] or 0)
+
+    return load(tail[-1]) >= LOAD_GROWTH * max(load(tail[0]), 1e-9)
+
+
+def _queued(name: str, tail: list[dict]) -> bool:
+    base, top = (s["tiers"].get(name, {}) for s in (tail[0], tail[-1]))
+    queued = (top.get("queue_p50_ms") or 0.0) - (base.get("queue_p50_ms") or 0.0)
+    served = (top.get("p50_ms") or 0.0) - (base.get("p50_ms") or 0.0)
+    return queued >= QUEUE_GROWTH_MS and queued >= QUEUE_OVER_SERVICE * max(served, 0.0)

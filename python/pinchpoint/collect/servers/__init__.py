@@ -1,0 +1,19 @@
+"""What an app server says of its own pool: its workers, their threads and their kind, read
+from its command line, its environment and its config files, never from the plan."""
+
+from __future__ import annotations
+
+from pinchpoint.collect.servers import gunicorn, uwsgi
+from pinchpoint.collect.servers.pool import Pool, ServerProcess, read_process
+
+__all__ = ["Pool", "ServerProcess", "pool_of", "read_process"]
+
+
+def pool_of(process: ServerProcess, cores: int, files: bool = True) -> Pool | None:
+    """The pool of the server whose main process is `process`; None when it is no server
+    whose pool can be read (a proxy, a database, an unknown program)."""
+    if gunicorn.is_gunicorn(process.argv):
+        return gunicorn.read(process, cores, files)
+    if uwsgi.is_uwsgi(process.argv):
+        return uwsgi.read(process, cores, files)
+    return None

@@ -1,0 +1,152 @@
+"""uWSGI's pool as uWSGI settles it: `UWSGI_*` variables, then its config files (`--ini`,
+`--yaml`, `--xml`, `--json`, or a file named on the command line by its extension), then
+its options, the later winning. Its slots are processes × threads; its async modes
+(`--async`, `--gevent`) serve any number of waiting requests per process."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+from pinchpoint.collect.servers.argv import count, flag, option
+from pinchpoint.collect.servers.pool import ASYNC, SYNC, THREADS, Pool, ServerProcess
+
+_KEYS = {
+    "processes": (("--processes", "--workers"), ("-p",)),
+    "threads": (("--threads",), ()),
+    "async": (("--async",), ()),
+    "gevent": (("--gevent",), ()),
+}
+_ALIASES = {"workers": "processes"}
+_FILES = {".ini": "ini", ".yaml": "yaml", ".yml": "yaml", ".xml": "xml", ".json": "json"}
+_FILE_OPTIONS = {
+    "--ini": "ini",
+    "--yaml": "yaml",
+    "-y": "yaml",
+    "--xml": "xml",
+    "-x": "xml",
+    "--json": "json",
+    "-j": "json",
+}
+
+
+def is_uwsgi(argv: Sequence[str]) -> bool:
+    return os.path.basename(argv[0]).lower().startswith("uwsgi")
+
+
+def read(process: ServerProcess, cores: int, files: bool) -> Pool:
+    """The pool of the uWSGI whose first process is `process`; config files read only when
+    `files`."""
+    settings: dict[str, tuple[str, str]] = {}
+    for key in _KEYS:
+        variable = f"UWSGI_{key.upper()}"
+        if variable in process.environ:
+            settings[key] = (process.environ[variable], variable)
+    if files:
+        for kind, name in _config_files(process.argv):
+            path = process.path(name.split(":", 1)[0])
+            for key, value in _read_config(path, kind).items():
+                settings[key] = (value, f"config file {path}")
+    for key, (long, short) in _KEYS.items():
+        given = option(process.argv, long, short)
+        if given is not None:
+            settings[key] = (given, "command line")
+    return _pool(settings, process, cores)
+
+
+def _config_files(argv: Sequence[str]) -> list[tuple[str, str]]:
+    """The config files named on the command line, in order, with their kind."""
+    found = []
+    for i, arg in enumerate(argv[1:], start=1):
+        name, eq, value = arg.partition("=")
+        if name in _FILE_OPTIONS:
+            target = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            found.append((_FILE_OPTIONS[name], target))
+        elif not arg.startswith("-") and not argv[i - 1].startswith("-"):
+            kind = _FILES.get(Path(arg.split(":", 1)[0]).suffix)
+            if kind is not None:
+                found.append((kind, arg))
+    return [(kind, name) for kind, name in found if name]
+
+
+def _read_config(path: Path, kind: str) -> dict[str, str]:
+    """The pool's keys in a config file's `uwsgi` section; {} when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    try:
+        section = _SECTION_READERS[kind](text)
+    except (ValueError, configparser.Error, ET.ParseError):
+        return {}
+    out = {}
+    for key, value in section.items():
+        key = _ALIASES.get(key.strip(), key.strip())
+        if key in _KEYS:
+            out[key] = str(value)
+    return out
+
+
+def _ini(text: str) -> dict[str, str]:
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.read_string(text)
+    return dict(parser["uwsgi"]) if parser.has_section("uwsgi") else {}
+
+
+def _yaml(text: str) -> dict[str, str]:
+    """The `uwsgi:` mapping of a YAML file, as uWSGI's own reader takes it: one
+    `key: value` a line, indented below it."""
+    out: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            inside = line.strip() == "uwsgi:"
+            continue
+        key, sep, value = line.strip().partition(":")
+        if inside and sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _xml(text: str) -> dict[str, str]:
+    root = ET.fromstring(text)
+    return {child.tag: (child.text or "").strip() for child in root} if root.tag == "uwsgi" else {}
+
+
+def _json(text: str) -> dict[str, str]:
+    section = json.loads(text).get("uwsgi", {})
+    return {str(k): str(v) for k, v in section.items()} if isinstance(section, dict) else {}
+
+
+_SECTION_READERS = {"ini": _ini, "yaml": _yaml, "xml": _xml, "json": _json}
+
+
+def _pool(settings: dict[str, tuple[str, str]], process: ServerProcess, cores: int) -> Pool:
+    def number(key: str) -> int | None:
+        return count(settings[key][0], cores) if key in settings else None
+
+    sources = [settings[k][1] for k in ("processes", "threads") if k in settings]
+    if number("async") or number("gevent"):
+        key = "async" if number("async") else "gevent"
+        return Pool(
+            "uwsgi", ASYNC, number("processes") or 1, 1, _joined([*sources, settings[key][1]])
+        )
+    threads = number("threads") or 1
+    processes = number("processes")
+    if processes is None:
+        master = flag(process.argv, ("--master",), ("-M",))
+        # Without a master the first process is a worker and forks the others.
+        processes = (process.children if master else process.children + 1) or 1
+        sources.insert(0, "its worker processes counted")
+    kind = THREADS if threads > 1 else SYNC
+    return Pool("uwsgi", kind, processes, threads, _joined(sources))
+
+
+def _joined(sources: list[str]) -> str:
+    return "; ".join(dict.fromkeys(s for s in sources if s))
