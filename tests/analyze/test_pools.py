@@ -1,0 +1,76 @@
+"""Pool sizes found without the plan: the server's own settings, else Little's law."""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.context import Context, workers_of
+from pinchpoint.analyze.pools import INFERRED, PLAN, SERVER, inferred, pool_sizes
+
+CTX = Context(["nginx", "uwsgi"], {"nginx": ["uwsgi"]}, {}, cpu_count=2, generator_threads=1)
+
+
+def _step(users: int, busy: float, queue_ms: float, own_ms: float = 10.0, **pool: object) -> dict:
+    return {
+        "users": users,
+        "throughput_rps": 1000 * busy / own_ms,
+        "tiers": {
+            "nginx": {"concurrency": users * 0.98, "p50_ms": own_ms + queue_ms},
+            "uwsgi": {"concurrency": busy, "p50_ms": own_ms, "queue_p50_ms": queue_ms},
+        },
+        "resources": {"uwsgi": {"cpu_cores": 0.1, "processes": 5, **pool}},
+    }
+
+
+# A pool of 4 waiting workers: concurrency flat at ~3.9 from 5 users, the queue growing.
+FULL = [
+    _step(1, 0.97, 0.3),
+    _step(3, 2.9, 0.3),
+    _step(5, 3.88, 2.5),
+    _step(7, 3.9, 7.5),
+    _step(9, 3.9, 12.6),
+]
+
+
+def test_a_flat_concurrency_with_a_growing_queue_is_a_pool_of_its_size() -> None:
+    size = inferred("uwsgi", FULL)
+    assert size is not None and size.how == INFERRED
+    assert size.slots == 4
+    assert "3.90 requests at once from 5 users to 9 users" in size.source
+
+
+def test_concurrency_that_keeps_rising_is_no_pool() -> None:
+    rising = [_step(n, 0.97 * n, 0.3) for n in (1, 3, 5, 7, 9)]
+    assert inferred("uwsgi", rising) is None
+
+
+def test_a_flat_concurrency_without_a_queue_before_it_is_no_full_pool() -> None:
+    # The load stopped growing before the tier (a proxy's limit in front of it).
+    capped = [_step(n, min(n, 2) * 0.98, 0.3) for n in (1, 3, 5, 7, 9)]
+    assert inferred("uwsgi", capped) is None
+
+
+def test_a_pool_that_slows_its_own_work_is_not_read_as_full() -> None:
+    # Its own time grew as much as the queue: the work is slower, not waiting for a slot.
+    slower = [_step(n, 3.9, 2.0 * n, own_ms=10.0 + 2.0 * n) for n in (5, 7, 9)]
+    assert inferred("uwsgi", slower) is None
+
+
+def test_the_plan_then_the_server_then_little_s_law() -> None:
+    told = [_step(s["users"], s["tiers"]["uwsgi"]["concurrency"], s["tiers"]["uwsgi"]["queue_p50_ms"],
+                  pool_slots=4, pool_kind="sync", pool_source="config file /etc/uwsgi/app.ini")
+            for s in FULL]  # fmt: skip
+    found = pool_sizes(told, CTX)["uwsgi"]
+    assert (found.slots, found.how) == (4, SERVER)
+    assert "/etc/uwsgi/app.ini" in found.line("uwsgi")
+    assert pool_sizes(FULL, CTX)["uwsgi"].how == INFERRED
+    planned = Context(**{**CTX.__dict__, "workers": {"uwsgi": 6}})
+    assert pool_sizes(told, planned)["uwsgi"].slots == 6
+    assert pool_sizes(told, planned)["uwsgi"].how == PLAN
+
+
+def test_the_worker_count_uses_the_found_pool_before_the_process_count() -> None:
+    ctx = Context(**{**CTX.__dict__})
+    assert workers_of("uwsgi", FULL[-1], ctx) == 4  # 5 processes less a master
+    ctx.pools = {"uwsgi": inferred("uwsgi", FULL)}  # type: ignore[dict-item]
+    threaded = _step(9, 5.9, 12.0)
+    ctx.pools = pool_sizes([_step(n, 5.9, 4.0 * n) for n in (5, 7, 9)], ctx)
+    assert workers_of("uwsgi", threaded, ctx) == 6
