@@ -282,3 +282,15 @@ def test_lock_waits_two_calls_below_a_full_pool_are_the_cause() -> None:
     steps = db_steps()
     found = db_lock("gunicorn", steps, DB_CTX)
     assert found is not None and found.component == "postgres"
+
+
+def test_quota_throttled_throughout_beside_neighbours_is_the_quota() -> None:
+    # Neighbours leave the cgroup too little to use all of its quota, but it is throttled in
+    # nearly every period from the lightest step on and uses most of it: the quota binds.
+    steps = quota_steps(shares=(0.97, 0.98, 0.99, 0.99))
+    for s in steps:
+        s["resources"]["gunicorn"]["cpu_cores"] = 0.35
+        s["resources"]["host"]["cpu_cores"] = 1.95
+    f = cpu_quota("app", steps, CTX)
+    assert f is not None
+    assert (f.component, f.resource, f.starts_at_users) == ("gunicorn", "cpu_quota", 1)

@@ -274,3 +274,16 @@ def test_queue_growing_no_faster_than_the_service_time_is_not_a_full_pool_below_
     for s in steps[2:]:
         s["tiers"]["gunicorn"]["queue_p50_ms"] = 8.0
     assert decide(steps, ctx)["bottleneck"]["resource"] != "worker_pool"
+
+
+def test_a_neighbour_does_not_explain_workers_that_wait_rather_than_compute() -> None:
+    # The same neighbour and growth, but the app's workers used 0.2 cores and waited for a
+    # core 0.05 more between them, 8 at once: 0.03 of a core each. They wait on I/O; the
+    # host's CPU cannot be what slows them.
+    steps = neighbour_steps(pool_cpu=0.2, host_cpu=1.5)
+    for s in steps:
+        s["resources"]["gunicorn"]["cpu_wait_cores"] = 0.05
+    v = decide(steps, ROOMY)
+    assert v["bottleneck"] is not None
+    assert (v["bottleneck"]["component"], v["bottleneck"]["resource"]) == ("app", "time")
+    assert "neighbours" in [f["component"] for f in v["findings"]]

@@ -23,6 +23,7 @@ THROTTLED = 0.2
 # ...and this much more than at the lowest load, or while using this share of the quota.
 THROTTLED_GROWTH = 0.1
 AT_QUOTA = 0.85
+HALF_USED = 0.5
 # Database processes waiting for a lock, on average, that make lock waits the finding.
 LOCK_WAITS = 0.5
 # A proxy limit: at least this share of requests fail at the highest load...
@@ -78,7 +79,13 @@ def _cpu_quota(tier: str, host: str, steps: list[dict], ctx: Context) -> Finding
     # Throttled more as the load grew, or throttled while using all of the quota: then
     # it limited from the lowest load on.
     at_quota = quota_top > 0 and (cpu_of(top, host) or 0.0) >= AT_QUOTA * quota_top
-    if shares[-1] < THROTTLED or (shares[-1] - shares[0] < THROTTLED_GROWTH and not at_quota):
+    # Throttled from the lightest step on, using a good part of its quota, binds from there
+    # even when neighbours leave the cgroup too little of the host to use all of it (a
+    # share of a quota used in bursts is no limit: periods count only when it ran).
+    throughout = shares[0] >= THROTTLED and (cpu_of(top, host) or 0.0) >= HALF_USED * quota_top
+    if shares[-1] < THROTTLED or (
+        shares[-1] - shares[0] < THROTTLED_GROWTH and not at_quota and not throughout
+    ):
         return None
     onset = next(s for s, share in zip(steps, shares, strict=True) if share >= THROTTLED)
     quota = resource_of(top, host, "cpu_quota_cores") or 0.0

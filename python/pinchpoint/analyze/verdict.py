@@ -14,7 +14,7 @@ from pinchpoint.analyze.generator import (
     neighbour_finding,
 )
 from pinchpoint.analyze.host_cpu import cpu_contended
-from pinchpoint.analyze.usage import process_group
+from pinchpoint.analyze.usage import group_use, process_group
 
 __all__ = ["Context", "decide", "tier_cost"]
 
@@ -32,6 +32,9 @@ OTHER_TIER_SHARE = 0.1
 WEAK_EVIDENCE = 0.3
 # A neighbour's finding follows the others with this confidence.
 NEIGHBOUR_CONFIDENCE = 0.5
+# Busy workers that use or wait for less than this share of a core each do not compute:
+# a neighbour's CPU cannot be what slows them.
+CPU_NEED = 0.25
 
 
 def tier_cost(step: dict, tier: str) -> float | None:
@@ -180,7 +183,23 @@ def _neighbour_explains(
     as the load grew): the neighbour, not the stack, made it grow."""
     if not all(f["resource"] == "time" for f, _, _ in found):
         return False
+    if not all(_wants_cpu(f["component"], steps, ctx) for f, _, _ in found):
+        return False
     return cpu_contended(steps, onset, ctx)
+
+
+def _wants_cpu(tier: str, steps: list[dict], ctx: Context) -> bool:
+    """Whether the tier's work needs a core, so that a neighbour's CPU can slow it: its
+    busy workers used or waited for at least CPU_NEED of a core each. Workers that wait on
+    I/O, a lock or a link need none, whatever the host's CPU does. Unknown (no sampled
+    processes, no run-queue wait) counts as needing one."""
+    group = process_group(tier, steps, ctx)
+    if group is None:
+        return True
+    use = group_use(group, steps[-1], ctx)
+    if use.cpu_wait is None or use.demand_per_worker is None:
+        return True
+    return use.demand_per_worker >= CPU_NEED
 
 
 def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> str:
