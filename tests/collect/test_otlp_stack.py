@@ -30,20 +30,27 @@ HERE = Path(__file__).resolve().parent
 
 
 class TracedStack(DemoStack):
-    """nginx → gunicorn → the instrumented app of traced_app.py, exporting to `endpoint`."""
+    """nginx → gunicorn → an instrumented app (traced_app.py's by default), exporting to
+    `endpoint`."""
 
     def __init__(
-        self, workdir: Path, endpoint: str, workers: int = 2, env: dict[str, str] | None = None
+        self,
+        workdir: Path,
+        endpoint: str,
+        workers: int = 2,
+        env: dict[str, str] | None = None,
+        app: str = "traced_app:app",
     ) -> None:
         super().__init__(workdir, workers=workers)
         self.endpoint = endpoint
         self.extra_env = env or {}
+        self.app = app
 
     def _server_argv(self) -> list[str]:
         argv = self._gunicorn_argv()
         # Each worker starts its own exporter thread: none may be forked from a preloaded app.
         argv.remove("--preload")
-        return [*argv[:-1], "traced_app:app"]
+        return [*argv[:-1], self.app]
 
     def _server_env(self) -> dict[str, str]:
         env = self._app_env()
@@ -61,7 +68,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _components(stack: DemoStack) -> str:
+def _components(stack: DemoStack, app: str = "app") -> str:
     """The logs' tiers (nginx → gunicorn) and the app, whose records come from its spans."""
     nginx_format, gunicorn_format = json.dumps(NGINX_FORMAT), json.dumps(GUNICORN_FORMAT)
     return f"""
@@ -72,12 +79,12 @@ log = {{ path = "{stack.nginx_access_log}", format = "nginx", log_format = {ngin
 
 [[component]]
 name = "gunicorn"
-calls = ["app"]
+calls = ["{app}"]
 process = {{ pid_file = "{stack.gunicorn_pid_file}" }}
 log = {{ path = "{stack.gunicorn_access_log}", format = "gunicorn", log_format = {gunicorn_format} }}
 
 [[component]]
-name = "app"
+name = "{app}"
 """
 
 
@@ -153,6 +160,17 @@ settle = "1.5s"
 @contextmanager
 def svc2_server(workdir: Path, endpoint: str, sleep_ms: float) -> Iterator[str]:
     """The second service under gunicorn with one worker: its calls queue under load."""
+    env = {"TRACED_SERVICE": "svc2", "SVC2_SLEEP_MS": str(sleep_ms)}
+    with traced_service(workdir, "traced_app:svc2", endpoint, workers=1, env=env) as url:
+        yield url
+
+
+@contextmanager
+def traced_service(
+    workdir: Path, app: str, endpoint: str, workers: int, env: dict[str, str]
+) -> Iterator[str]:
+    """An instrumented app of this folder under gunicorn with `workers` sync workers,
+    exporting its spans to `endpoint`; yields its URL once it answers."""
     from pinchpoint.demo.gunicorn import gunicorn_has_control_socket
 
     port = _free_port()
@@ -160,15 +178,16 @@ def svc2_server(workdir: Path, endpoint: str, sleep_ms: float) -> Iterator[str]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-        "TRACED_SERVICE": "svc2",
-        "SVC2_SLEEP_MS": str(sleep_ms),
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "200",
+        **env,
     }
-    argv = [sys.executable, "-m", "gunicorn", "--workers", "1", "--bind", f"127.0.0.1:{port}"]
+    argv = [sys.executable, "-m", "gunicorn", "--workers", str(workers)]
+    argv += ["--bind", f"127.0.0.1:{port}"]
     argv += ["--no-control-socket"] if gunicorn_has_control_socket() else []
-    with (workdir / "svc2.log").open("wb") as log:
-        server = subprocess.Popen([*argv, "traced_app:svc2"], env=env, stdout=log, stderr=log)
+    log_path = workdir / "gunicorn.log"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen([*argv, app], env=env, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -177,7 +196,7 @@ def svc2_server(workdir: Path, endpoint: str, sleep_ms: float) -> Iterator[str]:
                     break
             except OSError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    raise AssertionError((workdir / "svc2.log").read_text()) from None
+                    raise AssertionError(log_path.read_text()) from None
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -263,3 +282,74 @@ def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
         assert any(f["component"] == "neighbours" for f in verdict["findings"])
     growth = verdict["steps"][-1]["tiers"]["svc2"]["queue_p50_ms"]
     assert growth > verdict["steps"][0]["tiers"]["svc2"]["queue_p50_ms"] + 10
+
+
+def _parallel_run(where: Path) -> RunOutcome:
+    """The gateway of parallel_app.py calls svc-a (four workers) and svc-b (one) side by
+    side for each request; both sleep 10 ms, so calls queue for svc-b alone."""
+    otlp_port = _free_port()
+    endpoint = f"http://127.0.0.1:{otlp_port}/v1/traces"
+    work = "parallel_app:work"
+    with (
+        traced_service(where / "a", work, endpoint, 4, {"OTEL_SERVICE_NAME": "svc-a"}) as a,
+        traced_service(where / "b", work, endpoint, 1, {"OTEL_SERVICE_NAME": "svc-b"}) as b,
+    ):
+        env = {"OTEL_SERVICE_NAME": "gateway", "SVC_A_URL": a, "SVC_B_URL": b}
+        app = "parallel_app:gateway"
+        with TracedStack(where / "stack", endpoint, workers=4, env=env, app=app) as stack:
+            text = f"""
+[target]
+url = "http://127.0.0.1:{stack.nginx_port}"
+
+[load]
+lower = 1
+upper = 4
+step = 3
+duration = "3s"
+warmup = "0.5s"
+
+[[request]]
+path = "/both"
+{_components(stack, "gateway")}
+[[otlp]]
+listen = "127.0.0.1:{otlp_port}"
+settle = "1.5s"
+"""
+            return execute(parse_plan(text), text, where / "runs")
+
+
+def test_parallel_get_calls_are_told_apart_by_their_callees_and_the_slow_one_is_named(
+    tmp_path: Path,
+) -> None:
+    """Instrumented as the OpenTelemetry docs show, every call is a client span named
+    `GET` with no peer.service: the server span that answers it names its callee."""
+    outcome = _parallel_run(tmp_path)
+    tiers = pl.read_parquet(outcome.run_dir / "tiers.parquet")
+    assert set(tiers["component"].unique()) == {
+        "nginx", "gunicorn", "gateway", "gateway/svc-a", "gateway/svc-b", "svc-a", "svc-b",
+    }  # fmt: skip
+    wide = (
+        tiers.filter(pl.col("component").str.starts_with("gateway/"))
+        .pivot(on="component", index="req_id", values="upstream_s", aggregate_function="sum")
+        .join(
+            tiers.filter(pl.col("component") == "gateway").select("req_id", "upstream_s"),
+            on="req_id",
+        )
+        .drop_nulls()
+    )
+    assert wide.height > 100
+    # The gateway waited on the union of its two calls: the longer, less than their sum.
+    calls = wide["gateway/svc-a"] + wide["gateway/svc-b"]
+    longest = wide.select(pl.max_horizontal("gateway/svc-a", "gateway/svc-b")).to_series()
+    assert ((wide["upstream_s"] >= longest - 1e-6) & (wide["upstream_s"] <= calls + 1e-6)).all()
+
+    verdict = outcome.verdict
+    assert verdict["calls"]["gateway"] == ["gateway/svc-a", "gateway/svc-b"]
+    assert verdict["calls"]["gateway/svc-b"] == ["svc-b"]
+    first, last = (step["tiers"] for step in (verdict["steps"][0], verdict["steps"][-1]))
+    # Each callee's queue is its own calls' wait beyond its span: svc-b's grows, svc-a's not.
+    assert last["svc-b"]["queue_p50_ms"] > first["svc-b"]["queue_p50_ms"] + 10
+    assert last["svc-a"]["queue_p50_ms"] < first["svc-a"]["queue_p50_ms"] + 5
+    bottleneck = verdict["bottleneck"]
+    assert bottleneck["component"] == "svc-b", verdict["headline"]
+    assert any("waited for svc-b" in line for line in bottleneck["evidence"]), bottleneck

@@ -3,8 +3,12 @@ the tag, self time as the span's duration minus the union of what it waited on."
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
+
+import polars as pl
 import pytest
 
+from pinchpoint.analyze.steps import tier_step
 from pinchpoint.collect.traces.spans import CLIENT, INTERNAL, SERVER, Span
 from pinchpoint.collect.traces.tiers import tiers_of
 from pinchpoint.logformats.tag import trace_id
@@ -111,3 +115,75 @@ def test_spans_of_other_traces_and_untagged_traces_are_counted_not_kept() -> Non
     assert [row.req_id for row in found.rows] == [7]
     counts = found.counts["app"]
     assert (counts.spans, counts.matched, counts.other_run, counts.untagged) == (4, 1, 2, 1)
+
+
+def get(sid: int, start_ms: float, end_ms: float, port: int, req: int = 7) -> Span:
+    """A call as HTTP client instrumentations record it: named `GET`, no peer.service."""
+    url = f"http://127.0.0.1:{port}/work"
+    return replace(span(sid, 1, "app", CLIENT, start_ms, end_ms, req=req, url_full=url), name="GET")
+
+
+def parallel_calls(req: int = 7) -> list[Span]:
+    """The app calls svc-a and svc-b side by side; svc-b's request waits 30 ms for it."""
+    return [
+        entry(req=req),
+        get(2, 10, 60, port=5001, req=req),
+        span(3, 2, "svc-a", SERVER, 12, 58, req=req),
+        get(4, 10, 90, port=5002, req=req),
+        span(5, 4, "svc-b", SERVER, 40, 88, req=req),
+    ]
+
+
+def test_parallel_calls_named_get_are_the_tiers_of_the_services_that_answer_them() -> None:
+    found = tiers_of(parallel_calls(), RUN)
+    rows = {row.component: row for row in found.rows}
+    assert set(rows) == {"app", "app/svc-a", "app/svc-b", "svc-a", "svc-b"}
+    assert dict(found.calls) == {
+        "app": {"app/svc-a", "app/svc-b"},
+        "app/svc-a": {"svc-a"},
+        "app/svc-b": {"svc-b"},
+    }
+    assert rows["app"].upstream_s == pytest.approx(0.080)  # 10..90, the union of the two
+    # Each call waits on its own callee: its span's time beyond the callee's is its queue.
+    assert rows["app/svc-a"].upstream_s == pytest.approx(0.050)
+    assert rows["app/svc-b"].upstream_s == pytest.approx(0.080)
+    assert (rows["svc-a"].parent, rows["svc-b"].parent) == ("app/svc-a", "app/svc-b")
+
+
+def test_the_queue_before_each_callee_of_a_fan_out_is_its_own_calls_wait() -> None:
+    spans = [s for req in (7, 8, 9) for s in parallel_calls(req)]
+    found = tiers_of(spans, RUN)
+    tiers = pl.DataFrame([asdict(row) for row in found.rows])
+    calls = {caller: sorted(callees) for caller, callees in found.calls.items()}
+    order = ["app", "app/svc-a", "app/svc-b", "svc-a", "svc-b"]
+    step = tier_step(tiers, pl.Series([7, 8, 9]), 3, order, calls, throughput=10.0)
+    assert step["svc-a"]["queue_p50_ms"] == pytest.approx(4.0)  # 50 ms call, 46 ms span
+    assert step["svc-b"]["queue_p50_ms"] == pytest.approx(32.0)  # 80 ms call, 48 ms span
+
+
+def test_a_call_whose_answer_is_missing_counts_in_the_tier_of_who_answers_its_address() -> None:
+    answered = parallel_calls(req=7)
+    lost = [entry(req=8), get(2, 10, 90, port=5002, req=8)]  # svc-b's span never came
+    rows = [row for row in tiers_of(answered + lost, RUN).rows if row.req_id == 8]
+    assert [row.component for row in rows] == ["app", "app/svc-b"]
+    assert rows[1].upstream_s is None
+
+
+def test_peer_service_names_a_call_no_instrumented_service_answers() -> None:
+    spans = [
+        entry(),
+        replace(span(2, 1, "app", CLIENT, 10, 30, peer_service="orders-db"), name="SELECT"),
+        replace(span(3, 1, "app", CLIENT, 30, 40, server_address="cache"), name="GET"),
+    ]
+    found = tiers_of(spans, RUN)
+    assert [row.component for row in found.rows] == ["app", "app/orders-db", "app/cache"]
+    assert dict(found.calls) == {"app": {"app/orders-db", "app/cache"}}
+
+
+def test_the_answering_service_comes_before_the_peer_service_the_caller_set() -> None:
+    spans = [
+        entry(),
+        span(2, 1, "app", CLIENT, 10, 60, peer_service="payments"),
+        span(3, 2, "payments-v2", SERVER, 12, 58),
+    ]
+    assert set(rows_by_component(spans)) == {"app", "app/payments-v2", "payments-v2"}

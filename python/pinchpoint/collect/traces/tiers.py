@@ -7,11 +7,15 @@ traces count as `other_run`; those of a trace of the run with no tagged span as 
 
 Each server, consumer, client or producer span (and a trace's root) is a record of a tier:
 a server span's tier is its service (`app`), a client span's the call it makes inside its
-service (`app/sqlite`, `app/127.0.0.1`). Its duration is the span's, and its upstream time
-the union of the intervals of the spans it waits on (its descendants in other tiers, seen
-through the internal spans of its own service), so two children running in parallel are
-not subtracted twice; a call answered by an instrumented service waits on it for all of its
-duration, so what it takes beyond that service's span counts as the service's queue. Those
+service, named for the service whose server span answered it (`gateway/svc-a`), else for
+the one service that answered calls to the same address in other traces, else by its
+attributes or its name (`app/sqlite`, `app/127.0.0.1`): HTTP client instrumentations name
+every call `GET`, and calls to two services must stay two tiers. Its duration is the
+span's, and its upstream time the union of the intervals of the spans it waits on (its
+descendants in other tiers, seen through the internal spans of its own service), so two
+children running in parallel are not subtracted twice; a call answered by an instrumented
+service waits on it for all of its duration, so what it takes beyond that service's span
+counts as the service's queue: each call its own, when calls run side by side. Those
 children make the calls between tiers (`calls`).
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from pinchpoint.collect.logs.reader import TierRow
 from pinchpoint.collect.traces.spans import CLIENT, CONSUMER, INTERNAL, PRODUCER, SERVER, Span
@@ -33,6 +38,7 @@ KINDS = {
     CONSUMER: "consumer",
 }
 _URL_KEYS = ("http.target", "url.query", "url.full", "http.url")
+_ADDRESS_KEYS = ("url.full", "http.url")
 _STATUS_KEYS = ("http.response.status_code", "http.status_code")
 _CALLEE_KEYS = (
     "peer.service",
@@ -63,35 +69,107 @@ class SpanTiers:
     calls: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
-def component_of(span: Span) -> str:
-    if span.kind in (CLIENT, PRODUCER):
-        callee = next((span.attributes[k] for k in _CALLEE_KEYS if k in span.attributes), None)
-        return f"{span.service}/{callee if callee not in (None, '') else span.name}"
-    return span.service
-
-
 def tiers_of(spans: Iterable[Span], run_id: str) -> SpanTiers:
     out = SpanTiers()
-    traces: dict[str, list[Span]] = defaultdict(list)
+    grouped: dict[str, list[Span]] = defaultdict(list)
     for span in spans:
-        traces[span.trace_id].append(span)
-    for trace_id, members in traces.items():
-        req_id = request_of_trace(run_id, trace_id)
-        if req_id is None:
-            for span in members:
-                _count(out, span, "other_run")
+        grouped[span.trace_id].append(span)
+    traces = [_Trace(members) for members in grouped.values()]
+    known = _known_callees(traces)
+    for trace in traces:
+        names = _components(trace, known)
+        req_id = request_of_trace(run_id, trace.members[0].trace_id)
+        users = None if req_id is None else _users(trace.members, run_id, req_id)
+        if req_id is None or users is None:
+            for span in trace.members:
+                _count(out, names[span.span_id], "other_run" if req_id is None else "untagged")
             continue
-        users = _users(members, run_id, req_id)
-        if users is None:
-            for span in members:
-                _count(out, span, "untagged")
-            continue
-        _trace_rows(out, members, req_id, users)
+        _trace_rows(out, trace, names, req_id, users)
     return out
 
 
-def _count(out: SpanTiers, span: Span, what: str) -> None:
-    counts = out.counts[component_of(span)]
+def component_of(span: Span, answered_by: str | None = None) -> str:
+    """A server or consumer span's tier is its service; a client or producer span's is
+    `service/callee`, the callee the service that answered it (`answered_by`) if known."""
+    if span.kind not in (CLIENT, PRODUCER):
+        return span.service
+    return f"{span.service}/{answered_by or _named_callee(span)}"
+
+
+def _named_callee(span: Span) -> str:
+    callee = next((span.attributes[k] for k in _CALLEE_KEYS if k in span.attributes), None)
+    return str(callee) if callee not in (None, "") else span.name
+
+
+class _Trace:
+    """The spans of one trace, by id and by parent, and the service that answered each of
+    its calls that an instrumented service answered."""
+
+    def __init__(self, members: list[Span]) -> None:
+        self.members = members
+        self.by_id = {span.span_id: span for span in members}
+        self.children: dict[str, list[Span]] = defaultdict(list)
+        for span in members:
+            if span.parent_id is not None:
+                self.children[span.parent_id].append(span)
+        self.answered: dict[str, str] = {}
+        for span in members:
+            answer = _answer_of(span, self.children)
+            if answer is not None:
+                self.answered[span.span_id] = answer.service
+
+
+def _answer_of(span: Span, children: dict[str, list[Span]]) -> Span | None:
+    """The first server or consumer span under a call, through the caller's internal spans."""
+    if span.kind not in (CLIENT, PRODUCER):
+        return None
+    answers: list[Span] = []
+    todo = list(children.get(span.span_id, ()))
+    seen = {span.span_id}
+    while todo:
+        child = todo.pop()
+        if child.span_id in seen:
+            continue
+        seen.add(child.span_id)
+        if child.kind in (SERVER, CONSUMER):
+            answers.append(child)
+        elif child.kind == INTERNAL and child.service == span.service:
+            todo.extend(children.get(child.span_id, ()))
+    return min(answers, key=lambda s: s.start_ns, default=None)
+
+
+def _address(span: Span) -> tuple[str, str]:
+    """Where a call goes, as its caller saw it: the URL's host and port, else its callee."""
+    for key in _ADDRESS_KEYS:
+        value = span.attributes.get(key)
+        if isinstance(value, str) and (netloc := urlsplit(value).netloc):
+            return span.service, netloc
+    return span.service, _named_callee(span)
+
+
+def _known_callees(traces: Iterable[_Trace]) -> dict[tuple[str, str], str]:
+    """The callee of each address that one service alone answered: a call whose answer's
+    span is missing (lost, refused, timed out) still counts in its callee's tier."""
+    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for trace in traces:
+        for span_id, service in trace.answered.items():
+            seen[_address(trace.by_id[span_id])].add(service)
+    return {address: services.pop() for address, services in seen.items() if len(services) == 1}
+
+
+def _components(trace: _Trace, known: dict[tuple[str, str], str]) -> dict[str, str]:
+    """Each span's tier, by span id."""
+    names = {}
+    for span in trace.members:
+        callee = trace.answered.get(span.span_id)
+        if callee is None and span.kind in (CLIENT, PRODUCER):
+            callee = known.get(_address(span))
+        names[span.span_id] = component_of(span, callee)
+    return names
+
+
+def _count(out: SpanTiers, component: str, what: str) -> None:
+    counts = out.counts[component]
     counts.spans += 1
     setattr(counts, what, getattr(counts, what) + 1)
 
@@ -106,20 +184,17 @@ def _users(members: list[Span], run_id: str, req_id: int) -> int | None:
     return None
 
 
-def _trace_rows(out: SpanTiers, members: list[Span], req_id: int, users: int) -> None:
-    by_id = {span.span_id: span for span in members}
-    children: dict[str, list[Span]] = defaultdict(list)
-    for span in members:
-        if span.parent_id is not None:
-            children[span.parent_id].append(span)
-    for span in members:
-        root = span.parent_id is None or span.parent_id not in by_id
+def _trace_rows(
+    out: SpanTiers, trace: _Trace, names: dict[str, str], req_id: int, users: int
+) -> None:
+    for span in trace.members:
+        component = names[span.span_id]
+        root = span.parent_id is None or span.parent_id not in trace.by_id
         if span.kind == INTERNAL and not root:
-            _count(out, span, "matched")  # folded into its service's record
+            _count(out, component, "matched")  # folded into its service's record
             continue
-        component = component_of(span)
-        waited = _waited_on(span, component, children)
-        for callee in {component_of(child) for child in waited}:
+        waited = _waited_on(span, trace.children, names)
+        for callee in {names[child.span_id] for child in waited}:
             out.calls[component].add(callee)
         upstream_s = _union_s(span, waited) if waited else None
         if span.kind in (CLIENT, PRODUCER) and any(c.kind in (SERVER, CONSUMER) for c in waited):
@@ -138,13 +213,13 @@ def _trace_rows(out: SpanTiers, members: list[Span], req_id: int, users: int) ->
                 upstream_s=upstream_s,
                 status=status if isinstance(status, int) and 100 <= status <= 999 else None,
                 span_kind=KINDS.get(span.kind),
-                parent=_caller(span, by_id),
+                parent=_caller(span, trace.by_id, names),
             )
         )
-        _count(out, span, "matched")
+        _count(out, component, "matched")
 
 
-def _caller(span: Span, by_id: dict[str, Span]) -> str | None:
+def _caller(span: Span, by_id: dict[str, Span], names: dict[str, str]) -> str | None:
     """The tier of the nearest ancestor that is a record, through internal spans."""
     seen = {span.span_id}
     parent = by_id.get(span.parent_id or "")
@@ -152,12 +227,12 @@ def _caller(span: Span, by_id: dict[str, Span]) -> str | None:
         seen.add(parent.span_id)
         is_root = parent.parent_id is None or parent.parent_id not in by_id
         if parent.kind != INTERNAL or is_root:
-            return component_of(parent)
+            return names[parent.span_id]
         parent = by_id.get(parent.parent_id or "")
     return None
 
 
-def _waited_on(span: Span, component: str, children: dict[str, list[Span]]) -> list[Span]:
+def _waited_on(span: Span, children: dict[str, list[Span]], names: dict[str, str]) -> list[Span]:
     """The spans of other tiers under `span`, looking through its own internal spans."""
     found: list[Span] = []
     todo = list(children.get(span.span_id, ()))
@@ -169,7 +244,7 @@ def _waited_on(span: Span, component: str, children: dict[str, list[Span]]) -> l
         seen.add(child.span_id)
         if child.kind == INTERNAL and child.service == span.service:
             todo.extend(children.get(child.span_id, ()))
-        elif component_of(child) != component or child.kind != span.kind:
+        elif names[child.span_id] != names[span.span_id] or child.kind != span.kind:
             found.append(child)
     return found
 
