@@ -79,6 +79,8 @@ def analyze(run_dir: Path) -> dict:
         generators=list(data.run.get("generators") or []),
     )
     ctx.pools = pool_sizes(steps, ctx)
+    endpoints = endpoint_table(data)
+    ctx.endpoints = endpoints
     for step in steps:
         step["usage"] = usage_table(step, ctx)
     verdict = {
@@ -105,7 +107,6 @@ def analyze(run_dir: Path) -> dict:
         verdict["load_short"] = short
     if reasons := data.run.get("error_reasons"):
         verdict["error_reasons"] = reasons
-    endpoints = endpoint_table(data)
     if endpoints:
         verdict["endpoints"] = endpoints
         verdict["workers_estimate"] = workers_estimates(endpoints)

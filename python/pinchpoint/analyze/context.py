@@ -23,6 +23,8 @@ class Context:
     # Each app server's pool size and where it was found (analyze/pools.py), set once the
     # steps are known.
     pools: dict[str, Any] = field(default_factory=dict)
+    # Each named request of the plan on its own (analyze/endpoints.py), set with the steps.
+    endpoints: list[dict] = field(default_factory=list)
 
 
 # Roles whose processes are no pool of request slots: event loops, backends per connection.

@@ -14,6 +14,7 @@ from pinchpoint.analyze.generator import (
     neighbour_finding,
 )
 from pinchpoint.analyze.host_cpu import cpu_contended
+from pinchpoint.analyze.per_request import growing_request, request_finding
 from pinchpoint.analyze.usage import group_use, process_group
 
 __all__ = ["Context", "decide", "tier_cost"]
@@ -120,6 +121,9 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
         return _verdict(
             [(_finding_dict(refusing), refusing.name, share), *extra], generator, usable
         )
+    one = _one_request(usable, ctx)
+    if one is not None:
+        return _verdict([one, *extra], generator, usable)
     base, top = usable[0], usable[-1]
     growth = max(_p50(top) - _p50(base), (_mean(top) or 0.0) - (_mean(base) or 0.0))
     onset = next((s for s in usable if _grew(s, base) > GROWTH_SHARE), None)
@@ -173,6 +177,21 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             "findings": _ranked([*extra, *found]),
         }
     return _verdict([*found, *extra], generator, usable)
+
+
+def _one_request(steps: list[dict], ctx: Context) -> tuple[dict, str, float] | None:
+    """The finding of the one named request whose time grows while the others stay flat."""
+    grown = growing_request(ctx.endpoints)
+    found = request_finding(grown, steps, ctx) if grown is not None else None
+    if grown is None or found is None:
+        return None
+    finding, _ = found
+    strength = WEAK_EVIDENCE if finding.resource == "time" else 1.0
+    return (
+        {**_finding_dict(finding), "request": grown.name},
+        finding.name,
+        0.5 * grown.share + 0.5 * strength,
+    )
 
 
 def _neighbour_explains(

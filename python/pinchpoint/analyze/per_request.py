@@ -1,0 +1,165 @@
+"""The request whose time grows while the plan's other requests stay flat.
+
+A journey mixes cheap and expensive requests. A limit inside one of them (a lock the app
+takes for it, a single-threaded section) shows in that request's time and throughput
+only: a median over all requests, most of them flat, hides it. So each named request is
+weighed by its share of the growth of the mean latency (its share of the requests × how
+much its own mean grew), and when one request carries most of it while every other stays
+flat, the limit is named in that request, in the tier where its time grows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pinchpoint.analyze.causes import tier_cause
+from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
+from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.usage import process_group
+
+# A request's time grows by more than this share of its lightest step's, and this many ms...
+GROWTH_SHARE = 0.25
+GROWTH_MIN_MS = 1.0
+# ...and it carries at least this share of the growth of the mean latency of all requests.
+CARRIES = 0.5
+# Peak throughput × shortest time below this is about one served at once: serialized.
+ONE_AT_ONCE = 1.5
+
+
+@dataclass(frozen=True)
+class Grown:
+    """One named request's growth from its lightest step to its heaviest."""
+
+    entry: dict
+    base: dict
+    top: dict
+    share: float  # of the growth of the mean latency of all requests
+
+    @property
+    def name(self) -> str:
+        return str(self.entry["endpoint"])
+
+
+def _mean_ms(step: dict) -> float:
+    return 1000 * step["concurrency"] / step["throughput_rps"] if step["throughput_rps"] else 0.0
+
+
+def _grows(base: dict, top: dict) -> bool:
+    rise = top["p50_ms"] - base["p50_ms"]
+    return rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
+
+
+def growing_request(endpoints: list[dict]) -> Grown | None:
+    """The one named request whose time grows while every other stays flat, when it carries
+    most of the growth of the mean latency; None otherwise (one request, or several grow)."""
+    ranged = []
+    for entry in endpoints:
+        steps = sorted(entry.get("steps") or [], key=lambda s: s["level"])
+        if len(steps) >= 2:
+            ranged.append((entry, steps[0], steps[-1]))
+    if len(ranged) < 2:
+        return None
+    growing = [r for r in ranged if _grows(r[1], r[2])]
+    if len(growing) != 1:
+        return None
+    total = sum(top["requests"] for _, _, top in ranged) or 1
+    weights = {
+        id(entry): top["requests"] / total * max(0.0, _mean_ms(top) - _mean_ms(base))
+        for entry, base, top in ranged
+    }
+    entry, base, top = growing[0]
+    share = weights[id(entry)] / (sum(weights.values()) or 1.0)
+    return Grown(entry, base, top, share) if share >= CARRIES else None
+
+
+def _tier_deltas(grown: Grown) -> dict[str, float]:
+    """Each tier's own time (self + queue) for this request, heaviest step less lightest."""
+
+    def cost(step: dict, tier: str) -> float | None:
+        t = (step.get("tiers") or {}).get(tier) or {}
+        own = t.get("self_p50_ms")
+        return None if own is None else own + (t.get("queue_p50_ms") or 0.0)
+
+    deltas = {}
+    for tier in grown.top.get("tiers") or {}:
+        a, b = cost(grown.base, tier), cost(grown.top, tier)
+        if a is not None and b is not None:
+            deltas[tier] = b - a
+    return deltas
+
+
+def request_finding(grown: Grown, steps: list[dict], ctx: Context) -> tuple[Finding, str] | None:
+    """The finding for the request that grows, and the tier its time grows in; None when no
+    tier logged this request."""
+    deltas = _tier_deltas(grown)
+    if not deltas:
+        return None
+    tier = max(deltas, key=lambda t: deltas[t])
+    group = process_group(tier, steps, ctx) or tier
+    onset = _onset(grown, steps)
+    evidence = _evidence(grown, tier, deltas)
+    at_once = grown.entry.get("workers")
+    name, top = grown.name, grown.top
+    if (
+        at_once is not None
+        and at_once < ONE_AT_ONCE
+        and grown.entry.get("behaviour") == "synchronous"
+    ):
+        summary = (
+            f"{name}'s throughput stops near {top['throughput_rps']:.0f} req/s from "
+            f"{load_text(onset)} with about {at_once:.1f} served at once, while its time inside "
+            f"{tier} grows and the other requests stay flat: the app serves this request one at "
+            "a time (a lock it takes, a single-threaded section, a row every such request "
+            "updates). Shorten or remove what it holds; more workers or CPU will not help."
+        )
+        return Finding(
+            group, "serialized", onset["users"], evidence,
+            f"{name}: serialized inside {group} (about {at_once:.1f} at once)", summary,
+            rate_of(onset),
+        ), tier  # fmt: skip
+    cause = tier_cause(tier, steps, onset, ctx, None)
+    if cause.resource != "time":
+        cause.evidence = [*evidence, *cause.evidence]
+        return cause, tier
+    summary = (
+        f"{name}'s time inside {tier} grows from {load_text(onset)} while the other requests "
+        "stay flat: what limits the stack lives in this request."
+    )
+    return Finding(
+        group, "time", onset["users"], evidence, f"{name}: its time inside {tier} grows",
+        summary, rate_of(onset),
+    ), tier  # fmt: skip
+
+
+def _onset(grown: Grown, steps: list[dict]) -> dict:
+    """The run's step at which the request's time first grew past the mark."""
+    mark = max(GROWTH_MIN_MS, GROWTH_SHARE * grown.base["p50_ms"])
+    ordered = sorted(grown.entry["steps"], key=lambda s: s["level"])
+    first = next((s for s in ordered if s["p50_ms"] - grown.base["p50_ms"] > mark), grown.top)
+    return next((s for s in steps if s.get("level", s["users"]) == first["level"]), steps[-1])
+
+
+def _evidence(grown: Grown, tier: str, deltas: dict[str, float]) -> list[str]:
+    base, top, entry = grown.base, grown.top, grown.entry
+    growth = top["p50_ms"] - base["p50_ms"]
+    lines = [
+        f"{grown.name} p50 {ms_text(base['p50_ms'])} at {_level(base)} → "
+        f"{ms_text(top['p50_ms'])} at {_level(top)}; it carries {grown.share:.0%} of the "
+        "growth of the mean latency of all requests, while every other request stays flat",
+        f"{grown.name}'s time in {tier} (self + queue) grows by {ms_text(deltas[tier])}, "
+        f"{100 * deltas[tier] / growth:.0f}% of its growth"
+        + "".join(f"; {t} {ms_text(d)}" for t, d in deltas.items() if t != tier),
+    ]
+    if entry.get("workers") is not None:
+        lines.append(
+            f"{grown.name}'s peak throughput × its shortest time ({entry['peak_throughput_rps']:.0f} "
+            f"req/s × {ms_text(entry['min_latency_ms'])}) is {entry['workers']:.2f} served at once "
+            f"(Little's law); its throughput {base['throughput_rps']:.0f} → "
+            f"{top['throughput_rps']:.0f} req/s"
+        )
+    return lines
+
+
+def _level(step: dict) -> str:
+    kind = "users" if step.get("users") else "rate"
+    return load_text({"users": step["users"], "kind": kind, "level": step["level"]})
