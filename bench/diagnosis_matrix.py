@@ -3,8 +3,13 @@
 Draws N scenarios from a seed (python/pinchpoint/demo/matrix/spec.py: the classes in turn,
 each one's truth from a capacity model), starts each stack for real, steps its users with
 short steps, and judges the verdict: resource right, component right, both, and the start
-within one step of the truth; then the same with a CPU hog spinning on a core beside the
-stack (`--neighbour`), where the neighbour must also be reported as a finding of its own.
+within one step of the truth; then the same with a CPU hog of 1, 1.5 or 1.8 cores
+spinning beside the stack (`--neighbour`), where the neighbour must also be reported as a
+finding of its own. Where a heavy hog may leave the host too busy for any verdict, a
+verdict that refuses to name a limit is counted apart ("refused"), not as wrong. As users
+write plans, most plans do not say how many workers the app server has (`workers=none`
+in a scenario's line), and the server reads its pool from flags or a config file
+(`config=flags|file`).
 `--find-knee` also runs each scenario with the knee search and counts the verdicts that
 agree with the full plan's.
 
@@ -25,27 +30,39 @@ from pathlib import Path
 
 from pinchpoint.demo.matrix.run import run_one
 from pinchpoint.demo.matrix.score import Outcome, accuracy_table, confusion, label
-from pinchpoint.demo.matrix.spec import draw
+from pinchpoint.demo.matrix.spec import Spec, draw
 
 
-def _line(o: Outcome, levels: list[int], seconds: float) -> str:
-    mark = "ok " if o.right else "BAD"
+def _line(o: Outcome, spec: Spec, seconds: float) -> str:
+    mark = "ok " if o.right else "REF" if o.refused else "BAD"
     neighbour = f" neighbour={'yes' if o.neighbour_reported else 'no'}"
     neighbour += "" if o.neighbour_ok else " (WRONG)"
+    mode = f"noisy hog={spec.hog_cores:g}" if o.noisy else "quiet"
+    given = f"workers={'plan' if spec.plan_workers else 'none'} config={spec.server_config}"
+    request = f" request={o.request}" if o.truth.request is not None else ""
     return (
-        f"{mark} {o.name:<46} {'noisy' if o.noisy else 'quiet'} truth={label(o.truth.component, o.truth.resource)}"
+        f"{mark} {o.name:<46} {mode} {given} truth={label(o.truth.component, o.truth.resource)}"
         f"@{o.truth.starts_at_users} got={label(o.component, o.resource)}@{o.starts_at_users}"
-        f" start={'ok' if o.start_ok(levels) else 'off'}{neighbour} ({seconds:.0f} s)"
+        f"{request} start={'ok' if o.start_ok(spec.levels()) else 'off'}{neighbour}"
+        f" ({seconds:.0f} s)"
     )
+
+
+def _pct(share: float | None, width: int) -> str:
+    return f"{'—':>{width}} " if share is None else f"{100 * share:>{width}.0f}%"
 
 
 def _print_tables(title: str, outcomes: list[tuple[Outcome, list[int]]]) -> None:
     print(f"\n{title}")
-    print(f"{'class':<20}{'n':>4}{'resource':>10}{'component':>11}{'both':>8}{'start':>8}")
+    print("(resource, component, both and start over the scenarios not refused)")
+    print(
+        f"{'class':<20}{'n':>4}{'refused':>9}{'resource':>10}{'component':>11}{'both':>8}"
+        f"{'start':>8}"
+    )
     for row in accuracy_table(outcomes):
         print(
-            f"{row['class']:<20}{row['n']:>4}{100 * row['resource']:>9.0f}%"
-            f"{100 * row['component']:>10.0f}%{100 * row['right']:>7.0f}%{100 * row['start']:>7.0f}%"
+            f"{row['class']:<20}{row['n']:>4}{row['refused']:>9}{_pct(row['resource'], 9)}"
+            f"{_pct(row['component'], 10)}{_pct(row['right'], 7)}{_pct(row['start'], 7)}"
         )
     healthy = [o for o, _ in outcomes if o.truth.resource is None]
     if healthy:
@@ -109,7 +126,7 @@ def main() -> int:
                         dirs_exist_ok=True,
                     )
                 shutil.rmtree(workdir, ignore_errors=True)
-            print(_line(outcome, spec.levels(), time.monotonic() - began), flush=True)
+            print(_line(outcome, spec, time.monotonic() - began), flush=True)
             if not outcome.right:
                 print(f"    {outcome.headline}", flush=True)
             results[noisy].append((outcome, spec.levels()))
@@ -120,6 +137,8 @@ def main() -> int:
                     "verdict": {
                         "component": outcome.component,
                         "resource": outcome.resource,
+                        "request": outcome.request,
+                        "refused": outcome.refused,
                         "starts_at_users": outcome.starts_at_users,
                         "headline": outcome.headline,
                     },
@@ -127,9 +146,7 @@ def main() -> int:
             )
     for noisy in modes:
         if results[noisy]:
-            _print_tables(
-                "with a CPU hog on a core beside the stack" if noisy else "quiet", results[noisy]
-            )
+            _print_tables("with a CPU hog beside the stack" if noisy else "quiet", results[noisy])
     if agree:
         print(f"\n--find-knee agrees with the full plan: {sum(agree)} of {len(agree)}")
     if args.json is not None:

@@ -83,3 +83,13 @@ def test_fsync_appends_and_syncs_as_asked(tmp_path: Path) -> None:
     assert client.get("/api/fsync").get_json()["kb"] == 64
     for bad in ("kb=0", "kb=1025", "n=17", "n=x"):
         assert client.get(f"/api/fsync?{bad}").status_code == 400
+
+
+@pytest.mark.parametrize("query", ["hold=-1", "hold=1001", "hold=x"])
+def test_checkout_rejects_a_bad_hold(client: FlaskClient, query: str) -> None:
+    assert client.post(f"/api/checkout?{query}").status_code == 400
+
+
+def test_checkout_answers_the_time_it_held_the_lock(client: FlaskClient) -> None:
+    answer = client.post("/api/checkout?hold=5")
+    assert answer.status_code == 200 and answer.get_json() == {"held_ms": 5}

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
+from pinchpoint.demo.matrix.build import as_planned, journey_flow
 from pinchpoint.demo.matrix.score import Outcome, accuracy_table, judge
-from pinchpoint.demo.matrix.spec import CLASSES, FRONTS, SERVERS, Truth, draw
+from pinchpoint.demo.matrix.spec import (
+    CLASSES,
+    FRONTS,
+    SERVERS,
+    Spec,
+    Truth,
+    draw,
+    fair_shares,
+    stack_cores,
+)
+from pinchpoint.demo.plan import stack_plan
+from pinchpoint.plan.model import parse_plan
 
 
 def test_the_same_seed_draws_the_same_scenarios_and_another_seed_others() -> None:
@@ -41,7 +54,7 @@ def test_every_truth_starts_at_a_stepped_level_with_steps_past_it() -> None:
 
 
 def test_a_database_cpu_scenario_fills_its_quota_or_the_cores_before_the_pool() -> None:
-    specs = [s for s in draw(5, 130) if s.cls == "db_cpu"]
+    specs = [s for s in draw(5, 10 * len(CLASSES)) if s.cls == "db_cpu"]
     assert len(specs) == 10
     assert {s.truth.resource for s in specs} == {"cpu", "cpu_quota"}
     for spec in specs:
@@ -51,6 +64,7 @@ def test_a_database_cpu_scenario_fills_its_quota_or_the_cores_before_the_pool() 
         pool_rps = spec.slots / (spec.scan_ms + 1.5)
         if spec.quota is None:
             assert spec.truth.resource == "cpu"
+            assert spec.expected(noisy=True).resource == "cpu"
             assert host_rps <= 0.67 * pool_rps
             # Two cores busy from about two users, whatever the scan's length.
             assert spec.truth.starts_at_users == next(n for n in spec.levels() if n >= 2.05)
@@ -60,6 +74,9 @@ def test_a_database_cpu_scenario_fills_its_quota_or_the_cores_before_the_pool() 
             assert quota_rps <= 0.67 * min(host_rps, pool_rps)
             knee = quota_rps * (spec.scan_ms + 1.5)
             assert spec.truth.starts_at_users == next(n for n in spec.levels() if n >= knee)
+            # The backends get at least quota / 0.67 cores beside the hog.
+            assert spec.quota <= 0.67 * stack_cores(spec.slots, spec.hog_cores)
+            assert spec.expected(noisy=True) == spec.truth
 
 
 def test_a_quota_scenario_limits_below_its_pool_and_the_host() -> None:
@@ -87,7 +104,8 @@ def test_a_verdict_is_judged_on_resource_component_and_start() -> None:
     assert not wrong.right and wrong.component_ok and not wrong.resource_ok
     table = accuracy_table([(outcome, spec.levels()), (wrong, spec.levels())])
     assert table[-1] == {
-        "class": "all", "n": 2, "resource": 0.5, "component": 1.0, "right": 0.5, "start": 1.0
+        "class": "all", "n": 2, "refused": 0, "resource": 0.5, "component": 1.0, "right": 0.5,
+        "start": 1.0,
     }  # fmt: skip
 
 
@@ -99,7 +117,12 @@ def test_a_bottleneck_named_on_a_healthy_scenario_is_a_false_one() -> None:
 
 
 def test_a_noisy_run_must_report_the_neighbour() -> None:
-    spec = next(s for seed in range(7, 17) for s in draw(seed, 44) if s.noisy_truth is not None)
+    spec = next(
+        s
+        for seed in range(7, 17)
+        for s in draw(seed, 44)
+        if s.noisy_truth is not None and s.noisy_truth.resource != s.truth.resource
+    )
     assert spec.expected(noisy=True) != spec.expected(noisy=False)
     v = {"bottleneck": None, "findings": [{"component": "neighbours", "resource": "cpu"}]}
     assert judge(spec, v, noisy=True).neighbour_ok
@@ -107,5 +130,147 @@ def test_a_noisy_run_must_report_the_neighbour() -> None:
     assert not judge(spec, v, noisy=False).neighbour_ok
     assert isinstance(judge(spec, v, noisy=True), Outcome)
     assert spec.expected(noisy=True) == Truth(
-        spec.truth.component, "cpu", spec.truth.starts_at_users
+        spec.truth.component, "cpu", spec.truth.starts_at_users, refusal_ok=spec.hog_cores > 1
     )
+
+
+def _many(count: int = 300) -> list[Spec]:
+    return draw(13, count)
+
+
+def test_the_plan_names_the_pool_size_in_at_most_a_third_of_the_draws() -> None:
+    specs = _many()
+    written = sum(s.plan_workers for s in specs)
+    assert 0 < written <= len(specs) / 3
+    assert [s.plan_workers for s in specs] == [s.plan_workers for s in _many()]
+
+
+def test_a_plan_without_the_pool_size_has_no_workers_key_on_the_app_server() -> None:
+    components = [
+        {"name": "nginx", "role": "proxy", "calls": ["gunicorn"]},
+        {"name": "gunicorn", "role": "app_server", "calls": ["app"], "workers": 4},
+    ]
+    spec = next(s for s in _many() if not s.plan_workers)
+    assert [c.get("workers") for c in as_planned(spec, components)] == [None, None]
+    assert "workers" not in as_planned(spec, components)[1]
+    planned = next(s for s in _many() if s.plan_workers)
+    assert as_planned(planned, components) == components
+
+
+def test_servers_read_their_pool_from_flags_or_from_a_config_file() -> None:
+    specs = _many()
+    for server in SERVERS:
+        assert {s.server_config for s in specs if s.server == server} == {"flags", "file"}
+
+
+def test_the_hog_takes_one_core_or_one_and_a_half_or_more_in_a_share_of_draws() -> None:
+    hogs = Counter(s.hog_cores for s in _many())
+    assert set(hogs) == {1.0, 1.5, 1.8}
+    assert 0.25 <= (hogs[1.5] + hogs[1.8]) / sum(hogs.values()) <= 0.75
+
+
+def test_cores_are_shared_fairly_between_the_hog_and_the_stack() -> None:
+    assert fair_shares([0.5, 1.0, 1.0], 2.0) == [0.5, 0.75, 0.75]
+    assert stack_cores(1, 1.0) == 1.0  # a worker beside a one-core hog keeps its core
+    assert stack_cores(1, 1.5) == 0.75
+    assert math.isclose(stack_cores(3, 1.8), 1.2)  # five busy tasks, 0.4 cores each
+
+
+def test_a_waiting_pool_stays_light_in_what_any_hog_leaves() -> None:
+    specs = [s for s in _many(40 * len(CLASSES)) if s.cls == "pool_wait"]
+    assert {s.hog_cores for s in specs} == {1.0, 1.5, 1.8}
+    for spec in specs:
+        rps = spec.slots / (spec.cpu_ms + spec.wait_ms + 1.5)
+        assert rps * (spec.cpu_ms + 1.0) <= 0.5 * (2 - spec.hog_cores)
+        assert spec.expected(noisy=True) == spec.truth
+
+
+def test_a_computing_worker_beside_any_hog_is_limited_by_the_cpu() -> None:
+    specs = [s for s in _many(40 * len(CLASSES)) if s.cls == "pool_cpu"]
+    for spec in specs:
+        noisy = spec.expected(noisy=True)
+        if spec.wait_ms == 0:
+            assert (noisy.resource, noisy.refusal_ok) == ("cpu", spec.hog_cores > 1)
+        else:  # a waiting worker only beside a hog that leaves it a core
+            assert spec.hog_cores == 1.0 and noisy == spec.truth
+    assert {s.hog_cores for s in specs if s.wait_ms == 0} == {1.0, 1.5, 1.8}
+
+
+def test_a_quota_fills_before_the_cores_a_hog_leaves_the_server() -> None:
+    specs = [s for s in _many(40 * len(CLASSES)) if s.cls == "cpu_quota"]
+    assert {s.hog_cores for s in specs} == {1.0, 1.5, 1.8}
+    for spec in specs:
+        assert spec.quota is not None
+        assert spec.quota <= 0.67 * stack_cores(spec.workers, spec.hog_cores)
+        assert spec.expected(noisy=True) == spec.truth
+
+
+def test_a_refusal_is_allowed_only_beside_a_heavy_hog() -> None:
+    for spec in _many(40 * len(CLASSES)):
+        assert not spec.truth.refusal_ok
+        if spec.expected(noisy=True).refusal_ok:
+            assert spec.hog_cores > 1, spec.name
+
+
+def test_a_journey_serializes_on_its_checkout_from_walk_time_over_hold_users() -> None:
+    specs = [s for s in _many(20 * len(CLASSES)) if s.cls == "journey"]
+    assert len(specs) == 20
+    for spec in specs:
+        checkout = [step for step in spec.journey if step.hold_ms is not None]
+        assert [step.name for step in checkout] == ["checkout"]
+        hold = checkout[0].hold_ms
+        assert hold is not None
+        walk = sum(step.cpu_ms + step.wait_ms + 1.5 for step in spec.journey) + hold
+        knee = walk / hold
+        assert spec.truth == Truth(
+            "uwsgi" if spec.server.startswith("uwsgi") else "gunicorn",
+            "serialized",
+            next(n for n in spec.levels() if n >= knee),
+            request="journey/checkout",
+        )
+        assert spec.slots > spec.levels()[-1]  # a slot for every user: the pool never fills
+        # The CPU at 1000 / hold walks a second stays under half a core.
+        cpu = sum(step.cpu_ms + 1.0 for step in spec.journey)
+        assert cpu / hold <= 0.5
+
+
+def test_a_journey_plan_walks_its_named_requests_in_turn() -> None:
+    spec = next(s for s in _many() if s.cls == "journey")
+    flow = journey_flow(spec)
+    assert flow is not None
+    text = stack_plan("http://127.0.0.1:8080", [], spec.users, 2.0, "/", flow=flow)
+    plan = parse_plan(text)
+    names = [f"journey/{step.name}" for step in spec.journey]
+    assert plan.endpoints() == names
+    assert "journey/checkout" in names and len(names) >= 3
+    checkout = plan.flow[0].step[names.index("journey/checkout")]
+    assert (checkout.method, checkout.path.split("?")[0]) == ("POST", "/api/checkout")
+    assert journey_flow(next(s for s in _many() if s.cls == "pool_wait")) is None
+
+
+def test_a_journey_verdict_must_name_the_request_it_serializes() -> None:
+    spec = next(s for s in _many() if s.cls == "journey")
+    b = {"component": spec.truth.component, "resource": "serialized", "starts_at_users": 3}
+    assert not judge(spec, {"bottleneck": b}, noisy=False).right
+    assert judge(spec, {"bottleneck": {**b, "request": "journey/checkout"}}, False).right
+    fast = next(step.name for step in spec.journey if step.hold_ms is None)
+    assert not judge(spec, {"bottleneck": {**b, "request": f"journey/{fast}"}}, False).right
+
+
+def test_a_refusal_beside_a_heavy_hog_is_counted_apart_and_elsewhere_is_wrong() -> None:
+    specs = _many(40 * len(CLASSES))
+    heavy = next(s for s in specs if s.expected(noisy=True).refusal_ok and s.cls == "host_cpu")
+    busy = {
+        "bottleneck": None,
+        "headline": "No bottleneck of the stack's own: neighbours took the host's CPU.",
+    }
+    generator = {"bottleneck": {"component": "generator", "resource": "cpu"}, "headline": ""}
+    for verdict in (busy, generator):
+        outcome = judge(heavy, verdict, noisy=True)
+        assert outcome.refused and not outcome.right
+    assert not judge(heavy, busy, noisy=False).refused
+    named_wrong = {"bottleneck": {"component": "nginx", "resource": "proxy_limit"}}
+    assert not judge(heavy, named_wrong, noisy=True).refused
+    levels = heavy.levels()
+    table = accuracy_table([(judge(heavy, busy, noisy=True), levels)])
+    assert table[-1]["refused"] == 1 and table[-1]["right"] is None

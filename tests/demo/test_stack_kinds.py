@@ -4,6 +4,8 @@ HAProxy or two nginx in front, nginx's static answer; their logs parse with the 
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,72 @@ def test_haproxy_in_front_of_uwsgi_speaks_http_to_it(tmp_path: Path) -> None:
         wait_for_lines(stack.haproxy_log, 1)
     assert list(components) == ["haproxy", "uwsgi", "app"]
     assert [row.req_id for row in records(components["haproxy"])] == [0]
+
+
+@pytest.mark.timeout(90)
+def test_gunicorn_reads_its_pool_from_a_config_file(tmp_path: Path) -> None:
+    with DemoStack(
+        tmp_path, workers=2, worker_class="gthread", threads=2, server_config="file"
+    ) as stack:
+        took, statuses = concurrently(
+            stack.url, [tagged("/sys_perf_check?wait=500", req) for req in range(4)]
+        )
+        procs = processes_of(stack.gunicorn_pid_file)
+        argv = procs[0].cmdline()
+    assert_all_gone(procs)
+    assert statuses == [200] * 4
+    assert took < 1.3  # two processes of two threads at once
+    assert len(procs) == 3  # the master and two workers
+    config = tmp_path / "gunicorn.conf.py"
+    assert argv[argv.index("-c") + 1] == str(config)
+    assert not {"--workers", "--threads", "--worker-class"} & set(argv)
+    settings: dict = {}
+    exec(config.read_text(), settings)
+    assert (settings["workers"], settings["threads"], settings["worker_class"]) == (
+        2,
+        2,
+        "gthread",
+    )
+
+
+@pytest.mark.timeout(120)
+def test_uwsgi_reads_its_options_from_an_ini_file(tmp_path: Path) -> None:
+    from configparser import ConfigParser
+
+    from pinchpoint.demo.uwsgi import UwsgiStack
+
+    need_uwsgi()
+    with UwsgiStack(tmp_path, workers=2, threads=2, server_config="file") as stack:
+        took, statuses = concurrently(
+            stack.url, [tagged("/sys_perf_check?wait=500", req) for req in range(4)]
+        )
+        procs = processes_of(stack.uwsgi_pid_file)
+        argv = procs[0].cmdline()
+    assert_all_gone(procs)
+    assert statuses == [200] * 4
+    assert took < 1.3
+    assert len(procs) == 3  # the master and two processes
+    ini = tmp_path / "uwsgi.ini"
+    assert argv[1:] == ["--ini", str(ini)]
+    options = ConfigParser(strict=False)
+    options.read(ini)
+    assert options["uwsgi"]["master"] == "true"
+    assert (options["uwsgi"]["processes"], options["uwsgi"]["threads"]) == ("2", "2")
+
+
+@pytest.mark.timeout(90)
+def test_checkouts_pass_one_at_a_time_across_worker_processes(tmp_path: Path) -> None:
+    def checkout(req: int) -> int:
+        return fetch(stack.url + tagged("/api/checkout?hold=300", req), method="POST")[0]
+
+    with DemoStack(tmp_path, workers=3) as stack:
+        started = time.monotonic()
+        with ThreadPoolExecutor(3) as pool:
+            statuses = list(pool.map(checkout, range(3)))
+        took = time.monotonic() - started
+        waits, _ = concurrently(
+            stack.url, [tagged("/sys_perf_check?wait=300", req) for req in range(3, 6)]
+        )
+    assert statuses == [200] * 3
+    assert took >= 0.9  # three holds of 300 ms one after another, though 3 workers are free
+    assert waits < 0.8  # the same workers wait at once on anything else

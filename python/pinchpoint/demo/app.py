@@ -19,7 +19,7 @@ from typing import Any
 from flask import Flask, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from pinchpoint.demo import hot, journey, scan
+from pinchpoint.demo import checkout, hot, journey, scan
 from pinchpoint.demo.env import DB_ENV, PG_DSN_ENV, PROBE_LOG_ENV
 from pinchpoint.probe import ProbeWSGI
 
@@ -43,7 +43,8 @@ def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = 
     """The demo app, its database created and seeded if new, the probe logging to probe_log;
     with pg_dsn, `POST /api/hot` updates a hot row in that PostgreSQL database and
     `GET /api/scan` scans rows of a table there (demo/scan.py). The shop
-    journey's endpoints are in demo/journey.py."""
+    journey's endpoints are in demo/journey.py; `POST /api/checkout`, serialized across
+    the app's processes, in demo/checkout.py."""
     db_path = Path(db_path)
     init_db(db_path)
     app = Flask("pinchpoint.demo")
@@ -102,6 +103,7 @@ def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = 
     hot.register(app, pg_dsn)
     scan.register(app, pg_dsn)
     journey.register(app, db)
+    checkout.register(app, db_path.with_name(checkout.LOCK_FILE))
     return app
 
 

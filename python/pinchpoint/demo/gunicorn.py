@@ -40,6 +40,24 @@ def slots(worker_class: str, workers: int, threads: int) -> int | None:
     return workers * threads if worker_class == "gthread" else workers
 
 
+def _klass(worker_class: str) -> str:
+    return {"sync": "sync", "gthread": "gthread", "uvicorn": UVICORN_WORKER}[worker_class]
+
+
+def pool_config(workers: int, worker_class: str, threads: int) -> str:
+    """A gunicorn.conf.py setting the pool, as a user writes it."""
+    lines = [f"workers = {workers}", f"worker_class = {_klass(worker_class)!r}"]
+    if worker_class == "gthread":
+        lines.append(f"threads = {threads}")
+    return "\n".join(lines) + "\n"
+
+
+def pool_flags(workers: int, worker_class: str, threads: int) -> list[str]:
+    """The command-line flags setting the pool."""
+    flags = ["--workers", str(workers), "--worker-class", _klass(worker_class)]
+    return [*flags, "--threads", str(threads)] if worker_class == "gthread" else flags
+
+
 def gunicorn_argv(
     workdir: Path,
     bind: str,
@@ -47,13 +65,14 @@ def gunicorn_argv(
     worker_class: str,
     threads: int,
     stop_timeout_s: float,
+    config: Path | None = None,
 ) -> list[str]:
-    """The command running gunicorn with the demo app, its files in workdir."""
-    klass = {"sync": "sync", "gthread": "gthread", "uvicorn": UVICORN_WORKER}[worker_class]
+    """The command running gunicorn with the demo app, its files in workdir; the pool set
+    by flags, or by the config file `config` (see pool_config) when given."""
+    pool = ["-c", str(config)] if config is not None else pool_flags(workers, worker_class, threads)
     argv = [
         sys.executable, "-m", "gunicorn",
-        "--workers", str(workers),
-        "--worker-class", klass,
+        *pool,
         "--bind", bind,
         "--access-logfile", str(workdir / "gunicorn-access.log"),
         "--access-logformat", GUNICORN_FORMAT,
@@ -66,8 +85,6 @@ def gunicorn_argv(
         # the first load step does not measure two dozen interpreters importing Flask.
         "--preload",
     ]  # fmt: skip
-    if worker_class == "gthread":
-        argv += ["--threads", str(threads)]
     if gunicorn_has_control_socket():
         # Else every stack of this user would share one socket in ~/.gunicorn.
         argv.append("--no-control-socket")

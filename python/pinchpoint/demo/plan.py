@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 
 def _toml_value(value: Any) -> str:
@@ -66,6 +67,32 @@ def component_lines(components: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+class FlowStep(NamedTuple):
+    """A named request of a flow."""
+
+    name: str
+    path: str
+    method: str = "GET"
+
+
+def request_lines(path: str, method: str) -> list[str]:
+    return ["[[request]]", f"path = {_toml_value(path)}", f"method = {_toml_value(method)}"]
+
+
+def flow_lines(name: str, steps: Sequence[FlowStep]) -> list[str]:
+    """A `[[flow]]` walking `steps` in turn, each a named request (`<name>/<step>`)."""
+    lines = ["[[flow]]", f"name = {_toml_value(name)}"]
+    for step in steps:
+        lines += [
+            "",
+            "[[flow.step]]",
+            f"name = {_toml_value(step.name)}",
+            f"method = {_toml_value(step.method)}",
+            f"path = {_toml_value(step.path)}",
+        ]
+    return lines
+
+
 def stack_plan(
     url: str,
     components: list[dict[str, Any]],
@@ -75,8 +102,10 @@ def stack_plan(
     method: str = "GET",
     sampling_s: float = 1.0,
     think_time_s: float = 0.0,
+    flow: tuple[str, Sequence[FlowStep]] | None = None,
 ) -> str:
-    """A plan stepping `users` (lower, upper, step) on one request of a stack's components."""
+    """A plan stepping `users` (lower, upper, step) on one request of a stack's components,
+    or on a flow (its name and steps) instead when given."""
     lower, upper, step = users
     lines = [
         "[target]",
@@ -94,9 +123,7 @@ def stack_plan(
         "[sampling]",
         f"interval = {_toml_value(f'{sampling_s:g}s')}",
         "",
-        "[[request]]",
-        f"path = {_toml_value(path)}",
-        f"method = {_toml_value(method)}",
+        *(flow_lines(*flow) if flow is not None else request_lines(path, method)),
     ]
     return "\n".join(lines + component_lines(components)) + "\n"
 

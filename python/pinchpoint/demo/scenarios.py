@@ -22,7 +22,7 @@ from pinchpoint.demo.cgroup import CpuQuota
 from pinchpoint.demo.env import PG_DSN_ENV
 from pinchpoint.demo.neighbour import CpuHog, starved_generator
 from pinchpoint.demo.nginx import ProxyOptions
-from pinchpoint.demo.plan import stack_plan
+from pinchpoint.demo.plan import FlowStep, stack_plan
 from pinchpoint.demo.postgres import PostgresCluster, with_database
 from pinchpoint.demo.stack import DemoStack
 from pinchpoint.demo.uwsgi import UwsgiStack
@@ -42,6 +42,8 @@ class Scenario:
     method: str = "GET"
     think_time_s: float = 0.0
     notes: dict[str, Any] = field(default_factory=dict)
+    # A flow's name and its steps, walked instead of the one request at `path`.
+    flow: tuple[str, tuple[FlowStep, ...]] | None = None
 
     def plan(
         self,
@@ -59,6 +61,7 @@ class Scenario:
             method=self.method,
             sampling_s=sampling_s,
             think_time_s=self.think_time_s,
+            flow=self.flow,
         )
 
 

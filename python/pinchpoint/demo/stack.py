@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 import psutil
 
@@ -23,7 +23,7 @@ import pinchpoint
 from pinchpoint.demo import haproxy
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
 from pinchpoint.demo.errors import StackError, StackTerminated
-from pinchpoint.demo.gunicorn import check_worker_class, gunicorn_argv, slots
+from pinchpoint.demo.gunicorn import check_worker_class, gunicorn_argv, pool_config, slots
 
 # Importable from here as before.
 from pinchpoint.demo.gunicorn import (  # noqa: F401
@@ -45,6 +45,7 @@ HOST = "127.0.0.1"
 READY_PATH = "/healthz"
 _TAIL_LINES = 20
 FRONTS = ("nginx", "haproxy", "nginx2")
+SERVER_CONFIGS = ("flags", "file")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class DemoStack:
     on an event loop); the component's `workers` is the requests gunicorn serves at once
     (workers, workers × threads), and absent for uvicorn (see demo/gunicorn.py).
 
+    server_config: "flags" sets the server's pool on its command line; "file" writes it
+    to a config file the server reads (gunicorn's `-c gunicorn.conf.py`), as users
+    configure it either way.
+
     `app_env` adds environment variables for the app (a database's address). Subclasses
     run another application server by overriding server_name, _server_argv, _server_env
     and _server_component.
@@ -99,6 +104,7 @@ class DemoStack:
         front: str = "nginx",
         edge: ProxyOptions | None = None,
         server_netns: tuple[list[str], str] | None = None,
+        server_config: Literal["flags", "file"] = "flags",
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -112,6 +118,11 @@ class DemoStack:
         self.worker_class = worker_class
         self.threads = threads
         self.front = front
+        if server_config not in SERVER_CONFIGS:
+            raise ValueError(
+                f"server_config must be one of {SERVER_CONFIGS}, got {server_config!r}"
+            )
+        self.server_config = server_config
         self.nginx_port, self.gunicorn_port = _ports(nginx_port, gunicorn_port)
         self.inner_port = _other_port(self.nginx_port, self.gunicorn_port)
         self.startup_timeout_s = startup_timeout_s
@@ -314,6 +325,10 @@ class DemoStack:
         return self._app_env()
 
     def _gunicorn_argv(self) -> list[str]:
+        config = None
+        if self.server_config == "file":
+            config = self.workdir / "gunicorn.conf.py"
+            config.write_text(pool_config(self.workers, self.worker_class, self.threads))
         return gunicorn_argv(
             self.workdir,
             f"{self.server_host}:{self.gunicorn_port}",
@@ -321,6 +336,7 @@ class DemoStack:
             self.worker_class,
             self.threads,
             self.stop_timeout_s,
+            config,
         )
 
     def _app_env(self) -> dict[str, str]:

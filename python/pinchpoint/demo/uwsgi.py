@@ -98,7 +98,8 @@ class UwsgiStack(DemoStack):
     but worker_class.
 
     uWSGI logs each request with `--log-micros` to `uwsgi_access_log`, in its default
-    request-line format (the `uwsgi` format preset).
+    request-line format (the `uwsgi` format preset). With server_config="file" the options
+    are in `uwsgi.ini` in workdir and uWSGI runs as `uwsgi --ini uwsgi.ini`.
     """
 
     server_name: ClassVar[str] = "uwsgi"
@@ -136,36 +137,46 @@ class UwsgiStack(DemoStack):
 
     def _server_argv(self) -> list[str]:
         assert self._uwsgi is not None
+        options = self._options()
+        if self.server_config == "file":
+            ini = self.workdir / "uwsgi.ini"
+            ini.write_text(ini_text(options))
+            return [str(self._uwsgi.binary), "--ini", str(ini)]
+        return [str(self._uwsgi.binary), *option_argv(options)]
+
+    def _options(self) -> list[tuple[str, str]]:
+        """uWSGI's options in order, "true" for a flag; the plugins first, as they define
+        the options after them."""
+        assert self._uwsgi is not None
         if self._uwsgi.plugin:
             venv = make_venv(self.workdir / "uwsgi-venv")
             # Debian builds the file logger as a plugin as well.
-            argv = [str(self._uwsgi.binary), "--plugin", "python3,logfile"]
+            plugins = [("plugins", "python3,logfile")]
         else:
-            venv = Path(sys.prefix)
-            argv = [str(self._uwsgi.binary)]
+            venv, plugins = Path(sys.prefix), []
         package_root = Path(pinchpoint.__file__).resolve().parent.parent
         return [
-            *argv,
-            "--master",
-            "--processes", str(self.workers),
-            *self._socket_args(),
-            "--virtualenv", str(venv),
-            "--pythonpath", str(package_root),
-            "--module", APP,
-            "--need-app",
-            "--pidfile", str(self.uwsgi_pid_file),
-            "--die-on-term",
-            "--log-micros",
-            "--req-logger", f"file:{self.uwsgi_access_log}",
-            "--listen", "100",
-        ]  # fmt: skip
+            *plugins,
+            ("master", "true"),
+            ("processes", str(self.workers)),
+            *self._socket_options(),
+            ("virtualenv", str(venv)),
+            ("pythonpath", str(package_root)),
+            ("module", APP),
+            ("need-app", "true"),
+            ("pidfile", str(self.uwsgi_pid_file)),
+            ("die-on-term", "true"),
+            ("log-micros", "true"),
+            ("req-logger", f"file:{self.uwsgi_access_log}"),
+            ("listen", "100"),
+        ]
 
-    def _socket_args(self) -> list[str]:
-        kind = "--socket" if self.proxy.protocol == "uwsgi" else "--http-socket"
-        argv = [kind, f"{HOST}:{self.uwsgi_port}"]
+    def _socket_options(self) -> list[tuple[str, str]]:
+        kind = "socket" if self.proxy.protocol == "uwsgi" else "http-socket"
+        options = [(kind, f"{HOST}:{self.uwsgi_port}")]
         if self.threads > 1:
-            argv += ["--threads", str(self.threads), "--enable-threads"]
-        return argv
+            options += [("threads", str(self.threads)), ("enable-threads", "true")]
+        return options
 
     def _server_logs(self) -> list[Path]:
         return [self.workdir / "uwsgi.out"]
@@ -188,3 +199,16 @@ class UwsgiStack(DemoStack):
             "log": {"path": str(self.uwsgi_access_log), "format": "uwsgi"},
             "process": {"pid_file": str(self.uwsgi_pid_file)},
         }
+
+
+def option_argv(options: list[tuple[str, str]]) -> list[str]:
+    """uWSGI's options as its command line: `--key value`, a flag alone."""
+    argv: list[str] = []
+    for key, value in options:
+        argv += [f"--{key}"] if value == "true" else [f"--{key}", value]
+    return argv
+
+
+def ini_text(options: list[tuple[str, str]]) -> str:
+    """uWSGI's options as an ini file for `uwsgi --ini`."""
+    return "[uwsgi]\n" + "".join(f"{key} = {value}\n" for key, value in options)

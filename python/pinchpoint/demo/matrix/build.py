@@ -1,4 +1,8 @@
-"""Starts the real stack of a drawn scenario, with a CPU hog beside it when asked."""
+"""Starts the real stack of a drawn scenario, with a CPU hog beside it when asked.
+
+The plan's components say what a user's would: the app server's `workers` only when the
+scenario draws it (spec.plan_workers); otherwise the verdict learns the pool itself.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,11 @@ from pinchpoint.demo.blkio import DiskLimit
 from pinchpoint.demo.cgroup import CpuQuota
 from pinchpoint.demo.env import PG_DSN_ENV
 from pinchpoint.demo.hot import COUNTERS_SQL
-from pinchpoint.demo.matrix.spec import Spec
+from pinchpoint.demo.matrix.spec import FLOW, JourneyStep, Spec
 from pinchpoint.demo.neighbour import CpuHog, starved_generator
 from pinchpoint.demo.netns import ShapedLink
 from pinchpoint.demo.nginx import ProxyOptions
+from pinchpoint.demo.plan import FlowStep
 from pinchpoint.demo.postgres import PostgresCluster, with_database
 from pinchpoint.demo.scan import SCAN_SQL, rows_for
 from pinchpoint.demo.scenarios import Scenario
@@ -37,7 +42,32 @@ def _path(spec: Spec, scan_rows: int | None = None) -> tuple[str, str]:
     if spec.fsync_kb is not None:
         return f"/api/fsync?kb={spec.fsync_kb}&n={spec.fsync_n}", "GET"
     size = f"&bytes={spec.response_bytes}" if spec.response_bytes else ""
-    return f"/sys_perf_check?cpu={spec.cpu_ms:.2f}&wait={spec.wait_ms:.2f}{size}", "GET"
+    return _probe(spec.cpu_ms, spec.wait_ms) + size, "GET"
+
+
+def _probe(cpu_ms: float, wait_ms: float) -> str:
+    return f"/sys_perf_check?cpu={cpu_ms:.2f}&wait={wait_ms:.2f}"
+
+
+def _flow_step(step: JourneyStep) -> FlowStep:
+    if step.hold_ms is not None:
+        return FlowStep(step.name, f"/api/checkout?hold={step.hold_ms}", "POST")
+    return FlowStep(step.name, _probe(step.cpu_ms, step.wait_ms))
+
+
+def journey_flow(spec: Spec) -> tuple[str, tuple[FlowStep, ...]] | None:
+    return (FLOW, tuple(_flow_step(s) for s in spec.journey)) if spec.journey else None
+
+
+def as_planned(spec: Spec, components: list[dict]) -> list[dict]:
+    """The components, the app server's `workers` left out unless the spec plans it."""
+    if spec.plan_workers:
+        return components
+    return [_without_workers(c) if c.get("role") == "app_server" else c for c in components]
+
+
+def _without_workers(component: dict) -> dict:
+    return {k: v for k, v in component.items() if k != "workers"}
 
 
 def _stack(
@@ -50,7 +80,7 @@ def _stack(
         proxy = ProxyOptions(maxconn=spec.maxconn)
     elif spec.proxy_workers != 1:
         proxy = ProxyOptions(workers=spec.proxy_workers)
-    options: dict = {"front": spec.front, "app_env": app_env}
+    options: dict = {"front": spec.front, "app_env": app_env, "server_config": spec.server_config}
     if link is not None:
         options["server_netns"] = (link.prefix, link.ns_address)
     if proxy is not None:
@@ -94,15 +124,20 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
         if spec.disk_write_bytes_s:
             disk = stack.enter_context(DiskLimit(spec.disk_write_bytes_s, str(workdir)))
             disk.add(_server_pids(demo))
-        components = demo.components()
+        components = as_planned(spec, demo.components())
         if database is not None:
             components = with_database(components, database)
         if noisy:
-            stack.enter_context(CpuHog(1.0, max_seconds=HOG_MAX_S))
+            stack.enter_context(CpuHog(spec.hog_cores, max_seconds=HOG_MAX_S))
         if spec.starved:
             stack.enter_context(starved_generator(max_seconds=HOG_MAX_S))
         path, method = _path(spec, scan_rows)
         with contextlib.nullcontext():
             yield Scenario(
-                demo.url, components, path, method=method, think_time_s=spec.think_ms / 1000
+                demo.url,
+                components,
+                path,
+                method=method,
+                think_time_s=spec.think_ms / 1000,
+                flow=journey_flow(spec),
             )

@@ -10,6 +10,16 @@ bottleneck. A draw whose two smallest capacities are too close to tell apart, or
 knee falls outside the users stepped, is drawn again: no scenario is ambiguous by design.
 In closed loop with no think time, N users keep N requests in flight, so a resource of
 capacity X saturates from N = X × (time of a request at no load).
+
+A scenario is written as users write theirs: the plan names the app server's pool size
+(`workers`) in only a share of the draws, and the server reads its pool from its command
+line or from a config file (gunicorn's `-c gunicorn.conf.py`, `uwsgi --ini`).
+
+Beside the stack, the noisy runs start a CPU hog of 1, 1.5 or 1.8 cores, drawn per
+scenario. The model shares the cores fairly among the busy tasks (the hog's and the
+stack's, each at most one core), as the scheduler does. Where a heavy hog leaves the
+stack less CPU than its limit needs, the truth says so (`refusal_ok`): the host may be
+too busy for any verdict, and one that refuses to name a limit is counted apart.
 """
 
 from __future__ import annotations
@@ -46,9 +56,20 @@ CLASSES = (
     "generator",
     "starved_generator",
     "healthy",
+    "journey",
 )
 SERVERS = ("gunicorn-sync", "gunicorn-gthread", "uwsgi-processes", "uwsgi-threads")
 FRONTS = ("nginx", "haproxy", "nginx2")
+# The share of the draws whose plan names the app server's pool size: users seldom do.
+PLAN_WORKERS_SHARE = 0.25
+SERVER_CONFIGS: tuple[Literal["flags", "file"], ...] = ("flags", "file")
+# The noisy runs' CPU hog, in cores, and how often each is drawn.
+HOG_CORES = (1.0, 1.5, 1.8)
+HOG_WEIGHTS = (2, 1, 1)
+# The journey class's flow, its steps named from these, and the one that serializes.
+FLOW = "journey"
+FAST_STEPS = ("home", "search", "item", "cart")
+CHECKOUT = "checkout"
 
 
 @dataclass(frozen=True)
@@ -58,6 +79,21 @@ class Truth:
     component: str | None
     resource: str | None
     starts_at_users: int | None
+    # The named request the limit is on, when it holds up one request of several.
+    request: str | None = None
+    # A heavy hog may leave the host too busy for any verdict: a refusal is no error.
+    refusal_ok: bool = False
+
+
+@dataclass(frozen=True)
+class JourneyStep:
+    """A named request of a journey: the probe's CPU and wait, or the checkout's lock held
+    hold_ms."""
+
+    name: str
+    cpu_ms: float = 0.0
+    wait_ms: float = 0.0
+    hold_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +133,14 @@ class Spec:
     truth: Truth = field(default_factory=lambda: Truth(None, None, None))
     # With a CPU hog outside the stack: its own truth where the hog changes the answer.
     noisy_truth: Truth | None = None
+    # The noisy runs' hog, in cores.
+    hog_cores: float = 1.0
+    # Whether the plan names the app server's pool size (`workers`).
+    plan_workers: bool = True
+    # The server's pool set on its command line, or in a config file it reads.
+    server_config: Literal["flags", "file"] = "flags"
+    # The journey class's walk, in order (empty for the one request of other classes).
+    journey: tuple[JourneyStep, ...] = ()
 
     @property
     def slots(self) -> int:
@@ -150,9 +194,57 @@ def _server(rng: random.Random, slots: int, processes_at_least: int = 1) -> tupl
     return "gunicorn-sync", slots, 1
 
 
+def _cpu_at(rps: float, cpu_ms: float) -> float:
+    """The stack's cores at `rps` requests/s of `cpu_ms` each."""
+    return rps * (cpu_ms + OVERHEAD_CPU_MS) / 1000
+
+
 def _light(rps: float, cpu_ms: float, cores: float) -> bool:
     """The stack's CPU at `rps` stays under half of `cores`."""
-    return rps * (cpu_ms + OVERHEAD_CPU_MS) / 1000 <= HEALTHY_SHARE * cores
+    return _cpu_at(rps, cpu_ms) <= HEALTHY_SHARE * cores
+
+
+def hog_duties(cores: float) -> list[float]:
+    """The hog's processes, each's share of a core (as demo/neighbour.py's CpuHog runs)."""
+    whole = math.floor(cores)
+    return [1.0] * whole + ([cores - whole] if cores > whole else [])
+
+
+def fair_shares(demands: list[float], cores: float) -> list[float]:
+    """Each task's cores when `cores` are shared max-min fairly: a task gets what it asks,
+    up to an equal share of what the tasks asking less left."""
+    shares = [0.0] * len(demands)
+    left = cores
+    by_demand = sorted(range(len(demands)), key=lambda i: demands[i])
+    for k, i in enumerate(by_demand):
+        shares[i] = min(demands[i], left / (len(demands) - k))
+        left -= shares[i]
+    return shares
+
+
+def stack_cores(tasks: int, hog: float) -> float:
+    """The cores `tasks` busy processes of the stack (each at most one core) get beside
+    a hog of `hog` cores."""
+    duties = hog_duties(hog)
+    return sum(fair_shares([*duties, *[1.0] * tasks], CORES)[len(duties) :])
+
+
+def _heavy(hog: float) -> bool:
+    return hog > 1.0
+
+
+def _calm(truth: Truth, stack_cpu: float, hog: float) -> Truth | None:
+    """The noisy truth of a limit that is not the CPU: the same, but a refusal is no error
+    where the stack's CPU at its limit exceeds half of what a heavy hog leaves."""
+    if _heavy(hog) and stack_cpu > HEALTHY_SHARE * (CORES - hog):
+        return replace(truth, refusal_ok=True)
+    return None
+
+
+def _cpu_start(levels: list[int], knee: float, tasks: int, hog: float) -> int:
+    """Where the host's CPU fills beside the hog: a one-core hog leaves it at the quiet
+    knee (as measured); a heavier one moves it with the cores the stack gets."""
+    return first_level(levels, knee * stack_cores(tasks, hog) / stack_cores(tasks, 1.0))
 
 
 def _separated(smallest: float, others: list[float]) -> bool:
@@ -164,29 +256,43 @@ def _named(spec: Spec, index: int) -> Spec:
 
 
 def draw(seed: int, count: int) -> list[Spec]:
-    """`count` scenarios from `seed`, the classes in turn, each drawn until unambiguous."""
+    """`count` scenarios from `seed`, the classes in turn, each drawn until unambiguous
+    on a quiet host and beside its hog."""
     rng = random.Random(seed)
     specs = []
     for index in range(count):
         cls = CLASSES[index % len(CLASSES)]
-        for _ in range(1000):
-            spec = DRAWERS[cls](rng)
-            if spec is not None:
-                specs.append(_named(spec, index))
-                break
-        else:  # pragma: no cover - the drawers' ranges always admit a draw
-            raise RuntimeError(f"no unambiguous {cls} scenario drawn")
+        hog = rng.choices(HOG_CORES, weights=HOG_WEIGHTS)[0]
+        spec = _unambiguous(cls, rng, hog)
+        specs.append(_named(_as_users_write(spec, rng), index))
     return specs
 
 
-def _pool_wait(rng: random.Random) -> Spec | None:
+def _unambiguous(cls: str, rng: random.Random, hog: float) -> Spec:
+    for _ in range(1000):
+        spec = DRAWERS[cls](rng, hog)
+        if spec is not None:
+            return replace(spec, hog_cores=hog)
+    raise RuntimeError(f"no unambiguous {cls} scenario drawn")  # pragma: no cover
+
+
+def _as_users_write(spec: Spec, rng: random.Random) -> Spec:
+    """The plan naming the pool or not; the server's pool on its command line or in a file."""
+    return replace(
+        spec,
+        plan_workers=rng.random() < PLAN_WORKERS_SHARE,
+        server_config=rng.choice(SERVER_CONFIGS),
+    )
+
+
+def _pool_wait(rng: random.Random, hog: float) -> Spec | None:
     slots = rng.randint(1, 8)
     server, workers, threads = _server(rng, slots)
     cpu, wait = rng.uniform(0.2, 1.0), rng.uniform(8, 30)
     service = cpu + wait + OVERHEAD_MS
     rps = slots / service * 1000
-    # Light enough that a neighbour taking a core changes nothing.
-    if not _light(rps, cpu, CORES - 1):
+    # Light enough that the cores the hog takes change nothing.
+    if not _light(rps, cpu, CORES - hog):
         return None
     users = steps_for(slots, rng)
     start = first_level(_levels(users), slots)
@@ -195,10 +301,11 @@ def _pool_wait(rng: random.Random) -> Spec | None:
                 users=users, truth=truth)  # fmt: skip
 
 
-def _pool_cpu(rng: random.Random) -> Spec | None:
+def _pool_cpu(rng: random.Random, hog: float) -> Spec | None:
     """One worker process that computes (pure CPU) or mostly waits (mixed) on a 2-core host:
-    the pool is too small while a core idles. With a neighbour on the other core, a
-    computing worker has no idle core left: then the CPU is the limit."""
+    the pool is too small while a core idles. With a hog of a core or more beside it, a
+    computing worker has no idle core left: then the CPU is the limit; a waiting one stays
+    the pool where the hog leaves it twice the CPU it needs."""
     server = rng.choice(
         (
             "gunicorn-sync",
@@ -214,14 +321,20 @@ def _pool_cpu(rng: random.Random) -> Spec | None:
     wait = 0.0 if pure else rng.uniform(2.0, 3.0) * cpu
     users = steps_for(threads, rng)
     truth = Truth(server_name(server), "worker_pool", first_level(_levels(users), threads))
-    noisy = Truth(truth.component, "cpu", truth.starts_at_users) if pure else None
-    if not pure and threads > 1:
-        return None  # threads of one process waiting on a GIL: neither clearly
+    noisy: Truth | None = Truth(
+        truth.component, "cpu", truth.starts_at_users, refusal_ok=_heavy(hog)
+    )
+    if not pure:
+        if threads > 1:
+            return None  # threads of one process waiting on a GIL: neither clearly
+        if not _light(1000 / (cpu + wait + OVERHEAD_MS), cpu, CORES - hog):
+            return None
+        noisy = None
     return Spec("", "pool_cpu", server, rng.choice(FRONTS), 1, threads, cpu, wait,
                 users=users, truth=truth, noisy_truth=noisy)  # fmt: skip
 
 
-def _host_cpu(rng: random.Random) -> Spec | None:
+def _host_cpu(rng: random.Random, hog: float) -> Spec | None:
     cpu, wait = rng.uniform(3, 8), 0.0
     if rng.random() < 0.4:
         wait = rng.uniform(0.5, 1.0) * cpu
@@ -237,11 +350,15 @@ def _host_cpu(rng: random.Random) -> Spec | None:
     knee = host_rps * (cpu + wait + OVERHEAD_MS) / 1000
     users = steps_for(knee, rng)
     truth = Truth(server_name(server), "cpu", first_level(_levels(users), knee))
+    start = _cpu_start(_levels(users), knee, processes, hog)
+    noisy = Truth(truth.component, "cpu", start, refusal_ok=_heavy(hog))
     return Spec("", "host_cpu", server, rng.choice(FRONTS), processes, threads, cpu, wait,
-                users=users, truth=truth)  # fmt: skip
+                users=users, truth=truth, noisy_truth=noisy)  # fmt: skip
 
 
-def _cpu_quota(rng: random.Random) -> Spec | None:
+def _cpu_quota(rng: random.Random, hog: float) -> Spec | None:
+    """The app server's processes in a cgroup allowed `quota` cores, which they fill before
+    their pool and the host, and before the share of the cores a hog leaves them."""
     server = rng.choice(SERVERS)
     small = rng.random() < 0.5
     slots = rng.randint(2, 3) if small else rng.randint(6, 10)
@@ -253,6 +370,8 @@ def _cpu_quota(rng: random.Random) -> Spec | None:
     pool_rps = workers * threads / (cpu + wait + OVERHEAD_MS) * 1000
     if not _separated(quota_rps, [pool_rps, CORES / (cpu + OVERHEAD_CPU_MS) * 1000]):
         return None
+    if quota > MARGIN * stack_cores(workers, hog):
+        return None
     knee = quota_rps * (cpu + wait + OVERHEAD_MS) / 1000
     users = steps_for(knee, rng)
     truth = Truth(server_name(server), "cpu_quota", first_level(_levels(users), knee))
@@ -260,7 +379,7 @@ def _cpu_quota(rng: random.Random) -> Spec | None:
                 quota=quota, users=users, truth=truth)  # fmt: skip
 
 
-def _db_lock(rng: random.Random) -> Spec | None:
+def _db_lock(rng: random.Random, hog: float) -> Spec | None:
     hold = rng.randint(3, 10)
     server = rng.choice(("gunicorn-sync", "gunicorn-gthread"))
     slots = rng.randint(4, 10)
@@ -274,14 +393,16 @@ def _db_lock(rng: random.Random) -> Spec | None:
     users = steps_for(max(knee, 2), rng)
     truth = Truth("postgres", "db_lock", first_level(_levels(users), knee))
     return Spec("", "db_lock", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
-                hold_ms=hold, users=users, truth=truth)  # fmt: skip
+                hold_ms=hold, users=users, truth=truth,
+                noisy_truth=_calm(truth, _cpu_at(lock_rps, 0.0), hog))  # fmt: skip
 
 
-def _db_cpu(rng: random.Random) -> Spec | None:
+def _db_cpu(rng: random.Random, hog: float) -> Spec | None:
     """Each request waits on a query that PostgreSQL computes for scan ms (a scan of rows in
     shared buffers): the database's backends fill the host's cores while the app's
     workers, more than the cores, only wait. In a third of the draws the database runs in a
-    cgroup with a CPU quota (a container's CPU limit) that it fills first."""
+    cgroup with a CPU quota (a container's CPU limit) that it fills first, beside a hog
+    too. Each of the app's threads has its backend."""
     scan = rng.uniform(3, 10)
     server, workers, threads = _server(rng, rng.randint(4, 10))
     # Under a core, so that beside a CPU hog it is still the quota that fills first.
@@ -293,35 +414,46 @@ def _db_cpu(rng: random.Random) -> Spec | None:
         limit, resource, others = quota / scan * 1000, "cpu_quota", [pool_rps, host_rps]
     if not _separated(limit, others):
         return None
+    backends = workers * threads
+    if quota is not None and quota > MARGIN * stack_cores(backends, hog):
+        return None
     knee = limit * (scan + OVERHEAD_MS) / 1000
     users = steps_for(knee, rng)
     truth = Truth("postgres", resource, first_level(_levels(users), knee))
+    noisy = None
+    if quota is None:
+        start = _cpu_start(_levels(users), knee, backends, hog)
+        noisy = Truth("postgres", "cpu", start, refusal_ok=_heavy(hog))
     return Spec("", "db_cpu", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
                 quota=quota, quota_on="database", scan_ms=scan, users=users,
-                truth=truth)  # fmt: skip
+                truth=truth, noisy_truth=noisy)  # fmt: skip
 
 
-def _proxy_limit(rng: random.Random) -> Spec | None:
+def _proxy_limit(rng: random.Random, hog: float) -> Spec | None:
     limit = rng.randint(1, 3)
     wait = rng.uniform(8, 20)
     users = steps_for(limit + 1, rng)
     truth = Truth("nginx", "proxy_limit", first_level(_levels(users), limit + 1))
+    rps = limit / (0.5 + wait + OVERHEAD_MS) * 1000
     return Spec("", "proxy_limit", "gunicorn-sync", "nginx", 8, 1, 0.5, wait, limit_conn=limit,
-                think_ms=5.0, users=users, truth=truth)  # fmt: skip
+                think_ms=5.0, users=users, truth=truth,
+                noisy_truth=_calm(truth, _cpu_at(rps, 0.5), hog))  # fmt: skip
 
 
-def _proxy_queue(rng: random.Random) -> Spec | None:
+def _proxy_queue(rng: random.Random, hog: float) -> Spec | None:
     """HAProxy sends the server at most `maxconn` requests at once and queues the rest,
     while the server behind it has workers to spare."""
     maxconn = rng.randint(1, 3)
     wait = rng.uniform(8, 20)
     users = steps_for(maxconn + 1, rng)
     truth = Truth("haproxy", "proxy_limit", first_level(_levels(users), maxconn + 1))
+    rps = maxconn / (0.5 + wait + OVERHEAD_MS) * 1000
     return Spec("", "proxy_queue", rng.choice(("gunicorn-sync", "uwsgi-processes")), "haproxy",
-                8, 1, 0.5, wait, maxconn=maxconn, users=users, truth=truth)  # fmt: skip
+                8, 1, 0.5, wait, maxconn=maxconn, users=users, truth=truth,
+                noisy_truth=_calm(truth, _cpu_at(rps, 0.5), hog))  # fmt: skip
 
 
-def _disk(rng: random.Random) -> Spec | None:
+def _disk(rng: random.Random, hog: float) -> Spec | None:
     """The server's cgroup may write so many bytes/s (blkio throttle); each request appends
     and fsyncs kb KiB; users think between requests, so the limit fills past the first."""
     limit = rng.randint(1, 4) * 1024 * 1024
@@ -334,11 +466,11 @@ def _disk(rng: random.Random) -> Spec | None:
     users = steps_for(knee, rng, most=12)
     truth = Truth(server_name("gunicorn-sync"), "disk", first_level(_levels(users), knee))
     return Spec("", "disk", "gunicorn-sync", rng.choice(FRONTS), 8, 1, 0.0, 0.0, fsync_kb=kb,
-                fsync_n=1, disk_write_bytes_s=limit, think_ms=think, users=users,
-                truth=truth)  # fmt: skip
+                fsync_n=1, disk_write_bytes_s=limit, think_ms=think, users=users, truth=truth,
+                noisy_truth=_calm(truth, _cpu_at(1000 / write_ms, 0.0), hog))  # fmt: skip
 
 
-def _bandwidth(rng: random.Random) -> Spec | None:
+def _bandwidth(rng: random.Random, hog: float) -> Spec | None:
     """The server in a network namespace behind a link shaped to a few Mbit/s; responses
     large enough that the link fills before anything else."""
     rate = rng.randint(1_000_000, 4_000_000)
@@ -352,12 +484,13 @@ def _bandwidth(rng: random.Random) -> Spec | None:
     users = steps_for(knee, rng, most=12)
     truth = Truth("network", "bandwidth", first_level(_levels(users), knee))
     return Spec("", "bandwidth", "gunicorn-sync", "nginx", 16, 1, 0.2, wait, link_bytes_s=rate,
-                response_bytes=size, users=users, truth=truth)  # fmt: skip
+                response_bytes=size, users=users, truth=truth,
+                noisy_truth=_calm(truth, _cpu_at(link_rps, 0.2), hog))  # fmt: skip
 
 
-def _generator(rng: random.Random) -> Spec | None:
+def _generator(rng: random.Random, hog: float) -> Spec | None:
     """nginx answering a static page by itself with a worker per core: the generator's host
-    saturates first, whatever the speed of its cores."""
+    saturates first, whatever the speed of its cores, and sooner beside a hog."""
     upper = rng.choice((16, 24, 32))
     users = (4, upper, (upper - 4) // 4)
     truth = Truth("generator", "cpu", 4)
@@ -365,7 +498,7 @@ def _generator(rng: random.Random) -> Spec | None:
                 proxy_workers="auto", users=users, truth=truth)  # fmt: skip
 
 
-def _starved_generator(rng: random.Random) -> Spec | None:
+def _starved_generator(rng: random.Random, hog: float) -> Spec | None:
     """nginx's static page loaded by a generator pinned to one core that two spinning
     processes share: it cannot send or read as fast as nginx answers."""
     users = (1, rng.choice((7, 9, 13)), 0)
@@ -375,7 +508,7 @@ def _starved_generator(rng: random.Random) -> Spec | None:
                 truth=Truth("generator", "cpu", 1))  # fmt: skip
 
 
-def _healthy(rng: random.Random) -> Spec | None:
+def _healthy(rng: random.Random, hog: float) -> Spec | None:
     slots = rng.randint(8, 16)
     server, workers, threads = _server(rng, slots, processes_at_least=2)
     cpu, wait = rng.uniform(0.2, 0.5), rng.uniform(10, 40)
@@ -385,8 +518,36 @@ def _healthy(rng: random.Random) -> Spec | None:
         return None
     step = max(1, (upper - 1) // 3)
     users = (1, 1 + step * ((upper - 1) // step), step)
+    quiet = Truth(None, None, None)
     return Spec("", "healthy", server, rng.choice(FRONTS), workers, threads, cpu, wait,
-                users=users)  # fmt: skip
+                users=users, truth=quiet, noisy_truth=_calm(quiet, _cpu_at(rps, cpu), hog))  # fmt: skip
+
+
+def _journey(rng: random.Random, hog: float) -> Spec | None:
+    """Users walk a few named requests in turn; one, the checkout, holds a lock across the
+    app's processes for hold ms while the others stay fast. The checkouts pass one at a
+    time, so the walks saturate at 1000 / hold a second, from N = (time of a walk at no
+    load) / hold users; the pool has a slot for every user and the CPU stays light."""
+    hold = rng.randint(6, 20)
+    fast = [
+        JourneyStep(name, round(rng.uniform(0.2, 0.8), 2), round(rng.uniform(3, 15), 2))
+        for name in rng.sample(FAST_STEPS, rng.randint(2, 3))
+    ]
+    steps = [*fast]
+    steps.insert(rng.randint(0, len(fast)), JourneyStep(CHECKOUT, hold_ms=hold))
+    walk_ms = sum(s.cpu_ms + s.wait_ms for s in fast) + hold + len(steps) * OVERHEAD_MS
+    knee = walk_ms / hold
+    # The stack's cores when the checkouts pass 1000 / hold a second.
+    cores = (sum(s.cpu_ms for s in fast) + len(steps) * OVERHEAD_CPU_MS) / hold
+    if not 2 <= knee <= 5 or cores > HEALTHY_SHARE * (CORES - 1):
+        return None
+    users = steps_for(knee, rng)
+    server, workers, threads = _server(rng, rng.randint(users[1] + 1, max(users[1] + 1, 16)))
+    truth = Truth(server_name(server), "serialized", first_level(_levels(users), knee),
+                  request=f"{FLOW}/{CHECKOUT}")  # fmt: skip
+    return Spec("", "journey", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
+                users=users, truth=truth, journey=tuple(steps),
+                noisy_truth=_calm(truth, cores, hog))  # fmt: skip
 
 
 def server_name(server: str) -> str:
@@ -412,4 +573,5 @@ DRAWERS = {
     "generator": _generator,
     "starved_generator": _starved_generator,
     "healthy": _healthy,
+    "journey": _journey,
 }
