@@ -36,3 +36,12 @@ def test_a_scalability_fit_with_a_low_r_squared_is_not_read_as_a_prediction() ->
            "r_squared": 0.34, "lambda": 100.0, "rms_relative_error": 0.2}  # fmt: skip
     lines = curve({"scalability": usl, "steps": []})
     assert lines == ["Scalability (USL): the law does not fit these steps (R² 0.34); no prediction"]
+
+
+def test_a_knee_at_one_user_asks_for_an_arrival_rate_not_fewer_users() -> None:
+    steps = [_step(u, rps) for u, rps in ((1, 196.0), (3, 199.0), (5, 197.0), (7, 198.0))]
+    result = _curve(steps)
+    lines = curve({**result, "steps": steps})
+    assert lines[0].startswith("Knee at or below 1 user, the lowest load tested")
+    assert "start lower" not in lines[0]
+    assert "an arrival rate below" in lines[0] and "open-loop" in lines[0]

@@ -153,10 +153,11 @@ def cpu_lines(
     if host.busy is None:
         return []
     at_onset = host_use(onset, ctx).busy or 0.0
+    heavier = "" if onset is top else f", {host.busy:.2f} at {load_text(top)}"
     lines = [
-        f"host CPU {at_onset:.2f} of {ctx.cpu_count} cores at {load_text(onset)}, "
-        f"{host.busy:.2f} at {load_text(top)}: the stack {host.stack:.2f}, the generator "
-        f"{host.generator:.2f}, other processes {host.neighbours:.2f}"
+        f"host CPU {at_onset:.2f} of {ctx.cpu_count} cores at {load_text(onset)}{heavier}: the "
+        f"stack {host.stack:.2f}, the generator {host.generator:.2f}, other processes "
+        f"{host.neighbours:.2f}"
     ]
     at_base = resource_of(steps[0], "host", "cpu_pressure")
     pressure = resource_of(top, "host", "cpu_pressure")

@@ -29,6 +29,8 @@ SCALING_LOAD = 2.0
 SCALING_SHARE = 0.5
 # Tiers whose own time grew by this share of the latency's growth are findings too.
 OTHER_TIER_SHARE = 0.1
+# A tier named for its time alone must explain at least this share of the growth.
+EXPLAINS = 0.25
 # How much a finding with no saturated resource behind it counts, against 1 for one with.
 WEAK_EVIDENCE = 0.3
 # A neighbour's finding follows the others with this confidence.
@@ -84,6 +86,20 @@ def _stopped_scaling(step: dict, base: dict) -> float:
 
 def _mean(step: dict) -> float | None:
     return step.get("latency_mean_ms")
+
+
+def measure(base: dict, top: dict) -> tuple[str, float, float]:
+    """The latency that grew most from base to top, in words and numbers: the median, or
+    the mean where a tail grew under a flat median (users ÷ throughput, Little's law)."""
+    a, b = _mean(base), _mean(top)
+    if a is not None and b is not None and b - a > _p50(top) - _p50(base):
+        return "mean", a, b
+    return "p50", _p50(base), _p50(top)
+
+
+def _grown_text(base: dict, top: dict) -> str:
+    label, a, b = measure(base, top)
+    return f"{label} {_fmt(a)} → {_fmt(b)}"
 
 
 _fmt = ms_text
@@ -146,7 +162,7 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             deltas[tier] = b - a
     if not deltas:
         headline = (
-            f"Latency grows from {load_text(onset)} ({_fmt(_p50(base))} → {_fmt(_p50(top))}), "
+            f"Latency grows from {load_text(onset)} ({_grown_text(base, top)}), "
             "but no tier logged records for this run: the growth cannot be attributed."
         )
         return {
@@ -161,7 +177,7 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
     ranked = sorted(deltas, key=lambda t: deltas[t], reverse=True)
     found: list[tuple[dict, str, float]] = []
     for i, tier in enumerate(ranked):
-        if i and deltas[tier] < OTHER_TIER_SHARE * growth:
+        if i and (deltas[tier] <= 0 or deltas[tier] < OTHER_TIER_SHARE * growth):
             break
         bottleneck, name = _tier_finding(
             tier, usable, ctx, deltas, growth, threshold, estimate, found
@@ -169,6 +185,14 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
         strength = WEAK_EVIDENCE if bottleneck["resource"] == "time" else 1.0
         attribution = min(1.0, max(0.0, deltas[tier] / growth)) if growth > 0 else 0.0
         found.append((bottleneck, name, 0.5 * attribution + 0.5 * strength))
+    if _unexplained(found[0][0], deltas[ranked[0]], growth, threshold, base, top):
+        return {
+            "bottleneck": None,
+            "headline": _unexplained_headline(onset, base, top, ranked[0], deltas[ranked[0]]),
+            "generator": generator,
+            "unattributed": True,
+            "findings": _ranked([*extra, *found]),
+        }
     if neighbour is not None and _neighbour_explains(found, usable, onset, ctx):
         return {
             "bottleneck": None,
@@ -177,6 +201,28 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             "findings": _ranked([*extra, *found]),
         }
     return _verdict([*found, *extra], generator, usable)
+
+
+def _unexplained(
+    first: dict, delta: float, growth: float, threshold: float, base: dict, top: dict
+) -> bool:
+    """Whether the tier that grew most, with no resource behind it, explains too little of
+    the growth to be named: under EXPLAINS of the median's growth, or, where only the mean
+    grew (a tail), no more than the threshold at its median."""
+    if first["resource"] != "time":
+        return False
+    if measure(base, top)[0] == "mean":
+        return delta <= threshold
+    return delta < EXPLAINS * growth
+
+
+def _unexplained_headline(onset: dict, base: dict, top: dict, tier: str, delta: float) -> str:
+    return (
+        f"Latency grows from {load_text(onset)} ({_grown_text(base, top)}), but no tier's own "
+        f"time explains it (the most, {tier}, grew {_fmt(delta)}): the time goes where no tier "
+        "logs it (the network, the client, a tier without records), or to a few requests "
+        "(see the requests' table)."
+    )
 
 
 def _one_request(steps: list[dict], ctx: Context) -> tuple[dict, str, float] | None:
@@ -225,8 +271,8 @@ def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> s
     base, top = steps[0], steps[-1]
     return (
         f"No bottleneck of the stack's own from {load_text(base).split()[0]} to "
-        f"{load_text(top)}: latency grows from {load_text(onset)} (p50 {_fmt(_p50(base))} → "
-        f"{_fmt(_p50(top))}) with no resource of the stack saturated, while "
+        f"{load_text(top)}: latency grows from {load_text(onset)} ({_grown_text(base, top)}) "
+        "with no resource of the stack saturated, while "
         f"{neighbour.name} took the host's CPU: its tiers waited for a core."
     )
 
@@ -256,13 +302,7 @@ def _tier_finding(
         ),
         usable[-1],
     )
-    growth_lines = [
-        f"client p50 latency grows from {_fmt(_p50(base))} at {load_text(base)} "
-        f"to {_fmt(_p50(top))} at {load_text(top)}",
-        f"{tier}'s own time (self + queue) grows by {_fmt(deltas[tier])}, "
-        f"{_share(deltas[tier], growth)} of the growth; "
-        + ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier),
-    ]
+    growth_lines = _growth_lines(tier, base, top, deltas, growth)
     cause = tier_cause(tier, usable, tier_onset, ctx, estimate)
     if any(_same(_finding_dict(cause), f[0]) for f in found):
         group = process_group(tier, usable, ctx)
@@ -271,6 +311,24 @@ def _tier_finding(
         ) or own_time(tier, group, usable, tier_onset, ctx)
     cause.evidence = [*growth_lines, *cause.evidence]
     return _finding_dict(cause), cause.name
+
+
+def _growth_lines(
+    tier: str, base: dict, top: dict, deltas: dict[str, float], growth: float
+) -> list[str]:
+    """The latency's growth and the tier's part of it. Tier times are medians: they carry a
+    share of the median's growth, not of a mean a tail of slow requests made grow."""
+    label, a, b = measure(base, top)
+    own = deltas[tier]
+    grew = f"grows by {_fmt(own)}" if own > 0 else f"does not grow ({_fmt(own)})"
+    part = f", {_share(own, growth)} of the growth" if label == "p50" and own > 0 else ""
+    where = " at the median" if label == "mean" else ""
+    others = ", ".join(f"{t} {_fmt(d)}" for t, d in deltas.items() if t != tier)
+    return [
+        f"client {label} latency grows from {_fmt(a)} at {load_text(base)} to {_fmt(b)} at "
+        f"{load_text(top)}",
+        f"{tier}'s own time (self + queue){where} {grew}{part}" + (f"; {others}" if others else ""),
+    ]
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -316,10 +374,7 @@ def _verdict(found: list[tuple[dict, str, float]], generator: dict, steps: list[
     if bottleneck["starts_at_users"] == lowest["users"] and lowest.get("kind", "users") == "users":
         # Saturated already at the lightest load: where it begins lies below what was tested.
         bottleneck["at_lowest_load"] = True
-        headline = (
-            f"Bottleneck: {name} at or below {start_text(bottleneck)}, the lowest load tested: "
-            "start lower to see where it begins"
-        )
+        headline = f"Bottleneck: {name} at or below {start_text(bottleneck)}, " + _lower(lowest)
     else:
         headline = f"Bottleneck: {name} from {start_text(bottleneck)}"
     findings[0] = {**findings[0], **{k: v for k, v in bottleneck.items() if k == "at_lowest_load"}}
@@ -329,6 +384,16 @@ def _verdict(found: list[tuple[dict, str, float]], generator: dict, steps: list[
         "generator": generator,
         "findings": findings,
     }
+
+
+def _lower(lowest: dict) -> str:
+    """What would show where a limit already reached at the lightest step begins."""
+    if lowest["users"] > 1:
+        return "the lowest load tested: start lower to see where it begins"
+    return (
+        "the lightest load a closed loop has: an arrival rate below one user's "
+        f"{lowest['throughput_rps']:.0f} req/s (an open-loop plan) would show where it begins"
+    )
 
 
 def _share(part: float, whole: float) -> str:

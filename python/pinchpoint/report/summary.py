@@ -122,9 +122,16 @@ def curve(verdict: dict[str, Any]) -> list[str]:
     knee = verdict.get("knee")
     lowest = _lowest_users(verdict)
     if isinstance(knee, dict) and knee.get("at_lowest_load") and lowest is not None:
+        rate = knee["throughput_at_knee"]
+        lower = (
+            "start lower to see it"
+            if lowest > 1
+            else f"a closed loop has no lighter load: an arrival rate below {rate:.0f} req/s "
+            "(an open-loop plan) would show it"
+        )
         lines.append(
-            f"Knee at or below {lowest} users, the lowest load tested: throughput had stopped "
-            f"scaling near {knee['throughput_at_knee']:.0f} req/s already; start lower to see it"
+            f"Knee at or below {lowest} user{'s' if lowest != 1 else ''}, the lowest load "
+            f"tested: throughput had stopped scaling near {rate:.0f} req/s already; {lower}"
         )
     elif isinstance(knee, dict) and fmt.is_number(knee.get("load")):
         lines.append(
