@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pinchpoint.analyze.consistency import contradictions
 from pinchpoint.demo.matrix.run import run_one
 from pinchpoint.demo.matrix.score import Outcome, accuracy_table, confusion, label
 from pinchpoint.demo.matrix.spec import Spec, draw
@@ -95,6 +96,7 @@ def main() -> int:
     modes = {"no": [False], "yes": [True], "both": [False, True]}[args.neighbour]
     results: dict[bool, list[tuple[Outcome, list[int]]]] = {m: [] for m in modes}
     agree: list[bool] = []
+    contradicted: list[bool] = []
     records = []
     for noisy in modes:
         for spec in specs:
@@ -103,7 +105,11 @@ def main() -> int:
             workdir = Path(tempfile.mkdtemp(prefix="pinchpoint-matrix-"))
             began = time.monotonic()
             try:
-                outcome, _ = run_one(spec, workdir, noisy=noisy, step_s=args.step_seconds)
+                outcome, verdict = run_one(spec, workdir, noisy=noisy, step_s=args.step_seconds)
+                denied = contradictions(verdict)
+                contradicted.append(bool(denied))
+                for problem in denied:
+                    print(f"    CONTRADICTION {problem}", flush=True)
                 if args.find_knee and not noisy:
                     searched, _ = run_one(
                         spec, workdir / "knee", step_s=args.step_seconds, find_knee=True
@@ -147,6 +153,7 @@ def main() -> int:
     for noisy in modes:
         if results[noisy]:
             _print_tables("with a CPU hog beside the stack" if noisy else "quiet", results[noisy])
+    print(f"\nverdicts contradicted by their own evidence: {sum(contradicted)} of {len(contradicted)}")
     if agree:
         print(f"\n--find-knee agrees with the full plan: {sum(agree)} of {len(agree)}")
     if args.json is not None:

@@ -16,7 +16,7 @@ from pinchpoint.analyze.context import Context, busy_of, load_text
 # Concurrency is flat when its highest and lowest over the last steps are within this ratio...
 FLAT_RATIO = 1.2
 # ...while the users grew at least this many times over those steps...
-LOAD_GROWTH = 1.5
+LOAD_GROWTH = 1.3
 # ...and the queue before the tier grew by this many ms, and this many times its own time.
 QUEUE_GROWTH_MS = 1.0
 QUEUE_OVER_SERVICE = 2.0
