@@ -153,7 +153,9 @@ def main() -> int:
     for noisy in modes:
         if results[noisy]:
             _print_tables("with a CPU hog beside the stack" if noisy else "quiet", results[noisy])
-    print(f"\nverdicts contradicted by their own evidence: {sum(contradicted)} of {len(contradicted)}")
+    print(
+        f"\nverdicts contradicted by their own evidence: {sum(contradicted)} of {len(contradicted)}"
+    )
     if agree:
         print(f"\n--find-knee agrees with the full plan: {sum(agree)} of {len(agree)}")
     if args.json is not None:
