@@ -157,3 +157,31 @@ def test_every_step_has_the_percentile_ladder_of_client_tiers_and_self_time(reco
                 own = [tier[f"self_p{q}_ms"] for q in ladder]
                 assert own == sorted(own), (step["users"], name)
                 assert own[-1] <= total[-1] + 1e-9
+
+
+def test_a_journey_whose_checkout_serializes_names_that_request_first(recorded) -> None:
+    """A flow of three requests behind two nginx and uWSGI (its pool in an ini file, the plan
+    without workers); checkout holds a file lock 9 ms, so at most ~110 a second pass."""
+    verdict = analyze(recorded("journey-checkout-uwsgi"))
+    b = verdict["bottleneck"]
+    assert (b["component"], b["resource"], b["request"]) == (
+        "uwsgi",
+        "serialized",
+        "journey/checkout",
+    )
+    assert b["starts_at_users"] == 5
+    assert verdict["headline"].startswith("Bottleneck: journey/checkout: serialized inside uwsgi")
+    checkout = next(e for e in verdict["endpoints"] if e["endpoint"] == "journey/checkout")
+    assert checkout["workers"] == pytest.approx(1.0, abs=0.25)
+
+
+def test_a_uwsgi_pool_the_plan_does_not_size_is_read_from_its_command_line(recorded) -> None:
+    verdict = analyze(recorded("uwsgi-pool-unstated"))
+    b = verdict["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("uwsgi", "worker_pool", 5)
+    assert verdict["pools"]["uwsgi"] == {
+        "slots": 4,
+        "found": "server",
+        "source": "one request per process, from command line",
+    }
+    assert "uwsgi's pool: 4 slots (one request per process, from command line)" in b["evidence"]
