@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from pinchpoint.analyze.context import users_text
 from pinchpoint.analyze.knee import MAX_SLOPE_RATIO
 from pinchpoint.analyze.steps import Window, client_step
-from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
+from pinchpoint.analyze.thresholds import GROWTH_MIN_MS, GROWTH_SHARE
 from pinchpoint.load.engine import LoadResult, run_steps
 from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files

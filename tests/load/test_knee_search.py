@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from load_helpers import http_server
 
-from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
+from pinchpoint.analyze.thresholds import GROWTH_MIN_MS, GROWTH_SHARE
 from pinchpoint.knee_search import (
     Decision,
     Point,

@@ -33,25 +33,17 @@ from pinchpoint.analyze.host_cpu import (
     stack_fills_cpu,
 )
 from pinchpoint.analyze.host_findings import bandwidth, disk, memory
+from pinchpoint.analyze.thresholds import (
+    CPU_BOUND,
+    FLAT_LOAD_GROWTH,
+    FLAT_SPREAD,
+    IDLE_CORE,
+    LARGE_RESPONSE,
+    POOL_FULL,
+    POOL_QUEUED,
+    QUEUE_OVER_SERVICE,
+)
 from pinchpoint.analyze.usage import GroupUse, group_use, host_use, process_group
-
-# A worker pool is full when Little's-law concurrency reaches this share of its size...
-POOL_FULL = 0.8
-# ...or this share while the queue before it, not its own time, grows: the logged time
-# leaves out what a worker does between requests (a dispatching thread waiting for a core,
-# connections spread unevenly over its processes), so a full pool can read below POOL_FULL.
-POOL_QUEUED = 0.6
-# The queue's growth must be this many times the tier's own time's growth, and a millisecond.
-QUEUE_OVER_SERVICE = 2.0
-# Busy workers that want this share of a core each (used + waited for) compute.
-CPU_BOUND = 0.7
-# The host has room for another computing worker when this much of a core is idle.
-IDLE_CORE = 0.3
-# A ceiling in bytes: within this ratio past the onset while the users grew this much, with
-# responses of at least this many bytes (below, transfer time is no limit worth naming).
-FLAT_SPREAD = 1.1
-FLAT_LOAD_GROWTH = 1.5
-LARGE_RESPONSE = 16 * 1024
 
 
 def tier_cause(

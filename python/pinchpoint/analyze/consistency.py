@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-# The bottleneck's own time must carry at least this share of the growth it claims...
-BOTTLENECK_SHARE = 25
-# ...and any further finding this much.
-FINDING_SHARE = 10
+from pinchpoint.analyze.thresholds import (
+    BOTTLENECK_SHARE,
+    FINDING_SHARE,
+)
 
 _SHARE = re.compile(
     r"(\S+)'s own time \(self \+ queue\)[^,;]* grows by (-?[\d.]+) ms, (\d+)% of the growth"

@@ -16,14 +16,13 @@ from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.digest import FAILED, OK, Digest
 from pinchpoint.analyze.frames import RunData
 from pinchpoint.analyze.steps import Window, tier_step
-from pinchpoint.analyze.verdict import GROWTH_MIN_MS, GROWTH_SHARE
-
-# A ceiling: throughput gains less than this share between the two heaviest steps...
-CEILING_GAIN = 0.15
-# ...while the load between them grew by at least this share.
-LOAD_STEP = 0.2
-# Flat latency says "no ceiling" only once the load grew this many times over.
-LOAD_RANGE = 2.0
+from pinchpoint.analyze.thresholds import (
+    CEILING_GAIN,
+    GROWTH_MIN_MS,
+    GROWTH_SHARE,
+    LOAD_RANGE,
+    LOAD_STEP,
+)
 
 
 def endpoint_table(data: RunData) -> list[dict]:

@@ -16,26 +16,21 @@ from pinchpoint.analyze.context import (
     resource_of,
     workers_of,
 )
+from pinchpoint.analyze.thresholds import (
+    AT_QUOTA,
+    FAST_ERRORS,
+    HALF_USED,
+    IDLE_POOL,
+    LOCK_WAITS,
+    PROXY_ERRORS,
+    REFUSED_SHARE,
+    THROTTLED,
+    THROTTLED_GROWTH,
+)
 from pinchpoint.analyze.usage import process_group as host_of
 
-# A CPU quota limits when the kernel throttled at least this share of its periods...
-THROTTLED = 0.2
-# ...and this much more than at the lowest load, or while using this share of the quota.
-THROTTLED_GROWTH = 0.1
-AT_QUOTA = 0.85
-HALF_USED = 0.5
-# Database processes waiting for a lock, on average, that make lock waits the finding.
-LOCK_WAITS = 0.5
-# A proxy limit: at least this share of requests fail at the highest load...
-PROXY_ERRORS = 0.05
-# ...most of them (this share) refused: these statuses or connection errors...
-REFUSED_SHARE = 0.8
 REFUSALS = frozenset({"503", "502", "429", "reset", "closed", "connect_refused"})
 CONNECTION_REFUSALS = frozenset({"reset", "closed", "connect_refused"})
-# ...and failing faster than this share of an answered request's latency.
-FAST_ERRORS = 0.5
-# The tier behind a proxy idles below this share of its workers (Little's law).
-IDLE_POOL = 0.8
 
 
 @dataclass

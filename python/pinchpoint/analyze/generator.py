@@ -8,24 +8,18 @@ from __future__ import annotations
 
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.thresholds import (
+    GENERATOR_SATURATED,
+    GENERATOR_SHARE,
+    HOST_SATURATED,
+    MOSTLY_ANSWERED,
+    NEIGHBOUR_SHARE,
+    OUTSIDE_SHARE,
+    STARVED_CORES,
+    STARVED_DELAY,
+    STARVED_SHARE,
+)
 from pinchpoint.analyze.usage import HostUse, host_use
-
-# The generator is saturated when its CPU reaches this share of the threads it runs on...
-GENERATOR_SATURATED = 0.9
-# ...or its host is: this share of the cores busy, this share of them the generator's...
-HOST_SATURATED = 0.9
-GENERATOR_SHARE = 0.25
-# ...or its threads waited for a core this share of the time they wanted one (and at least
-# this many cores' worth): a generator starved of CPU sends late and reads late.
-STARVED_SHARE = 0.5
-STARVED_CORES = 0.1
-# ...and that wait, spread over the requests of the step, is this share of their latency.
-STARVED_DELAY = 0.2
-# ...or most of the client's latency was spent outside every tier (when a tier logged it).
-OUTSIDE_SHARE = 0.5
-MOSTLY_ANSWERED = 0.02
-# Processes outside the stack that used this share of the host's cores are a finding.
-NEIGHBOUR_SHARE = 0.25
 
 
 def generator_check(steps: list[dict], ctx: Context) -> dict:

@@ -20,15 +20,13 @@ from pinchpoint.analyze.context import (
     resource_of,
 )
 from pinchpoint.analyze.findings import Finding
-from pinchpoint.analyze.generator import NEIGHBOUR_SHARE
+from pinchpoint.analyze.thresholds import (
+    CPU_PRESSURE_RISE,
+    CPU_PRESSURE_SATURATED,
+    CPU_SATURATED,
+    NEIGHBOUR_SHARE,
+)
 from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, sampled
-
-# A host is CPU-saturated above this share of its cores (less what neighbours took)...
-CPU_SATURATED = 0.85
-# ...or when tasks wait for a core (PSI "some") this share of the time, having waited at
-# least CPU_PRESSURE_RISE less at the lightest step: the rise is the load's own.
-CPU_PRESSURE_SATURATED = 0.4
-CPU_PRESSURE_RISE = 0.2
 
 
 def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:

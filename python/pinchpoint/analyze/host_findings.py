@@ -11,21 +11,22 @@ from dataclasses import dataclass
 
 from pinchpoint.analyze.context import Context, load_text, rate_of, resource_of
 from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.thresholds import (
+    DISK_SHARE,
+    DISK_UTIL,
+    DISK_UTIL_RISE,
+    IO_PRESSURE,
+    IO_PRESSURE_RISE,
+    LINK_HOPS,
+    LINK_SHARE,
+    MEMORY_PRESSURE,
+    MEMORY_PRESSURE_RISE,
+    NET_UTIL,
+    NET_UTIL_RISE,
+)
 from pinchpoint.analyze.usage import process_group as host_of
 
 HOST = "host"
-# The device busy this share of the time, or tasks stalled on I/O this share of it...
-DISK_UTIL, DISK_UTIL_RISE = 0.8, 0.3
-IO_PRESSURE, IO_PRESSURE_RISE = 0.3, 0.2
-# ...with the tier's processes doing at least this share of the host's disk traffic.
-DISK_SHARE = 0.25
-# ...some task stalled on memory (reclaim, swap-in) this share of the time...
-MEMORY_PRESSURE, MEMORY_PRESSURE_RISE = 0.1, 0.1
-# ...the busiest link at this share of its speed.
-NET_UTIL, NET_UTIL_RISE = 0.85, 0.3
-# ...carrying between these multiples of the bytes the client received (a response crosses
-# a link once per hop; far more is another's traffic).
-LINK_SHARE, LINK_HOPS = 0.5, 4.0
 
 
 @dataclass

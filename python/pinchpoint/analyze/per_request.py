@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from pinchpoint.analyze.causes import tier_cause
 from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.thresholds import (
+    CARRIES,
+    GROWTH_MIN_MS,
+    GROWTH_SHARE,
+    ONE_AT_ONCE,
+)
 from pinchpoint.analyze.usage import process_group
-
-# A request's time grows by more than this share of its lightest step's, and this many ms...
-GROWTH_SHARE = 0.25
-GROWTH_MIN_MS = 1.0
-# ...and it carries at least this share of the growth of the mean latency of all requests.
-CARRIES = 0.5
-# Peak throughput × shortest time below this is about one served at once: serialized.
-ONE_AT_ONCE = 1.5
 
 
 @dataclass(frozen=True)

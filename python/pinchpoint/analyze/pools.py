@@ -12,17 +12,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pinchpoint.analyze.context import Context, busy_of, load_text
-
-# Concurrency is flat when its highest and lowest over the last steps are within this ratio...
-FLAT_RATIO = 1.2
-# ...while the users grew at least this many times over those steps...
-LOAD_GROWTH = 1.3
-# ...and the queue before the tier grew by this many ms, and this many times its own time.
-QUEUE_GROWTH_MS = 1.0
-QUEUE_OVER_SERVICE = 2.0
-# Little's law over logged times reads a full pool a little low (what a worker does between
-# requests is not logged): a plateau this close below a whole number is that number.
-READS_LOW = 0.25
+from pinchpoint.analyze.thresholds import (
+    POOL_FLAT_RATIO,
+    POOL_LOAD_GROWTH,
+    POOL_READS_LOW,
+    QUEUE_GROWTH_MS,
+    QUEUE_OVER_SERVICE,
+)
 
 PLAN, SERVER, INFERRED = "plan", "server", "inferred"
 
@@ -86,7 +82,7 @@ def inferred(name: str, steps: list[dict]) -> PoolSize | None:
     if best is None:
         return None
     peak = max(busy_of(name, s) for s in best)
-    slots = max(1, math.ceil(peak - READS_LOW))
+    slots = max(1, math.ceil(peak - POOL_READS_LOW))
     source = (
         f"inferred by Little's law: {peak:.2f} requests at once from {load_text(best[0])} to "
         f"{load_text(best[-1])} while the queue before it grew"
@@ -96,14 +92,14 @@ def inferred(name: str, steps: list[dict]) -> PoolSize | None:
 
 def _flat(name: str, tail: list[dict]) -> bool:
     busy = [busy_of(name, s) for s in tail]
-    return min(busy) > 0 and max(busy) <= FLAT_RATIO * min(busy)
+    return min(busy) > 0 and max(busy) <= POOL_FLAT_RATIO * min(busy)
 
 
 def _grew(tail: list[dict]) -> bool:
     def load(step: dict) -> float:
         return float(step.get("level") or step["users"] or 0)
 
-    return load(tail[-1]) >= LOAD_GROWTH * max(load(tail[0]), 1e-9)
+    return load(tail[-1]) >= POOL_LOAD_GROWTH * max(load(tail[0]), 1e-9)
 
 
 def _queued(name: str, tail: list[dict]) -> bool:

@@ -15,29 +15,20 @@ from pinchpoint.analyze.generator import (
 )
 from pinchpoint.analyze.host_cpu import cpu_contended
 from pinchpoint.analyze.per_request import growing_request, request_finding
+from pinchpoint.analyze.thresholds import (
+    CPU_NEED,
+    EXPLAINS,
+    GROWTH_MIN_MS,
+    GROWTH_SHARE,
+    NEIGHBOUR_CONFIDENCE,
+    OTHER_TIER_SHARE,
+    SCALING_LOAD,
+    SCALING_SHARE,
+    WEAK_EVIDENCE,
+)
 from pinchpoint.analyze.usage import group_use, process_group
 
 __all__ = ["Context", "decide", "tier_cost"]
-
-# Latency "grows" when it rises by more than this share of its lowest-load value...
-GROWTH_SHARE = 0.25
-# ...and by more than this, so sub-millisecond jitter on fast endpoints is not a finding.
-GROWTH_MIN_MS = 1.0
-# A closed loop whose users grew this many times while its throughput per user fell to this
-# share has saturated, however fast its requests: Little's law, not jitter.
-SCALING_LOAD = 2.0
-SCALING_SHARE = 0.5
-# Tiers whose own time grew by this share of the latency's growth are findings too.
-OTHER_TIER_SHARE = 0.1
-# A tier named for its time alone must explain at least this share of the growth.
-EXPLAINS = 0.25
-# How much a finding with no saturated resource behind it counts, against 1 for one with.
-WEAK_EVIDENCE = 0.3
-# A neighbour's finding follows the others with this confidence.
-NEIGHBOUR_CONFIDENCE = 0.5
-# Busy workers that use or wait for less than this share of a core each do not compute:
-# a neighbour's CPU cannot be what slows them.
-CPU_NEED = 0.25
 
 
 def tier_cost(step: dict, tier: str) -> float | None:
