@@ -7,13 +7,11 @@ import copy
 
 import pytest
 
-from pinchpoint.analyze.findings import (
-    cpu_quota,
-    db_lock,
-    host_of,
-    proxy_limit,
-    workers_estimate,
-)
+from pinchpoint.analyze.causes.cpu_quota import cpu_quota
+from pinchpoint.analyze.causes.db_lock import db_lock
+from pinchpoint.analyze.causes.refusals import proxy_limit
+from pinchpoint.analyze.findings import workers_estimate
+from pinchpoint.analyze.usage import process_group as host_of
 from pinchpoint.analyze.verdict import Context, decide
 
 CTX = Context(

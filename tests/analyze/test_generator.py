@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from test_verdict_rules import CTX, pool_steps
 
-from pinchpoint.analyze.generator import generator_check, neighbour_finding
+from pinchpoint.analyze.causes.generator import generator_check
+from pinchpoint.analyze.causes.neighbours import neighbour_finding
 from pinchpoint.analyze.verdict import decide
 
 

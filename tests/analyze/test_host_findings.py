@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from test_findings import CTX, DB_CTX, db_steps, step
 
-from pinchpoint.analyze.host_findings import bandwidth, disk, memory
+from pinchpoint.analyze.causes.disk import disk
+from pinchpoint.analyze.causes.link import bandwidth
+from pinchpoint.analyze.causes.memory import memory
 from pinchpoint.analyze.verdict import decide
 
 

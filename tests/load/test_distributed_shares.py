@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pinchpoint.analyze.causes.generator import generator_check, generator_limits, load_short
 from pinchpoint.analyze.context import Context
-from pinchpoint.analyze.generator import generator_check, generator_limits, load_short
 from pinchpoint.load.distributed.merge import (
     merge_latency,
     merge_parquet,

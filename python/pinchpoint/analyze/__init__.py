@@ -6,10 +6,10 @@ import math
 from pathlib import Path
 from typing import cast
 
+from pinchpoint.analyze.causes.generator import load_short
 from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.frames import RunData, read_run
-from pinchpoint.analyze.generator import load_short
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.pools import pool_sizes
 from pinchpoint.analyze.steps import step_table

@@ -104,3 +104,15 @@ def busy_of(tier: str, step: dict) -> float:
 
 def callers_of(tier: str, ctx: Context) -> list[str]:
     return [caller for caller in ctx.order if tier in ctx.calls.get(caller, [])]
+
+
+def below(tier: str, ctx: Context) -> list[str]:
+    """The tier and every tier it calls, directly or through others, nearest first."""
+    found: list[str] = []
+    todo = [tier]
+    while todo:
+        name = todo.pop(0)
+        if name not in found:
+            found.append(name)
+            todo.extend(ctx.calls.get(name, []))
+    return found

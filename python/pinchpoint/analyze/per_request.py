@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pinchpoint.analyze.causes import tier_cause
+from pinchpoint.analyze.causes.serialized import serialized
 from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
     GROWTH_MIN_MS,
     GROWTH_SHARE,
-    ONE_AT_ONCE,
 )
 from pinchpoint.analyze.usage import process_group
 
@@ -96,25 +96,10 @@ def request_finding(grown: Grown, steps: list[dict], ctx: Context) -> tuple[Find
     group = process_group(tier, steps, ctx) or tier
     onset = _onset(grown, steps)
     evidence = _evidence(grown, tier, deltas)
-    at_once = grown.entry.get("workers")
-    name, top = grown.name, grown.top
-    if (
-        at_once is not None
-        and at_once < ONE_AT_ONCE
-        and grown.entry.get("behaviour") == "synchronous"
-    ):
-        summary = (
-            f"{name}'s throughput stops near {top['throughput_rps']:.0f} req/s from "
-            f"{load_text(onset)} with about {at_once:.1f} served at once, while its time inside "
-            f"{tier} grows and the other requests stay flat: the app serves this request one at "
-            "a time (a lock it takes, a single-threaded section, a row every such request "
-            "updates). Shorten or remove what it holds; more workers or CPU will not help."
-        )
-        return Finding(
-            group, "serialized", onset["users"], evidence,
-            f"{name}: serialized inside {group} (about {at_once:.1f} at once)", summary,
-            rate_of(onset),
-        ), tier  # fmt: skip
+    name = grown.name
+    found = serialized(name, grown.entry, tier, group, onset, evidence)
+    if found is not None:
+        return found, tier
     cause = tier_cause(tier, steps, onset, ctx, None)
     if cause.resource != "time":
         cause.evidence = [*evidence, *cause.evidence]

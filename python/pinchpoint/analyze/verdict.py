@@ -3,17 +3,18 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes import own_time, pool_or_cpu, tier_cause
-from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, rate_of, start_text
-from pinchpoint.analyze.findings import REFUSALS, Finding, proxy_limit, workers_estimate
-from pinchpoint.analyze.generator import (
+from pinchpoint.analyze.causes import cause_of, own_time, pool_or_cpu, tier_cause
+from pinchpoint.analyze.causes.cpu import cpu_contended
+from pinchpoint.analyze.causes.generator import (
     generator_check,
     generator_finding,
     generator_headline,
     generator_limits,
-    neighbour_finding,
 )
-from pinchpoint.analyze.host_cpu import cpu_contended
+from pinchpoint.analyze.causes.neighbours import neighbour_finding
+from pinchpoint.analyze.causes.refusals import REFUSALS, proxy_limit
+from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, rate_of, start_text
+from pinchpoint.analyze.findings import Finding, workers_estimate
 from pinchpoint.analyze.per_request import growing_request, request_finding
 from pinchpoint.analyze.thresholds import (
     CPU_NEED,
@@ -237,10 +238,12 @@ def _neighbour_explains(
     """No tier's growth has a saturated resource of the stack behind it, while processes
     outside the stack took the host's CPU (it is full, or its tasks waited for a core more
     as the load grew): the neighbour, not the stack, made it grow."""
-    if not all(f["resource"] == "time" for f, _, _ in found):
-        return False
-    if not all(_wants_cpu(f["component"], steps, ctx) for f, _, _ in found):
-        return False
+    for finding, _, _ in found:
+        cause = cause_of(finding["resource"])
+        if cause.saturates is not None or not cause.needs_cpu:
+            return False
+        if not _wants_cpu(finding["component"], steps, ctx):
+            return False
     return cpu_contended(steps, onset, ctx)
 
 

@@ -26,7 +26,7 @@ from pinchpoint.rundir import files
 # How long one wait on the engine lasts: a stop or abandon acts within this.
 POLL_S = 0.1
 # The generator is saturated when its CPU reaches this share of the threads it runs on
-# (as analyze/generator.py and load/plain.py judge one generator).
+# (as analyze/causes/generator.py and load/plain.py judge one generator).
 SATURATED = 0.9
 
 

@@ -11,6 +11,7 @@ time rose past its threshold.
 
 from __future__ import annotations
 
+from pinchpoint.analyze.causes.cause import Cause
 from pinchpoint.analyze.context import (
     Context,
     from_onset,
@@ -189,3 +190,19 @@ def _pressed(base: dict, after: list[dict]) -> bool:
         return False
     at_base, peak = pressure
     return peak >= CPU_PRESSURE_SATURATED and peak - at_base >= CPU_PRESSURE_RISE
+
+
+# Found with the pool (causes/pool.py), by what its busy workers want.
+HOST_CPU = Cause(
+    resource="cpu",
+    saturates="the host's cores",
+    reads=(
+        "host.cpu_cores",
+        "host.cpu_pressure",
+        "resources.cpu_cores",
+        "resources.cpu_wait_cores",
+    ),
+    needs_cpu=True,
+    fills_above=True,
+    find=None,
+)

@@ -1,11 +1,11 @@
 """The load generator and the host it runs on: when the generator cannot keep up, or its
 threads wait for a core, every latency includes its own delay and the run measures the
-generator, not the target. And the neighbours: processes outside the stack taking the
-host's CPU, a finding of their own.
+generator, not the target.
 """
 
 from __future__ import annotations
 
+from pinchpoint.analyze.causes.cause import Cause
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
@@ -13,7 +13,6 @@ from pinchpoint.analyze.thresholds import (
     GENERATOR_SHARE,
     HOST_SATURATED,
     MOSTLY_ANSWERED,
-    NEIGHBOUR_SHARE,
     OUTSIDE_SHARE,
     STARVED_CORES,
     STARVED_DELAY,
@@ -157,42 +156,12 @@ def generator_headline(finding: Finding) -> str:
     return f"{reason}: these results measure the generator, not the target."
 
 
-def neighbour_finding(steps: list[dict], ctx: Context) -> Finding | None:
-    """Processes outside the stack and the generator that took a good share of the CPU."""
-    hosts = [host_use(s, ctx) for s in steps]
-    measured = [(h, s) for h, s in zip(hosts, steps, strict=True) if h.busy is not None]
-    if not measured:
-        return None
-    h, step = max(measured, key=lambda m: m[0].neighbours)
-    if h.neighbours <= NEIGHBOUR_SHARE * ctx.cpu_count:
-        return None
-    mean = sum(m[0].neighbours for m in measured) / len(measured)
-    waits = [
-        f"{name} waited for a core {w:.2f} cores' worth"
-        for name, w in _waits(step).items()
-        if w >= 0.05
-    ]
-    evidence = [
-        f"processes outside the stack used {h.neighbours:.2f} of {ctx.cpu_count} cores at "
-        f"{load_text(step)} ({mean:.2f} on average over the run), while the stack used "
-        f"{h.stack:.2f} and the generator {h.generator:.2f}",
-        *waits,
-    ]
-    summary = (
-        f"Other processes on this host used up to {h.neighbours:.2f} of its {ctx.cpu_count} cores "
-        "during the run: the stack had that much less CPU, and its tiers waited for a core. "
-        "Run the test on a quiet host, or pin the neighbours elsewhere, before trusting CPU-bound "
-        "numbers."
-    )
-    return Finding(
-        "neighbours", "cpu", step["users"], evidence,
-        f"processes outside the stack ({h.neighbours:.2f} cores)", summary, rate_of(step),
-    )  # fmt: skip
-
-
-def _waits(step: dict) -> dict[str, float]:
-    return {
-        name: float(r["cpu_wait_cores"])
-        for name, r in step.get("resources", {}).items()
-        if r.get("cpu_wait_cores") is not None and name != "host"
-    }
+# Asked of the whole run first: a generator short of CPU delays every request it measures.
+GENERATOR = Cause(
+    resource="cpu",
+    saturates="the generator's cores, or its host's",
+    reads=("generator.cpu_cores", "generator.cpu_wait_cores", "host.cpu_cores"),
+    needs_cpu=True,
+    fills_above=False,
+    find=None,
+)

@@ -1,0 +1,34 @@
+"""One cause of a tier's growing time, as a typed unit: what it reads, the resource it
+saturates, whether it needs a core (so that a neighbour's CPU could be what slows it), and
+whether a saturated one fills the pools of the tiers that call it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pinchpoint.analyze.context import Context
+from pinchpoint.analyze.findings import Finding
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a cause is asked about: the tier whose own time grew, the usable steps, the step
+    its time grew from, the stack, the worker estimate, and the process group running it."""
+
+    tier: str
+    steps: list[dict]
+    onset: dict
+    ctx: Context
+    estimate: dict | None
+    group: str | None
+
+
+@dataclass(frozen=True)
+class Cause:
+    resource: str  # as the verdict names it (`bottleneck.resource`)
+    saturates: str | None  # the resource in words; None: nothing saturated (a tier's time)
+    reads: tuple[str, ...]  # what it reads of each step
+    needs_cpu: bool  # a busy host can be what makes it grow
+    fills_above: bool  # saturated, it fills the pools of the tiers that call it
+    find: Callable[[Ask], Finding | None] | None  # None: decided over the whole run

@@ -1,0 +1,80 @@
+"""Database processes that wait for locks held by others (a hot row)."""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.context import (
+    Context,
+    below,
+    cpu_of,
+    load_text,
+    ms_text,
+    rate_of,
+    resource_of,
+)
+from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.thresholds import LOCK_WAITS
+
+
+def db_lock(tier: str, steps: list[dict], ctx: Context, grows_from: int = 0) -> Finding | None:
+    """The tier, or one below it, is a database whose processes wait for locks; it starts
+    where they wait and the tier's time has grown (from `grows_from` users). A slow tier
+    below fills the pools of every tier above it, so the whole chain below is asked."""
+    for name in below(tier, ctx):
+        waits = [resource_of(s, name, "lock_waits") or 0.0 for s in steps]
+        if waits[-1] >= LOCK_WAITS and waits[-1] - waits[0] >= LOCK_WAITS / 2:
+            return _db_lock_finding(name, steps, waits, grows_from)
+    return None
+
+
+def _db_lock_finding(name: str, steps: list[dict], waits: list[float], grows_from: int) -> Finding:
+    base, top = steps[0], steps[-1]
+    onset = next(
+        s
+        for s, w in zip(steps, waits, strict=True)
+        if (w >= LOCK_WAITS and s["users"] >= grows_from) or s is top
+    )
+    evidence = [
+        f"{name}'s processes waiting for a lock: {waits[-1]:.1f} on average at "
+        f"{load_text(top)}, {waits[0]:.1f} at {load_text(base)} "
+        "(sampled from their process titles)",
+    ]
+    own = [s.get("tiers", {}).get(name, {}).get("p50_ms") for s in (base, top)]
+    if None not in own:
+        evidence.append(
+            f"{name}'s time per request p50 {ms_text(own[0])} at {load_text(base)}, "
+            f"{ms_text(own[1])} at {load_text(top)}"
+        )
+    cpu = cpu_of(top, name)
+    if cpu is not None:
+        evidence.append(
+            f"{name}'s processes used {cpu:.2f} cores at {load_text(top)}: "
+            "they wait rather than compute"
+        )
+    evidence.append(
+        f"throughput {base['throughput_rps']:.0f} req/s at {load_text(base)}, "
+        f"{top['throughput_rps']:.0f} at {load_text(top)}"
+    )
+    summary = (
+        f"Requests wait for locks in {name} from {load_text(onset)}: transactions "
+        "queue for rows that other transactions hold (a hot row), while the database "
+        "itself is mostly idle. Hold locks shorter (less work inside the transaction), or "
+        "spread the writes over more rows; more workers or CPU will not help."
+    )
+    return Finding(
+        name, "db_lock", onset["users"], evidence, f"{name} lock waits", summary, rate_of(onset)
+    )
+
+
+def _find_db_lock(ask: Ask) -> Finding | None:
+    return db_lock(ask.tier, ask.steps, ask.ctx, ask.onset["users"])
+
+
+DB_LOCK = Cause(
+    resource="db_lock",
+    saturates="rows held by other transactions",
+    reads=("resources.lock_waits", "tiers.p50_ms"),
+    needs_cpu=False,
+    fills_above=True,
+    find=_find_db_lock,
+)

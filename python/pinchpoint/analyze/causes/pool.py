@@ -1,0 +1,187 @@
+"""A pool of workers that is full, told apart from the CPU by what a busy worker wants: a
+worker that computes all the time (its CPU plus its wait for a core near one core) is
+limited by the cores it can get, one that waits by the number of workers."""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cpu import (
+    consumer,
+    cpu_finding,
+    cpu_lines,
+    first_filled,
+    host_saturated,
+    neighbour_made_wait,
+    neighbour_wait_line,
+    stack_fills_cpu,
+)
+from pinchpoint.analyze.causes.queues import queue_grows
+from pinchpoint.analyze.context import Context, load_text, ms_text, pool_known, position, rate_of
+from pinchpoint.analyze.findings import Finding, estimate_line
+from pinchpoint.analyze.thresholds import CPU_BOUND, IDLE_CORE, POOL_FULL, POOL_QUEUED
+from pinchpoint.analyze.usage import GroupUse, group_use, host_use
+
+
+def pool_or_cpu(
+    tier: str, group: str, steps: list[dict], onset: dict, ctx: Context, estimate: dict | None
+) -> Finding | None:
+    """A full pool of waiting workers; a full pool of computing workers on a host with idle
+    cores (too few workers); computing workers on a host without (the CPU)."""
+    top = steps[-1]
+    use, host = group_use(group, top, ctx), host_use(top, ctx)
+    evidence = cpu_lines(tier, group, steps, onset, ctx)
+    full = use.pool is not None and (
+        use.pool >= POOL_FULL or (use.pool >= POOL_QUEUED and queue_grows(group, steps))
+    )
+    computing = use.demand_per_worker is not None and use.demand_per_worker >= CPU_BOUND
+    waited_on_neighbour = computing and neighbour_made_wait(host, ctx)
+    computing = computing and not waited_on_neighbour
+    if full and not computing and not pool_known(group, ctx):
+        # Workers counted from processes, not found: an event loop or a thread pool may
+        # hold many waiting requests each, so only computing ones say the pool is full.
+        full = False
+    if full:
+        evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
+        if waited_on_neighbour:
+            evidence.append(neighbour_wait_line(host, ctx))
+        if estimate is not None:
+            evidence.append(estimate_line(estimate))
+        if not computing and _cpu_filled_first(group, steps, onset, ctx):
+            return cpu_finding(tier, group, steps, onset, evidence, ctx)
+        if not computing:
+            return _pool(group, steps, evidence, ctx, computing=False, idle=host.idle, knee=onset)
+        if host.idle >= IDLE_CORE:
+            return _pool(group, steps, evidence, ctx, computing=True, idle=host.idle, knee=onset)
+        return cpu_finding(tier, group, steps, onset, evidence, ctx)
+    if host_saturated(steps, onset, ctx) and _computes(use) and stack_fills_cpu(use, host, ctx):
+        return cpu_finding(tier, group, steps, onset, evidence, ctx)
+    if _processes_busy(use) and host.idle >= IDLE_CORE:
+        # Threads of one process share its interpreter lock: every process wanting a core
+        # is a pool of processes too small, whatever its threads' occupancy says.
+        evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
+        return _pool(
+            group, steps, evidence, ctx, computing=True, idle=host.idle, knee=onset, onset=onset
+        )
+    return None
+
+
+def _cpu_filled_first(group: str, steps: list[dict], onset: dict, ctx: Context) -> bool:
+    """Whether another of the stack's groups used most of the host's CPU, and the stack
+    filled the cores at a lighter step than the one where this pool of waiting workers
+    filled: its workers wait on work that waits for a core, and the pool is full because
+    the CPU is."""
+    top = consumer(steps[-1], ctx)
+    filled = first_filled(steps, ctx)
+    if top is None or top[0] == group or filled is None:
+        return False
+    return position(steps, filled) < position(steps, _pool_onset(group, steps, ctx, onset))
+
+
+def _processes_busy(use: GroupUse) -> bool:
+    """Whether each of the group's worker processes wanted about a core (used plus waited)."""
+    processes = use.processes or use.workers
+    demand = use.demand
+    return bool(processes and demand is not None and demand >= CPU_BOUND * processes)
+
+
+def _computes(use: GroupUse) -> bool:
+    """Whether the group's threads wanted CPU: they used or waited for a good part of a core."""
+    demand = use.demand
+    return demand is not None and demand >= 0.25
+
+
+def _pool_onset(group: str, steps: list[dict], ctx: Context, knee: dict) -> dict:
+    """The first step whose occupancy reads full (POOL_FULL); for a pool full by its queue
+    (its logged time leaves part of its work out), the first step near the occupancy it
+    read when full, or the knee where the latency began to grow, whichever came first."""
+    top = group_use(group, steps[-1], ctx).pool or 0.0
+    mark = POOL_FULL if top >= POOL_FULL else 0.9 * top
+    first = next((s for s in steps if (group_use(group, s, ctx).pool or 0.0) >= mark), steps[-1])
+    return first if top >= POOL_FULL else min(first, knee, key=lambda s: s["users"])
+
+
+def _pool(
+    group: str,
+    steps: list[dict],
+    evidence: list[str],
+    ctx: Context,
+    computing: bool,
+    idle: float,
+    knee: dict,
+    onset: dict | None = None,
+) -> Finding:
+    onset = onset or _pool_onset(group, steps, ctx, knee)
+    workers = group_use(group, steps[-1], ctx).workers
+    if computing:
+        summary = (
+            f"{group}'s {workers} workers are all busy from {load_text(onset)}, each computing "
+            f"about a core, while the host still had {idle:.1f} idle cores: the pool is too small "
+            f"for the host. Add workers (up to {int(workers or 0) + int(idle + 0.25)}, one per "
+            "idle core); more than the cores will not help."
+        )
+    else:
+        summary = (
+            f"{group}'s worker pool is full from {load_text(onset)}: requests queue for a free "
+            "worker while the workers themselves mostly wait rather than compute. Add workers "
+            "(or make each request shorter)."
+        )
+    return Finding(
+        group, "worker_pool", onset["users"], evidence, f"{group} worker pool", summary,
+        rate_of(onset),
+    )  # fmt: skip
+
+
+def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> list[str]:
+    top = steps[-1]
+    queue = (top["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0) - (
+        steps[0]["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0
+    )
+    lines = [
+        f"{use.component} concurrency by Little's law (throughput × time in {use.component}) is "
+        f"{use.busy:.2f} at {load_text(top)} against {use.workers} workers"
+    ]
+    if use.component in ctx.pools:
+        lines.append(ctx.pools[use.component].line(use.component))
+    if queue > 0:
+        lines.insert(
+            0,
+            f"queue time before {use.component} p50 {ms_text(queue)} higher at {load_text(top)}: "
+            "requests wait for a free worker",
+        )
+    if use.pool is not None and use.pool < POOL_FULL:
+        lines.append(
+            f"{use.pool:.0%} occupancy counts as full: requests queued before {use.component} "
+            "while its own time stayed flat, so each worker is busy longer than its log says "
+            "(between requests, or connections spread unevenly over its processes)"
+        )
+    if use.cpu is not None and use.busy > 0:
+        wait = f" and waited for {use.cpu_wait:.2f} more" if use.cpu_wait else ""
+        lines.append(
+            f"{use.component}'s processes used {use.cpu:.2f} cores{wait}: "
+            f"{use.demand_per_worker or 0.0:.2f} cores wanted per busy worker"
+        )
+    return lines
+
+
+def _find_pool(ask: Ask) -> Finding | None:
+    return (
+        pool_or_cpu(ask.tier, ask.group, ask.steps, ask.onset, ask.ctx, ask.estimate)
+        if ask.group
+        else None
+    )
+
+
+POOL = Cause(
+    resource="worker_pool",
+    saturates="a pool of workers (or the cores its workers compute on)",
+    reads=(
+        "tiers.concurrency",
+        "tiers.queue_p50_ms",
+        "resources.cpu_cores",
+        "resources.cpu_wait_cores",
+        "pools",
+    ),
+    needs_cpu=False,
+    fills_above=True,
+    find=_find_pool,
+)
