@@ -19,6 +19,8 @@ LAYERS: list[set[str]] = [
     {"analyze"},
     {"report"},
     {"compare", "importers", "recover", "pipeline", "knee_search", "terminal", "live", "api"},
+    # Reads the running stack's configs into a plan's text: above collect (servers' pools).
+    {"discover"},
     {"demo", "agent"},
     {"cli", "__main__", "__init__"},
 ]

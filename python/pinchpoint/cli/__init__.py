@@ -15,6 +15,7 @@ from pinchpoint.cli import (  # noqa: F401  (each registers its command)
     compare,
     demo,
     importer,
+    init,
     load,
     report,
     run,

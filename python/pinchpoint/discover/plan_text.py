@@ -1,0 +1,80 @@
+"""The plan `init` writes: the target, a load with safe defaults, and each tier found as a
+component, every fact with a comment on where it came from and every gap as a warning."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from pinchpoint.discover.tier import Tier
+from pinchpoint.discover.walk import Discovery
+
+# Users stepped to twice the stack's pools (enough to see them fill), and at least this many.
+LEAST_UPPER = 8
+MOST_UPPER = 256
+STEPS = 6
+
+
+def _quoted(value: str) -> str:
+    return json.dumps(value)
+
+
+def plan_text(found: Discovery) -> str:
+    """The plan's text; a target and load alone when no tier was found."""
+    parts = urlsplit(found.url)
+    path = parts.path or "/"
+    if parts.query:
+        path += f"?{parts.query}"
+    target = f"{parts.scheme}://{parts.netloc}"
+    upper = _upper(found.tiers)
+    step = max(1, -(-(upper - 1) // (STEPS - 1)))
+    lines = [
+        "# Written by `pinchpoint init` from the processes serving this URL on this host.",
+        "# Each component says where its facts came from; check them, then `pinchpoint run`.",
+        *(f"# warning: {p}" for p in found.problems),
+        "",
+        "[target]",
+        f"url = {_quoted(target)}",
+        "",
+        "[load]",
+        "# From 1 user to about twice the requests the stack's pools serve at once.",
+        "lower = 1",
+        f"upper = {1 + step * (STEPS - 1)}",
+        f"step = {step}",
+        'duration = "10s"',
+        'warmup = "1s"',
+        'timeout = "10s"',
+        "",
+        "[[request]]",
+        f"path = {_quoted(path)}",
+    ]
+    for tier in found.tiers:
+        lines += ["", *_component(tier, found.calls.get(tier.name, []))]
+    return "\n".join(lines) + "\n"
+
+
+def _upper(tiers: list[Tier]) -> int:
+    slots = sum(t.slots or 0 for t in tiers)
+    return min(MOST_UPPER, max(LEAST_UPPER, 2 * slots))
+
+
+def _component(tier: Tier, calls: list[str]) -> list[str]:
+    lines = [f"# {note}" for note in tier.notes]
+    lines += [f"# warning: {warning}" for warning in tier.warnings]
+    lines += [
+        "[[component]]",
+        f"name = {_quoted(tier.name)}",
+        f"role = {_quoted(tier.role)}",
+        f"calls = [{', '.join(_quoted(c) for c in calls)}]",
+    ]
+    if tier.log_path is not None and tier.log_format is not None:
+        lines += ["[component.log]", f"path = {_quoted(str(tier.log_path))}"]
+        lines.append(f"format = {_quoted(tier.log_format)}")
+        if tier.log_format_string is not None:
+            lines.append(f"log_format = {_quoted(tier.log_format_string)}")
+    lines.append("[component.process]")
+    if tier.pid_file is not None:
+        lines.append(f"pid_file = {_quoted(str(tier.pid_file))}")
+    else:
+        lines.append(f"pids = [{tier.pid}]  # no pid file found: valid while this process runs")
+    return lines

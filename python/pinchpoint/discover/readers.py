@@ -1,0 +1,29 @@
+"""The readers of each kind of server, by the name `walk.kind_of` gives it."""
+
+from __future__ import annotations
+
+from pinchpoint.discover.tier import Address, Tier
+from pinchpoint.discover.walk import Reader
+
+ROLES = {
+    "nginx": "proxy",
+    "haproxy": "proxy",
+    "gunicorn": "app_server",
+    "uwsgi": "app_server",
+    "postgres": "database",
+}
+
+
+def _known_only(kind: str) -> Reader:
+    """A tier named for its kind, with its processes and no more: for servers whose configs
+    are not read yet."""
+
+    def read(pid: int, argv: list[str], address: Address, path: str) -> Tier:
+        tier = Tier(kind, ROLES[kind], pid)
+        tier.warnings.append(f"{kind}'s config is not read yet: add its log by hand")
+        return tier
+
+    return read
+
+
+READERS: dict[str, Reader] = {kind: _known_only(kind) for kind in ROLES}

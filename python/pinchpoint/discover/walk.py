@@ -1,0 +1,107 @@
+"""The request followed from a URL down the stack: the process listening on its port, what
+that process is (by its program and command line), what its config says of the next hop,
+and so on to the last tier on this host."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+
+from pinchpoint.discover.listeners import Sockets, root_of
+from pinchpoint.discover.tier import Address, Tier
+
+# A reader of one kind of server: its main process's pid and command line, the address the
+# request reached it at and the URL's path, to its tier.
+Reader = Callable[[int, list[str], Address, str], Tier]
+# The most tiers followed: a config that sends requests in a circle ends.
+MOST_TIERS = 16
+
+
+@dataclass
+class Discovery:
+    """The tiers found in the order a request meets them, who calls whom, and what could not
+    be followed."""
+
+    url: str
+    tiers: list[Tier] = field(default_factory=list)
+    calls: dict[str, list[str]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def kind_of(argv: list[str]) -> str | None:
+    """Which server a command line runs: nginx, haproxy, gunicorn, uwsgi, postgres; None for
+    anything else."""
+    head = " ".join(argv[:3]).lower()
+    first = Path(argv[0]).name.lower() if argv else ""
+    if first.startswith("nginx"):
+        return "nginx"
+    if first.startswith("haproxy"):
+        return "haproxy"
+    if first.startswith("uwsgi"):
+        return "uwsgi"
+    if "gunicorn" in head:
+        return "gunicorn"
+    if first.startswith(("postgres", "postmaster")):
+        return "postgres"
+    return None
+
+
+def walk(url: str, readers: dict[str, Reader], sockets: Sockets | None = None) -> Discovery:
+    """Follows the URL's request through every tier on this host that `readers` knows."""
+    found = Discovery(url)
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    sockets = sockets or Sockets.read()
+    todo: list[tuple[Address, Tier | None]] = [(Address(parts.hostname or "127.0.0.1", port), None)]
+    seen: dict[int, Tier] = {}
+    while todo and len(seen) < MOST_TIERS:
+        address, caller = todo.pop(0)
+        tier = _tier_at(address, parts.path or "/", readers, sockets, seen, found)
+        if tier is None:
+            continue
+        if caller is not None and tier.name not in found.calls.setdefault(caller.name, []):
+            found.calls[caller.name].append(tier.name)
+        if tier.pid in seen:
+            continue
+        seen[tier.pid] = tier
+        found.tiers.append(tier)
+        found.calls.setdefault(tier.name, [])
+        todo.extend((hop, tier) for hop in tier.next_hops)
+    return found
+
+
+def _tier_at(
+    address: Address,
+    path: str,
+    readers: dict[str, Reader],
+    sockets: Sockets,
+    seen: dict[int, Tier],
+    found: Discovery,
+) -> Tier | None:
+    pid = sockets.listener(address)
+    if pid is None:
+        found.problems.append(f"nothing on this host listens at {address}")
+        return None
+    root = root_of(pid)
+    if root in seen:
+        return seen[root]
+    try:
+        argv = psutil.Process(root).cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied) as e:
+        found.problems.append(f"{address}: process {root} cannot be read ({type(e).__name__})")
+        return None
+    kind = kind_of(argv)
+    reader = readers.get(kind or "")
+    if reader is None:
+        program = Path(argv[0]).name if argv else f"pid {root}"
+        found.problems.append(f"{address} is served by {program}, which init does not know")
+        return None
+    tier = reader(root, argv, address, path)
+    names = {t.name for t in found.tiers}
+    if tier.name in names:
+        tier.name = f"{tier.name}{sum(1 for n in names if n.startswith(tier.name)) + 1}"
+    return tier
