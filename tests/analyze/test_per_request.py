@@ -118,3 +118,21 @@ def test_a_request_that_grows_with_all_the_others_is_not_singled_out() -> None:
 def test_a_single_request_plan_has_no_one_request_to_single_out() -> None:
     endpoints, _ = _journey()
     assert growing_request(endpoints[4:5]) is None
+
+
+def test_a_request_waiting_on_a_locked_row_below_is_named_for_the_lock() -> None:
+    # The same journey, but checkout's one-at-a-time is a hot row in PostgreSQL, whose
+    # backends wait for it: the lock below is the cause, not the app.
+    endpoints, steps = _journey()
+    for s, waits in zip(steps, (0.0, 0.6, 1.5, 3.0, 4.0), strict=True):
+        s["resources"]["postgres"] = {"cpu_cores": 0.05, "processes": 6, "lock_waits": waits}
+    ctx = Context(
+        **{
+            **CTX.__dict__,
+            "order": [*CTX.order, "postgres"],
+            "calls": {**CTX.calls, "app": ["postgres"]},
+            "endpoints": endpoints,
+        }
+    )
+    b = decide(steps, ctx)["bottleneck"]
+    assert (b["component"], b["resource"], b["request"]) == ("postgres", "db_lock", "POST checkout")

@@ -24,6 +24,10 @@ from pinchpoint.analyze.thresholds import (
 from pinchpoint.analyze.usage import process_group
 
 
+# What a request served one at a time makes of its tier: its pool fills, its time grows.
+_EFFECTS = frozenset({"time", "worker_pool", "cpu"})
+
+
 @dataclass(frozen=True)
 class Grown:
     """One named request's growth from its lightest step to its heaviest."""
@@ -97,12 +101,16 @@ def request_finding(grown: Grown, steps: list[dict], ctx: Context) -> tuple[Find
     onset = _onset(grown, steps)
     evidence = _evidence(grown, tier, deltas)
     name = grown.name
+    cause = tier_cause(tier, steps, onset, ctx, None)
+    cause.evidence = [*evidence, *cause.evidence]
+    # A resource below that the request waits on (a locked row, a quota) is the cause of
+    # its serializing; a pool it fills, or the tier's time, is not.
+    if cause.resource not in _EFFECTS:
+        return cause, tier
     found = serialized(name, grown.entry, tier, group, onset, evidence)
     if found is not None:
         return found, tier
-    cause = tier_cause(tier, steps, onset, ctx, None)
     if cause.resource != "time":
-        cause.evidence = [*evidence, *cause.evidence]
         return cause, tier
     summary = (
         f"{name}'s time inside {tier} grows from {load_text(onset)} while the other requests "
