@@ -23,7 +23,6 @@ from pinchpoint.analyze.thresholds import (
 )
 from pinchpoint.analyze.usage import process_group
 
-
 # What a request served one at a time makes of its tier: its pool fills, its time grows.
 _EFFECTS = frozenset({"time", "worker_pool", "cpu"})
 
