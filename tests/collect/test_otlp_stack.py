@@ -6,20 +6,24 @@ access logs of the same run say."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
 from pinchpoint.demo import DemoStack
+from pinchpoint.demo.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
 from pinchpoint.demo.neighbour import CpuHog
+from pinchpoint.demo.traced import (
+    GATEWAY_APP,
+    SERVICE_APP,
+    TracedService,
+    TracedStack,
+    otlp_endpoint,
+    otlp_listen,
+)
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.logformats.nginx import NGINX_FORMAT
 from pinchpoint.pipeline import RunOutcome, execute
@@ -29,43 +33,9 @@ pytestmark = pytest.mark.timeout(240)
 HERE = Path(__file__).resolve().parent
 
 
-class TracedStack(DemoStack):
-    """nginx → gunicorn → an instrumented app (traced_app.py's by default), exporting to
-    `endpoint`."""
-
-    def __init__(
-        self,
-        workdir: Path,
-        endpoint: str,
-        workers: int = 2,
-        env: dict[str, str] | None = None,
-        app: str = "traced_app:app",
-    ) -> None:
-        super().__init__(workdir, workers=workers)
-        self.endpoint = endpoint
-        self.extra_env = env or {}
-        self.app = app
-
-    def _server_argv(self) -> list[str]:
-        argv = self._gunicorn_argv()
-        # Each worker starts its own exporter thread: none may be forked from a preloaded app.
-        argv.remove("--preload")
-        return [*argv[:-1], self.app]
-
-    def _server_env(self) -> dict[str, str]:
-        env = self._app_env()
-        env["PYTHONPATH"] = os.pathsep.join([str(HERE), env["PYTHONPATH"]])
-        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = self.endpoint
-        env["OTEL_BSP_SCHEDULE_DELAY"] = "200"
-        return {**env, **self.extra_env}
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _traced_app(workdir: Path, endpoint: str, **options: Any) -> TracedStack:
+    """nginx → gunicorn → traced_app.py's app, exporting to `endpoint`."""
+    return TracedStack(workdir, endpoint, "app", "traced_app:app", pythonpath=[HERE], **options)
 
 
 def _components(stack: DemoStack, app: str = "app") -> str:
@@ -89,9 +59,8 @@ name = "{app}"
 
 
 def test_spans_give_the_app_and_its_database_call_as_tiers(tmp_path: Path) -> None:
-    otlp_port = _free_port()
-    endpoint = f"http://127.0.0.1:{otlp_port}/v1/traces"
-    with TracedStack(tmp_path / "stack", endpoint) as stack:
+    listen = otlp_listen()
+    with _traced_app(tmp_path / "stack", otlp_endpoint(listen)) as stack:
         text = f"""
 [target]
 url = "http://127.0.0.1:{stack.nginx_port}"
@@ -122,7 +91,7 @@ log = {{ path = "{stack.gunicorn_access_log}", format = "gunicorn", log_format =
 name = "app"
 
 [[otlp]]
-listen = "127.0.0.1:{otlp_port}"
+listen = "{listen}"
 settle = "1.5s"
 """
         outcome = execute(parse_plan(text), text, tmp_path / "runs")
@@ -157,61 +126,20 @@ settle = "1.5s"
     assert collected["components"]["app"]["matched"] == app.height
 
 
-@contextmanager
-def svc2_server(workdir: Path, endpoint: str, sleep_ms: float) -> Iterator[str]:
+def _svc2(workdir: Path, endpoint: str, sleep_ms: float) -> TracedService:
     """The second service under gunicorn with one worker: its calls queue under load."""
     env = {"TRACED_SERVICE": "svc2", "SVC2_SLEEP_MS": str(sleep_ms)}
-    with traced_service(workdir, "traced_app:svc2", endpoint, workers=1, env=env) as url:
-        yield url
-
-
-@contextmanager
-def traced_service(
-    workdir: Path, app: str, endpoint: str, workers: int, env: dict[str, str]
-) -> Iterator[str]:
-    """An instrumented app of this folder under gunicorn with `workers` sync workers,
-    exporting its spans to `endpoint`; yields its URL once it answers."""
-    from pinchpoint.demo.gunicorn import gunicorn_has_control_socket
-
-    port = _free_port()
-    workdir.mkdir(parents=True)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "200",
-        **env,
-    }
-    argv = [sys.executable, "-m", "gunicorn", "--workers", str(workers)]
-    argv += ["--bind", f"127.0.0.1:{port}"]
-    argv += ["--no-control-socket"] if gunicorn_has_control_socket() else []
-    log_path = workdir / "gunicorn.log"
-    with log_path.open("wb") as log:
-        server = subprocess.Popen([*argv, app], env=env, stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise AssertionError(log_path.read_text()) from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
+    return TracedService(workdir, endpoint, "svc2", "traced_app:svc2", env=env, pythonpath=[HERE])
 
 
 def _fan_out_run(where: Path, mode: str, hog: float) -> RunOutcome:
     """One run of the fan-out stack, with `hog` cores of busy loops beside it."""
-    otlp_port = _free_port()
-    endpoint = f"http://127.0.0.1:{otlp_port}/v1/traces"
+    listen = otlp_listen()
+    endpoint = otlp_endpoint(listen)
     neighbour = CpuHog(cores=hog, max_seconds=120) if hog else nullcontext()
-    with neighbour, svc2_server(where / "svc2", endpoint, sleep_ms=10) as svc2:
-        env = {"SVC2_URL": svc2, "TRACED_APP_ROWS": "10000"}
-        with TracedStack(where / "stack", endpoint, workers=4, env=env) as stack:
+    with neighbour, _svc2(where / "svc2", endpoint, sleep_ms=10) as svc2:
+        env = {"SVC2_URL": svc2.url, "TRACED_APP_ROWS": "10000"}
+        with _traced_app(where / "stack", endpoint, workers=4, env=env) as stack:
             text = f"""
 [target]
 url = "http://127.0.0.1:{stack.nginx_port}"
@@ -227,7 +155,7 @@ warmup = "0.5s"
 path = "/fanout?mode={mode}"
 {_components(stack)}
 [[otlp]]
-listen = "127.0.0.1:{otlp_port}"
+listen = "{listen}"
 settle = "1.5s"
 """
             return execute(parse_plan(text), text, where / "runs")
@@ -285,18 +213,17 @@ def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
 
 
 def _parallel_run(where: Path) -> RunOutcome:
-    """The gateway of parallel_app.py calls svc-a (four workers) and svc-b (one) side by
+    """The gateway of demo/fanout_app.py calls svc-a (four workers) and svc-b (one) side by
     side for each request; both sleep 10 ms, so calls queue for svc-b alone."""
-    otlp_port = _free_port()
-    endpoint = f"http://127.0.0.1:{otlp_port}/v1/traces"
-    work = "parallel_app:work"
+    listen = otlp_listen()
+    endpoint = otlp_endpoint(listen)
+    wait = {FANOUT_WAIT_ENV: "10"}
     with (
-        traced_service(where / "a", work, endpoint, 4, {"OTEL_SERVICE_NAME": "svc-a"}) as a,
-        traced_service(where / "b", work, endpoint, 1, {"OTEL_SERVICE_NAME": "svc-b"}) as b,
+        TracedService(where / "a", endpoint, "svc-a", SERVICE_APP, 4, env=wait) as a,
+        TracedService(where / "b", endpoint, "svc-b", SERVICE_APP, 1, env=wait) as b,
     ):
-        env = {"OTEL_SERVICE_NAME": "gateway", "SVC_A_URL": a, "SVC_B_URL": b}
-        app = "parallel_app:gateway"
-        with TracedStack(where / "stack", endpoint, workers=4, env=env, app=app) as stack:
+        env = {FANOUT_CALLEES_ENV: f"{a.url} {b.url}"}
+        with TracedStack(where / "stack", endpoint, "gateway", GATEWAY_APP, 4, env=env) as stack:
             text = f"""
 [target]
 url = "http://127.0.0.1:{stack.nginx_port}"
@@ -309,10 +236,10 @@ duration = "3s"
 warmup = "0.5s"
 
 [[request]]
-path = "/both"
+path = "{FANOUT_PATH}"
 {_components(stack, "gateway")}
 [[otlp]]
-listen = "127.0.0.1:{otlp_port}"
+listen = "{listen}"
 settle = "1.5s"
 """
             return execute(parse_plan(text), text, where / "runs")

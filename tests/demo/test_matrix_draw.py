@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 
-from pinchpoint.demo.matrix.build import as_planned, journey_flow
+from pinchpoint.demo.matrix.build import (
+    OTLP_SETTLE_S,
+    as_planned,
+    fanout_components,
+    fanout_stacks,
+    journey_flow,
+)
 from pinchpoint.demo.matrix.score import Outcome, accuracy_table, judge
 from pinchpoint.demo.matrix.spec import (
     CLASSES,
     FRONTS,
     SERVERS,
+    TRACED_CALL_MS,
+    TRACED_CPU_MS,
+    TRACED_FANOUT_MS,
     Spec,
     Truth,
     draw,
@@ -18,6 +29,7 @@ from pinchpoint.demo.matrix.spec import (
     stack_cores,
 )
 from pinchpoint.demo.plan import stack_plan
+from pinchpoint.demo.scenarios import Scenario
 from pinchpoint.plan.model import parse_plan
 
 
@@ -274,3 +286,66 @@ def test_a_refusal_beside_a_heavy_hog_is_counted_apart_and_elsewhere_is_wrong() 
     levels = heavy.levels()
     table = accuracy_table([(judge(heavy, busy, noisy=True), levels)])
     assert table[-1]["refused"] == 1 and table[-1]["right"] is None
+
+
+def _fan_outs(count: int = 40) -> list[Spec]:
+    specs = [s for s in _many(count * len(CLASSES)) if s.cls == "traced_fanout"]
+    assert len(specs) == count
+    return specs
+
+
+def test_a_traced_fan_out_queues_for_its_smallest_pool_from_slots_times_fan_out_over_call() -> None:
+    for spec in _fan_outs():
+        slow, other = sorted(spec.callees, key=lambda c: c.workers)
+        assert slow.workers in (1, 2) and other.workers >= 4 and slow.name != other.name
+        call = {c.name: c.wait_ms + TRACED_CALL_MS for c in spec.callees}
+        fan_out = max(call.values()) + TRACED_FANOUT_MS
+        knee = slow.workers * fan_out / call[slow.name]
+        start = next(n for n in spec.levels() if n >= knee)
+        assert spec.truth == Truth(slow.name, "worker_pool", start)
+        # The other callee, the gateway's pool and the host's cores pass 1 / 0.67 times more.
+        rate = slow.workers / call[slow.name]
+        assert rate <= 0.67 * other.workers / call[other.name]
+        assert rate <= 0.67 * spec.slots / fan_out
+        assert rate <= 0.67 * 2 / TRACED_CPU_MS
+        assert spec.slots > spec.levels()[-1]  # a gateway slot for every user
+    assert {min(c.workers for c in s.callees) for s in _fan_outs()} == {1, 2}
+
+
+def test_a_traced_fan_out_beside_a_hog_keeps_its_pool_refused_only_where_little_is_left() -> None:
+    specs = _fan_outs()
+    for spec in specs:
+        slow = min(spec.callees, key=lambda c: c.workers)
+        cores = slow.workers / (slow.wait_ms + TRACED_CALL_MS) * TRACED_CPU_MS
+        assert cores <= 0.5  # light in the one core a one-core hog leaves
+        refused = spec.hog_cores > 1 and cores > 0.5 * (2 - spec.hog_cores)
+        assert spec.expected(noisy=True) == replace(spec.truth, refusal_ok=refused)
+    assert {s.expected(noisy=True).refusal_ok for s in specs} == {True, False}
+
+
+def test_a_traced_fan_out_is_drawn_the_same_from_its_seed_and_otherwise_from_another() -> None:
+    assert _fan_outs() == _fan_outs()
+    assert {s.callees for s in _fan_outs()} != {s.callees for s in draw(14, 40 * len(CLASSES))}
+
+
+def test_a_traced_fan_out_plan_receives_spans_and_samples_its_callees_in_some_draws(
+    tmp_path: Path,
+) -> None:
+    specs = _fan_outs()
+    assert {s.callees_sampled for s in specs} == {True, False}
+    assert {s.plan_workers for s in specs} == {True, False}
+    for spec in specs[:12]:
+        gateway, services = fanout_stacks(spec, tmp_path / spec.name, "http://127.0.0.1:4318")
+        components = fanout_components(spec, gateway, services)
+        scenario = Scenario(
+            gateway.url, components, "/fanout", otlp=("127.0.0.1:4318", OTLP_SETTLE_S)
+        )
+        plan = parse_plan(scenario.plan())
+        assert [(o.listen, o.settle) for o in plan.otlp] == [("127.0.0.1:4318", OTLP_SETTLE_S)]
+        named = {c.name: c for c in plan.component}
+        assert named["gunicorn"].calls == ["gateway"] and "gateway" in named
+        for callee in spec.callees:
+            planned = named[callee.name]
+            assert (planned.process is not None) == spec.callees_sampled
+            assert planned.workers == (callee.workers if spec.plan_workers else None)
+        assert (named["gunicorn"].workers is not None) == spec.plan_workers

@@ -1,5 +1,5 @@
 """Environment variables through which the stack tells the app where its files are and how
-to behave."""
+to behave, and the paths it loads that are not the probe's."""
 
 DB_ENV = "PINCHPOINT_DEMO_DB"
 PROBE_LOG_ENV = "PINCHPOINT_PROBE_LOG"
@@ -7,3 +7,8 @@ PROBE_LOG_ENV = "PINCHPOINT_PROBE_LOG"
 PG_DSN_ENV = "PINCHPOINT_DEMO_PG"
 # N: every Nth answer of `GET /api/orders/<id>` in a worker carries a wrong id (demo/journey.py).
 WRONG_EVERY_ENV = "PINCHPOINT_DEMO_WRONG_EVERY"
+# The traced gateway's callees, their URLs space-separated, and each's wait (demo/fanout_app.py).
+FANOUT_CALLEES_ENV = "PINCHPOINT_FANOUT_CALLEES"
+FANOUT_WAIT_ENV = "PINCHPOINT_FANOUT_WAIT_MS"
+# The traced gateway's request: it calls every callee side by side.
+FANOUT_PATH = "/fanout"

@@ -93,6 +93,16 @@ def flow_lines(name: str, steps: Sequence[FlowStep]) -> list[str]:
     return lines
 
 
+def otlp_lines(listen: str, settle_s: float) -> list[str]:
+    """An `[[otlp]]` table: a receiver of spans on `listen`, kept `settle_s` past the load."""
+    return [
+        "",
+        "[[otlp]]",
+        f"listen = {_toml_value(listen)}",
+        f"settle = {_toml_value(f'{settle_s:g}s')}",
+    ]
+
+
 def stack_plan(
     url: str,
     components: list[dict[str, Any]],
@@ -103,9 +113,11 @@ def stack_plan(
     sampling_s: float = 1.0,
     think_time_s: float = 0.0,
     flow: tuple[str, Sequence[FlowStep]] | None = None,
+    otlp: tuple[str, float] | None = None,
 ) -> str:
     """A plan stepping `users` (lower, upper, step) on one request of a stack's components,
-    or on a flow (its name and steps) instead when given."""
+    or on a flow (its name and steps) instead when given; with `otlp` (an address and a
+    settle time), receiving the stack's spans there."""
     lower, upper, step = users
     lines = [
         "[target]",
@@ -125,7 +137,8 @@ def stack_plan(
         "",
         *(flow_lines(*flow) if flow is not None else request_lines(path, method)),
     ]
-    return "\n".join(lines + component_lines(components)) + "\n"
+    spans = otlp_lines(*otlp) if otlp is not None else []
+    return "\n".join(lines + component_lines(components) + spans) + "\n"
 
 
 _TARGET_URL = re.compile(r"(?ms)^(\[target\][^\[]*?^\s*url\s*=\s*)(\"[^\"\n]*\"|'[^'\n]*')")

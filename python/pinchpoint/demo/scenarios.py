@@ -44,6 +44,9 @@ class Scenario:
     notes: dict[str, Any] = field(default_factory=dict)
     # A flow's name and its steps, walked instead of the one request at `path`.
     flow: tuple[str, tuple[FlowStep, ...]] | None = None
+    # Where the run receives the stack's spans (an `[[otlp]]` listen address), and how long
+    # past the load it keeps receiving them.
+    otlp: tuple[str, float] | None = None
 
     def plan(
         self,
@@ -62,6 +65,7 @@ class Scenario:
             sampling_s=sampling_s,
             think_time_s=self.think_time_s,
             flow=self.flow,
+            otlp=self.otlp,
         )
 
 

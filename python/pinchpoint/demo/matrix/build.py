@@ -1,12 +1,12 @@
 """Starts the real stack of a drawn scenario, with a CPU hog beside it when asked.
 
 The plan's components say what a user's would: the app server's `workers` only when the
-scenario draws it (spec.plan_workers); otherwise the verdict learns the pool itself.
+scenario draws it (spec.plan_workers); otherwise the verdict learns the pool itself. A
+traced scenario's plan receives its spans on a free loopback port (`[[otlp]]`).
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -15,9 +15,9 @@ import psutil
 
 from pinchpoint.demo.blkio import DiskLimit
 from pinchpoint.demo.cgroup import CpuQuota
-from pinchpoint.demo.env import PG_DSN_ENV
+from pinchpoint.demo.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV, PG_DSN_ENV
 from pinchpoint.demo.hot import COUNTERS_SQL
-from pinchpoint.demo.matrix.spec import FLOW, JourneyStep, Spec
+from pinchpoint.demo.matrix.spec import FLOW, GATEWAY, Callee, JourneyStep, Spec
 from pinchpoint.demo.neighbour import CpuHog, starved_generator
 from pinchpoint.demo.netns import ShapedLink
 from pinchpoint.demo.nginx import ProxyOptions
@@ -26,10 +26,20 @@ from pinchpoint.demo.postgres import PostgresCluster, with_database
 from pinchpoint.demo.scan import SCAN_SQL, rows_for
 from pinchpoint.demo.scenarios import Scenario
 from pinchpoint.demo.stack import DemoStack
+from pinchpoint.demo.traced import (
+    GATEWAY_APP,
+    SERVICE_APP,
+    TracedService,
+    TracedStack,
+    otlp_endpoint,
+    otlp_listen,
+)
 from pinchpoint.demo.uwsgi import UwsgiStack
 
 # A hog never outlives a scenario by much, even if the run is killed.
 HOG_MAX_S = 900
+# The run keeps receiving spans this long past the load: the exporters send them in batches.
+OTLP_SETTLE_S = 1.5
 
 
 def _path(spec: Spec, scan_rows: int | None = None) -> tuple[str, str]:
@@ -57,6 +67,12 @@ def _flow_step(step: JourneyStep) -> FlowStep:
 
 def journey_flow(spec: Spec) -> tuple[str, tuple[FlowStep, ...]] | None:
     return (FLOW, tuple(_flow_step(s) for s in spec.journey)) if spec.journey else None
+
+
+def _worker_class(spec: Spec) -> tuple[str, int]:
+    """gunicorn's worker class for the spec's server, and its threads."""
+    worker_class = spec.server.split("-", 1)[1]
+    return worker_class, spec.threads if worker_class == "gthread" else 1
 
 
 def as_planned(spec: Spec, components: list[dict]) -> list[dict]:
@@ -87,8 +103,7 @@ def _stack(
         options["proxy"] = proxy
     if spec.server.startswith("uwsgi"):
         return UwsgiStack(workdir, spec.workers, threads=spec.threads, **options)
-    worker_class = spec.server.split("-", 1)[1]
-    threads = spec.threads if worker_class == "gthread" else 1
+    worker_class, threads = _worker_class(spec)
     return DemoStack(workdir, spec.workers, worker_class=worker_class, threads=threads, **options)
 
 
@@ -103,41 +118,100 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
     process outside the stack spinning on a core the whole time."""
     workdir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
-        app_env: dict[str, str] = {}
-        database = None
-        scan_rows = None
-        if spec.hold_ms is not None or spec.scan_ms is not None:
-            pg = stack.enter_context(PostgresCluster())
-            pg.execute(COUNTERS_SQL if spec.hold_ms is not None else SCAN_SQL)
-            if spec.scan_ms is not None:
-                scan_rows = rows_for(pg.dsn, spec.scan_ms)
-            app_env[PG_DSN_ENV] = pg.dsn
-            database = pg.component()
-        quota = stack.enter_context(CpuQuota(spec.quota)) if spec.quota else None
-        if quota is not None and spec.quota_on == "database" and database is not None:
-            # The backends the app's workers connect to are forked into the postmaster's.
-            quota.add(database["process"]["pids"])
-        link = stack.enter_context(ShapedLink(spec.link_bytes_s)) if spec.link_bytes_s else None
-        demo = stack.enter_context(_stack(spec, workdir, app_env, link))
-        if quota is not None and spec.quota_on == "server":
-            quota.add(_server_pids(demo))
-        if spec.disk_write_bytes_s:
-            disk = stack.enter_context(DiskLimit(spec.disk_write_bytes_s, str(workdir)))
-            disk.add(_server_pids(demo))
-        components = as_planned(spec, demo.components())
-        if database is not None:
-            components = with_database(components, database)
+        scenario = _traced(spec, workdir, stack) if spec.callees else _demo(spec, workdir, stack)
         if noisy:
             stack.enter_context(CpuHog(spec.hog_cores, max_seconds=HOG_MAX_S))
         if spec.starved:
             stack.enter_context(starved_generator(max_seconds=HOG_MAX_S))
-        path, method = _path(spec, scan_rows)
-        with contextlib.nullcontext():
-            yield Scenario(
-                demo.url,
-                components,
-                path,
-                method=method,
-                think_time_s=spec.think_ms / 1000,
-                flow=journey_flow(spec),
-            )
+        yield scenario
+
+
+def _demo(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
+    """The demo app's stack, with its database, quota, link or disk limit, in `stack`."""
+    app_env: dict[str, str] = {}
+    database = None
+    scan_rows = None
+    if spec.hold_ms is not None or spec.scan_ms is not None:
+        pg = stack.enter_context(PostgresCluster())
+        pg.execute(COUNTERS_SQL if spec.hold_ms is not None else SCAN_SQL)
+        if spec.scan_ms is not None:
+            scan_rows = rows_for(pg.dsn, spec.scan_ms)
+        app_env[PG_DSN_ENV] = pg.dsn
+        database = pg.component()
+    quota = stack.enter_context(CpuQuota(spec.quota)) if spec.quota else None
+    if quota is not None and spec.quota_on == "database" and database is not None:
+        # The backends the app's workers connect to are forked into the postmaster's.
+        quota.add(database["process"]["pids"])
+    link = stack.enter_context(ShapedLink(spec.link_bytes_s)) if spec.link_bytes_s else None
+    demo = stack.enter_context(_stack(spec, workdir, app_env, link))
+    if quota is not None and spec.quota_on == "server":
+        quota.add(_server_pids(demo))
+    if spec.disk_write_bytes_s:
+        disk = stack.enter_context(DiskLimit(spec.disk_write_bytes_s, str(workdir)))
+        disk.add(_server_pids(demo))
+    components = as_planned(spec, demo.components())
+    if database is not None:
+        components = with_database(components, database)
+    path, method = _path(spec, scan_rows)
+    return Scenario(
+        demo.url,
+        components,
+        path,
+        method=method,
+        think_time_s=spec.think_ms / 1000,
+        flow=journey_flow(spec),
+    )
+
+
+def _traced(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
+    """The gateway's stack and the services it calls side by side, all traced, exporting
+    their spans to the run's OTLP receiver; in `stack`, the callees first."""
+    listen = otlp_listen()
+    gateway, services = fanout_stacks(spec, workdir, otlp_endpoint(listen))
+    for service in services:
+        stack.enter_context(service)
+    stack.enter_context(gateway)
+    components = fanout_components(spec, gateway, services)
+    return Scenario(gateway.url, components, FANOUT_PATH, otlp=(listen, OTLP_SETTLE_S))
+
+
+def fanout_stacks(
+    spec: Spec, workdir: Path, endpoint: str
+) -> tuple[TracedStack, list[TracedService]]:
+    """The gateway's stack and its callees, not started, exporting spans to `endpoint`."""
+    services = [_callee(spec, c, workdir, endpoint) for c in spec.callees]
+    worker_class, threads = _worker_class(spec)
+    gateway = TracedStack(
+        workdir / GATEWAY,
+        endpoint,
+        GATEWAY,
+        GATEWAY_APP,
+        spec.workers,
+        env={FANOUT_CALLEES_ENV: " ".join(s.url for s in services)},
+        worker_class=worker_class,
+        threads=threads,
+        front=spec.front,
+        server_config=spec.server_config,
+    )
+    return gateway, services
+
+
+def fanout_components(
+    spec: Spec, gateway: TracedStack, services: list[TracedService]
+) -> list[dict]:
+    """The plan's components: the gateway's, and its callees, sampled as the spec draws."""
+    callees = [s.component(sampled=spec.callees_sampled) for s in services]
+    return as_planned(spec, [*gateway.components(), *callees])
+
+
+def _callee(spec: Spec, callee: Callee, workdir: Path, endpoint: str) -> TracedService:
+    """A service of sync workers whose every call waits `callee.wait_ms`."""
+    return TracedService(
+        workdir / callee.name,
+        endpoint,
+        callee.name,
+        SERVICE_APP,
+        callee.workers,
+        env={FANOUT_WAIT_ENV: f"{callee.wait_ms:g}"},
+        server_config=spec.server_config,
+    )

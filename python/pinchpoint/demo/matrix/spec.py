@@ -13,7 +13,9 @@ capacity X saturates from N = X × (time of a request at no load).
 
 A scenario is written as users write theirs: the plan names the app server's pool size
 (`workers`) in only a share of the draws, and the server reads its pool from its command
-line or from a config file (gunicorn's `-c gunicorn.conf.py`, `uwsgi --ini`).
+line or from a config file (gunicorn's `-c gunicorn.conf.py`, `uwsgi --ini`). The traced
+class's services are known from their spans, as OpenTelemetry's instrumentations send them;
+the plan gives their processes to sample in only a share of the draws.
 
 Beside the stack, the noisy runs start a CPU hog of 1, 1.5 or 1.8 cores, drawn per
 scenario. The model shares the cores fairly among the busy tasks (the hog's and the
@@ -57,6 +59,7 @@ CLASSES = (
     "starved_generator",
     "healthy",
     "journey",
+    "traced_fanout",
 )
 SERVERS = ("gunicorn-sync", "gunicorn-gthread", "uwsgi-processes", "uwsgi-threads")
 FRONTS = ("nginx", "haproxy", "nginx2")
@@ -70,6 +73,17 @@ HOG_WEIGHTS = (2, 1, 1)
 FLOW = "journey"
 FAST_STEPS = ("home", "search", "item", "cart")
 CHECKOUT = "checkout"
+# The traced_fanout class: its gateway's service name, and its callees' names drawn from these.
+GATEWAY = "gateway"
+CALLEE_NAMES = ("inventory", "pricing", "reviews", "shipping", "stock", "accounts")
+# A traced call's time in its service's worker beyond the service's wait (gunicorn, Flask,
+# its span), and a fan-out's at no load beyond its longest call (proxy, gateway, the calls'
+# threads and connections), in ms, as measured on a 2-core host.
+TRACED_CALL_MS = 2.5
+TRACED_FANOUT_MS = 8.0
+# The CPU a fan-out costs the gateway, its callees (each span's export too), the proxy and
+# the generator, in ms: tracing costs several times the request's own work.
+TRACED_CPU_MS = 15.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,23 @@ class JourneyStep:
     cpu_ms: float = 0.0
     wait_ms: float = 0.0
     hold_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Callee:
+    """A traced service the gateway calls: its sync workers, and each call's wait."""
+
+    name: str
+    workers: int
+    wait_ms: float
+
+    @property
+    def service_ms(self) -> float:
+        return self.wait_ms + TRACED_CALL_MS
+
+    @property
+    def rps(self) -> float:
+        return self.workers / self.service_ms * 1000
 
 
 @dataclass(frozen=True)
@@ -141,6 +172,10 @@ class Spec:
     server_config: Literal["flags", "file"] = "flags"
     # The journey class's walk, in order (empty for the one request of other classes).
     journey: tuple[JourneyStep, ...] = ()
+    # The services a traced gateway calls side by side, and whether the plan gives their
+    # processes to sample (else they are known from their spans alone).
+    callees: tuple[Callee, ...] = ()
+    callees_sampled: bool = False
 
     @property
     def slots(self) -> int:
@@ -550,6 +585,41 @@ def _journey(rng: random.Random, hog: float) -> Spec | None:
                 noisy_truth=_calm(truth, cores, hog))  # fmt: skip
 
 
+def _traced_fanout(rng: random.Random, hog: float) -> Spec | None:
+    """A gateway traced with OpenTelemetry calls two traced services side by side for each
+    request: one has a pool of 1 or 2 sync workers, too few for its calls, the other has
+    room. Calls to the slow one queue from N = slots × (time of a fan-out at no load) /
+    (its call's time) users; the gateway has a slot for every user, and it and the other
+    callee pass at least 1 / MARGIN times the slow one's rate, the host's cores too."""
+    slow_name, other_name = rng.sample(CALLEE_NAMES, 2)
+    slow = Callee(slow_name, rng.choice((1, 1, 2)), round(rng.uniform(30, 90), 2))
+    other = Callee(other_name, rng.randint(4, 8), round(rng.uniform(10, 60), 2))
+    fanout_ms = max(slow.service_ms, other.service_ms) + TRACED_FANOUT_MS
+    knee = slow.rps * fanout_ms / 1000
+    users = steps_for(knee, rng)
+    server, workers, threads = _gateway_server(rng, rng.randint(users[1] + 1, users[1] + 4))
+    gateway_rps = workers * threads / fanout_ms * 1000
+    host_rps = CORES / TRACED_CPU_MS * 1000
+    if not _separated(slow.rps, [other.rps, gateway_rps, host_rps]):
+        return None
+    cores = slow.rps * TRACED_CPU_MS / 1000
+    if cores > HEALTHY_SHARE * (CORES - 1):
+        return None
+    truth = Truth(slow.name, "worker_pool", first_level(_levels(users), knee))
+    callees = (slow, other) if rng.random() < 0.5 else (other, slow)
+    return Spec("", "traced_fanout", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
+                users=users, truth=truth, noisy_truth=_calm(truth, cores, hog),
+                callees=callees, callees_sampled=rng.random() < 0.5)  # fmt: skip
+
+
+def _gateway_server(rng: random.Random, slots: int) -> tuple[str, int, int]:
+    """gunicorn's sync workers, or gthread's of 2 to 4 threads, making `slots` or a few more."""
+    if slots <= 6 and rng.random() < 0.5:
+        return "gunicorn-sync", slots, 1
+    threads = rng.randint(2, 4)
+    return "gunicorn-gthread", math.ceil(slots / threads), threads
+
+
 def server_name(server: str) -> str:
     return "uwsgi" if server.startswith("uwsgi") else "gunicorn"
 
@@ -574,4 +644,5 @@ DRAWERS = {
     "starved_generator": _starved_generator,
     "healthy": _healthy,
     "journey": _journey,
+    "traced_fanout": _traced_fanout,
 }
