@@ -18,20 +18,6 @@ SEED = 7
 STEP_S = 2.0
 # The neighbour changes the answer for these, or must not: a CPU hog on one core.
 NOISY = ("pool_wait", "pool_cpu", "host_cpu", "cpu_quota")
-# Classes whose rule in the verdict is new: their scenarios run, and may fail.
-LEARNING = {
-    "journey": "naming a request serialized inside the app (resource 'serialized' and the "
-    "bottleneck's 'request') is new in the verdict",
-}
-
-
-def _classes() -> list:
-    return [
-        pytest.param(c, marks=pytest.mark.xfail(strict=False, reason=LEARNING[c]))
-        if c in LEARNING
-        else c
-        for c in CLASSES
-    ]
 
 
 def _first(cls: str) -> Spec:
@@ -64,7 +50,7 @@ def _check(spec: Spec, tmp_path: Path, noisy: bool) -> None:
         assert outcome.neighbour_reported, [f["name"] for f in verdict["findings"]]
 
 
-@pytest.mark.parametrize("cls", _classes())
+@pytest.mark.parametrize("cls", CLASSES)
 def test_matrix_scenario_verdict_is_its_truth(cls: str, tmp_path: Path) -> None:
     _check(_first(cls), tmp_path, noisy=False)
 
