@@ -34,6 +34,15 @@ from pinchpoint.demo.matrix.score import Outcome, accuracy_table, confusion, lab
 from pinchpoint.demo.matrix.spec import Spec, draw
 
 
+def _pool_found(spec: Spec, verdict: dict) -> tuple[str, int, int] | None:
+    """How the verdict found the app server's pool, its size and the true one, where the
+    server has a pool of slots (not an event loop) and the verdict sized it."""
+    found = (verdict.get("pools") or {}).get(spec.server_name)
+    if found is None or spec.server.endswith("uvicorn"):
+        return None
+    return str(found["found"]), int(found["slots"]), spec.slots
+
+
 def _line(o: Outcome, spec: Spec, seconds: float) -> str:
     mark = "ok " if o.right else "REF" if o.refused else "BAD"
     neighbour = f" neighbour={'yes' if o.neighbour_reported else 'no'}"
@@ -97,6 +106,7 @@ def main() -> int:
     results: dict[bool, list[tuple[Outcome, list[int]]]] = {m: [] for m in modes}
     agree: list[bool] = []
     contradicted: list[bool] = []
+    pools: list[tuple[str, int, int]] = []
     records = []
     for noisy in modes:
         for spec in specs:
@@ -106,6 +116,10 @@ def main() -> int:
             began = time.monotonic()
             try:
                 outcome, verdict = run_one(spec, workdir, noisy=noisy, step_s=args.step_seconds)
+                pool = _pool_found(spec, verdict)
+                if pool is not None:
+                    pools.append(pool)
+                    print(f"    pool {pool[0]}: {pool[1]} found, {pool[2]} true", flush=True)
                 denied = contradictions(verdict)
                 contradicted.append(bool(denied))
                 for problem in denied:
