@@ -27,10 +27,12 @@ def init(
     except FileExistsError:
         fail(f"{out} exists: give another file with -o")
         raise typer.Exit(2) from None
+    if not found.tiers:
+        typer.echo(f"Wrote {out} with the target only: {'; '.join(found.problems)}")
+        return
     for problem in found.problems:
         warn(problem)
     for tier in found.tiers:
         for warning in tier.warnings:
             warn(f"{tier.name}: {warning}")
-    names = " → ".join(t.name for t in found.tiers) or "no tier found (the target only)"
-    typer.echo(f"Wrote {out}: {names}")
+    typer.echo(f"Wrote {out}: {' → '.join(t.name for t in found.tiers)}")

@@ -16,24 +16,24 @@ _LOOPBACK = ("127.0.0.1", "::1", "0.0.0.0", "::", "localhost")
 @dataclass(frozen=True)
 class Sockets:
     """Listening sockets by address (TCP by port, unix by path) and each process's
-    established TCP connections' remote ports."""
+    established TCP connections' remote addresses (host, port)."""
 
     tcp: dict[int, int]
     unix: dict[Path, int]
-    connected: dict[int, set[int]]
+    connected: dict[int, set[tuple[str, int]]]
 
     @classmethod
     def read(cls) -> Sockets:
         tcp: dict[int, int] = {}
         unix: dict[Path, int] = {}
-        connected: dict[int, set[int]] = {}
+        connected: dict[int, set[tuple[str, int]]] = {}
         for conn in psutil.net_connections(kind="all"):
             if conn.pid is None:
                 continue
             if conn.status == psutil.CONN_LISTEN and conn.laddr:
                 tcp.setdefault(conn.laddr.port, conn.pid)
             elif conn.status == psutil.CONN_ESTABLISHED and conn.raddr:
-                connected.setdefault(conn.pid, set()).add(conn.raddr.port)
+                connected.setdefault(conn.pid, set()).add((conn.raddr.ip, conn.raddr.port))
             elif isinstance(conn.laddr, str) and conn.laddr and conn.status == psutil.CONN_NONE:
                 unix.setdefault(Path(conn.laddr), conn.pid)
         return cls(tcp, unix, connected)
@@ -47,10 +47,30 @@ class Sockets:
             return None
         return self.tcp.get(address.port) if address.port is not None else None
 
+    def called_by(self, pids: set[int]) -> list[Address]:
+        """The listeners on this host that these processes hold connections to, other than
+        their own, by port: where a server's workers send requests on."""
+        found: dict[int, Address] = {}
+        for pid in pids:
+            for host, port in self.connected.get(pid, ()):
+                listener = self.listener(Address(host, port))
+                if listener is not None and listener not in pids:
+                    found.setdefault(port, Address(host, port))
+        return [found[port] for port in sorted(found)]
+
 
 def _local(host: str) -> bool:
     addrs = {a.address for nic in psutil.net_if_addrs().values() for a in nic}
     return host in addrs
+
+
+def tree_of(pid: int) -> set[int]:
+    """The process and all its descendants (a master and its workers); {pid} when it is
+    gone."""
+    try:
+        return {pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))}
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return {pid}
 
 
 def root_of(pid: int) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pinchpoint.discover.appserver import read_gunicorn, read_uwsgi
+from pinchpoint.discover.postgres import read_postgres
 from pinchpoint.discover.tier import Address, Tier
 from pinchpoint.discover.walk import Reader
 
@@ -27,3 +29,6 @@ def _known_only(kind: str) -> Reader:
 
 
 READERS: dict[str, Reader] = {kind: _known_only(kind) for kind in ROLES}
+READERS["gunicorn"] = read_gunicorn
+READERS["uwsgi"] = read_uwsgi
+READERS["postgres"] = read_postgres

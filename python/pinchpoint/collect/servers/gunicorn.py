@@ -1,7 +1,8 @@
-"""gunicorn's pool as gunicorn itself settles it: its defaults, then `WEB_CONCURRENCY`, then
-the config file (`-c FILE`, else `./gunicorn.conf.py`), then `GUNICORN_CMD_ARGS`, then the
-command line, the later winning. A sync worker class given threads becomes gthread, as in
-gunicorn. The config file is Python: it is read as a syntax tree, never run."""
+"""gunicorn's settings as gunicorn itself settles them: its defaults, then `WEB_CONCURRENCY`,
+then the config file (`-c FILE`, else `./gunicorn.conf.py`), then `GUNICORN_CMD_ARGS`, then
+the command line, the later winning. Its pool from them (a sync worker class given threads
+becomes gthread, as in gunicorn), and where it listens, logs and writes its pid. The config
+file is Python: it is read as a syntax tree, never run."""
 
 from __future__ import annotations
 
@@ -17,6 +18,15 @@ _KEYS = {
     "threads": (("--threads",), ()),
     "worker_class": (("--worker-class",), ("-k",)),
 }
+# Where it listens, logs and writes its pid, by the names of gunicorn's settings.
+SERVED_KEYS = {
+    "bind": (("--bind",), ("-b",)),
+    "accesslog": (("--access-logfile",), ()),
+    "access_log_format": (("--access-logformat",), ()),
+    "errorlog": (("--error-logfile", "--log-file"), ()),
+    "pidfile": (("--pid",), ("-p",)),
+}
+_ALL_KEYS = {**_KEYS, **SERVED_KEYS}
 _EVENT_LOOPS = ("uvicorn", "gevent", "eventlet", "tornado", "aiohttp", "asgi", "trio")
 DEFAULT_CONFIG = "gunicorn.conf.py"
 
@@ -31,23 +41,29 @@ def is_gunicorn(argv: Sequence[str]) -> bool:
 def read(process: ServerProcess, cores: int, files: bool) -> Pool:
     """The pool of the gunicorn whose master is `process`; config files read only when
     `files`."""
-    settings: dict[str, tuple[str, str]] = {}
+    return _pool(settings(process, cores, files), process.children)
+
+
+def settings(process: ServerProcess, cores: int, files: bool = True) -> dict[str, tuple[str, str]]:
+    """The settings of the gunicorn whose master is `process` that it gave a value (its pool's
+    and SERVED_KEYS), each as (value, where it was read); a list (`bind`) comma-joined."""
+    found: dict[str, tuple[str, str]] = {}
     if "WEB_CONCURRENCY" in process.environ:
-        settings["workers"] = (process.environ["WEB_CONCURRENCY"], "WEB_CONCURRENCY")
+        found["workers"] = (process.environ["WEB_CONCURRENCY"], "WEB_CONCURRENCY")
     env_argv = split(process.environ.get("GUNICORN_CMD_ARGS", ""))
     config = option(process.argv, ("--config",), ("-c",)) or option(
         env_argv, ("--config",), ("-c",)
     )
     if files:
-        settings.update(_config_file(process, config, cores))
-    settings.update(_options(env_argv, "GUNICORN_CMD_ARGS"))
-    settings.update(_options(process.argv, "command line"))
-    return _pool(settings, process.children)
+        found.update(_config_file(process, config, cores))
+    found.update(_options(env_argv, "GUNICORN_CMD_ARGS"))
+    found.update(_options(process.argv, "command line"))
+    return found
 
 
 def _options(argv: Sequence[str], source: str) -> dict[str, tuple[str, str]]:
     found = {}
-    for key, (long, short) in _KEYS.items():
+    for key, (long, short) in _ALL_KEYS.items():
         value = option(argv, long, short)
         if value is not None:
             found[key] = (value, source)
@@ -68,7 +84,7 @@ def _config_file(
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in _KEYS:
+            if isinstance(target, ast.Name) and target.id in _ALL_KEYS:
                 value = _literal(node.value, cores)
                 if value is not None:
                     found[target.id] = (str(value), f"config file {path}")
@@ -77,15 +93,22 @@ def _config_file(
 
 def _literal(node: ast.expr, cores: int) -> int | str | None:
     """A config value built from constants, arithmetic and the host's CPU count
-    (`multiprocessing.cpu_count() * 2 + 1`); None for anything else."""
+    (`multiprocessing.cpu_count() * 2 + 1`), strings joined with `+`, a list of strings
+    (comma-joined); None for anything else."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int | str):
         return node.value
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_literal(item, cores) for item in node.elts]
+        strings = [item for item in items if isinstance(item, str)]
+        return ",".join(strings) if strings and len(strings) == len(items) else None
     if isinstance(node, ast.Call) and not node.args:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         return cores if name == "cpu_count" else None
     if isinstance(node, ast.BinOp):
         left, right = _literal(node.left, cores), _literal(node.right, cores)
+        if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
+            return left + right
         if not isinstance(left, int) or not isinstance(right, int):
             return None
         if isinstance(node.op, ast.Add):

@@ -1,7 +1,8 @@
-"""uWSGI's pool as uWSGI settles it: `UWSGI_*` variables, then its config files (`--ini`,
-`--yaml`, `--xml`, `--json`, or a file named on the command line by its extension), then
-its options, the later winning. Its slots are processes × threads; its async modes
-(`--async`, `--gevent`) serve any number of waiting requests per process."""
+"""uWSGI's settings as uWSGI settles them: `UWSGI_*` variables, then its config files
+(`--ini`, `--yaml`, `--xml`, `--json`, or a file named on the command line by its
+extension), then its options, the later winning. Its pool from them: its slots are
+processes × threads; its async modes (`--async`, `--gevent`) serve any number of waiting
+requests per process. And where it listens, logs and writes its pid."""
 
 from __future__ import annotations
 
@@ -21,7 +22,33 @@ _KEYS = {
     "async": (("--async",), ()),
     "gevent": (("--gevent",), ()),
 }
-_ALIASES = {"workers": "processes"}
+# Where it listens, logs and writes its pid.
+SERVED_KEYS = {
+    "socket": (("--socket", "--uwsgi-socket"), ("-s",)),
+    "http-socket": (("--http-socket",), ()),
+    "http": (("--http",), ()),
+    "req-logger": (("--req-logger",), ()),
+    "logger": (("--logger",), ()),
+    "logto": (("--logto", "--logto2"), ()),
+    "daemonize": (("--daemonize", "--daemonize2"), ()),
+    "log-format": (("--log-format", "--logformat"), ()),
+    "pidfile": (("--pidfile", "--pidfile2"), ()),
+}
+# Options that take no value: "true" when given.
+FLAGS = {
+    "master": (("--master",), ("-M",)),
+    "disable-logging": (("--disable-logging",), ("-L",)),
+}
+_ALL_KEYS = {**_KEYS, **SERVED_KEYS}
+_ALIASES = {
+    "workers": "processes",
+    "uwsgi-socket": "socket",
+    "logformat": "log-format",
+    "logto2": "logto",
+    "daemonize2": "daemonize",
+    "pidfile2": "pidfile",
+}
+_TRUE = ("true", "1", "yes", "on", "")
 _FILES = {".ini": "ini", ".yaml": "yaml", ".yml": "yaml", ".xml": "xml", ".json": "json"}
 _FILE_OPTIONS = {
     "--ini": "ini",
@@ -41,21 +68,36 @@ def is_uwsgi(argv: Sequence[str]) -> bool:
 def read(process: ServerProcess, cores: int, files: bool) -> Pool:
     """The pool of the uWSGI whose first process is `process`; config files read only when
     `files`."""
-    settings: dict[str, tuple[str, str]] = {}
+    return _pool(settings(process, files), process, cores)
+
+
+def settings(process: ServerProcess, files: bool = True) -> dict[str, tuple[str, str]]:
+    """The settings of the uWSGI whose first process is `process` that it gave a value (its
+    pool's, SERVED_KEYS and FLAGS), each as (value, where it was read); config files read
+    only when `files`."""
+    found: dict[str, tuple[str, str]] = {}
     for key in _KEYS:
         variable = f"UWSGI_{key.upper()}"
         if variable in process.environ:
-            settings[key] = (process.environ[variable], variable)
+            found[key] = (process.environ[variable], variable)
     if files:
         for kind, name in _config_files(process.argv):
             path = process.path(name.split(":", 1)[0])
             for key, value in _read_config(path, kind).items():
-                settings[key] = (value, f"config file {path}")
-    for key, (long, short) in _KEYS.items():
+                found[key] = (value, f"config file {path}")
+    for key, (long, short) in _ALL_KEYS.items():
         given = option(process.argv, long, short)
         if given is not None:
-            settings[key] = (given, "command line")
-    return _pool(settings, process, cores)
+            found[key] = (given, "command line")
+    for key, (long, short) in FLAGS.items():
+        if flag(process.argv, long, short):
+            found[key] = ("true", "command line")
+    return found
+
+
+def is_set(found: dict[str, tuple[str, str]], key: str) -> bool:
+    """Whether a flag is on in `settings`' answer (`master = true` in a file, `--master`)."""
+    return key in found and found[key][0].strip().lower() in _TRUE
 
 
 def _config_files(argv: Sequence[str]) -> list[tuple[str, str]]:
@@ -74,7 +116,8 @@ def _config_files(argv: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _read_config(path: Path, kind: str) -> dict[str, str]:
-    """The pool's keys in a config file's `uwsgi` section; {} when it cannot be read."""
+    """The known keys in a config file's `uwsgi` section, `%d` (the file's folder) filled in;
+    {} when it cannot be read."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -86,8 +129,8 @@ def _read_config(path: Path, kind: str) -> dict[str, str]:
     out = {}
     for key, value in section.items():
         key = _ALIASES.get(key.strip(), key.strip())
-        if key in _KEYS:
-            out[key] = str(value)
+        if key in _ALL_KEYS or key in FLAGS:
+            out[key] = str(value).replace("%d", f"{path.parent}/")
     return out
 
 
@@ -140,7 +183,7 @@ def _pool(settings: dict[str, tuple[str, str]], process: ServerProcess, cores: i
     threads = number("threads") or 1
     processes = number("processes")
     if processes is None:
-        master = flag(process.argv, ("--master",), ("-M",))
+        master = is_set(settings, "master")
         # Without a master the first process is a worker and forks the others.
         processes = (process.children if master else process.children + 1) or 1
         sources.insert(0, "its worker processes counted")
