@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pinchpoint.discover import haproxy, nginx
 from pinchpoint.discover.appserver import read_gunicorn, read_uwsgi
 from pinchpoint.discover.postgres import read_postgres
 from pinchpoint.discover.tier import Address, Tier
@@ -32,3 +33,5 @@ READERS: dict[str, Reader] = {kind: _known_only(kind) for kind in ROLES}
 READERS["gunicorn"] = read_gunicorn
 READERS["uwsgi"] = read_uwsgi
 READERS["postgres"] = read_postgres
+READERS["nginx"] = nginx.read
+READERS["haproxy"] = haproxy.read

@@ -1,0 +1,584 @@
+"""The nginx tier, from the config its master runs: the `server` listening where the request
+arrived, the `location` its path matches, where that location passes requests on, its access
+log and that log's format, and the pid file.
+
+The config is read as nginx reads it: `nginx -T` with the master's own `-p`, `-c` and
+`-g`, or, where that fails (another user's files, another binary), the files themselves.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from pinchpoint.discover.configs import check_pid_file, host_matches, under
+from pinchpoint.discover.nginx_conf import Directive, Disk, Dump, Loader, Source
+from pinchpoint.discover.tier import Address, Tier
+from pinchpoint.logformats.base import FormatError
+from pinchpoint.logformats.nginx import COMBINED_FORMAT, NGINX_FORMAT, compile_format
+
+NAME = "nginx"
+ROLE = "proxy"
+DUMP_TIMEOUT_S = 10.0
+# The options of nginx's command line; a -g value runs up to the next of them.
+_FLAGS = frozenset({"-c", "-p", "-g", "-e", "-s", "-t", "-T", "-q", "-v", "-V", "-h", "-?"})
+_PASSES = ("proxy_pass", "uwsgi_pass", "fastcgi_pass", "grpc_pass", "scgi_pass")
+_SCHEME_PORTS = {"http": 80, "https": 443, "grpc": 80, "grpcs": 443}
+# What the plan's nginx format reads to time a request and place it in a step.
+_NEEDED = ("request_time", "upstream_response_time")
+_TIMES = ("msec", "time_local", "time_iso8601")
+
+
+@dataclass(frozen=True)
+class Command:
+    """An nginx command line: its program and the values of its -c, -p, -g and -e."""
+
+    binary: str
+    options: dict[str, str]
+
+
+def command_line(argv: list[str]) -> Command:
+    """The command line of a master whose title is `nginx: master process <argv>` (as
+    psutil reads it, split at spaces) or of one that kept its argv."""
+    words = " ".join(argv).split()
+    if words[:3] == ["nginx:", "master", "process"]:
+        words = words[3:]
+    options: dict[str, str] = {}
+    i = 1
+    while i < len(words):
+        flag, glued = words[i][:2], words[i][2:]
+        i += 1
+        if flag not in ("-c", "-p", "-g", "-e"):
+            continue
+        if glued:
+            options[flag] = glued
+            continue
+        end = i + 1
+        if flag == "-g":
+            while end < len(words) and words[end] not in _FLAGS:
+                end += 1
+        options[flag] = " ".join(words[i:end])
+        i = end
+    return Command(words[0] if words else NAME, options)
+
+
+@dataclass(frozen=True)
+class Build:
+    """The paths compiled into an nginx binary (`nginx -V`), as nginx's defaults say when
+    it does not tell."""
+
+    prefix: str = "/usr/local/nginx/"
+    conf_path: str = "conf/nginx.conf"
+    pid_path: str = "logs/nginx.pid"
+    http_log_path: str = "logs/access.log"
+
+
+@functools.cache
+def build_of(binary: str) -> Build:
+    try:
+        done = subprocess.run(
+            [binary, "-V"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return Build()
+    said = done.stderr + done.stdout
+    found = {
+        key: match.group(1)
+        for key in ("prefix", "conf-path", "pid-path", "http-log-path")
+        if (match := re.search(rf"--{key}=(\S+)", said))
+    }
+    default = Build()
+    return Build(
+        found.get("prefix", default.prefix),
+        found.get("conf-path", default.conf_path),
+        found.get("pid-path", default.pid_path),
+        found.get("http-log-path", default.http_log_path),
+    )
+
+
+@dataclass
+class Config:
+    """The directives of the main context (-g's first), and the paths relative ones are
+    taken from."""
+
+    main: list[Directive]
+    prefix: str
+    build: Build
+
+    def first(self, name: str) -> Directive | None:
+        return next((d for d in self.main if d.name == name), None)
+
+    def last(self, name: str) -> Directive | None:
+        return next((d for d in reversed(self.main) if d.name == name), None)
+
+
+def read(pid: int, argv: list[str], address: Address, path: str) -> Tier:
+    """The nginx tier whose master is `pid`, for a request to `address` and `path`."""
+    pid, argv = master_of(pid, argv)
+    tier = Tier(NAME, ROLE, pid)
+    describe(load(pid, command_line(argv), tier), address, path, tier)
+    return tier
+
+
+def master_of(pid: int, argv: list[str]) -> tuple[int, list[str]]:
+    """The master's pid and title for one of its workers (`nginx: worker process`, whose
+    title says nothing of the config); the process itself otherwise."""
+    title = " ".join(argv)
+    if not title.startswith("nginx:") or title.startswith("nginx: master process"):
+        return pid, argv
+    try:
+        parent = psutil.Process(pid).parent()
+        if parent is not None and " ".join(parent.cmdline()).startswith("nginx: master"):
+            return parent.pid, parent.cmdline()
+    except psutil.Error:
+        pass
+    return pid, argv
+
+
+def describe(config: Config, address: Address, path: str, tier: Tier) -> None:
+    """What config says of a request to address and path, into tier."""
+    _process(config, tier)
+    http = config.first("http")
+    if http is None:
+        tier.warnings.append("the config has no http block: nginx serves no HTTP here")
+        return
+    server = _server(http, address, tier)
+    if server is None:
+        return
+    locations = _locations(server, path)
+    scopes = [*reversed(locations), server, http]
+    _access_log(scopes, http, config, tier)
+    _limits(scopes, tier)
+    _next_hops(locations, server, http, path, tier)
+
+
+def load(pid: int, command: Command, tier: Tier) -> Config:
+    """The master's config, read with `nginx -T` or else from its files."""
+    binary = _binary(pid, command)
+    build = build_of(binary)
+    prefix = command.options.get("-p") or build.prefix
+    prefix = prefix if prefix.endswith("/") else prefix + "/"
+    conf = under(prefix, command.options.get("-c") or build.conf_path)
+    source: Source
+    dump, failure = _dump(binary, command)
+    if dump is not None:
+        source, conf = dump, conf if conf in dump.files else dump.main or conf
+        tier.notes.append(f"config read with `{binary} -T` from {conf}")
+    else:
+        source = Disk()
+        tier.notes.append(f"`{binary} -T` failed ({failure}): config files read from disk")
+    return read_config(source, conf, prefix, build, command.options.get("-g"), tier)
+
+
+def read_config(
+    source: Source, conf: str, prefix: str, build: Build, directives: str | None, tier: Tier
+) -> Config:
+    """The config whose main file is conf, with the -g directives; what cannot be read is
+    in the tier's warnings."""
+    loader = Loader(source, os.path.dirname(conf))
+    main = loader.parse(directives, "the command line (-g)") if directives else []
+    main += loader.load(conf)
+    tier.warnings += loader.warnings
+    return Config(main, prefix, build)
+
+
+def _binary(pid: int, command: Command) -> str:
+    try:
+        exe = psutil.Process(pid).exe()
+    except psutil.Error:
+        exe = ""
+    for candidate in (exe, command.binary):
+        if os.path.basename(candidate).startswith(NAME) and os.path.isfile(candidate):
+            return candidate
+    return shutil.which(NAME) or NAME
+
+
+def _dump(binary: str, command: Command) -> tuple[Dump | None, str]:
+    """`nginx -T`'s files, or None and why not."""
+    argv = [binary, "-T", "-q"]
+    for flag in ("-p", "-c", "-g"):
+        if flag in command.options:
+            argv += [flag, command.options[flag]]
+    if "-e" in command.options:
+        # Its messages to us, not into the running server's error log.
+        argv += ["-e", "stderr"]
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DUMP_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"no answer in {DUMP_TIMEOUT_S:g} s"
+    except OSError as e:
+        return None, e.strerror or type(e).__name__
+    said = done.stderr.decode(errors="replace").strip().splitlines()
+    if done.returncode < 0:
+        return None, f"killed by signal {-done.returncode}"
+    if done.returncode != 0:
+        worst = [line for line in said if "[emerg]" in line] or said
+        return None, worst[0] if worst else f"exit status {done.returncode}"
+    dump = Dump(done.stdout.decode(errors="replace"))
+    return (dump, "") if dump.files else (None, "it printed no config")
+
+
+def _process(config: Config, tier: Tier) -> None:
+    """The pid file, and the workers and connections nginx runs with, in the notes."""
+    directive = config.last("pid")
+    path = under(
+        config.prefix, directive.args[0] if directive and directive.args else config.build.pid_path
+    )
+    origin = f"from {directive.where}" if directive else "(nginx's default)"
+    tier.notes.append(f"pid {path} {origin}")
+    tier.pid_file = Path(path)
+    if problem := check_pid_file(tier.pid_file, tier.pid):
+        tier.warnings.append(problem)
+    workers = config.last("worker_processes")
+    if workers is None:
+        tier.notes.append("worker_processes 1 (nginx's default)")
+    else:
+        count = " ".join(workers.args)
+        cores = f" ({os.cpu_count()} cores)" if count == "auto" else ""
+        tier.notes.append(f"worker_processes {count}{cores} from {workers.where}")
+    events = config.first("events")
+    connections = events.first("worker_connections") if events else None
+    if connections is not None:
+        tier.notes.append(
+            f"worker_connections {' '.join(connections.args)} from {connections.where}"
+        )
+
+
+@dataclass(frozen=True)
+class _Listen:
+    host: str | None
+    port: int | None
+    unix: str | None
+    default: bool
+
+
+def _host_port(spec: str, default_port: int | None) -> tuple[str | None, int | None]:
+    """`host:port`, `[v6]:port`, `host` or `port` as its host and port."""
+    if spec.isdigit():
+        return None, int(spec)
+    if spec.startswith("["):
+        host, _, rest = spec[1:].partition("]")
+        port = rest.removeprefix(":")
+        return host, int(port) if port.isdigit() else default_port
+    host, sep, port = spec.rpartition(":")
+    if sep and port.isdigit():
+        return host, int(port)
+    return spec, default_port
+
+
+def _listens(server: Directive) -> list[_Listen]:
+    found = []
+    for listen in server.all("listen") or [Directive("listen", ["80"], server.file, server.line)]:
+        spec = listen.args[0] if listen.args else "80"
+        default = bool({"default_server", "default"} & set(listen.args[1:]))
+        if spec.startswith("unix:"):
+            found.append(_Listen(None, None, spec.removeprefix("unix:"), default))
+        else:
+            host, port = _host_port(spec, 80)
+            found.append(_Listen(host, port, None, default))
+    return found
+
+
+def _reaches(listen: _Listen, address: Address) -> bool:
+    if address.unix is not None:
+        return listen.unix is not None and Path(listen.unix) == address.unix
+    return listen.port == address.port and host_matches(listen.host, address.host)
+
+
+def _serves_name(server: Directive, host: str) -> bool:
+    for directive in server.all("server_name"):
+        for name in directive.args:
+            if name == host or (name.startswith("*.") and host.endswith(name[1:])):
+                return True
+            if name.startswith(".") and (host == name[1:] or host.endswith(name)):
+                return True
+            if name.endswith(".*") and host.startswith(name[:-1]):
+                return True
+    return False
+
+
+def _server(http: Directive, address: Address, tier: Tier) -> Directive | None:
+    """The server block a request to address reaches: the one named for its host, else the
+    default_server, else the first listening there."""
+    listening = [(s, at) for s in http.all("server") for at in _listens(s) if _reaches(at, address)]
+    if not listening:
+        tier.warnings.append(f"no server block of the config listens at {address}")
+        return None
+    host = address.host or ""
+    named = [s for s, _ in listening if _serves_name(s, host)]
+    defaults = [s for s, listen in listening if listen.default]
+    if named:
+        server, why = named[0], f"server_name {host}"
+    elif defaults:
+        server, why = defaults[0], "default_server"
+    else:
+        server, why = listening[0][0], "the first listening there"
+    tier.notes.append(f"server block {server.where} ({why}) serves {address}")
+    return server
+
+
+def _location_spec(location: Directive) -> tuple[str, str]:
+    """A location's modifier (`=`, `^~`, `~`, `~*`, `@` or none) and its pattern."""
+    args = location.args
+    if len(args) >= 2:
+        return args[0], args[1]
+    spec = args[0] if args else ""
+    for modifier in ("=", "^~", "~*", "~", "@"):
+        if spec.startswith(modifier) and len(spec) > len(modifier):
+            return modifier, spec[len(modifier) :]
+    return "", spec
+
+
+def _regex_matches(pattern: str, path: str, modifier: str) -> bool:
+    try:
+        return re.search(pattern, path, re.IGNORECASE if modifier == "~*" else 0) is not None
+    except re.error:  # PCRE that Python's re does not take: taken not to match
+        return False
+
+
+def _location(block: Directive, path: str) -> Directive | None:
+    """The location of block that serves path, as nginx chooses: an exact `=` match, else
+    the longest prefix if it is `^~`, else the first regex that matches, else the longest
+    prefix."""
+    longest: tuple[int, str, Directive | None] = (-1, "", None)
+    regexes = []
+    for location in block.all("location"):
+        modifier, pattern = _location_spec(location)
+        if modifier == "=" and path == pattern:
+            return location
+        if modifier in ("", "^~") and path.startswith(pattern) and len(pattern) > longest[0]:
+            longest = (len(pattern), modifier, location)
+        elif modifier in ("~", "~*"):
+            regexes.append((location, modifier, pattern))
+    if longest[1] == "^~":
+        return longest[2]
+    for location, modifier, pattern in regexes:
+        if _regex_matches(pattern, path, modifier):
+            return location
+    return longest[2]
+
+
+def _locations(server: Directive, path: str) -> list[Directive]:
+    """The locations nested one in the next that serve path, outermost first."""
+    found = _location(server, path)
+    return [found, *_locations(found, path)] if found is not None else []
+
+
+def _effective(scopes: list[Directive], name: str) -> list[Directive]:
+    """The directives called name that apply: those of the innermost scope that has any (as
+    nginx inherits access_log and limit_conn)."""
+    return next((found for scope in scopes if (found := scope.all(name))), [])
+
+
+def _formats(http: Directive) -> dict[str, tuple[str, str]]:
+    """Each log_format's text and where it is written (`combined` is nginx's own)."""
+    formats = {"combined": (COMBINED_FORMAT, "nginx's predefined format")}
+    for directive in http.all("log_format"):
+        if directive.args:
+            strings = [a for a in directive.args[1:] if not a.startswith("escape=")]
+            formats[directive.args[0]] = ("".join(strings), directive.where)
+    return formats
+
+
+def _variables(log_format: str) -> frozenset[str]:
+    try:
+        return compile_format(log_format).variables
+    except FormatError:
+        return frozenset()
+
+
+def _access_log(scopes: list[Directive], http: Directive, config: Config, tier: Tier) -> None:
+    """The access log that applies to the location, a timed one first where there are
+    several, and its format."""
+    formats = _formats(http)
+    logs = _effective(scopes, "access_log")
+    if not logs:
+        path = under(config.prefix, config.build.http_log_path)
+        tier.notes.append(f"access_log {path} combined (nginx's default: no access_log set)")
+        _set_log(tier, path, "combined", formats, None, http)
+        return
+    files = [d for d in logs if _writes_file(d)]
+    if not files:
+        _no_file_log(logs, tier)
+        return
+    for directive in files:
+        if "$" in directive.args[0]:
+            tier.warnings.append(
+                f"access_log {directive.args[0]} at {directive.where} names its file with a "
+                "variable: set the component's log path by hand"
+            )
+    files = [d for d in files if "$" not in d.args[0]]
+    if not files:
+        return
+    chosen = next((d for d in files if _timed(d, formats)), files[0])
+    path = under(config.prefix, chosen.args[0])
+    tier.notes.append(f"access_log {path} {_format_name(chosen)} from {chosen.where}")
+    tier.notes += [f"also access_log {d.args[0]} from {d.where}" for d in files if d is not chosen]
+    _log_options(chosen, tier)
+    _set_log(tier, path, _format_name(chosen), formats, chosen, http)
+
+
+def _writes_file(access_log: Directive) -> bool:
+    return (
+        bool(access_log.args)
+        and access_log.args[0] != "off"
+        and not access_log.args[0].startswith("syslog:")
+    )
+
+
+def _timed(access_log: Directive, formats: dict[str, tuple[str, str]]) -> bool:
+    text = formats.get(_format_name(access_log), ("", ""))[0]
+    return "request_time" in _variables(text)
+
+
+def _format_name(access_log: Directive) -> str:
+    return access_log.args[1] if len(access_log.args) > 1 else "combined"
+
+
+def _no_file_log(logs: list[Directive], tier: Tier) -> None:
+    for log in logs:
+        how = "is off" if log.args == ["off"] else f"goes to {log.args[0]}"
+        tier.warnings.append(
+            f"the access log {how} at {log.where}; pinchpoint reads a file: add "
+            f"`access_log /var/log/nginx/pinchpoint.log pinchpoint;` there, with "
+            f"`log_format pinchpoint '{NGINX_FORMAT}';` in the http block"
+        )
+
+
+def _log_options(access_log: Directive, tier: Tier) -> None:
+    for option in access_log.args[2:]:
+        if option.startswith("gzip"):
+            tier.warnings.append(
+                f"access_log at {access_log.where} is gzip-compressed: pinchpoint reads plain "
+                "lines; drop `gzip`"
+            )
+        elif option.startswith("if="):
+            tier.notes.append(f"access_log at {access_log.where} logs only where {option[3:]}")
+
+
+def _set_log(
+    tier: Tier,
+    path: str,
+    name: str,
+    formats: dict[str, tuple[str, str]],
+    access_log: Directive | None,
+    http: Directive,
+) -> None:
+    if name not in formats:
+        where = access_log.where if access_log else http.where
+        tier.warnings.append(f"log_format {name} (used at {where}) is not in the config")
+        return
+    text, origin = formats[name]
+    tier.log_path, tier.log_format, tier.log_format_string = Path(path), "nginx", text
+    tier.notes.append(f"log_format {name} from {origin}")
+    variables = _variables(text)
+    missing = [f"${v}" for v in _NEEDED if v not in variables]
+    if not set(_TIMES) & variables:
+        missing.append("$msec")
+    if not missing:
+        return
+    fix = (
+        f"make the access_log at {access_log.where} `access_log {path} pinchpoint;`"
+        if access_log
+        else f"add `access_log {path} pinchpoint;` to it"
+    )
+    tier.warnings.append(
+        f"log_format {name} has no {', '.join(missing)}, which pinchpoint needs to time each "
+        f"request: add `log_format pinchpoint '{NGINX_FORMAT}';` to the http block "
+        f"({http.where}), {fix}, reload nginx and run init again"
+    )
+
+
+def _limits(scopes: list[Directive], tier: Tier) -> None:
+    for directive in _effective(scopes, "limit_conn"):
+        tier.notes.append(
+            f"limit_conn {' '.join(directive.args)} from {directive.where}: requests beyond "
+            "it at once are refused (limit_conn_status, 503 by default)"
+        )
+    for directive in _effective(scopes, "limit_req"):
+        tier.notes.append(f"limit_req {' '.join(directive.args)} from {directive.where}")
+
+
+def _pass_of(location: Directive) -> Directive | None:
+    return next((d for d in location.block or [] if d.name in _PASSES), None)
+
+
+def _named(server: Directive, name: str) -> Directive | None:
+    named = (loc for loc in server.all("location") if _location_spec(loc) == ("@", name))
+    return next(named, None)
+
+
+def _next_hops(
+    locations: list[Directive], server: Directive, http: Directive, path: str, tier: Tier
+) -> None:
+    if not locations:
+        tier.notes.append(f"no location of {server.where} matches {path}: nginx serves files")
+        return
+    location = locations[-1]
+    tier.notes.append(f"location {' '.join(location.args)} from {location.where} serves {path}")
+    passing = _pass_of(location)
+    try_files = location.first("try_files")
+    last = try_files.args[-1] if try_files is not None and try_files.args else ""
+    if passing is None and last.startswith("@"):
+        named = _named(server, last[1:])
+        passing = _pass_of(named) if named is not None else None
+    if passing is None:
+        answer = "answers with `return`" if location.first("return") else "serves files"
+        tier.notes.append(f"that location {answer}: no next tier")
+        return
+    if not passing.args or "$" in passing.args[0]:
+        tier.warnings.append(
+            f"{passing.name} at {passing.where} picks its upstream at run time: add the next "
+            "tier's component by hand"
+        )
+        return
+    tier.notes.append(f"{passing.name} {passing.args[0]} from {passing.where}")
+    upstreams = {u.args[0]: u for u in http.all("upstream") if u.args}
+    tier.next_hops += _hops(passing, upstreams, tier)
+
+
+def _hops(passing: Directive, upstreams: dict[str, Directive], tier: Tier) -> list[Address]:
+    """The addresses a *_pass value names: its host and port, a unix socket, or the servers
+    of an upstream block."""
+    scheme, sep, rest = passing.args[0].partition("://")
+    if not sep:
+        scheme, rest = "", passing.args[0]
+    if rest.startswith("unix:"):
+        return [Address(unix=Path(rest.removeprefix("unix:").split(":", 1)[0]))]
+    host, port = _host_port(rest.split("/", 1)[0], None)
+    if port is None and host in upstreams:
+        return _upstream_hops(upstreams[host], tier)
+    port = port or _SCHEME_PORTS.get(scheme)
+    if host is None or port is None:
+        tier.warnings.append(
+            f"{passing.name} at {passing.where} names no port: add the next tier by hand"
+        )
+        return []
+    return [Address(host, port)]
+
+
+def _upstream_hops(upstream: Directive, tier: Tier) -> list[Address]:
+    hops = []
+    for server in upstream.all("server"):
+        if not server.args or "down" in server.args[1:]:
+            continue
+        if "backup" in server.args[1:]:
+            tier.notes.append(f"backup server {server.args[0]} from {server.where} not followed")
+            continue
+        spec = server.args[0]
+        if spec.startswith("unix:"):
+            hops.append(Address(unix=Path(spec.removeprefix("unix:"))))
+        else:
+            host, port = _host_port(spec, 80)
+            hops.append(Address(host, port))
+        tier.notes.append(f"upstream {upstream.args[0]}: server {spec} from {server.where}")
+    return hops
