@@ -90,4 +90,4 @@ def _same_server(child: psutil.Process, parent: psutil.Process) -> bool:
     if parent.name() != child.name():
         return False
     title = parent.cmdline()
-    return title == child.cmdline() or (bool(title) and "master" in title[0])
+    return title == child.cmdline() or "master" in " ".join(title[:3])
