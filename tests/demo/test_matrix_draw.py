@@ -349,3 +349,11 @@ def test_a_traced_fan_out_plan_receives_spans_and_samples_its_callees_in_some_dr
             assert (planned.process is not None) == spec.callees_sampled
             assert planned.workers == (callee.workers if spec.plan_workers else None)
         assert (named["gunicorn"].workers is not None) == spec.plan_workers
+
+
+def test_a_quota_is_drawn_below_what_a_cgroup_gets_beside_the_hog() -> None:
+    from pinchpoint.demo.matrix.spec import MARGIN, group_cores
+
+    quotas = [s for s in draw(401, 300) if s.quota is not None]
+    assert quotas
+    assert all(s.quota <= MARGIN * group_cores(s.hog_cores) for s in quotas)
