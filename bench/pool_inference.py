@@ -66,10 +66,14 @@ def main() -> int:
             ok = found is not None and abs(found["slots"] - slots) <= 1
             near += ok
             got = f"{found['slots']} ({found['found']})" if found else "none"
+            named = verdict.get("bottleneck") or {}
+            still += (named.get("component"), named.get("resource")) == (server, "worker_pool")
             print(
-                f"{'ok ' if ok else 'BAD'} {spec['name']:<44} {mode} true {slots}, inferred {got}"
+                f"{'ok ' if ok else 'BAD'} {spec['name']:<44} {mode} true {slots}, inferred "
+                f"{got}; named {named.get('component')}:{named.get('resource')}"
             )
     print(f"\ninferred within one of the true pool: {near} of {judged}")
+    print(f"the pool still named with its size hidden: {still} of {judged}")
     return 0
 
 
