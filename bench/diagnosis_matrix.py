@@ -97,6 +97,11 @@ def main() -> int:
     parser.add_argument("--step-seconds", type=float, default=2.0)
     parser.add_argument("--neighbour", choices=("no", "yes", "both"), default="both")
     parser.add_argument("--find-knee", action="store_true")
+    parser.add_argument(
+        "--discover",
+        action="store_true",
+        help="plan each stack's components with `pinchpoint init` from its URL",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every outcome here")
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
     args = parser.parse_args()
@@ -115,7 +120,9 @@ def main() -> int:
             workdir = Path(tempfile.mkdtemp(prefix="pinchpoint-matrix-"))
             began = time.monotonic()
             try:
-                outcome, verdict = run_one(spec, workdir, noisy=noisy, step_s=args.step_seconds)
+                outcome, verdict = run_one(
+                    spec, workdir, noisy=noisy, step_s=args.step_seconds, discover=args.discover
+                )
                 pool = _pool_found(spec, verdict)
                 if pool is not None:
                     pools.append(pool)

@@ -10,6 +10,7 @@ from pathlib import Path
 from pinchpoint.demo.matrix.build import running
 from pinchpoint.demo.matrix.score import Outcome, judge
 from pinchpoint.demo.matrix.spec import Spec
+from pinchpoint.discover.init import init_plan
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan, with_find_knee
 
@@ -20,16 +21,41 @@ def run_one(
     noisy: bool = False,
     step_s: float = 2.5,
     find_knee: bool = False,
+    discover: bool = False,
 ) -> tuple[Outcome, dict]:
     """Starts the scenario's stack, steps its users through the pipeline, stops it; the
-    judged outcome and the verdict."""
+    judged outcome and the verdict. With `discover`, the plan's components are the ones
+    `pinchpoint init` finds from the stack's URL, not the scenario's own."""
     with running(spec, workdir / "stack", noisy=noisy) as scenario:
         text = scenario.plan(users=spec.users, duration_s=step_s)
+        if discover:
+            text = with_discovered_components(text, scenario.url + scenario.path)
         plan = parse_plan(text)
         if find_knee:
             plan = with_find_knee(plan, text, spec.name)
         outcome = execute(plan, text, workdir / "runs")
     return judge(spec, outcome.verdict, noisy), outcome.verdict
+
+
+def with_discovered_components(text: str, url: str) -> str:
+    """A plan's text with its `[[component]]` tables replaced by those `pinchpoint init`
+    writes for the stack serving `url`."""
+    found, _ = init_plan(url)
+    start = found.find("\n\n", found.find("[[request]]"))
+    return without_components(text).rstrip("\n") + "\n" + found[start:]
+
+
+def without_components(text: str) -> str:
+    """A plan's text without its `[[component]]` tables (and their sub-tables)."""
+    kept, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("[[component]]"):
+            inside = True
+        elif line.startswith("[") and not line.startswith("[component."):
+            inside = False
+        if not inside:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
 
 
 def run_all(
