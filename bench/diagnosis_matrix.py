@@ -174,6 +174,11 @@ def main() -> int:
     for noisy in modes:
         if results[noisy]:
             _print_tables("with a CPU hog beside the stack" if noisy else "quiet", results[noisy])
+    for how in ("server", "inferred", "plan"):
+        mine = [(f, t) for h, f, t in pools if h == how]
+        if mine:
+            near = sum(abs(f - t) <= 1 for f, t in mine)
+            print(f"pool sizes found from the {how}: {near} of {len(mine)} within one of the truth")
     print(
         f"\nverdicts contradicted by their own evidence: {sum(contradicted)} of {len(contradicted)}"
     )

@@ -74,3 +74,17 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert any("3% of the growth" in f for f in found)
     assert any("from 1.2 to 1.0 ms" in f for f in found)
     assert any("same load twice" in f for f in found)
+
+
+def test_a_cpu_seen_in_a_tier_whose_time_is_flat_is_a_contradiction() -> None:
+    finding = {
+        "component": "nginx",
+        "resource": "cpu",
+        "name": "host CPU (2 cores), seen first in nginx's time",
+        "summary": "",
+        "evidence": ["nginx's own time (self + queue) at the median does not grow (0.00 ms)"],
+    }
+    verdict = {"headline": "", "bottleneck": finding, "findings": [finding]}
+    assert contradictions(verdict) == [
+        "host CPU (2 cores), seen first in nginx's time: its evidence says nginx's time is flat"
+    ]

@@ -20,6 +20,8 @@ _SHARE = re.compile(
 _FROM_TO = re.compile(r"grows from (-?[\d.]+) ms at [^;]*? to (-?[\d.]+) ms")
 _ARROW = re.compile(r"grows[^;.]*?\((?:p50|mean) (-?[\d.]+) ms → (-?[\d.]+) ms\)")
 _NEGATIVE = re.compile(r"grows? by -[\d.]+ ms")
+_SEEN_IN = re.compile(r"seen first in (\S+)'s time")
+_FLAT = re.compile(r"(\S+)'s own time \(self \+ queue\)[^;]* does not grow")
 _TWICE = re.compile(r"at (\d+(?:\.\d+)? (?:users?|req/s))[^;:]*?, [\d.]+ at \1\b")
 
 
@@ -41,7 +43,19 @@ def contradictions(verdict: dict) -> list[str]:
         texts.append((f"finding {finding.get('name')}", finding.get("summary") or ""))
     for where, text in texts:
         found += [f"{where}: {problem}: {text}" for problem in _text_problems(text)]
+    found += _seen_where_flat(verdict)
     return found
+
+
+def _seen_where_flat(verdict: dict) -> list[str]:
+    """A finding named as seen in a tier's time whose own evidence says that time is flat."""
+    problems = []
+    for finding in verdict.get("findings") or []:
+        seen = _SEEN_IN.search(finding.get("name") or "")
+        flat = {m.group(1) for line in finding.get("evidence") or [] if (m := _FLAT.search(line))}
+        if seen is not None and seen.group(1) in flat:
+            problems.append(f"{finding['name']}: its evidence says {seen.group(1)}'s time is flat")
+    return problems
 
 
 def _text_problems(text: str) -> list[str]:

@@ -121,7 +121,11 @@ def cpu_finding(
     if len(used) > 1:
         split = ", ".join(f"{name} {cores:.2f}" for name, cores in _by_use(used))
         evidence = [*evidence, f"the stack's processes used {split} cores at {load_text(top)}"]
-    if owner == group:
+    if owner == group and not _grew(tier, steps):
+        name = f"host CPU ({ctx.cpu_count} cores), used most by {owner}"
+        waits = "the requests' time grows as their work waits for a core"
+        lower = f"less CPU per request in {owner}"
+    elif owner == group:
         name = f"host CPU ({ctx.cpu_count} cores), seen first in {tier}'s time"
         waits = f"{tier}'s time grows as its work waits for a core"
         lower = "less CPU per request"
@@ -142,6 +146,16 @@ def cpu_finding(
         advice = f"More workers will not help; {lower} or more cores will."
     summary = f"The host's CPU is saturated from {load_text(onset)} ({cause}); {waits}. {advice}"
     return Finding(owner, "cpu", onset["users"], evidence, name, summary, rate_of(onset))
+
+
+def _grew(tier: str, steps: list[dict]) -> bool:
+    """Whether the tier's own time (self + queue, medians) grew from the lightest step."""
+
+    def own(step: dict) -> float:
+        t = step.get("tiers", {}).get(tier) or {}
+        return float(t.get("self_p50_ms") or 0.0) + float(t.get("queue_p50_ms") or 0.0)
+
+    return own(steps[-1]) > own(steps[0])
 
 
 def cpu_lines(
