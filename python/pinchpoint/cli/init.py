@@ -17,13 +17,19 @@ def init(
     out: Annotated[
         Path, typer.Option("-o", "--out", help="Where to write the plan (not overwritten).")
     ] = Path("plan.toml"),
+    method: Annotated[
+        str,
+        typer.Option(
+            "-X", "--method", help="The request's method; init sends one before reading sockets."
+        ),
+    ] = "GET",
 ) -> None:
     """Write a plan by following the URL's request through the processes that serve it:
     each tier's logs, formats, pid files and calls, from their own configs."""
     from pinchpoint.discover.init import write_plan
 
     try:
-        found = write_plan(url, out)
+        found = write_plan(url, out, method.upper())
     except FileExistsError:
         fail(f"{out} exists: give another file with -o")
         raise typer.Exit(2) from None

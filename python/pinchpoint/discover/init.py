@@ -9,15 +9,15 @@ from pinchpoint.discover.readers import READERS
 from pinchpoint.discover.walk import Discovery, walk
 
 
-def init_plan(url: str) -> tuple[str, Discovery]:
-    """The plan's text for `url` and what was found on the way."""
-    found = walk(url, READERS)
+def init_plan(url: str, method: str = "GET") -> tuple[str, Discovery]:
+    """The plan's text for `url` (requested with `method`) and what was found on the way."""
+    found = walk(url, READERS, method=method)
     return plan_text(found), found
 
 
-def write_plan(url: str, out: Path) -> Discovery:
+def write_plan(url: str, out: Path, method: str = "GET") -> Discovery:
     """Writes the plan for `url` to `out` (refusing to overwrite a file); what was found."""
-    text, found = init_plan(url)
+    text, found = init_plan(url, method)
     with out.open("x", encoding="utf-8") as f:
         f.write(text)
     return found

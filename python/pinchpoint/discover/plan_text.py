@@ -31,6 +31,7 @@ def plan_text(found: Discovery) -> str:
     lines = [
         "# Written by `pinchpoint init` from the processes serving this URL on this host.",
         "# Each component says where its facts came from; check them, then `pinchpoint run`.",
+        *(f"# {n}" for n in found.notes),
         *(f"# warning: {p}" for p in found.problems),
         "",
         "[target]",
@@ -47,6 +48,7 @@ def plan_text(found: Discovery) -> str:
         "",
         "[[request]]",
         f"path = {_quoted(path)}",
+        *([f"method = {_quoted(found.method)}"] if found.method != "GET" else []),
     ]
     for tier in found.tiers:
         lines += ["", *_component(tier, found.calls.get(tier.name, []))]

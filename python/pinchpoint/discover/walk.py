@@ -4,6 +4,8 @@ and so on to the last tier on this host."""
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,9 @@ from pinchpoint.discover.tier import Address, Tier
 Reader = Callable[[int, list[str], Address, str], Tier]
 # The most tiers followed: a config that sends requests in a circle ends.
 MOST_TIERS = 16
+# The one request sent before the sockets are read: how long it may take, how much is read.
+TOUCH_TIMEOUT_S = 5.0
+TOUCH_BYTES = 64 * 1024
 
 
 @dataclass
@@ -27,9 +32,11 @@ class Discovery:
     be followed."""
 
     url: str
+    method: str = "GET"
     tiers: list[Tier] = field(default_factory=list)
     calls: dict[str, list[str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def kind_of(argv: list[str]) -> str | None:
@@ -50,12 +57,20 @@ def kind_of(argv: list[str]) -> str | None:
     return None
 
 
-def walk(url: str, readers: dict[str, Reader], sockets: Sockets | None = None) -> Discovery:
+def walk(
+    url: str, readers: dict[str, Reader], sockets: Sockets | None = None, method: str = "GET"
+) -> Discovery:
     """Follows the URL's request through every tier on this host that `readers` knows."""
-    found = Discovery(url)
+    found = Discovery(url, method)
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    sockets = sockets or Sockets.read()
+    if sockets is None:
+        if Sockets.read().listener(Address(parts.hostname or "127.0.0.1", port)) is not None:
+            # Apps open their database connections at their first request: one request
+            # of the plan's own makes them show.
+            answer = _touch(url, method)
+            found.notes.append(f"one {method} sent to the URL before reading connections: {answer}")
+        sockets = Sockets.read()
     todo: list[tuple[Address, Tier | None]] = [(Address(parts.hostname or "127.0.0.1", port), None)]
     seen: dict[int, Tier] = {}
     while todo and len(seen) < MOST_TIERS:
@@ -105,3 +120,16 @@ def _tier_at(
     if tier.name in names:
         tier.name = f"{tier.name}{sum(1 for n in names if n.startswith(tier.name)) + 1}"
     return tier
+
+
+def _touch(url: str, method: str) -> str:
+    """Sends one request to the URL (served on this host); what came back, in words."""
+    request = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=TOUCH_TIMEOUT_S) as answer:
+            answer.read(TOUCH_BYTES)
+            return f"status {answer.status}"
+    except urllib.error.HTTPError as e:
+        return f"status {e.code}"
+    except (OSError, ValueError) as e:
+        return f"no answer ({type(e).__name__})"

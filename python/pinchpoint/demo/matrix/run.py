@@ -29,7 +29,7 @@ def run_one(
     with running(spec, workdir / "stack", noisy=noisy) as scenario:
         text = scenario.plan(users=spec.users, duration_s=step_s)
         if discover:
-            text = with_discovered_components(text, scenario.url + scenario.path)
+            text = with_discovered_components(text, scenario.url + scenario.path, scenario.method)
         plan = parse_plan(text)
         if find_knee:
             plan = with_find_knee(plan, text, spec.name)
@@ -37,10 +37,10 @@ def run_one(
     return judge(spec, outcome.verdict, noisy), outcome.verdict
 
 
-def with_discovered_components(text: str, url: str) -> str:
+def with_discovered_components(text: str, url: str, method: str = "GET") -> str:
     """A plan's text with its `[[component]]` tables replaced by those `pinchpoint init`
     writes for the stack serving `url`."""
-    found, _ = init_plan(url)
+    found, _ = init_plan(url, method)
     start = found.find("\n\n", found.find("[[request]]"))
     return without_components(text).rstrip("\n") + "\n" + found[start:]
 
