@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from pinchpoint.cli.app import app
+from pinchpoint.rundir import files
 from pinchpoint.terminal import fail, warn
 
 
@@ -16,7 +17,7 @@ def init(
     url: Annotated[str, typer.Argument(help="The URL to load, served on this host.")],
     out: Annotated[
         Path, typer.Option("-o", "--out", help="Where to write the plan (not overwritten).")
-    ] = Path("plan.toml"),
+    ] = Path(files.PLAN),
     method: Annotated[
         str,
         typer.Option(
