@@ -185,3 +185,15 @@ def test_a_uwsgi_pool_the_plan_does_not_size_is_read_from_its_command_line(recor
         "source": "one request per process, from command line",
     }
     assert "uwsgi's pool: 4 slots (one request per process, from command line)" in b["evidence"]
+
+
+def test_the_report_says_the_serialized_request_first(recorded) -> None:
+    from pinchpoint.report.html import write_report
+
+    run = recorded("journey-checkout-uwsgi")
+    analyze(run)
+    page = write_report(run).read_text(encoding="utf-8")
+    headline = page.index('<p class="headline">')
+    assert page.index("journey/checkout: serialized inside uwsgi", headline) == headline + len(
+        '<p class="headline">Bottleneck: '
+    )
