@@ -14,6 +14,8 @@ from pinchpoint.demo.matrix.build import (
     fanout_stacks,
     journey_flow,
 )
+from pinchpoint.demo.matrix.capacity import fair_shares, stack_cores
+from pinchpoint.demo.matrix.draws import draw
 from pinchpoint.demo.matrix.score import Outcome, accuracy_table, judge
 from pinchpoint.demo.matrix.spec import (
     CLASSES,
@@ -24,9 +26,6 @@ from pinchpoint.demo.matrix.spec import (
     TRACED_FANOUT_MS,
     Spec,
     Truth,
-    draw,
-    fair_shares,
-    stack_cores,
 )
 from pinchpoint.demo.plan import stack_plan
 from pinchpoint.demo.scenarios import Scenario
@@ -352,7 +351,8 @@ def test_a_traced_fan_out_plan_receives_spans_and_samples_its_callees_in_some_dr
 
 
 def test_a_quota_is_drawn_below_what_a_cgroup_gets_beside_the_hog() -> None:
-    from pinchpoint.demo.matrix.spec import MARGIN, group_cores
+    from pinchpoint.demo.matrix.capacity import group_cores
+    from pinchpoint.demo.matrix.spec import MARGIN
 
     quotas = [s for s in draw(401, 300) if s.quota is not None]
     assert quotas

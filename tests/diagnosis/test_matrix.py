@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from diagnosis_helpers import check_schema, need_nginx, need_program, need_root
 
+from pinchpoint.demo.matrix.draws import draw
 from pinchpoint.demo.matrix.run import run_one
-from pinchpoint.demo.matrix.spec import CLASSES, Spec, draw
+from pinchpoint.demo.matrix.spec import CLASSES, Spec
 
 SEED = 7
 STEP_S = 2.0
