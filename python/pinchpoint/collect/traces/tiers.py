@@ -123,7 +123,14 @@ def _answer_of(span: Span, children: dict[str, list[Span]]) -> Span | None:
     """The first server or consumer span under a call, through the caller's internal spans."""
     if span.kind not in (CLIENT, PRODUCER):
         return None
-    answers: list[Span] = []
+    answers = [c for c in _under(span, children) if c.kind in (SERVER, CONSUMER)]
+    return min(answers, key=lambda s: s.start_ns, default=None)
+
+
+def _under(span: Span, children: dict[str, list[Span]]) -> list[Span]:
+    """The spans under `span` that are not its own service's internal spans, found through
+    those internal spans."""
+    found: list[Span] = []
     todo = list(children.get(span.span_id, ()))
     seen = {span.span_id}
     while todo:
@@ -131,11 +138,11 @@ def _answer_of(span: Span, children: dict[str, list[Span]]) -> Span | None:
         if child.span_id in seen:
             continue
         seen.add(child.span_id)
-        if child.kind in (SERVER, CONSUMER):
-            answers.append(child)
-        elif child.kind == INTERNAL and child.service == span.service:
+        if child.kind == INTERNAL and child.service == span.service:
             todo.extend(children.get(child.span_id, ()))
-    return min(answers, key=lambda s: s.start_ns, default=None)
+        else:
+            found.append(child)
+    return found
 
 
 def _address(span: Span) -> tuple[str, str]:
@@ -234,19 +241,8 @@ def _caller(span: Span, by_id: dict[str, Span], names: dict[str, str]) -> str | 
 
 def _waited_on(span: Span, children: dict[str, list[Span]], names: dict[str, str]) -> list[Span]:
     """The spans of other tiers under `span`, looking through its own internal spans."""
-    found: list[Span] = []
-    todo = list(children.get(span.span_id, ()))
-    seen = {span.span_id}
-    while todo:
-        child = todo.pop()
-        if child.span_id in seen:
-            continue
-        seen.add(child.span_id)
-        if child.kind == INTERNAL and child.service == span.service:
-            todo.extend(children.get(child.span_id, ()))
-        elif names[child.span_id] != names[span.span_id] or child.kind != span.kind:
-            found.append(child)
-    return found
+    mine = names[span.span_id]
+    return [c for c in _under(span, children) if names[c.span_id] != mine or c.kind != span.kind]
 
 
 def _union_s(span: Span, waited: list[Span]) -> float:
