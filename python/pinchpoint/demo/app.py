@@ -21,6 +21,7 @@ from flask.typing import ResponseReturnValue
 
 from pinchpoint.demo import checkout, hot, journey, scan
 from pinchpoint.demo.env import DB_ENV, PG_DSN_ENV, PROBE_LOG_ENV
+from pinchpoint.demo.query import int_arg
 from pinchpoint.probe import ProbeWSGI
 
 SEED_ROWS = 500
@@ -67,8 +68,8 @@ def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = 
 
     @app.get("/api/items")
     def list_items() -> ResponseReturnValue:
-        limit = _int_arg("limit", 20)
-        offset = _int_arg("offset", 0)
+        limit = int_arg("limit", 20)
+        offset = int_arg("offset", 0)
         if limit is None or not 1 <= limit <= MAX_LIMIT or offset is None or offset < 0:
             return _error(400, f"limit must be an integer 1..{MAX_LIMIT}, offset one >= 0")
         rows = db().execute(
@@ -95,7 +96,7 @@ def create_app(db_path: Path | str, probe_log: Path | str, pg_dsn: str | None = 
 
     @app.route("/api/fsync", methods=["GET", "POST"])
     def fsync() -> ResponseReturnValue:
-        kb, n = _int_arg("kb", 64), _int_arg("n", 1)
+        kb, n = int_arg("kb", 64), int_arg("n", 1)
         if kb is None or n is None or not 1 <= kb <= MAX_FSYNC_KB or not 1 <= n <= MAX_FSYNC_N:
             return _error(400, f"kb must be an integer 1..{MAX_FSYNC_KB}, n one 1..{MAX_FSYNC_N}")
         return jsonify(kb=kb, n=n, fsync_s=append_and_sync(db_path.with_name(FSYNC_FILE), kb, n))
@@ -155,17 +156,6 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, timeout=30, isolation_level=None)
     conn.row_factory = sqlite3.Row
     return conn
-
-
-def _int_arg(name: str, default: int) -> int | None:
-    """The query argument as an int, default when absent, None when not an integer."""
-    text = request.args.get(name)
-    if text is None:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        return None
 
 
 def _error(status: int, message: str) -> ResponseReturnValue:

@@ -13,8 +13,10 @@ import fcntl
 import time
 from pathlib import Path
 
-from flask import Flask, jsonify, request
+from flask import Flask, jsonify
 from flask.typing import ResponseReturnValue
+
+from pinchpoint.demo.query import int_arg
 
 LOCK_FILE = "checkout.lock"
 DEFAULT_HOLD_MS = 10
@@ -36,19 +38,8 @@ def register(app: Flask, lock_path: Path) -> None:
 
     @app.post("/api/checkout")
     def checkout() -> ResponseReturnValue:
-        hold = _hold_ms()
+        hold = int_arg("hold", DEFAULT_HOLD_MS, 0, MAX_HOLD_MS)
         if hold is None:
             return jsonify(error=f"hold must be an integer 0..{MAX_HOLD_MS} (ms)"), 400
         hold_lock(lock_path, hold / 1000)
         return jsonify(held_ms=hold)
-
-
-def _hold_ms() -> int | None:
-    text = request.args.get("hold")
-    if text is None:
-        return DEFAULT_HOLD_MS
-    try:
-        value = int(text)
-    except ValueError:
-        return None
-    return value if 0 <= value <= MAX_HOLD_MS else None

@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import Flask, jsonify, request
+from flask import Flask, jsonify
 from flask.typing import ResponseReturnValue
 
 from pinchpoint.demo.database import ThreadConnections, request_tag, sql_comment
+from pinchpoint.demo.query import int_arg
 
 COUNTERS_SQL = """
 CREATE TABLE IF NOT EXISTS counters (id integer PRIMARY KEY, n bigint NOT NULL);
@@ -49,7 +50,7 @@ def register(app: Flask, dsn: str | None) -> None:
 
     @app.post("/api/hot")
     def hot() -> ResponseReturnValue:
-        hold = _hold_ms()
+        hold = int_arg("hold", DEFAULT_HOLD_MS, 0, MAX_HOLD_MS)
         if hold is None:
             return jsonify(error=f"hold must be an integer 0..{MAX_HOLD_MS} (ms)"), 400
         if connections is None:
@@ -62,14 +63,3 @@ def register(app: Flask, dsn: str | None) -> None:
             connections.drop()
             return jsonify(error=f"database: {e}"), 503
         return jsonify(n=n)
-
-
-def _hold_ms() -> int | None:
-    text = request.args.get("hold")
-    if text is None:
-        return DEFAULT_HOLD_MS
-    try:
-        value = int(text)
-    except ValueError:
-        return None
-    return value if 0 <= value <= MAX_HOLD_MS else None

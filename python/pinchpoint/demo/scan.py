@@ -13,10 +13,11 @@ import statistics
 import time
 from typing import Any
 
-from flask import Flask, jsonify, request
+from flask import Flask, jsonify
 from flask.typing import ResponseReturnValue
 
 from pinchpoint.demo.database import ThreadConnections, request_tag, sql_comment
+from pinchpoint.demo.query import int_arg
 
 MAX_ROWS = 1_000_000
 DEFAULT_ROWS = 100_000
@@ -47,7 +48,7 @@ def register(app: Flask, dsn: str | None) -> None:
 
     @app.get("/api/scan")
     def scan_rows() -> ResponseReturnValue:
-        rows = _rows()
+        rows = int_arg("rows", DEFAULT_ROWS, 1, MAX_ROWS)
         if rows is None:
             return jsonify(error=f"rows must be an integer 1..{MAX_ROWS}"), 400
         if connections is None:
@@ -60,17 +61,6 @@ def register(app: Flask, dsn: str | None) -> None:
             connections.drop()
             return jsonify(error=f"database: {e}"), 503
         return jsonify(rows=rows, matched=n)
-
-
-def _rows() -> int | None:
-    text = request.args.get("rows")
-    if text is None:
-        return DEFAULT_ROWS
-    try:
-        value = int(text)
-    except ValueError:
-        return None
-    return value if 1 <= value <= MAX_ROWS else None
 
 
 def rows_for(dsn: str, ms: float, samples: int = 7) -> int:
