@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pinchpoint.analyze.pools import PoolSize
 
 
 @dataclass
@@ -22,7 +25,7 @@ class Context:
     generators: list[dict] = field(default_factory=list)
     # Each app server's pool size and where it was found (analyze/pools.py), set once the
     # steps are known.
-    pools: dict[str, Any] = field(default_factory=dict)
+    pools: dict[str, PoolSize] = field(default_factory=dict)
     # Each named request of the plan on its own (analyze/endpoints.py), set with the steps.
     endpoints: list[dict] = field(default_factory=list)
 
@@ -84,7 +87,7 @@ def workers_of(tier: str, step: dict, ctx: Context) -> int | None:
     if tier in ctx.workers:
         return ctx.workers[tier]
     if tier in ctx.pools:
-        return int(ctx.pools[tier].slots)
+        return ctx.pools[tier].slots
     if ctx.roles.get(tier) in _NO_POOL:
         return None
     procs = step.get("resources", {}).get(tier, {}).get("processes")
