@@ -74,3 +74,28 @@ def test_the_worker_count_uses_the_found_pool_before_the_process_count() -> None
     threaded = _step(9, 5.9, 12.0)
     ctx.pools = pool_sizes([_step(n, 5.9, 4.0 * n) for n in (5, 7, 9)], ctx)
     assert workers_of("uwsgi", threaded, ctx) == 6
+
+
+# One gunicorn gthread process of 4 threads computing: the process wants a core, its main
+# thread hands requests over under the interpreter lock, and Little's law reads ~1.8.
+LOCKED = [
+    _step(n, busy, queue, processes=2, threads=6, cpu_cores=1.01, cpu_wait_cores=0.29)
+    for n, busy, queue in ((5, 1.74, 19.3), (7, 1.76, 31.9), (9, 1.8, 45.0))
+]
+
+
+def test_a_process_computing_a_full_core_gives_a_range_up_to_its_threads() -> None:
+    size = inferred("uwsgi", LOCKED)
+    assert size is not None and (size.slots, size.most) == (2, 5)
+    assert "2 to 5 slots" in size.line("uwsgi")
+    assert "a floor" in size.source and size.as_json()["most"] == 5
+
+
+def test_waiting_threads_give_a_single_size_whatever_the_thread_count() -> None:
+    waiting = [
+        _step(n, busy, queue, processes=2, threads=6, cpu_cores=0.1)
+        for n, busy, queue in ((5, 1.74, 19.3), (7, 1.76, 31.9), (9, 1.8, 45.0))
+    ]
+    size = inferred("uwsgi", waiting)
+    assert size is not None and (size.slots, size.most) == (2, None)
+    assert "most" not in size.as_json()

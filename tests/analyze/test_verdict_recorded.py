@@ -197,3 +197,38 @@ def test_the_report_says_the_serialized_request_first(recorded) -> None:
     assert page.index("journey/checkout: serialized inside uwsgi", headline) == headline + len(
         '<p class="headline">Bottleneck: '
     )
+
+
+def _hide_pool(run: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(run / "resources.parquet")
+    for name in ("pool_slots", "pool_kind", "pool_source"):
+        index = table.column_names.index(name)
+        nulls = pa.nulls(table.num_rows, table.schema.field(name).type)
+        table = table.set_column(index, name, nulls)
+    pq.write_table(table, run / "resources.parquet")
+
+
+def test_one_computing_gthread_process_is_told_to_add_processes(recorded) -> None:
+    # One gunicorn process of 4 threads computing: it uses a core while the host has two.
+    run = recorded("gthread-one-process-computing")
+    b = analyze(run)["bottleneck"]
+    assert (b["component"], b["resource"]) == ("gunicorn", "worker_pool")
+    assert "one worker process computes about a core" in b["summary"]
+    assert "add processes (up to 2" in b["summary"]
+    assert "more threads will not help" in b["summary"]
+
+
+def test_a_computing_thread_pool_of_unknown_size_is_given_as_a_range(recorded) -> None:
+    run = recorded("gthread-one-process-computing")
+    _hide_pool(run)
+    verdict = analyze(run)
+    pool = verdict["pools"]["gunicorn"]
+    assert (pool["found"], pool["slots"], pool["most"]) == ("inferred", 2, 5)
+    assert pool["slots"] <= 4 <= pool["most"]  # the true pool: 1 process × 4 threads
+    assert (verdict["bottleneck"]["component"], verdict["bottleneck"]["resource"]) == (
+        "gunicorn",
+        "worker_pool",
+    )

@@ -94,10 +94,7 @@ def analyze(run_dir: Path) -> dict:
             else {}
         ),
         "tiers": ctx.order,
-        "pools": {
-            name: {"slots": p.slots, "found": p.how, "source": p.source}
-            for name, p in ctx.pools.items()
-        },
+        "pools": {name: p.as_json() for name, p in ctx.pools.items()},
         "calls": ctx.calls,
         "steps": steps,
         **decide(steps, ctx),

@@ -3,7 +3,12 @@ one (an override), else what the server's own command line and config files say 
 collection, `collect/servers/`), else Little's law: concurrency in the tier that stops
 rising at N while the queue before it keeps growing is a full pool of about N, whatever
 its configuration. A size from the process count alone is not trusted to call a pool of
-waiting workers full: an event loop or a thread pool holds many requests per process."""
+waiting workers full: an event loop or a thread pool holds many requests per process.
+
+Little's law reads a floor where each worker process computes a full core: the threads of
+one process share its interpreter lock, and a request waits for it before a thread takes
+it, outside the time the server logs. The threads counted in those processes then give
+the ceiling, and the size is the range between."""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from pinchpoint.analyze.context import Context, busy_of, load_text
+from pinchpoint.analyze.context import Context, busy_of, load_text, resource_of
 from pinchpoint.analyze.thresholds import (
+    CPU_BOUND,
     POOL_FLAT_RATIO,
     POOL_LOAD_GROWTH,
     POOL_READS_LOW,
@@ -25,14 +31,24 @@ PLAN, SERVER, INFERRED = "plan", "server", "inferred"
 
 @dataclass(frozen=True)
 class PoolSize:
-    """A pool's slots, how they were found (PLAN, SERVER, INFERRED) and the words for it."""
+    """A pool's slots, how they were found (PLAN, SERVER, INFERRED) and the words for it;
+    `most` when only a range is known (`slots` is then its floor)."""
 
     slots: int
     how: str
     source: str
+    most: int | None = None
 
     def line(self, tier: str) -> str:
-        return f"{tier}'s pool: {self.slots} slot{'s' if self.slots != 1 else ''} ({self.source})"
+        size = f"{self.slots} to {self.most}" if self.most else str(self.slots)
+        plural = "s" if self.slots != 1 or self.most else ""
+        return f"{tier}'s pool: {size} slot{plural} ({self.source})"
+
+    def as_json(self) -> dict:
+        out: dict = {"slots": self.slots, "found": self.how, "source": self.source}
+        if self.most:
+            out["most"] = self.most
+        return out
 
 
 def pool_sizes(steps: list[dict], ctx: Context) -> dict[str, PoolSize]:
@@ -87,7 +103,40 @@ def inferred(name: str, steps: list[dict]) -> PoolSize | None:
         f"inferred by Little's law: {peak:.2f} requests at once from {load_text(best[0])} to "
         f"{load_text(best[-1])} while the queue before it grew"
     )
+    most = _threads_if_locked(name, best[-1])
+    if most is not None and most > slots:
+        return PoolSize(
+            slots,
+            INFERRED,
+            f"{source}, a floor: each of its {_serving(best[-1], name)} worker process"
+            f"{'es' if (_serving(best[-1], name) or 0) > 1 else ''} computes a full core, so "
+            f"requests wait for its interpreter lock before a thread takes them; {most} threads "
+            "counted in its processes, less the master's",
+            most,
+        )
     return PoolSize(slots, INFERRED, source)
+
+
+def _serving(step: dict, name: str) -> int | None:
+    processes = resource_of(step, name, "processes")
+    if not processes:
+        return None
+    return int(processes) - 1 if processes > 1 else int(processes)
+
+
+def _threads_if_locked(name: str, step: dict) -> int | None:
+    """The threads that may hold a request (all but a pre-fork master's), when every worker
+    process wanted about a core (used plus waited): Little's law then reads the lock's
+    limit, not the slots."""
+    serving, threads = _serving(step, name), resource_of(step, name, "threads")
+    cpu = resource_of(step, name, "cpu_cores")
+    if not serving or not threads or cpu is None:
+        return None
+    demand = cpu + (resource_of(step, name, "cpu_wait_cores") or 0.0)
+    if demand < CPU_BOUND * serving:
+        return None
+    processes = resource_of(step, name, "processes") or 1
+    return int(threads) - (1 if processes > 1 else 0)
 
 
 def _flat(name: str, tail: list[dict]) -> bool:

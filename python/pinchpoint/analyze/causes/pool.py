@@ -84,6 +84,13 @@ def _processes_busy(use: GroupUse) -> bool:
     return bool(processes and demand is not None and demand >= CPU_BOUND * processes)
 
 
+def _locked(use: GroupUse) -> bool:
+    """Whether the group's threads outnumber its processes and every process wants a core."""
+    return bool(use.processes and use.workers and use.processes < use.workers) and (
+        _processes_busy(use)
+    )
+
+
 def _computes(use: GroupUse) -> bool:
     """Whether the group's threads wanted CPU: they used or waited for a good part of a core."""
     demand = use.demand
@@ -111,8 +118,11 @@ def _pool(
     onset: dict | None = None,
 ) -> Finding:
     onset = onset or _pool_onset(group, steps, ctx, knee)
-    workers = group_use(group, steps[-1], ctx).workers
-    if computing:
+    use = group_use(group, steps[-1], ctx)
+    workers = use.workers
+    if computing and use.processes and _locked(use):
+        summary = _locked_summary(group, use.processes, onset, idle)
+    elif computing:
         summary = (
             f"{group}'s {workers} workers are all busy from {load_text(onset)}, each computing "
             f"about a core, while the host still had {idle:.1f} idle cores: the pool is too small "
@@ -129,6 +139,18 @@ def _pool(
         group, "worker_pool", onset["users"], evidence, f"{group} worker pool", summary,
         rate_of(onset),
     )  # fmt: skip
+
+
+def _locked_summary(group: str, processes: int, onset: dict, idle: float) -> str:
+    """Threads of a process share its interpreter lock: the processes are the pool."""
+    some = f"{processes} worker processes each" if processes > 1 else "one worker process"
+    verb = "compute" if processes > 1 else "computes"
+    return (
+        f"{group}'s {some} {verb} about a core from {load_text(onset)} (the threads of "
+        f"one process share its interpreter lock), while the host still had {idle:.1f} idle "
+        f"cores: add processes (up to {processes + int(idle + 0.25)}, one per idle core); "
+        "more threads will not help."
+    )
 
 
 def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> list[str]:
@@ -148,7 +170,13 @@ def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> li
             f"queue time before {use.component} p50 {ms_text(queue)} higher at {load_text(top)}: "
             "requests wait for a free worker",
         )
-    if use.pool is not None and use.pool < POOL_FULL:
+    if use.pool is not None and use.pool < POOL_FULL and _locked(use):
+        lines.append(
+            f"{use.pool:.0%} occupancy counts as full: each of its worker processes wants a core, "
+            "and a request waits for the process's interpreter lock before a thread takes it, "
+            "outside the time its log gives"
+        )
+    elif use.pool is not None and use.pool < POOL_FULL:
         lines.append(
             f"{use.pool:.0%} occupancy counts as full: requests queued before {use.component} "
             "while its own time stayed flat, so each worker is busy longer than its log says "
