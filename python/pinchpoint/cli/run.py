@@ -59,7 +59,7 @@ def run(
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
     Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
-    from pinchpoint.plan.check import check_before_run
+    from pinchpoint.load.preflight import check_run
     from pinchpoint.plan.model import parse_plan, read_plan_text, with_find_knee
 
     try:
@@ -72,16 +72,7 @@ def run(
             plan = with_find_knee(plan, text, str(plan_file))
         if ray is not None or generators is not None:
             plan = _with_generators(plan, ray, generators)
-        check_before_run(plan, text, str(plan_file), runs_dir)
-        if plan.generators.ray is not None:
-            from pinchpoint.load.distributed.shares import check_ray_plan
-
-            check_ray_plan(plan)
-        if plan.load.locustfile is not None:
-            from pinchpoint.load.locust_steps import check_locustfile, locustfile_where
-
-            where = locustfile_where(text, str(plan_file), locustfile is not None)
-            check_locustfile(plan, where)
+        check_run(plan, text, str(plan_file), runs_dir, locustfile is not None)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None

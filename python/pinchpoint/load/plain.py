@@ -24,8 +24,9 @@ import psutil
 from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
+from pinchpoint.load.preflight import check_inputs
 from pinchpoint.plan.check import PlanError
-from pinchpoint.plan.model import Plan, load_plan
+from pinchpoint.plan.model import Plan, parse_plan, read_plan_text
 from pinchpoint.plan.toml import validate_data
 from pinchpoint.redact import private_dir, private_files
 from pinchpoint.rundir import files
@@ -88,7 +89,7 @@ def plain_load(
     (without, the records go to a temporary folder removed at the end). Stopped by a
     signal (see interrupts.py), the summary covers what ran and says `interrupted`.
     The folder is 0700 (made so if new or empty), the files written in it 0600."""
-    plan = load_plan(source) if isinstance(source, Path) else url_plan(source)
+    plan = _plan_checked(source) if isinstance(source, Path) else url_plan(source)
     if plan.load.locustfile is not None:
         raise PlanError(
             f"{source}: load.locustfile: pinchpoint load sends the engine's requests; "
@@ -102,6 +103,14 @@ def plain_load(
         return _load_into(plan, source, tmp, keep=False, on_tick=on_tick)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _plan_checked(path: Path) -> Plan:
+    """The plan of a plan file, its hook and feeds checked as the run will use them."""
+    text = read_plan_text(path)
+    plan = parse_plan(text, str(path))
+    check_inputs(plan, text, str(path))
+    return plan
 
 
 def _load_into(

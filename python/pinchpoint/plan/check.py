@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,27 +116,30 @@ def check_log_paths(plan: Plan, text: str, source: str) -> None:
 
 
 def check_otlp_listeners(plan: Plan, text: str, source: str) -> None:
-    """Each `[[otlp]]` address can be listened on now (nothing else holds it)."""
+    """Each `[[otlp]]` address can be listened on now: nothing else holds it, nor an
+    `[[otlp]]` table before it (each is held, listening, until all are tried)."""
     import socket
 
     from pinchpoint.plan.toml import field_line
 
-    for index, otlp in enumerate(plan.otlp):
-        if otlp.listen is None:
-            continue
-        host, port = otlp.address
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        try:
-            with socket.socket(family, socket.SOCK_STREAM) as probe:
+    with ExitStack() as held:
+        for index, otlp in enumerate(plan.otlp):
+            if otlp.listen is None:
+                continue
+            host, port = otlp.address
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            probe = held.enter_context(socket.socket(family, socket.SOCK_STREAM))
+            try:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 probe.bind((host, port))
-        except OSError as exc:
-            line = field_line(text, ("otlp", index, "listen"))
-            where = f"{source}:{line}" if line else source
-            raise PlanError(
-                f"{where}: otlp[{index}].listen: cannot listen on {otlp.listen}: "
-                f"{exc.strerror or exc}"
-            ) from None
+                probe.listen(1)
+            except OSError as exc:
+                line = field_line(text, ("otlp", index, "listen"))
+                where = f"{source}:{line}" if line else source
+                raise PlanError(
+                    f"{where}: otlp[{index}].listen: cannot listen on {otlp.listen}: "
+                    f"{exc.strerror or exc}"
+                ) from None
 
 
 def check_before_run(plan: Plan, text: str, source: str, runs_dir: Path) -> None:
