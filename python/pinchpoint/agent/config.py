@@ -28,9 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pinchpoint.collect.resources.sampler import GENERATOR, HOST
 from pinchpoint.collect.sources.protocol import AGENT_SELF
 from pinchpoint.plan.model import Component, Duration, parse_toml
+from pinchpoint.plan.toml import read_text_file
 
 DEFAULT_PORT = 7070
 MIN_TOKEN_CHARS = 16
+# The most a config file or a token file may hold: larger is not one.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_TOKEN_BYTES = 4096
 RESERVED = frozenset({HOST, GENERATOR, AGENT_SELF})
 
 
@@ -91,10 +95,9 @@ class AgentConfig(BaseModel):
 
 
 def load_config(path: Path) -> AgentConfig:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{path}: {e.strerror}") from None
+    """The config in `path`; ConfigError naming the file (and line) when it cannot be
+    read, is larger than a config, is not UTF-8 or does not validate."""
+    text = read_text_file(Path(path), MAX_CONFIG_BYTES, "config", ConfigError)
     return parse_config(text, str(path))
 
 
@@ -107,9 +110,19 @@ def read_token(listen: Listen) -> str | None:
     if listen.token_file is None:
         return listen.token.strip() if listen.token is not None else None
     try:
-        token = Path(listen.token_file).read_text(encoding="utf-8").strip()
+        with Path(listen.token_file).open("rb") as f:
+            data = f.read(MAX_TOKEN_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"token_file {listen.token_file}: {e.strerror}") from None
+    if len(data) > MAX_TOKEN_BYTES:
+        raise ConfigError(f"token_file {listen.token_file}: larger than {MAX_TOKEN_BYTES} bytes")
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"token_file {listen.token_file}: not UTF-8 text (byte {data[e.start]:#04x} "
+            f"at offset {e.start})"
+        ) from None
     if len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(
             f"token_file {listen.token_file}: the token must have at least "

@@ -42,6 +42,7 @@ from pinchpoint.plan.toml import (
     field_line,
     parse_duration,
     parse_toml,
+    read_text_file,
 )
 
 __all__ = [
@@ -431,21 +432,7 @@ def load_plan(path: Path) -> Plan:
 
 def read_plan_text(path: Path) -> str:
     """A plan file's text; PlanError when it cannot be read, is too large or is not UTF-8."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_PLAN_BYTES + 1)
-    except OSError as e:
-        raise PlanError(f"{path}: cannot read the plan: {e.strerror or e}") from None
-    if len(data) > MAX_PLAN_BYTES:
-        raise PlanError(f"{path}: larger than {MAX_PLAN_BYTES >> 10} KB: not a plan")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise PlanError(
-            f"{path}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}): "
-            "a plan is a TOML text file"
-        ) from None
+    return read_text_file(path, MAX_PLAN_BYTES, "plan", PlanError)
 
 
 def with_find_knee(plan: Plan, text: str, source: str) -> Plan:

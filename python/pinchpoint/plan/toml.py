@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
@@ -21,6 +22,7 @@ __all__ = [
     "field_line",
     "parse_duration",
     "parse_toml",
+    "read_text_file",
     "validate_data",
 ]
 
@@ -66,6 +68,26 @@ class FieldError(ValueError):
     def __init__(self, loc: str | int | tuple, message: str) -> None:
         super().__init__(message)
         self.loc = (loc,) if isinstance(loc, str | int) else tuple(loc)
+
+
+def read_text_file(path: Path, max_bytes: int, what: str, error: type[ValueError]) -> str:
+    """A config file's text: `error` naming the file when it cannot be read, holds more
+    than `max_bytes` or is not UTF-8 (then with the line, and the byte and its offset)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise error(f"{path}: cannot read the {what}: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise error(f"{path}: larger than {max_bytes >> 10} KB: not a {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise error(
+            f"{path}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}): "
+            f"a {what} is a TOML text file"
+        ) from None
 
 
 def parse_toml(model: type[_M], text: str, source: str, error: type[ValueError] = PlanError) -> _M:
