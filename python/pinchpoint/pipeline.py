@@ -42,6 +42,9 @@ class RunOutcome:
     warnings: list[str] = field(default_factory=list)
     # A find_knee run: how the search went (run.json `find_knee`).
     search: dict | None = None
+    # Why the load stopped before its end on its own (a hook or Locust process that
+    # broke), run.json `stopped`; the command exits 3.
+    stopped: str | None = None
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -152,10 +155,13 @@ def execute(
         run["generators"] = summary["generators"]
     if knee is not None:
         run["find_knee"] = knee.record
+    if summary.get("stopped"):
+        run["stopped"] = summary["stopped"]
     files.RunFolder(run_dir).write_run(cast(RunJson, run))
     write_histograms(summary, run_dir)
     verdict = analyze(run_dir)
     write_report(run_dir)
     warnings = [problem for collector in using for problem in collector.problems]
     search = knee.record if knee is not None else None
-    return RunOutcome(run_dir, verdict, result.interrupted, warnings, search)
+    stopped = summary.get("stopped")
+    return RunOutcome(run_dir, verdict, result.interrupted, warnings, search, stopped)

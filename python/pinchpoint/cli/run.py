@@ -95,6 +95,9 @@ def run(
             raise typer.Exit(caught.exit_code() or 130) from None
         show_outcome(outcome, console)
         sla_met = sla_outcome(plan.sla, outcome, console, as_json)
+    if outcome.stopped is not None:
+        fail(f"The run stopped early: {outcome.stopped}")
+        raise typer.Exit(3)
     if caught.signals or outcome.interrupted:
         raise typer.Exit(caught.exit_code() or 130)
     if not sla_met:

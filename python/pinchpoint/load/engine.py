@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pinchpoint import _engine, interrupts
 from pinchpoint.load.engine_config import engine_config
+from pinchpoint.load.hook_box import HookBox
 from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
 
@@ -68,7 +69,32 @@ def run_steps(
 ) -> LoadResult:
     """Runs every step of the plan and writes `requests.parquet` into run_dir."""
     stream = run_dir / files.REQUEST_STREAM
-    run = _engine.start(engine_config(plan, run_id, stream))
+    config = engine_config(plan, run_id, stream)
+    box = config["hook"] if isinstance(config["hook"], HookBox) else None
+    try:
+        summary, halted = _wait(_engine.start(config), plan, box, on_tick)
+    finally:
+        if box is not None:
+            box.close()
+    parquet = run_dir / files.REQUESTS
+    rows = _engine.records_to_parquet(str(stream), str(parquet))
+    stream.unlink()
+    summary["interrupted"] = summary["interrupted"] or halted
+    if box is not None and box.broken is not None:
+        summary["stopped"] = f"{box.broken}; the run stopped there"
+    return LoadResult(
+        summary=summary, requests_path=parquet, rows=rows, interrupted=summary["interrupted"]
+    )
+
+
+def _wait(
+    run: _engine.LoadRun,
+    plan: Plan,
+    box: HookBox | None,
+    on_tick: Callable[[dict], None] | None,
+) -> tuple[dict, bool]:
+    """The engine's summary once it ends, and whether it was stopped before its end: by
+    a signal, or by a hook that broke (the run stops as at a first Ctrl-C)."""
     timeouts = [r.timeout for r in plan.request] + [s.timeout for f in plan.flow for s in f.step]
     longest = max([plan.load.timeout, *(t or 0.0 for t in timeouts)])
     halt = _Halt(run, longest)
@@ -76,6 +102,8 @@ def run_steps(
     summary = None
     while summary is None:
         try:
+            if box is not None and box.broken is not None and halt.level == 0:
+                halt.stop(None)
             halt.check()
             summary = run.wait(POLL_S)
             if summary is None and on_tick is not None and time.monotonic() >= next_tick:
@@ -83,13 +111,7 @@ def run_steps(
                 on_tick(run.snapshot())
         except KeyboardInterrupt:
             halt.uncaught += 1
-    parquet = run_dir / files.REQUESTS
-    rows = _engine.records_to_parquet(str(stream), str(parquet))
-    stream.unlink()
-    summary["interrupted"] = summary["interrupted"] or halt.level > 0
-    return LoadResult(
-        summary=summary, requests_path=parquet, rows=rows, interrupted=summary["interrupted"]
-    )
+    return summary, halt.level > 0
 
 
 class _Halt:
@@ -108,13 +130,7 @@ class _Halt:
         if wanted > self.level:
             caught = interrupts.active()
             if wanted == 1:
-                self.run.stop()
-                self.give_up_at = now + self.longest + ABANDON_GRACE_S
-                if caught is not None:
-                    caught.tell(
-                        f"{caught.first_name()}: stopping; waiting up to {self.longest:g} s "
-                        "for the requests in flight (Ctrl-C again to abandon them)"
-                    )
+                self.stop(caught)
             else:
                 self.run.abandon()
                 self.give_up_at = now + ABANDON_GRACE_S
@@ -123,6 +139,17 @@ class _Halt:
             self.level = wanted
         if self.give_up_at is not None and now > self.give_up_at:
             raise RuntimeError("the load engine did not stop in time")
+
+    def stop(self, caught: interrupts.Caught | None) -> None:
+        """Stops the run after the requests in flight, as a first signal does."""
+        self.run.stop()
+        self.level = max(self.level, 1)
+        self.give_up_at = time.monotonic() + self.longest + ABANDON_GRACE_S
+        if caught is not None:
+            caught.tell(
+                f"{caught.first_name()}: stopping; waiting up to {self.longest:g} s "
+                "for the requests in flight (Ctrl-C again to abandon them)"
+            )
 
 
 def recover_records(run_dir: Path) -> int | None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypedDict
 
-from pinchpoint.load.hooks import load_hook
+from pinchpoint.load.hook_box import HookBox, HookError
 from pinchpoint.plan.flows import Feed, Flow, FlowStep
 from pinchpoint.plan.load_models import ThinkTime
 from pinchpoint.plan.model import Level, Plan, PlanError, Request, Target
@@ -110,8 +110,9 @@ class EngineConfig(TypedDict):
 
 
 def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
-    """The engine's configuration of `plan`. Reads the flows' feeds and imports the
-    hook: a ValueError names the feed's file and line, or the hook."""
+    """The engine's configuration of `plan`. Reads the flows' feeds and starts the hook
+    in its box (load/hook_box.py, closed by the caller): a ValueError names the feed's
+    file and line, or the hook."""
     base = plan.target.base_path
     load = plan.load
     levels = load.levels()
@@ -148,7 +149,7 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
         "tag": plan.target.tag,
         "protocol": _protocol(plan.target),
         "flows": flows,
-        "hook": _hook(load.hook) if load.hook is not None else None,
+        "hook": _hook(load.hook, load.timeout) if load.hook is not None else None,
         "req_id_base": 0,
         "start_at_us": None,
         "tag_levels": [],
@@ -177,10 +178,11 @@ def _single(request: EngineRequest, name: str) -> EngineFlow:
     return {"name": name, "weight": request["weight"], "steps": [step], "feed": None}
 
 
-def _hook(spec: str) -> Callable[[dict, dict], dict | None]:
+def _hook(spec: str, budget_s: float) -> HookBox:
+    """The hook in its own process, each call within the plan's timeout."""
     try:
-        return load_hook(spec)
-    except ValueError as e:
+        return HookBox(spec, budget_s)
+    except HookError as e:
         raise PlanError(f"load.hook: {e}") from None
 
 

@@ -49,14 +49,16 @@ def check_generators(plan: Plan, text: str, source: str) -> None:
 
 
 def check_hook(plan: Plan, text: str, source: str) -> None:
-    """The plan's hook (`[load] hook`) imports and names a function."""
+    """The plan's hook (`[load] hook`) imports and names a function, in a process of its
+    own (load/hook_box.py): a file that spins or exits as it loads is refused too."""
     if plan.load.hook is None:
         return
-    from pinchpoint.load.hooks import load_hook
+    from pinchpoint.load.hook_box import HookError
+    from pinchpoint.load.hook_box import check_hook as check_boxed
 
     try:
-        load_hook(plan.load.hook)
-    except ValueError as e:
+        check_boxed(plan.load.hook)
+    except HookError as e:
         raise PlanError(f"{where(text, source, ('load', 'hook'))}: {_one_line(e)}") from None
 
 

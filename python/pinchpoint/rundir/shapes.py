@@ -43,6 +43,8 @@ class RunJson(TypedDict):
     # The name of each `endpoint` index of requests.parquet: `METHOD path`, `flow/step`.
     endpoint_names: NotRequired[list[str]]
     abandoned: NotRequired[int]
+    # Why the load stopped before its end on its own: a hook or Locust process broke.
+    stopped: NotRequired[str]
     error_reasons: NotRequired[dict[str, list[str]]]
     find_knee: NotRequired[dict[str, Any]]
     # Generators on Ray (load/distributed): per generator its node, share, requests, CPU
