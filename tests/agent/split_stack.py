@@ -46,6 +46,9 @@ class Split:
 
     url: str
     agents: dict[str, AgentProcess] = field(default_factory=dict)
+    # Per agent, the command prefix that runs in its namespace and its address there.
+    prefixes: dict[str, list[str]] = field(default_factory=dict)
+    binds: dict[str, str] = field(default_factory=dict)
 
 
 def plan_text(
@@ -79,11 +82,19 @@ def topology(components: list[dict[str, Any]], hosts: dict[str, str]) -> list[di
 
 
 def start_agent(
-    tmp: Path, name: str, components: list[dict], prefix: Sequence[str] = (), bind: str = ""
+    tmp: Path,
+    name: str,
+    components: list[dict],
+    prefix: Sequence[str] = (),
+    bind: str = "",
+    extra: str = "",
+    **settings: Any,
 ) -> AgentProcess:
+    """An agent watching `components` (and the [[component]] tables of `extra`)."""
     config = tmp / f"agent-{name}.toml"
     port = 7070 if prefix else 0
-    config.write_text(config_text(components, bind=bind or "127.0.0.1", port=port))
+    text = config_text(components, bind=bind or "127.0.0.1", port=port, **settings)
+    config.write_text(text + extra)
     return AgentProcess(config, tmp / f"agent-{name}.err", prefix)
 
 
@@ -176,8 +187,9 @@ def _wait_http(host: str, port: int, children: Sequence[Child], timeout_s: float
 
 
 @contextmanager
-def netns_split(tmp: Path) -> Iterator[tuple[Split, list[dict]]]:
-    """nginx + agent a in namespace a, gunicorn + app + agent b in namespace b."""
+def netns_split(tmp: Path, discover: bool = False) -> Iterator[tuple[Split, list[dict]]]:
+    """nginx + agent a in namespace a, gunicorn + app + agent b in namespace b; with
+    `discover`, agents that watch nothing yet and may read each side's folder to find it."""
     tag = f"pp{os.getpid() % 10000}"
     subnet = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
     proxy_dir, app_dir = tmp / "ns-a", tmp / "ns-b"
@@ -220,10 +232,18 @@ def netns_split(tmp: Path) -> Iterator[tuple[Split, list[dict]]]:
         _wait_http(ip["a"], 8080, [nginx])
         components = _components(paths, app_dir)
         split = Split(f"http://{ip['a']}:8080")
+        folders = {"a": proxy_dir, "b": app_dir}
         for name, names, prefix in (("a", PROXY, in_a), ("b", APP, in_b)):
             chosen = [c for c in components if c["name"] in names]
-            split.agents[name] = start_agent(tmp, name, chosen, prefix, bind=ip[name])
+            if discover:
+                split.agents[name] = start_agent(
+                    tmp, name, [], prefix, bind=ip[name], discover=[str(folders[name])]
+                )
+            else:
+                split.agents[name] = start_agent(tmp, name, chosen, prefix, bind=ip[name])
             stack.callback(split.agents[name].kill)
+        split.prefixes = {"a": in_a, "b": in_b}
+        split.binds = {"a": ip["a"], "b": ip["b"]}
         yield split, components
 
 

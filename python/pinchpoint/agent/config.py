@@ -7,6 +7,8 @@ token_file = "/etc/pinchpoint/agent.token"   # or token = "..."
 tls_cert = "/etc/pinchpoint/agent.crt"       # optional, with tls_key
 tls_key = "/etc/pinchpoint/agent.key"
 max_connections = 4096                        # optional
+discover = ["/etc/nginx", "/run/nginx.pid"]   # optional: `pinchpoint init --agent` may read
+                                              # servers' config and pid files under these
 
 [[component]]                                 # as in a plan
 name = "nginx"
@@ -58,6 +60,9 @@ class Listen(BaseModel):
     # Connections held open at once (idle, arriving or answered); a new one over the cap
     # closes the one idle the longest. Lowered to what the open-files limit allows.
     max_connections: int = Field(default=4096, ge=16, le=1_000_000)
+    # The folders (or files) discovery may read servers' configs and pid files under; None:
+    # discovery is off. Sockets and command lines need no file.
+    discover: list[str] | None = Field(default=None, max_length=256)
 
     @model_validator(mode="after")
     def _check(self) -> Listen:
@@ -67,6 +72,9 @@ class Listen(BaseModel):
             raise ValueError(f"the token must have at least {MIN_TOKEN_CHARS} characters")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("set both tls_cert and tls_key, or neither")
+        relative = [p for p in self.discover or () if not p.startswith("/")]
+        if relative:
+            raise ValueError(f"discover takes absolute paths, not {relative[0]!r}")
         return self
 
 
@@ -74,10 +82,15 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     agent: Listen = Listen()
-    component: list[Component] = Field(min_length=1)
+    component: list[Component] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check_components(self) -> AgentConfig:
+        if not self.component and self.agent.discover is None:
+            raise ValueError(
+                "list at least one [[component]] to watch (or set [agent] discover to let "
+                "`pinchpoint init` find them)"
+            )
         names = [c.name for c in self.component]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -7,6 +7,8 @@
                                              (Accept: application/vnd.apache.arrow.stream)
     GET  /v1/runs/<run_id>/logs/<component>  NDJSON, chunked: one line per tagged record
                                              of the run, then {"end": true, "files": [...]}
+    POST /v1/discover                        {"address": {"host", "port"}, "path"}: the
+                                             tiers from there on (pinchpoint.agent.discovery)
 
 Component names are looked up in the config; nothing from a request is used as a path.
 Connections are read by one selector thread and answered by a bounded pool of threads
@@ -36,6 +38,7 @@ import pyarrow as pa
 
 from pinchpoint.agent.config import AgentConfig
 from pinchpoint.agent.connections import ConnectionServer
+from pinchpoint.agent.discovery import discover
 from pinchpoint.agent.runs import ApiError, Runs, check_interval
 from pinchpoint.agent.transport import (
     MAX_BODY_BYTES,
@@ -210,6 +213,8 @@ class Handler(BaseHTTPRequestHandler):
         match parts:
             case ["components"]:
                 return self._allow(method, "GET", self._components)
+            case ["discover"]:
+                return self._allow(method, "POST", self._discover)
             case ["runs", run_id, "start"]:
                 return self._allow(method, "POST", lambda: self._start(run_id))
             case ["runs", run_id, "stop"]:
@@ -232,6 +237,9 @@ class Handler(BaseHTTPRequestHandler):
         components = [c.model_dump(exclude_none=True) for c in self.server.config.component]
         agent = {"hostname": socket.gethostname(), "cpu_count": os.cpu_count() or 1}
         self._send_json(200, {"time": time.time(), "agent": agent, "components": components})
+
+    def _discover(self) -> None:
+        self._send_json(200, discover(self.server.config.agent.discover, self._body()))
 
     def _start(self, run_id: str) -> None:
         body = self._body()

@@ -1,4 +1,5 @@
-"""`pinchpoint init URL`: a plan written from the stack that serves the URL on this host."""
+"""`pinchpoint init URL`: a plan written from the stack that serves the URL, on this host and
+on the hosts of the agents given."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pinchpoint.terminal import fail, warn
 
 @app.command()
 def init(
-    url: Annotated[str, typer.Argument(help="The URL to load, served on this host.")],
+    url: Annotated[str, typer.Argument(help="The URL to load.")],
     out: Annotated[
         Path, typer.Option("-o", "--out", help="Where to write the plan (not overwritten).")
     ] = Path(files.PLAN),
@@ -24,15 +25,31 @@ def init(
             "-X", "--method", help="The request's method; init sends one before reading sockets."
         ),
     ] = "GET",
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            help="NAME=URL of a `pinchpoint agent` (with [agent] discover set) on another host "
+            "of the stack; repeat for each.",
+        ),
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option("--token-env", help="The environment variable holding the agents' token."),
+    ] = None,
 ) -> None:
     """Write a plan by following the URL's request through the processes that serve it:
     each tier's logs, formats, pid files and calls, from their own configs."""
-    from pinchpoint.discover.init import write_plan
+    from pinchpoint.discover.init import agent_file, agents_from, write_plan
 
     try:
-        found = write_plan(url, out, method.upper())
-    except FileExistsError:
-        fail(f"{out} exists: give another file with -o")
+        agents = agents_from(agent or [], token_env)
+        found = write_plan(url, out, method.upper(), agents)
+    except FileExistsError as e:
+        fail(f"{e.filename or e.args[0]} exists: give another file with -o")
+        raise typer.Exit(2) from None
+    except ValueError as e:
+        fail(str(e))
         raise typer.Exit(2) from None
     if not found.tiers:
         typer.echo(f"Wrote {out} with the target only: {'; '.join(found.problems)}")
@@ -42,4 +59,10 @@ def init(
     for tier in found.tiers:
         for warning in tier.warnings:
             warn(f"{tier.name}: {warning}")
-    typer.echo(f"Wrote {out}: {' → '.join(t.name for t in found.tiers)}")
+    path = " → ".join(f"{t.name}@{t.host}" if t.host else t.name for t in found.tiers)
+    typer.echo(f"Wrote {out}: {path}")
+    for name in sorted({t.host for t in found.tiers if t.host}):
+        typer.echo(
+            f"Wrote {agent_file(out, name)}: add its components to agent {name}'s config, "
+            "then restart the agent"
+        )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from pinchpoint.collect.servers import gunicorn, pool_of, uwsgi
+from pinchpoint.collect.servers import files, gunicorn, pool_of, uwsgi
 from pinchpoint.collect.servers.pool import ASYNC, ServerProcess, read_process
 from pinchpoint.discover.listeners import Sockets, tree_of
 from pinchpoint.discover.tier import Address, Tier
@@ -227,7 +227,7 @@ def _pid_file(tier: Tier, process: ServerProcess, given: tuple[str, str] | None,
 
 def _pid_in(path: Path) -> int | None:
     try:
-        return int(path.read_text(encoding="ascii", errors="replace").split()[0])
+        return int(files.read_text(path, 64).split()[0])
     except (OSError, ValueError, IndexError):
         return None
 

@@ -6,6 +6,8 @@ import ipaddress
 import os
 from pathlib import Path
 
+from pinchpoint.collect.servers import files
+
 # No config file is this big; a bigger one is not a config (or not one worth reading).
 MAX_FILE_BYTES = 4 * 1024 * 1024
 # Included files followed, at most: a config that includes itself in ways no loop guard
@@ -20,8 +22,7 @@ class Unreadable(Exception):
 def read_text(path: str | Path) -> str:
     """The file's text (undecodable bytes replaced); raises Unreadable."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        data = files.read_bytes(path, MAX_FILE_BYTES)
     except OSError as e:
         raise Unreadable(f"cannot read {path}: {e.strerror or type(e).__name__}") from None
     if len(data) > MAX_FILE_BYTES:
@@ -52,7 +53,7 @@ def host_matches(listening: str | None, reached: str | None) -> bool:
 def check_pid_file(path: Path, pid: int) -> str | None:
     """What is wrong with a pid file that should hold pid (first line), or None."""
     try:
-        written = path.read_text().strip()
+        written = files.read_text(path, 4096).strip()
     except OSError as e:
         return f"pid file {path} cannot be read ({e.strerror}): is it the config the server runs?"
     first = written.splitlines()[0] if written else ""

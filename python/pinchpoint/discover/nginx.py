@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from pinchpoint.collect.servers.files import confined
 from pinchpoint.discover.configs import check_pid_file, under
 from pinchpoint.discover.nginx_conf import Directive, Disk, Dump, Loader, Source
 from pinchpoint.discover.nginx_routes import locations_for, next_hops, server_for
@@ -166,14 +167,23 @@ def load(pid: int, command: Command, tier: Tier) -> Config:
     prefix = prefix if prefix.endswith("/") else prefix + "/"
     conf = under(prefix, command.options.get("-c") or build.conf_path)
     source: Source
-    dump, failure = _dump(binary, command)
+    if confined():
+        # `nginx -T` prints every file the config includes, wherever it is: only files
+        # under the folders discovery may read are opened, one by one.
+        dump, failure = None, "not run: discovery reads only the folders its agent lists"
+    else:
+        dump, failure = _dump(binary, command)
     if dump is not None:
         source, conf = dump, conf if conf in dump.files else dump.main or conf
         tier.notes.append(f"config read with `{binary} -T` from {conf}")
     else:
         source = Disk()
-        tier.notes.append(f"`{binary} -T` failed ({failure}): config files read from disk")
+        tier.notes.append(f"`{binary} -T` {_failed(failure)}: config files read from disk")
     return read_config(source, conf, prefix, build, command.options.get("-g"), tier)
+
+
+def _failed(failure: str) -> str:
+    return failure if failure.startswith("not run") else f"failed ({failure})"
 
 
 def read_config(

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pinchpoint.collect.servers import files
+
 # PostgreSQL 15's defaults of what `init` reads.
 DEFAULTS = {
     "log_destination": "stderr",
@@ -118,8 +120,7 @@ def command_line(argv: list[str]) -> tuple[dict[str, Setting], Path | None]:
 def read_file(path: Path, into: PgSettings, required: bool, depth: int = 0) -> None:
     """Reads a config file's settings into `into`, following its includes."""
     try:
-        with path.open("rb") as f:
-            text = f.read(MAX_FILE_BYTES).decode("utf-8", errors="replace")
+        text = files.read_text(path, MAX_FILE_BYTES)
     except OSError as e:
         if required:
             into.problems.append(f"cannot read {path}: {e.strerror or type(e).__name__}")

@@ -52,7 +52,29 @@ def plan_text(found: Discovery) -> str:
     ]
     for tier in found.tiers:
         lines += ["", *_component(tier, found.calls.get(tier.name, []))]
+    for name, url in found.agents.items():
+        if any(t.host == name for t in found.tiers):
+            lines += ["", "[[agent]]", f"name = {_quoted(name)}", f"url = {_quoted(url)}"]
+            if found.token_env:
+                lines.append(f"token_env = {_quoted(found.token_env)}")
     return "\n".join(lines) + "\n"
+
+
+def agent_components(found: Discovery) -> dict[str, str]:
+    """Per agent that serves tiers, the `[[component]]` tables its own config must hold:
+    an agent reads only the logs and pid files its config names."""
+    out = {}
+    for name in found.agents:
+        tiers = [t for t in found.tiers if t.host == name]
+        if tiers:
+            lines = [
+                f"# Add to agent {name}'s config, then restart it: `pinchpoint init` found these",
+                "# tiers on its host.",
+            ]
+            for tier in tiers:
+                lines += ["", *_watched(tier)]
+            out[name] = "\n".join(lines) + "\n"
+    return out
 
 
 def _upper(tiers: list[Tier]) -> int:
@@ -69,6 +91,17 @@ def _component(tier: Tier, calls: list[str]) -> list[str]:
         f"role = {_quoted(tier.role)}",
         f"calls = [{', '.join(_quoted(c) for c in calls)}]",
     ]
+    if tier.host is not None:
+        return [
+            *lines,
+            f"host = {_quoted(tier.host)}  # its log and processes: in the agent's config",
+        ]
+    return [*lines, *_watched(tier)[2:]]
+
+
+def _watched(tier: Tier) -> list[str]:
+    """The component's name, log and processes: what the host that runs it reads."""
+    lines = ["[[component]]", f"name = {_quoted(tier.name)}"]
     if tier.log_path is not None and tier.log_format is not None:
         lines += ["[component.log]", f"path = {_quoted(str(tier.log_path))}"]
         lines.append(f"format = {_quoted(tier.log_format)}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from pinchpoint.collect.servers.files import read_text
 from pinchpoint.discover.pg_conf import (
     AUTO_FILE,
     COMMAND_LINE,
@@ -61,7 +62,7 @@ def _pid_file(tier: Tier, conf: PgSettings) -> None:
         return
     path = conf.data_dir / PID_FILE
     try:
-        first = path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+        first = read_text(path, 4096).split("\n", 1)[0]
     except OSError as e:
         tier.warnings.append(f"cannot read {path} ({e.strerror}): the plan names its pids")
         return

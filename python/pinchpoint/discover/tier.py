@@ -39,5 +39,7 @@ class Tier:
     next_hops: list[Address] = field(default_factory=list)
     # Requests it serves at once, where it is a pool of workers (app servers).
     slots: int | None = None
+    # The agent whose host runs it; None: this host.
+    host: str | None = None
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -37,6 +37,12 @@ class Discovery:
     calls: dict[str, list[str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Hops nothing on this host listens at, with the tier that sends there (None: the URL
+    # itself): another host's agent may serve them.
+    leaves: list[tuple[str | None, Address]] = field(default_factory=list)
+    # The agents tiers were found through (name: URL), and the variable holding their token.
+    agents: dict[str, str] = field(default_factory=dict)
+    token_env: str | None = None
 
 
 def kind_of(argv: list[str]) -> str | None:
@@ -62,21 +68,41 @@ def walk(
 ) -> Discovery:
     """Follows the URL's request through every tier on this host that `readers` knows."""
     found = Discovery(url, method)
+    start = address_of(url)
+    if sockets is None:
+        if Sockets.read().listener(start) is not None:
+            touch(url, method, found)
+        sockets = Sockets.read()
+    follow(found, start, urlsplit(url).path or "/", readers, sockets)
+    return found
+
+
+def address_of(url: str) -> Address:
+    """Where a request to the URL goes first."""
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    if sockets is None:
-        if Sockets.read().listener(Address(parts.hostname or "127.0.0.1", port)) is not None:
-            # Apps open their database connections at their first request: one request
-            # of the plan's own makes them show.
-            answer = _touch(url, method)
-            found.notes.append(f"one {method} sent to the URL before reading connections: {answer}")
-        sockets = Sockets.read()
-    todo: list[tuple[Address, Tier | None]] = [(Address(parts.hostname or "127.0.0.1", port), None)]
+    return Address(parts.hostname or "127.0.0.1", port)
+
+
+def touch(url: str, method: str, found: Discovery) -> None:
+    """Apps open their database connections at their first request: one request of the
+    plan's own makes them show."""
+    answer = _touch(url, method)
+    found.notes.append(f"one {method} sent to the URL before reading connections: {answer}")
+
+
+def follow(
+    found: Discovery, start: Address, path: str, readers: dict[str, Reader], sockets: Sockets
+) -> None:
+    """The tiers from `start` on, in the order a request meets them, into `found`."""
+    todo: list[tuple[Address, Tier | None]] = [(start, None)]
     seen: dict[int, Tier] = {}
     while todo and len(seen) < MOST_TIERS:
         address, caller = todo.pop(0)
-        tier = _tier_at(address, parts.path or "/", readers, sockets, seen, found)
+        tier = _tier_at(address, path, readers, sockets, seen, found)
         if tier is None:
+            if sockets.listener(address) is None:
+                found.leaves.append((caller.name if caller else None, address))
             continue
         if caller is not None and tier.name not in found.calls.setdefault(caller.name, []):
             found.calls[caller.name].append(tier.name)
@@ -86,7 +112,6 @@ def walk(
         found.tiers.append(tier)
         found.calls.setdefault(tier.name, [])
         todo.extend((hop, tier) for hop in tier.next_hops)
-    return found
 
 
 def _tier_at(

@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 
 from pinchpoint.collect.servers.argv import option, split
+from pinchpoint.collect.servers.files import read_text
 from pinchpoint.collect.servers.pool import ASYNC, SYNC, THREADS, Pool, ServerProcess
 
 _KEYS = {
@@ -77,7 +78,7 @@ def _config_file(
         return {}  # a module on the server's path: not a file to read
     path = process.path(name or DEFAULT_CONFIG)
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(read_text(path))
     except (OSError, SyntaxError, ValueError):
         return {}
     found = {}

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pinchpoint.collect.servers.argv import count, flag, option
+from pinchpoint.collect.servers.files import read_text
 from pinchpoint.collect.servers.pool import ASYNC, SYNC, THREADS, Pool, ServerProcess
 
 _KEYS = {
@@ -119,7 +120,7 @@ def _read_config(path: Path, kind: str) -> dict[str, str]:
     """The known keys in a config file's `uwsgi` section, `%d` (the file's folder) filled in;
     {} when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_text(path)
     except OSError:
         return {}
     try:
