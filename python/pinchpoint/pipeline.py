@@ -25,6 +25,7 @@ from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.load.locust_steps import run_locust
 from pinchpoint.plan.model import Plan
 from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
+from pinchpoint.redact_messages import Redactor, plan_redactor
 from pinchpoint.report.html import write_report
 from pinchpoint.rundir import files
 from pinchpoint.rundir.shapes import RunJson
@@ -75,11 +76,14 @@ def collect_logs(
     run_dir: Path,
     using: list[Collector],
     req_id_offsets: dict[int, int] | None = None,
+    redactor: Redactor | None = None,
 ) -> dict:
     """Writes `tiers.parquet` and `collection.json` from each component's log, request
-    ids shifted as the knee search shifted the requests' (`req_id_offsets`)."""
+    ids shifted as the knee search shifted the requests' (`req_id_offsets`), its texts
+    without the plan's secrets (`redactor`, by default the plan's)."""
     names = [c.name for c in plan.component if c.log is not None or c.host is not None]
-    return write_logs(using, run_id, run_dir, names, req_id_offsets)
+    redact = (redactor or plan_redactor(plan)).mapping
+    return write_logs(using, run_id, run_dir, names, req_id_offsets, redact)
 
 
 def _host_facts() -> dict:
@@ -126,7 +130,10 @@ def execute(
                 collector.stop()
             write_resources(using, run_dir / files.RESOURCES)
     time.sleep(LOG_SETTLE_S)
-    collect_logs(plan, run_id, run_dir, using, knee.offsets if knee is not None else None)
+    # Reasons and warnings can quote a secret (a check's expected text, an agent's URL).
+    redactor = plan_redactor(plan)
+    offsets = knee.offsets if knee is not None else None
+    collect_logs(plan, run_id, run_dir, using, offsets, redactor)
     for collector in using:
         collector.close()
     summary = result.summary
@@ -157,11 +164,12 @@ def execute(
         run["find_knee"] = knee.record
     if summary.get("stopped"):
         run["stopped"] = summary["stopped"]
+    run = redactor.mapping(run)
     files.RunFolder(run_dir).write_run(cast(RunJson, run))
     write_histograms(summary, run_dir)
     verdict = analyze(run_dir)
     write_report(run_dir)
-    warnings = [problem for collector in using for problem in collector.problems]
+    warnings = [redactor.text(problem) for collector in using for problem in collector.problems]
     search = knee.record if knee is not None else None
-    stopped = summary.get("stopped")
+    stopped = run.get("stopped")  # redacted, as printed
     return RunOutcome(run_dir, verdict, result.interrupted, warnings, search, stopped)

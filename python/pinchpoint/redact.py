@@ -3,13 +3,15 @@
 A plan's secrets are the values of its secret request headers (Authorization, Cookie
 and Proxy-Authorization, and those [target] secret_headers names) and the tokens and
 passwords of its agents and Prometheus servers, which the plan only names by their
-environment variables (token_env, password_env). The engine sends the headers as
-written; the run folder never holds them:
+environment variables (token_env, password_env), and the user and password of a URL
+(`http://user:password@host`). The engine sends the headers as written; the run folder
+never holds them:
 
 - its plan.toml is the plan's text with every string that decodes to a secret, however
   it is spelt (a TOML escape such as `\\u0073`, a literal or multi-line string), made
   `"<redacted>"` (a string holding one has it replaced by `<redacted>`), and every
-  comment holding one made `# <redacted>`;
+  comment holding one made `# <redacted>`, and a URL's `user:password@` made
+  `<redacted>@` wherever it is written;
 - it is made with a umask of 077: the folder (and a runs folder made for it) is 0700,
   each file written into it 0600.
 """
@@ -38,6 +40,9 @@ WITHHELD = (
     "# The plan is withheld: it holds a secret (a secret request header, or an agent's or\n"
     "# Prometheus server's token) that could not be redacted from its text.\n"
 )
+# A URL's user information: `scheme://` then `user:password@` (up to the last `@` before
+# the path, query or fragment); the scheme is kept, the rest made REDACTED.
+USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#]*)@")
 # A TOML basic string's escapes, to read the spelling of a secret in a comment.
 _ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|x[0-9A-Fa-f]{2}|.)", re.DOTALL)
 _SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b"}
@@ -60,7 +65,25 @@ def secret_values(plan: Plan) -> list[str]:
     for variable in variables:
         if variable and (value := os.environ.get(variable, "").strip()):
             found.add(value)
+    urls = [plan.target.url, *(a.url for a in plan.agent), *(p.url for p in plan.prometheus)]
+    found.update(p for url in urls for p in url_credentials(url))
     return sorted(found, key=lambda s: (-len(s), s))
+
+
+def url_credentials(url: str) -> list[str]:
+    """The password in a URL's `user:password@`, as written and percent-decoded."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return []
+    return [password, unquote(password)] if password else []
+
+
+def without_userinfo(text: str) -> str:
+    """The text with every URL's `user:password@` made `<redacted>@`."""
+    return USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
 
 
 def _parts(value: str) -> list[str]:
@@ -76,7 +99,7 @@ def _parts(value: str) -> list[str]:
 def redact_plan_text(text: str, secrets: list[str]) -> str:
     """The plan text with every string or comment holding a secret redacted; WITHHELD
     when a secret would still be found in it, as text or as a decoded string."""
-    if not secrets:
+    if not secrets and not _has_userinfo(text):
         return text
     out: list[str] = []
     at = 0
@@ -84,9 +107,17 @@ def redact_plan_text(text: str, secrets: list[str]) -> str:
         out.append(text[at:start])
         piece = text[start:end]
         if kind == "string" and _holds(value := _decode(piece), secrets):
-            piece = _basic_string(REDACTED if value is None else _without(value, secrets))
+            piece = _basic_string(
+                REDACTED if value is None else without_userinfo(_without(value, secrets))
+            )
         elif kind == "comment" and (_holds(piece, secrets) or _holds(_unescape(piece), secrets)):
             piece = f"# {REDACTED}"
+        elif kind == "comment" and _has_userinfo(piece):
+            piece = without_userinfo(piece)
+        elif kind == "comment" and _has_userinfo(_unescape(piece)):
+            piece = f"# {REDACTED}"
+        elif kind == "string" and value is not None and _has_userinfo(value):
+            piece = _basic_string(without_userinfo(value))
         out.append(piece)
         at = end
     out.append(text[at:])
@@ -95,6 +126,11 @@ def redact_plan_text(text: str, secrets: list[str]) -> str:
         if len(secret) >= MIN_PART:
             redacted = redacted.replace(secret, REDACTED)
     return redacted if _clean(redacted, secrets) else WITHHELD
+
+
+def _has_userinfo(text: str) -> bool:
+    """Whether a URL in the text has a user or password not yet redacted."""
+    return any(m.group(2) not in ("", REDACTED) for m in USERINFO.finditer(text))
 
 
 def _holds(value: str | None, secrets: list[str]) -> bool:
@@ -134,7 +170,8 @@ def _clean(text: str, secrets: list[str]) -> bool:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError, RecursionError):
         return False
-    return not any(_holds(s, secrets) for s in _strings(data))
+    strings = list(_strings(data))
+    return not any(_holds(s, secrets) or _has_userinfo(s) for s in strings)
 
 
 def _strings(value: object) -> Iterator[str]:

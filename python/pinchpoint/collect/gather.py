@@ -125,8 +125,10 @@ def write_logs(
     run_dir: Path,
     components: Sequence[str],
     req_id_offsets: Mapping[int, int] | None = None,
+    redact: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """tiers.parquet and collection.json from every collector; returns collection.json.
+    """tiers.parquet and collection.json from every collector; returns collection.json,
+    its texts passed through `redact` (the plan's secrets and URLs' credentials out).
 
     Components of an agent are marked with its name, and those it could not give with an
     `error`; those a collector warns about (no process found, a log with no file) get
@@ -161,6 +163,8 @@ def write_logs(
     for name in components:
         if name not in entries:
             entries[name] = {**_empty(), "error": "not collected"}
+    if redact is not None:
+        collected = redact(collected)
     files.RunFolder(run_dir).write_collection(cast(CollectionJson, collected))
     return collected
 

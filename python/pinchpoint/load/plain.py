@@ -29,6 +29,7 @@ from pinchpoint.plan.check import PlanError
 from pinchpoint.plan.model import Plan, parse_plan, read_plan_text
 from pinchpoint.plan.toml import validate_data
 from pinchpoint.redact import private_dir, private_files
+from pinchpoint.redact_messages import plan_redactor
 from pinchpoint.rundir import files
 
 PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
@@ -136,6 +137,8 @@ def _load_into(
     if isinstance(source, UrlLoad):
         summary["url"] = source.url
         summary["connections"] = source.connections if source.rate is None else None
+    # A reason can quote a secret (a check's expected text), the URL a password.
+    summary = plan_redactor(plan).mapping(summary)
     if keep:
         write_histograms(result.summary, run_dir)
         (run_dir / files.SUMMARY).write_text(json.dumps(summary, indent=2))
