@@ -156,3 +156,16 @@ def test_a_load_keeps_no_secret_in_its_summary_or_terminal(tmp_path: Path) -> No
     assert summary["target"] == f"http://<redacted>@127.0.0.1:{port}/"
     printed = done.stdout + done.stderr + as_json.stdout + as_json.stderr
     assert _hits(tmp_path / "out", printed) == []
+
+
+def test_a_refused_header_value_is_not_quoted(tmp_path: Path) -> None:
+    (tmp_path / "x.toml").write_text(
+        '[target]\nurl = "http://127.0.0.1:9/"\n[load]\nusers = 1\nduration = "1s"\n'
+        f'[[request]]\npath = "/"\nheaders = {{ Authorization = "Bearer {STATIC}\\r\\nX: y" }}\n'
+    )
+    done = _cli(["run", "x.toml", "-q", "--runs-dir", "runs"], tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith("x.toml:8: request[0].headers.Authorization: ")
+    assert "'\\r' at character 28" in line
+    assert _hits(tmp_path, done.stdout + done.stderr) == [f"x.toml: {STATIC}"]

@@ -91,10 +91,17 @@ _NOT_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def _unsafe(
-    pattern: re.Pattern[str], text: str, what: str, fix: str = "escape it (%20) or remove it"
+    pattern: re.Pattern[str],
+    text: str,
+    what: str,
+    fix: str = "escape it (%20) or remove it",
+    quote: bool = True,
 ) -> None:
+    """ValueError naming the first character of `text` that `pattern` finds; the text is
+    quoted unless it may be a secret (`quote` False: a header's value)."""
     if m := pattern.search(text):
-        raise ValueError(f"{what} {text!r} holds {m.group()!r} at character {m.start() + 1}: {fix}")
+        said = f"{what} {text!r}" if quote else f"{what} the value"
+        raise ValueError(f"{said} holds {m.group()!r} at character {m.start() + 1}: {fix}")
 
 
 def check_url(url: str, shape: str = "http(s)://host[:port][/path]") -> str:
@@ -230,7 +237,8 @@ class Request(Strict):
                     ("headers", name), f"{name!r} is not a header name: no space, colon or CR/LF"
                 )
             try:
-                _unsafe(_NOT_IN_HEADER, value, f"header {name}:", "a CR or LF would end the header")
+                fix = "a CR or LF would end the header"
+                _unsafe(_NOT_IN_HEADER, value, f"header {name}:", fix, quote=False)
             except ValueError as e:
                 raise FieldError(("headers", name), str(e)) from None
         return self
