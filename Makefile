@@ -14,6 +14,7 @@ demo: system-deps build
 test: system-deps-test build
 	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
 	$(VENV)/bin/ruff check python tests
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
