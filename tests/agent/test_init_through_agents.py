@@ -52,10 +52,10 @@ def test_a_stack_on_two_hosts_is_found_through_their_agents_and_runs(tmp_path: P
                 *agents, "--token-env", TOKEN_ENV, timeout=120,
             )  # fmt: skip
             assert done.returncode == 0, done.stdout + done.stderr
-            assert "Wrote" in done.stdout and "nginx@a → gunicorn@b" in done.stdout, done.stdout
+            assert "Wrote" in done.stdout and "nginx@a → gunicorn@b → app@b" in done.stdout, done.stdout
             written = parse_plan(plan.read_text(), str(plan))
             hosts = {c.name: c.host for c in written.component}
-            assert hosts == {"nginx": "a", "gunicorn": "b"}
+            assert hosts == {"nginx": "a", "gunicorn": "b", "app": "b"}
             assert {c.name: c.calls for c in written.component}["nginx"] == ["gunicorn"]
             assert {a.name for a in written.agent} == {"a", "b"}
             assert all(a.token_env == TOKEN_ENV for a in written.agent)
@@ -80,7 +80,7 @@ def test_a_stack_on_two_hosts_is_found_through_their_agents_and_runs(tmp_path: P
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     [run_dir] = list((tmp_path / "runs").iterdir())
     collection = json.loads((run_dir / "collection.json").read_text())["components"]
-    for name, agent in (("nginx", "a"), ("gunicorn", "b")):
+    for name, agent in (("nginx", "a"), ("gunicorn", "b"), ("app", "b")):
         assert collection[name]["agent"] == agent, collection[name]
         assert collection[name]["matched"] > 20, collection[name]
         assert collection[name]["unparseable"] == 0, collection[name]

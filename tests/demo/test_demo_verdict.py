@@ -20,6 +20,7 @@ def run_demo(runs_dir: Path, workers: int, upper: int = 7) -> Path:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     [run_dir] = list(runs_dir.iterdir())
+    runs_dir.with_name(runs_dir.name + ".out").write_text(done.stdout)
     return run_dir
 
 
@@ -46,6 +47,17 @@ def test_two_workers_are_named_as_the_bottleneck(small_pool: Path) -> None:
     # The probe's throughput stops at the pool's ceiling while its latency grows.
     [endpoint] = verdict["endpoints"]
     assert endpoint["behaviour"] == "synchronous", endpoint["summary"]
+
+
+def test_the_demo_runs_the_plan_init_finds_on_its_stack(small_pool: Path) -> None:
+    said = small_pool.parent.with_name(small_pool.parent.name + ".out").read_text()
+    assert "Tiers found by `pinchpoint init`: nginx → gunicorn → app" in said
+    plan = (small_pool / "plan.toml").read_text()
+    assert "workers" not in plan
+    # The pool's size was read from gunicorn's command line, not told.
+    verdict = json.loads((small_pool / "verdict.json").read_text())
+    assert verdict["pools"]["gunicorn"]["found"] == "server"
+    assert verdict["pools"]["gunicorn"]["slots"] == 2
 
 
 def test_enough_workers_move_the_verdict_off_the_pool(large_pool: Path) -> None:

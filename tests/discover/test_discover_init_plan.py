@@ -63,12 +63,15 @@ def test_the_plan_init_writes_for_the_demo_stack_runs_with_every_tiers_log(
 ) -> None:
     with DemoStack(tmp_path / "stack", workers=3) as stack:
         text, found = init_plan(stack.url + "/sys_perf_check?cpu=1&wait=8")
-        assert [t.name for t in found.tiers] == ["nginx", "gunicorn"], found.problems
+        # The app inside gunicorn, from the probe's log named in gunicorn's environment.
+        assert [t.name for t in found.tiers] == ["nginx", "gunicorn", "app"], found.problems
+        assert found.calls == {"nginx": ["gunicorn"], "gunicorn": ["app"], "app": []}
+        assert found.tiers[2].log_path == stack.probe_log
         text = _shortened(text)
         outcome = pipeline.execute(parse_plan(text, "plan.toml"), text, tmp_path / "runs")
     plan = parse_plan(text, "plan.toml")
     logged = [c.name for c in plan.component if c.log is not None]
-    assert logged == ["nginx", "gunicorn"]
+    assert logged == ["nginx", "gunicorn", "app"]
     collection = json.loads((outcome.run_dir / "collection.json").read_text())["components"]
     for name in logged:
         assert collection[name]["matched"] > 0, (name, collection[name])

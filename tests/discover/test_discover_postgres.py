@@ -258,9 +258,10 @@ def test_the_demos_app_server_is_found_calling_its_postgresql(demo_with_postgres
 
     pg, stack = demo_with_postgres
     found = walk(stack.gunicorn_url + "/api/hot", READERS)
-    assert [t.name for t in found.tiers] == ["gunicorn", "postgres"], found.problems
-    assert found.calls == {"gunicorn": ["postgres"], "postgres": []}
-    server, database = found.tiers
+    assert [t.name for t in found.tiers] == ["gunicorn", "app", "postgres"], found.problems
+    # The app inside gunicorn's workers holds the connections: it calls the database.
+    assert found.calls == {"gunicorn": ["app"], "app": ["postgres"], "postgres": []}
+    server, _, database = found.tiers
     assert server.next_hops == [at(pg.port)]
     assert (server.slots, server.pid_file) == (2, stack.gunicorn_pid_file)
     assert database.pid == pg.pid
@@ -276,9 +277,13 @@ def test_the_demos_app_server_is_found_calling_its_postgresql(demo_with_postgres
 def test_the_demo_stack_is_followed_from_its_url_to_its_database(demo_with_postgres: tuple) -> None:
     pg, stack = demo_with_postgres
     text, found = init_plan(stack.url + "/api/hot")
-    assert [t.name for t in found.tiers] == ["nginx", "gunicorn", "postgres"], found.problems
-    assert found.calls == {"nginx": ["gunicorn"], "gunicorn": ["postgres"], "postgres": []}
+    assert [t.name for t in found.tiers] == ["nginx", "gunicorn", "app", "postgres"], (
+        found.problems
+    )
+    assert found.calls == {
+        "nginx": ["gunicorn"], "gunicorn": ["app"], "app": ["postgres"], "postgres": []
+    }  # fmt: skip
     plan = parse_plan(text, "plan.toml")
     by_name = {c.name: c for c in plan.component}
     assert by_name["postgres"].log is not None and by_name["postgres"].log.path == str(pg.log)
-    assert by_name["gunicorn"].calls == ["postgres"]
+    assert by_name["app"].calls == ["postgres"]

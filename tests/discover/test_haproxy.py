@@ -395,7 +395,7 @@ def test_the_demo_haproxy_is_read_from_its_process(stack: DemoStack) -> None:
 @pytest.mark.timeout(90)
 def test_the_walk_from_a_demo_url_goes_through_haproxy_to_gunicorn(stack: DemoStack) -> None:
     found = walk(stack.url + "/sys_perf_check", READERS)
-    assert [t.name for t in found.tiers] == ["haproxy", "gunicorn"]
+    assert [t.name for t in found.tiers] == ["haproxy", "gunicorn", "app"]
     assert found.calls["haproxy"] == ["gunicorn"]
     assert found.tiers[0].log_path == stack.haproxy_log
     # The plan init writes from it loads, HAProxy's log in the httplog format.

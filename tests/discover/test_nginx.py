@@ -474,7 +474,7 @@ def test_a_demo_nginx_is_read_from_its_master(stack: DemoStack) -> None:
 @pytest.mark.timeout(90)
 def test_the_walk_from_a_demo_url_goes_through_nginx_to_gunicorn(stack: DemoStack) -> None:
     found = walk(stack.url + "/sys_perf_check?wait=1", READERS)
-    assert [t.name for t in found.tiers] == ["nginx", "gunicorn"]
+    assert [t.name for t in found.tiers] == ["nginx", "gunicorn", "app"]
     assert found.calls["nginx"] == ["gunicorn"]
     assert found.tiers[0].log_path == stack.nginx_access_log
     # The plan init writes from it loads, nginx's log as the demo's own plan gives it.
@@ -492,9 +492,11 @@ def test_the_walk_from_a_demo_url_goes_through_nginx_to_gunicorn(stack: DemoStac
 def test_the_walk_goes_through_two_nginx_in_a_row(tmp_path: Path) -> None:
     with DemoStack(tmp_path, workers=1, front="nginx2") as stack:
         found = walk(stack.url + "/", READERS)
-    edge, inner, server = found.tiers
-    assert [edge.name, inner.name, server.name] == ["nginx", "nginx2", "gunicorn"]
-    assert found.calls == {"nginx": ["nginx2"], "nginx2": ["gunicorn"], "gunicorn": []}
+    edge, inner, server, app = found.tiers
+    assert [edge.name, inner.name, server.name, app.name] == ["nginx", "nginx2", "gunicorn", "app"]
+    assert found.calls == {
+        "nginx": ["nginx2"], "nginx2": ["gunicorn"], "gunicorn": ["app"], "app": []
+    }  # fmt: skip
     assert (edge.log_path, edge.pid_file) == (stack.edge_access_log, stack.edge_pid_file)
     assert (inner.log_path, inner.pid_file) == (stack.nginx_access_log, stack.nginx_pid_file)
     assert any(n.startswith("upstream pinchpoint_upstream: server") for n in edge.notes)

@@ -232,3 +232,19 @@ def test_write_failure_after_mounting_does_not_fail_the_request(
         assert call_wsgi(app, wsgi_environ("/", TAG_QUERY)).status == 200
     warnings = [r for r in caplog.records if "cannot write timing log" in r.getMessage()]
     assert len(warnings) == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_log_named_by_the_environment_is_written_when_the_code_gives_none(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, given = tmp_path / "from-env.log", tmp_path / "given.log"
+    monkeypatch.setenv("PINCHPOINT_PROBE_LOG", str(log))
+    assert probe_call(kind, f"cpu=1&{TAG_QUERY}").status == 200
+    assert len(read_log(log)) == 1
+    # A path given in the code wins over the variable.
+    assert probe_call(kind, f"cpu=1&{TAG_QUERY}", log_path=given).status == 200
+    assert (len(read_log(log)), len(read_log(given))) == (1, 1)
+    monkeypatch.delenv("PINCHPOINT_PROBE_LOG")
+    assert probe_call(kind, f"cpu=1&{TAG_QUERY}").status == 200
+    assert len(read_log(log)) == 1

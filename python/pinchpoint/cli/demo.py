@@ -44,7 +44,8 @@ def demo(
     import tempfile
 
     from pinchpoint.demo import DemoStack, NginxNotFound, StackError
-    from pinchpoint.demo.plan import demo_plan, plan_on_stack
+    from pinchpoint.demo.found import found_components
+    from pinchpoint.demo.plan import demo_plan, plan_on_stack, probe_path
     from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
     from pinchpoint.pipeline import execute
@@ -63,9 +64,13 @@ def demo(
                     how = f"Running {plan_file}"
                 else:
                     source = "demo plan"
+                    components, said = found_components(
+                        stack.url + probe_path(cpu_ms, wait_ms), stack.components()
+                    )
+                    console.print(said, highlight=False)
                     text = demo_plan(
                         stack.url,
-                        stack.components(),
+                        components,
                         lower,
                         upper,
                         step,

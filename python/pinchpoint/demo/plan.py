@@ -47,9 +47,14 @@ def demo_plan(
         'timeout = "10s"',
         "",
         "[[request]]",
-        f"path = {_toml_value(f'/sys_perf_check?cpu={cpu_ms:g}&wait={wait_ms:g}')}",
+        f"path = {_toml_value(probe_path(cpu_ms, wait_ms))}",
     ]
     return "\n".join(lines + component_lines(components)) + "\n"
+
+
+def probe_path(cpu_ms: float, wait_ms: float) -> str:
+    """The probe's path for this much CPU and waiting per request."""
+    return f"/sys_perf_check?cpu={cpu_ms:g}&wait={wait_ms:g}"
 
 
 def component_lines(components: list[dict[str, Any]]) -> list[str]:

@@ -18,6 +18,7 @@ from pinchpoint.logformats.base import FormatError
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.logformats.gunicorn import parser_for as gunicorn_parser
 from pinchpoint.logformats.uwsgi import parser_for as uwsgi_parser
+from pinchpoint.probe.work import LOG_ENV
 
 # gunicorn's own access_log_format, used when none is set: it logs no duration.
 GUNICORN_DEFAULT_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
@@ -37,6 +38,7 @@ def read_gunicorn(pid: int, argv: list[str], address: Address, path: str) -> Tie
     _gunicorn_log(tier, process, found)
     _pid_file(tier, process, found.get("pidfile"), "--pid")
     _next_hops(tier)
+    _probe_log(tier, process)
     return tier
 
 
@@ -49,7 +51,23 @@ def read_uwsgi(pid: int, argv: list[str], address: Address, path: str) -> Tier:
     _uwsgi_log(tier, process, found)
     _pid_file(tier, process, found.get("pidfile"), "--pidfile")
     _next_hops(tier)
+    _probe_log(tier, process)
     return tier
+
+
+def _probe_log(tier: Tier, process: ServerProcess) -> None:
+    """The app inside the server, where its environment names the probe's log."""
+    path = process.environ.get(LOG_ENV)
+    if not path:
+        tier.notes.append(
+            f"no {LOG_ENV} in its environment: the app's own time is not logged apart "
+            "(mount the probe with a log to see it)"
+        )
+        return
+    log = process.path(path)
+    app = Tier("app", "app", tier.pid, log_path=log, log_format="probe")
+    app.notes.append(f"the probe's log {log}, from {LOG_ENV} in {tier.name}'s environment")
+    tier.inside.append(app)
 
 
 def _cores() -> int:

@@ -107,6 +107,8 @@ def _watched(tier: Tier) -> list[str]:
         lines.append(f"format = {_quoted(tier.log_format)}")
         if tier.log_format_string is not None:
             lines.append(f"log_format = {_quoted(tier.log_format_string)}")
+    if tier.role == "app":
+        return lines  # it runs in its server's processes, sampled there
     lines.append("[component.process]")
     if tier.pid_file is not None:
         lines.append(f"pid_file = {_quoted(str(tier.pid_file))}")

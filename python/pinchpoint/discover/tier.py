@@ -41,5 +41,7 @@ class Tier:
     slots: int | None = None
     # The agent whose host runs it; None: this host.
     host: str | None = None
+    # A tier that runs inside its processes (the app inside its app server), with its own log.
+    inside: list[Tier] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

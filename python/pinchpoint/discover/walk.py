@@ -109,9 +109,24 @@ def follow(
         if tier.pid in seen:
             continue
         seen[tier.pid] = tier
-        found.tiers.append(tier)
-        found.calls.setdefault(tier.name, [])
-        todo.extend((hop, tier) for hop in tier.next_hops)
+        innermost = _add(found, tier)
+        todo.extend((hop, innermost) for hop in tier.next_hops)
+
+
+def _add(found: Discovery, tier: Tier) -> Tier:
+    """The tier and those inside it, each calling the next; the innermost, which sends the
+    requests on."""
+    found.tiers.append(tier)
+    found.calls.setdefault(tier.name, [])
+    for inner in tier.inside:
+        taken = {t.name for t in found.tiers}
+        if inner.name in taken:
+            inner.name = f"{inner.name}{sum(1 for n in taken if n.startswith(inner.name)) + 1}"
+        found.calls[tier.name].append(inner.name)
+        found.tiers.append(inner)
+        found.calls.setdefault(inner.name, [])
+        tier = inner
+    return tier
 
 
 def _tier_at(

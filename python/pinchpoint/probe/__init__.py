@@ -13,7 +13,8 @@ thread, then waits 8 ms without using CPU, then answers a 2048-byte JSON body. D
 malformed parameters get a 400 naming the parameter; methods other than GET and HEAD get a 405.
 Requests to other paths pass straight through.
 
-With ``log_path=...``, every request that carries the pinchpoint tag (``pp_run=`` in the query
+With ``log_path=...`` (or ``PINCHPOINT_PROBE_LOG`` in the app's environment, where
+``pinchpoint init`` finds it), every request that carries the pinchpoint tag (``pp_run=`` in the query
 or an ``X-Pinchpoint`` header), on any path, appends one JSON line to that file:
 ``{"ts": ..., "method": ..., "uri": ..., "status": ..., "duration_s": ...}``.
 

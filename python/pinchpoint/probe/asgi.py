@@ -17,6 +17,7 @@ from .work import (
     Work,
     burn_cpu,
     check_options,
+    log_path_of,
     plan,
     report,
     without_body,
@@ -51,6 +52,7 @@ class ProbeASGI:
         self.app = app
         self.path = path
         self.max_ms = max_ms
+        log_path = log_path_of(log_path)
         self.log = TimingLog(log_path) if log_path is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

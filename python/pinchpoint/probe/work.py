@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,6 +15,16 @@ from urllib.parse import parse_qsl
 PROBE_PATH = "/sys_perf_check"
 DEFAULT_CPU_MS = 10.0
 DEFAULT_MAX_MS = 1000.0
+# The variable naming the probe's log when the code gives none: set in the app server's
+# environment, it is also where `pinchpoint init` finds the log.
+LOG_ENV = "PINCHPOINT_PROBE_LOG"
+
+
+def log_path_of(given: str | os.PathLike[str] | None) -> str | os.PathLike[str] | None:
+    """The log the probe writes: the one given, else $PINCHPOINT_PROBE_LOG, else none."""
+    return given if given is not None else (os.environ.get(LOG_ENV) or None)
+
+
 MAX_BYTES = 10 * 1024 * 1024
 WORK_PARAMS = ("cpu", "wait", "bytes")
 TAG_PARAMS = frozenset({"pp_run", "pp_users", "pp_rate", "pp_req"})

@@ -16,6 +16,7 @@ from .work import (
     Work,
     burn_cpu,
     check_options,
+    log_path_of,
     plan,
     report,
     without_body,
@@ -45,6 +46,7 @@ class ProbeWSGI:
         self.app = app
         self.path = path
         self.max_ms = max_ms
+        log_path = log_path_of(log_path)
         self.log = TimingLog(log_path) if log_path is not None else None
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pinchpoint.probe.work import LOG_ENV
+
 SYNC, THREADS, ASYNC = "sync", "threads", "async"
 
 
@@ -74,7 +76,14 @@ def read_process(
 
 # The only variables of a server's environment that are kept: its own options.
 SERVER_VARIABLES = frozenset(
-    {"GUNICORN_CMD_ARGS", "WEB_CONCURRENCY", "UWSGI_PROCESSES", "UWSGI_THREADS", "UWSGI_INI"}
+    {
+        "GUNICORN_CMD_ARGS",
+        "WEB_CONCURRENCY",
+        "UWSGI_PROCESSES",
+        "UWSGI_THREADS",
+        "UWSGI_INI",
+        LOG_ENV,
+    }
 )
 
 
