@@ -391,3 +391,16 @@ def test_other_commands_refuse_bad_arguments_in_one_line(
     (tmp_path / "taken").write_text("")
     done, seconds = _cli(args, tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["run"], ["run", "plan.toml", "--discover", "http://127.0.0.1:9/"]],
+    ids=["none", "both"],
+)
+def test_run_takes_a_plan_file_or_discover_not_both_nor_neither(
+    tmp_path: Path, args: list[str]
+) -> None:
+    (tmp_path / "plan.toml").write_text(BASE)
+    done, seconds = _cli(args, tmp_path)
+    _assert_refused(done, seconds, "give a plan file or --discover URL", tmp_path)

@@ -19,8 +19,18 @@ if TYPE_CHECKING:
 @app.command()
 def run(
     plan_file: Annotated[
-        Path, typer.Argument(help="The plan (TOML).", exists=True, dir_okay=False)
-    ],
+        Path | None,
+        typer.Argument(help="The plan (TOML).", exists=True, dir_okay=False, show_default=False),
+    ] = None,
+    discover: Annotated[
+        str | None,
+        typer.Option(
+            "--discover",
+            metavar="URL",
+            help="Run the plan `pinchpoint init URL` would write (kept in the run folder) "
+            "instead of a plan file.",
+        ),
+    ] = None,
     runs_dir: RunsDir = Path("runs"),
     quiet: Quiet = False,
     find_knee: FindKnee = False,
@@ -60,19 +70,22 @@ def run(
 
     Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
     from pinchpoint.load.preflight import check_run
-    from pinchpoint.plan.model import parse_plan, read_plan_text, with_find_knee
+    from pinchpoint.plan.model import parse_plan, with_find_knee
 
+    if (plan_file is None) == (discover is None):
+        fail("give a plan file or --discover URL (one of them)")
+        raise typer.Exit(2)
     try:
-        text = read_plan_text(plan_file)
+        text, source = _plan_text(plan_file, discover)
         if locustfile is not None:
-            plan, text = _with_locustfile(text, str(plan_file), locustfile)
+            plan, text = _with_locustfile(text, source, locustfile)
         else:
-            plan = parse_plan(text, str(plan_file))
+            plan = parse_plan(text, source)
         if find_knee:
-            plan = with_find_knee(plan, text, str(plan_file))
+            plan = with_find_knee(plan, text, source)
         if ray is not None or generators is not None:
             plan = _with_generators(plan, ray, generators)
-        check_run(plan, text, str(plan_file), runs_dir, locustfile is not None)
+        check_run(plan, text, source, runs_dir, locustfile is not None)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
@@ -102,6 +115,22 @@ def run(
         raise typer.Exit(caught.exit_code() or 130)
     if not sla_met:
         raise typer.Exit(1)
+
+
+def _plan_text(plan_file: Path | None, url: str | None) -> tuple[str, str]:
+    """The plan's text and the name its errors are reported under."""
+    from pinchpoint.plan.model import read_plan_text
+
+    if plan_file is not None:
+        return read_plan_text(plan_file), str(plan_file)
+    from pinchpoint.discover.init import init_plan
+
+    text, found = init_plan(str(url))
+    for problem in found.problems:
+        warn(problem)
+    tiers = " → ".join(t.name for t in found.tiers) or "no tier: the target only"
+    typer.echo(f"Tiers found by `pinchpoint init`: {tiers}", err=True)
+    return text, f"the plan init wrote for {url}"
 
 
 def _with_locustfile(text: str, source: str, locustfile: Path) -> tuple[Plan, str]:
