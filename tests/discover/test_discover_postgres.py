@@ -24,6 +24,7 @@ from pinchpoint.discover.init import init_plan
 from pinchpoint.discover.pg_conf import PgSettings, is_on, milliseconds, settings_of, unquote
 from pinchpoint.discover.postgres import read_postgres
 from pinchpoint.discover.readers import READERS
+from pinchpoint.discover.tier import Address
 from pinchpoint.discover.walk import walk
 from pinchpoint.plan.model import parse_plan
 
@@ -287,3 +288,22 @@ def test_the_demo_stack_is_followed_from_its_url_to_its_database(demo_with_postg
     by_name = {c.name: c for c in plan.component}
     assert by_name["postgres"].log is not None and by_name["postgres"].log.path == str(pg.log)
     assert by_name["app"].calls == ["postgres"]
+
+
+def test_an_app_reaching_its_postgresql_by_unix_socket_is_followed_to_it(
+    demo_with_postgres: tuple, tmp_path: Path
+) -> None:
+    # As Debian's apps reach it without a host: through the socket in its socket directory.
+    from pinchpoint.demo import DemoStack
+    from pinchpoint.demo.env import PG_DSN_ENV
+
+    pg, _ = demo_with_postgres
+    dsn = f"host={pg.folder} port={pg.port} user=postgres dbname=postgres"
+    with DemoStack(tmp_path, workers=1, app_env={PG_DSN_ENV: dsn}) as stack:
+        assert fetch(stack.gunicorn_url + "/api/hot?hold=0", method="POST") == 200
+        found = walk(stack.gunicorn_url + "/api/hot", READERS)
+    assert [t.name for t in found.tiers] == ["gunicorn", "app", "postgres"], found.problems
+    server, _, database = found.tiers
+    assert server.next_hops == [Address(unix=pg.folder / f".s.PGSQL.{pg.port}")]
+    assert database.pid == pg.pid
+    assert database.log_path == pg.log
