@@ -177,3 +177,28 @@ def test_uwsgi_without_a_logger_logs_to_its_stderr_file_or_is_told_to_add_one(
         tier = _only_tier(f"http://{HOST}:{port}/")
     assert tier.log_path is None
     assert tier.warnings[0] == "uWSGI logs no requests (disable-logging, command line): remove it"
+
+
+ASGI_APP = """async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+"""
+
+
+def test_gunicorn_with_uvicorn_workers_is_an_event_loop_without_slots(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(ASGI_APP)
+    port = free_port()
+    argv = [
+        *GUNICORN, "-w", "2", "-k", "uvicorn.workers.UvicornWorker", "--bind", f"{HOST}:{port}",
+        "--access-logfile", "access.log", "--pid", str(tmp_path / "g.pid"), "app:app",
+    ]  # fmt: skip
+    with running(argv, tmp_path, port, workers=2):
+        tier = _only_tier(f"http://{HOST}:{port}/")
+        text = _plan_parses(f"http://{HOST}:{port}/")
+    # Each worker holds any number of waiting requests: no pool of slots to fill.
+    assert tier.slots is None
+    assert any(n.startswith("an event loop") for n in tier.notes), tier.notes
+    assert "\nworkers =" not in text
+    assert tier.pid_file == tmp_path / "g.pid"
