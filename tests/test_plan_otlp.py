@@ -3,6 +3,7 @@ socket refused before the run, each naming the line and field."""
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -63,3 +64,31 @@ def test_an_otlp_table_takes_a_listen_address_or_a_file_not_both() -> None:
         parse_plan(text, "p.toml")
     only_file = PLAN.format(listen="x").replace('listen = "x"', 'file = "spans.json"')
     assert parse_plan(only_file).otlp[0].source == "otlp file spans.json"
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        ("fifo", "is a FIFO"),
+        ("device", "is a character device"),
+        ("folder", "is a folder"),
+    ],
+)
+def test_a_file_source_that_is_not_a_regular_file_is_refused_naming_its_key(
+    tmp_path: Path, make: str, says: str
+) -> None:
+    path = tmp_path / "spans"
+    if make == "fifo":
+        os.mkfifo(path)
+    elif make == "device":
+        path = Path("/dev/zero")
+    else:
+        path.mkdir()
+    text = PLAN.format(listen="x").replace('listen = "x"', f'file = "{path}"')
+    with pytest.raises(PlanError, match=rf"p\.toml:13: otlp\[0\]\.file: .*{says}, not a regular"):
+        parse_plan(text, "p.toml")
+
+
+def test_a_file_source_not_written_yet_is_accepted(tmp_path: Path) -> None:
+    text = PLAN.format(listen="x").replace('listen = "x"', f'file = "{tmp_path / "later.json"}"')
+    assert parse_plan(text).otlp[0].file == str(tmp_path / "later.json")

@@ -138,7 +138,7 @@ def test_otlp_json_is_read_with_hex_ids_and_string_integers(collector: OtlpColle
         ("application/json", b"{" * 100_000, None, 400),
         ("application/json", b"{}", "br", 400),
         ("application/x-protobuf", b"not gzip at all", "gzip", 400),
-        ("application/x-protobuf", gzip.compress(b"\0" * (40 << 20)), "gzip", 400),
+        ("application/x-protobuf", gzip.compress(b"\0" * (40 << 20)), "gzip", 413),
         ("text/plain", b"hello", None, 415),
     ],
 )
@@ -201,9 +201,9 @@ def test_a_missing_collector_file_is_a_problem_not_an_error(tmp_path: Path) -> N
 
 
 def test_connections_past_the_cap_are_closed_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pinchpoint.collect.sources import otlp
+    from pinchpoint.collect.sources import otlp_http
 
-    monkeypatch.setattr(otlp, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(otlp_http, "MAX_CONNECTIONS", 2)
     found = OtlpCollector([Otlp(listen=f"127.0.0.1:{free_port()}", settle=0)])
     found.start(RUN, 1.0)
     port = found.receivers[0].port

@@ -10,12 +10,15 @@ file = "/var/log/otel/spans.json"   # or: the OpenTelemetry Collector's file exp
 ```
 
 A `file` is read after the run from where it ended when the run started: one OTLP/JSON
-export request a line, as the Collector's `file` exporter writes them.
+export request a line, as the Collector's `file` exporter writes them. It must be a regular
+file (or not exist yet): a FIFO, a device or a folder is refused with the plan.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
+import stat
 
 from pydantic import Field, field_validator, model_validator
 
@@ -38,6 +41,20 @@ class Otlp(Strict):
                 "set listen (receive OTLP over HTTP) or file (a Collector's file exporter)"
             )
         return self
+
+    @field_validator("file")
+    @classmethod
+    def _check_file(cls, file: str | None) -> str | None:
+        if file is None:
+            return None
+        try:
+            mode = os.stat(file).st_mode
+        except (OSError, ValueError):
+            return file  # not written yet (or unreadable: said when it is read)
+        kind = not_regular(mode)
+        if kind is not None:
+            raise ValueError(f"{file} is {kind}, not a regular file of OTLP/JSON lines")
+        return file
 
     @property
     def source(self) -> str:
@@ -65,3 +82,17 @@ class Otlp(Strict):
             raise ValueError("a file source has no address")
         host, _, port = self.listen.rpartition(":")
         return host.strip("[]"), int(port)
+
+
+def not_regular(mode: int) -> str | None:
+    """What a file of mode `mode` is when it is not a regular file (`a FIFO`), else None."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")

@@ -1,33 +1,36 @@
-"""OTLP trace payloads (`ExportTraceServiceRequest`, protobuf or JSON) decoded into spans.
+"""Spans as pinchpoint keeps them: what a tier record needs of an OTLP span, in bounded size.
 
-A payload that is not an export request at all raises PayloadError (the receiver answers
-400); a span in it that lacks what a tier record needs (ids of the right length, an end
-after its start, a duration under a day) is rejected and counted, and the others are kept.
+The decoders (`otlp_json.py`, `otlp_proto.py`) read a payload's spans into SpanFields and
+hand each to `keep`: a span that lacks what a tier record needs (ids of the right length,
+an end after its start, a duration under a day) is rejected and counted, the others are
+kept with their name and attribute values cut to a few hundred characters (a URL keeps its
+address and the run's tag, which is all that is read of it), so that a span with long
+attributes keeps about 1 to 3 KB, not 25. A payload that is not an export request at all
+raises PayloadError (the receiver answers 400).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+import re
 from dataclasses import dataclass, field
-from typing import Any
-
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from urllib.parse import urlsplit
 
 # OTLP SpanKind.
 INTERNAL, SERVER, CLIENT, PRODUCER, CONSUMER = 1, 2, 3, 4, 5
 MAX_SPAN_NS = 86_400 * 10**9
 # The attributes a tier record is made from; others are not kept.
-KEPT = frozenset(
-    {
-        "http.target", "http.url", "url.full", "url.query", "url.path",
-        "http.status_code", "http.response.status_code",
-        "db.system", "db.system.name", "peer.service", "server.address", "net.peer.name",
-        "rpc.service",
-    }
+URL_KEYS = frozenset({"http.target", "http.url", "url.full", "url.query", "url.path"})
+STATUS_KEYS = frozenset({"http.status_code", "http.response.status_code"})
+KEPT = URL_KEYS | STATUS_KEYS | frozenset(
+    {"db.system", "db.system.name", "peer.service", "server.address", "net.peer.name", "rpc.service"}
 )  # fmt: skip
+MAX_NAME_CHARS = 200
+MAX_VALUE_CHARS = 128  # of a kept attribute's text; a URL longer than this keeps its essentials
+MAX_TAG_FIELD_CHARS = 64
+_TAG_FIELD = re.compile(r"(?:^|(?<=[?&;\s\"']))pp_(run|users|rate|req)=([^&;\s\"'#]*)")
+# Names, services and attribute values repeat across spans: each is kept once.
+_SHARED: dict[str, str] = {}
+_SHARED_MAX = 100_000
 Value = str | int | float | bool
 
 
@@ -48,84 +51,34 @@ class Span:
     attributes: dict[str, Value] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class SpanFields:
+    """A span as a decoder read it, before it is checked and kept."""
+
+    service: Value | None = None
+    trace_id: str = ""
+    span_id: str = ""
+    parent_id: str = ""
+    name: str = ""
+    kind: int | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    attributes: dict[str, Value] = field(default_factory=dict)
+
+
 @dataclass
 class Decoded:
     spans: list[Span] = field(default_factory=list)
     rejected: int = 0  # spans without what a record needs
 
 
-def decode_protobuf(body: bytes) -> Decoded:
-    request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except (DecodeError, RecursionError, ValueError) as exc:
-        raise PayloadError(f"not an OTLP protobuf export request: {exc}") from None
-    out = Decoded()
-    for resource_spans in request.resource_spans:
-        service = _proto_attrs(resource_spans.resource.attributes).get("service.name")
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                _keep(
-                    out,
-                    span.trace_id.hex(),
-                    span.span_id.hex(),
-                    span.parent_span_id.hex(),
-                    service,
-                    span.name,
-                    span.kind,
-                    span.start_time_unix_nano,
-                    span.end_time_unix_nano,
-                    _proto_attrs(span.attributes),
-                )
-    return out
-
-
-def decode_json(body: bytes) -> Decoded:
-    """OTLP/JSON: lowerCamelCase keys, ids in hex, 64-bit integers as strings or numbers."""
-    try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise PayloadError(f"not JSON: {exc}") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("resourceSpans", []), list):
-        raise PayloadError("not an OTLP JSON export request: no resourceSpans list")
-    out = Decoded()
-    for resource_spans in _dicts(payload.get("resourceSpans", [])):
-        resource = resource_spans.get("resource")
-        attrs = resource.get("attributes") if isinstance(resource, dict) else None
-        service = _json_attrs(attrs).get("service.name")
-        for scope_spans in _dicts(resource_spans.get("scopeSpans", [])):
-            for span in _dicts(scope_spans.get("spans", [])):
-                _keep(
-                    out,
-                    _text(span.get("traceId")),
-                    _text(span.get("spanId")),
-                    _text(span.get("parentSpanId")),
-                    service,
-                    _text(span.get("name")),
-                    _int(span.get("kind")),
-                    _int(span.get("startTimeUnixNano")),
-                    _int(span.get("endTimeUnixNano")),
-                    _json_attrs(span.get("attributes")),
-                )
-    return out
-
-
-def _keep(
-    out: Decoded,
-    trace_id: str,
-    span_id: str,
-    parent_id: str,
-    service: Value | None,
-    name: str,
-    kind: int | None,
-    start_ns: int | None,
-    end_ns: int | None,
-    attributes: dict[str, Value],
-) -> None:
+def keep(out: Decoded, read: SpanFields) -> None:
+    """Adds the span `read` to `out`, or counts it rejected."""
+    start_ns, end_ns = read.start_ns, read.end_ns
     ok = (
-        _is_id(trace_id, 32)
-        and _is_id(span_id, 16)
-        and (parent_id == "" or _is_id(parent_id, 16))
+        _is_id(read.trace_id, 32)
+        and _is_id(read.span_id, 16)
+        and (read.parent_id == "" or _is_id(read.parent_id, 16))
         and start_ns is not None
         and end_ns is not None
         and 0 < start_ns <= end_ns
@@ -134,84 +87,89 @@ def _keep(
     if not ok or start_ns is None or end_ns is None:
         out.rejected += 1
         return
+    service = read.service
+    kinds = (INTERNAL, SERVER, CLIENT, PRODUCER, CONSUMER)
     out.spans.append(
         Span(
-            trace_id=trace_id.lower(),
-            span_id=span_id.lower(),
-            parent_id=parent_id.lower() or None,
-            service=str(service) if service not in (None, "") else "unknown_service",
-            name=name[:200],
-            kind=kind if kind in (INTERNAL, SERVER, CLIENT, PRODUCER, CONSUMER) else INTERNAL,
+            trace_id=read.trace_id.lower(),
+            span_id=read.span_id.lower(),
+            parent_id=read.parent_id.lower() or None,
+            service=_shared(_clean(str(service)[:MAX_VALUE_CHARS]))
+            if service not in (None, "")
+            else "unknown_service",
+            name=_shared(_clean(read.name[:MAX_NAME_CHARS])),
+            kind=read.kind if read.kind in kinds else INTERNAL,
             start_ns=start_ns,
             end_ns=end_ns,
-            attributes=attributes,
+            attributes=_kept(read.attributes),
         )
     )
 
 
+def span_bytes(span: Span) -> int:
+    """About the bytes `span` takes in memory, its shared strings counted in full."""
+    texts = len(span.name) + len(span.service)
+    for value in span.attributes.values():
+        texts += len(value) if isinstance(value, str) else 0
+    return 600 + 110 * len(span.attributes) + texts
+
+
+def _kept(attributes: dict[str, Value]) -> dict[str, Value]:
+    out: dict[str, Value] = {}
+    for key, value in attributes.items():
+        if key in STATUS_KEYS:
+            if isinstance(value, int) and not isinstance(value, bool):
+                out[key] = value
+        elif isinstance(value, str):
+            text = _url_essentials(value) if key in URL_KEYS else value[:MAX_VALUE_CHARS]
+            out[key] = _shared(_clean(text))
+        else:
+            out[key] = value
+    return out
+
+
+def _url_essentials(url: str) -> str:
+    """`url` itself when short, else what is read of it: its scheme and address and the
+    run's tag (`pp_run=…&pp_users=…&pp_req=…`)."""
+    if len(url) <= MAX_VALUE_CHARS:
+        return url
+    head = url[: 8 * MAX_VALUE_CHARS]
+    try:
+        parts = urlsplit(head)
+        address = f"{parts.scheme}://{parts.netloc[:MAX_VALUE_CHARS]}" if parts.netloc else ""
+    except ValueError:
+        address = ""
+    tag = "&".join(
+        f"pp_{match.group(1)}={match.group(2)[:MAX_TAG_FIELD_CHARS]}"
+        for _, match in zip(range(8), _TAG_FIELD.finditer(url), strict=False)
+    )
+    return f"{address}/?{tag}" if tag else address
+
+
+def _clean(text: str) -> str:
+    """`text` as it can be written: a lone surrogate (JSON's `\\ud800`) becomes U+FFFD."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8", "replace")
+
+
+def _shared(text: str) -> str:
+    if len(text) > MAX_VALUE_CHARS:
+        return text
+    found = _SHARED.get(text)
+    if found is not None:
+        return found
+    if len(_SHARED) >= _SHARED_MAX:
+        _SHARED.clear()
+    _SHARED[text] = text
+    return text
+
+
 def _is_id(value: str, digits: int) -> bool:
-    if len(value) != digits or value.strip("0") == "":
+    if len(value) != digits or not value.isascii() or value.strip("0") == "":
         return False
     try:
         int(value, 16)
     except ValueError:
         return False
     return True
-
-
-def _proto_attrs(values: Iterable[KeyValue]) -> dict[str, Value]:
-    out: dict[str, Value] = {}
-    for kv in values:
-        if kv.key in KEPT or kv.key == "service.name":
-            value = _proto_value(kv.value)
-            if value is not None:
-                out[kv.key] = value
-    return out
-
-
-def _proto_value(value: AnyValue) -> Value | None:
-    which = value.WhichOneof("value")
-    if which in ("string_value", "int_value", "double_value", "bool_value"):
-        found: Value = getattr(value, which)
-        return found[:2000] if isinstance(found, str) else found
-    return None
-
-
-def _json_attrs(values: Any) -> dict[str, Value]:
-    out: dict[str, Value] = {}
-    for kv in _dicts(values if isinstance(values, list) else []):
-        key = kv.get("key")
-        value = kv.get("value")
-        if (
-            isinstance(key, str)
-            and (key in KEPT or key == "service.name")
-            and isinstance(value, dict)
-        ):
-            if isinstance(value.get("stringValue"), str):
-                out[key] = value["stringValue"][:2000]
-            elif (number := _int(value.get("intValue"))) is not None:
-                out[key] = number
-            elif isinstance(value.get("doubleValue"), int | float):
-                out[key] = float(value["doubleValue"])
-            elif isinstance(value.get("boolValue"), bool):
-                out[key] = value["boolValue"]
-    return out
-
-
-def _dicts(values: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(values, list):
-        yield from (v for v in values if isinstance(v, dict))
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
-        return int(value)
-    return None
