@@ -12,7 +12,9 @@ import polars as pl
 import pytest
 
 import pinchpoint
+from pinchpoint.analyze import analyze
 from pinchpoint.api import Run
+from pinchpoint.rundir.view import RunView
 
 DEMO_RUN = Path(__file__).parent / "data" / "runs" / "demo-pool2"
 PYTHON_DIR = Path(__file__).parents[1] / "python"
@@ -20,7 +22,7 @@ PYTHON_DIR = Path(__file__).parents[1] / "python"
 
 def test_open_gives_every_file_of_the_run() -> None:
     run = pinchpoint.open(DEMO_RUN)
-    assert isinstance(run, Run)
+    assert isinstance(run, Run) and isinstance(run, RunView)
     assert run.path == DEMO_RUN
     assert run.run_id == "20261122-031601-8871"
 
@@ -44,17 +46,36 @@ def test_open_gives_every_file_of_the_run() -> None:
 
 
 def test_open_takes_a_string_and_checks_an_sla(tmp_path: Path) -> None:
-    run = pinchpoint.open(str(DEMO_RUN))
+    copy = tmp_path / "run"
+    shutil.copytree(DEMO_RUN, copy)
+    analyze(copy)
+    run = pinchpoint.open(str(copy))
     assert run.check_sla() == []  # the demo plan has no [sla]
     (p99,) = run.check_sla({"p99_ms": 30})
     assert not p99.passed
     assert [s.users for s in p99.broken_steps] == [5, 7]
 
-    copy = tmp_path / "run"
-    shutil.copytree(DEMO_RUN, copy)
     (copy / "plan.toml").write_text(run.plan_text + "\n[sla]\np99_ms = 100\n")
+    analyze(copy)
     (p99,) = pinchpoint.open(copy).check_sla()
     assert p99.passed
+
+
+def test_the_sla_is_read_from_the_verdict_not_checked_again(tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(DEMO_RUN, copy)
+    (copy / "plan.toml").write_text((DEMO_RUN / "plan.toml").read_text() + "\n[sla]\np99_ms = 30\n")
+    analyze(copy)
+    (copy / "plan.toml").unlink()
+    (copy / "requests.parquet").unlink()  # nothing left to check it on
+    (p99,) = pinchpoint.open(copy).check_sla()
+    assert [s.users for s in p99.broken_steps] == [5, 7]
+    # A verdict from before the SLA was kept in it says so.
+    verdict = json.loads((copy / "verdict.json").read_text())
+    del verdict["sla"]
+    (copy / "verdict.json").write_text(json.dumps(verdict))
+    with pytest.raises(LookupError, match="analyze"):
+        pinchpoint.open(copy).check_sla()
 
 
 def test_missing_folder_and_files_are_named(tmp_path: Path) -> None:

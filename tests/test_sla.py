@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from pinchpoint.analyze import analyze
 from pinchpoint.analyze.sla import SlaResult, check_sla
 from pinchpoint.plan.model import PlanError, parse_plan
 from pinchpoint.plan.sla import Sla, sla_of_plan_text
@@ -272,8 +273,16 @@ def cli(
     )
 
 
+def analyzed(run_dir: Path) -> Path:
+    """The folder with its verdict, which keeps the SLA the analysis checked."""
+    analyze(run_dir)
+    return run_dir
+
+
 def test_sla_command_exits_1_when_broken_and_0_when_met(tmp_path: Path) -> None:
-    broken = write_run(tmp_path / "broken", sla="\n[sla]\np99_ms = 50\nerror_rate = 0.02\n")
+    broken = analyzed(
+        write_run(tmp_path / "broken", sla="\n[sla]\np99_ms = 50\nerror_rate = 0.02\n")
+    )
     done = cli("sla", str(broken))
     assert done.returncode == 1, done.stderr
     assert "BROKEN" in done.stdout
@@ -281,7 +290,7 @@ def test_sla_command_exits_1_when_broken_and_0_when_met(tmp_path: Path) -> None:
         done.stdout.split()
     )
 
-    met = write_run(tmp_path / "met", sla="\n[sla]\np99_ms = 150\nerror_rate = 0.02\n")
+    met = analyzed(write_run(tmp_path / "met", sla="\n[sla]\np99_ms = 150\nerror_rate = 0.02\n"))
     done = cli("sla", str(met), "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
@@ -297,6 +306,7 @@ def test_sla_command_exits_1_when_broken_and_0_when_met(tmp_path: Path) -> None:
 
 
 def test_sla_command_without_objectives_is_a_usage_error(run_dir: Path) -> None:
+    analyze(run_dir)
     # A narrow terminal must not break the message (and its file name) across lines.
     done = cli("sla", str(run_dir), columns=30)
     assert done.returncode == 2

@@ -1,5 +1,5 @@
 """The command's terminal: consoles made on first use, one-line errors, and the SLA's
-outcome of a run printed (and as JSON)."""
+outcome of a run (kept in its verdict by the analysis) printed (and as JSON)."""
 
 from __future__ import annotations
 
@@ -37,39 +37,26 @@ def warn(message: str, console: RichConsole | None = None) -> None:
     target.print(Text(message, style="yellow"), highlight=False, soft_wrap=True)
 
 
-def sla_json(results: list | None) -> dict | None:
-    from pinchpoint.analyze.sla import broken
-
-    if results is None:
-        return None
-    return {"passed": not broken(results), "results": [r.to_dict() for r in results]}
-
-
-def sla_outcome(objectives: Any, outcome: Any, console: RichConsole, as_json: bool) -> bool:
-    """Check the plan's [sla] on the run, print it (and the JSON); False when broken."""
+def sla_outcome(outcome: Any, console: RichConsole, as_json: bool) -> bool:
+    """The SLA's outcome the analysis kept in the run's verdict, printed (and the JSON);
+    False when it is broken or could not be checked."""
     import json
 
-    from pinchpoint.analyze.sla import broken, check_sla
+    from pinchpoint.analyze.sla_record import stored_sla
     from pinchpoint.report.sla_table import render_sla
 
-    results = None
-    met = True
-    if objectives is not None and not objectives.is_empty():
-        try:
-            results = check_sla(objectives, outcome.run_dir)
-        except FileNotFoundError as e:
-            fail(f"The SLA was not checked: {e}")
-            met = False
-        else:
-            console.print()
-            render_sla(results, console)
-            met = not broken(results)
+    kept = stored_sla(outcome.verdict)
+    if kept is not None and kept.problem is not None:
+        fail(f"The SLA was not checked: {kept.problem}")
+    elif kept is not None:
+        console.print()
+        render_sla(kept.results, console)
     if as_json:
         document = {
             "run_dir": str(outcome.run_dir),
             "interrupted": outcome.interrupted,
             "verdict": outcome.verdict,
-            "sla": sla_json(results),
+            "sla": kept.to_json() if kept is not None else None,
         }
         print(json.dumps(document, indent=2))
-    return met
+    return kept is None or kept.passed

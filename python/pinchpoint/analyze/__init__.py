@@ -6,12 +6,14 @@ import math
 from pathlib import Path
 from typing import cast
 
+from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.causes.generator import load_short
 from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
-from pinchpoint.analyze.frames import RunData, read_run
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.pools import pool_sizes
+from pinchpoint.analyze.run_input import RunInput, read_input
+from pinchpoint.analyze.sla_record import SlaOutcome
 from pinchpoint.analyze.steps import step_table
 from pinchpoint.analyze.usage import usage_table
 from pinchpoint.analyze.usl import fit_usl
@@ -19,6 +21,8 @@ from pinchpoint.analyze.verdict import Context, decide
 from pinchpoint.redact import private_files
 from pinchpoint.rundir import files
 from pinchpoint.rundir.shapes import VerdictJson
+from pinchpoint.rundir.steady import usable_windows
+from pinchpoint.rundir.view import RunView, as_view
 
 SCHEMA = "pinchpoint.verdict/1"
 
@@ -55,16 +59,30 @@ def _curve(steps: list[dict]) -> dict:
     }
 
 
-def _endpoint(data: RunData) -> str:
+def _sla(data: RunInput) -> dict | None:
+    """The plan's [sla] checked on the steady parts of the run, once, for verdict.json
+    (`analyze/sla_record.py`); None when the plan has none."""
+    objectives = data.plan.sla
+    if objectives is None or objectives.is_empty():
+        return None
+    if not data.view.has(files.REQUESTS):
+        return SlaOutcome(problem=f"{files.REQUESTS} not found").to_json()
+    windows = usable_windows(data.run)
+    digest = data.view.digest(data.requests, windows, slas.over_ms(objectives), extent=True)
+    return SlaOutcome(slas.evaluate(objectives, digest, data.run)).to_json()
+
+
+def _endpoint(data: RunInput) -> str:
     # Requests of several kinds are not told apart in requests.parquet: one estimate for all.
     names = set(data.endpoint_names())
     return names.pop() if len(names) == 1 else "all requests"
 
 
 @private_files()
-def analyze(run_dir: Path) -> dict:
+def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
     """Computes the verdict of a run folder and writes `verdict.json` into it."""
-    data = read_run(run_dir)
+    view = as_view(run_dir)
+    data = read_input(view)
     steps = step_table(data)
     order, calls = data.tier_graph()
     ctx = Context(
@@ -99,6 +117,7 @@ def analyze(run_dir: Path) -> dict:
         "steps": steps,
         **decide(steps, ctx),
         **_curve(steps),
+        "sla": _sla(data),
     }
     if short := load_short(ctx.generators):
         verdict["load_short"] = short
@@ -108,5 +127,5 @@ def analyze(run_dir: Path) -> dict:
         verdict["endpoints"] = endpoints
         verdict["workers_estimate"] = workers_estimates(endpoints)
     verdict = cast(dict, _clean(verdict))
-    files.RunFolder(run_dir).write_verdict(cast(VerdictJson, verdict))
+    view.folder.write_verdict(cast(VerdictJson, verdict))
     return verdict

@@ -1,11 +1,11 @@
 """What the client saw in a step's steady part: requests, errors by class, throughput,
-bytes and latency percentiles, from the requests' digest (`analyze.digest`)."""
+bytes and latency percentiles, from the requests' digest (`rundir.digest`)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from pinchpoint.analyze.digest import ANSWER, FAILED, OK, Digest
+from pinchpoint.rundir.digest import ANSWER, FAILED, OK, Digest
 from pinchpoint.rundir.scan import Frame, collect, columns, lazy
 from pinchpoint.rundir.steady import Window, in_window
 

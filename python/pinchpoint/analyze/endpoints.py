@@ -13,8 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from pinchpoint.analyze.client import min_latency
-from pinchpoint.analyze.digest import FAILED, OK, Digest
-from pinchpoint.analyze.frames import RunData
+from pinchpoint.analyze.run_input import RunInput
 from pinchpoint.analyze.steps import Window, tier_step
 from pinchpoint.analyze.thresholds import (
     CEILING_GAIN,
@@ -23,9 +22,10 @@ from pinchpoint.analyze.thresholds import (
     LOAD_RANGE,
     LOAD_STEP,
 )
+from pinchpoint.rundir.digest import FAILED, OK, Digest
 
 
-def endpoint_table(data: RunData) -> list[dict]:
+def endpoint_table(data: RunInput) -> list[dict]:
     """Per request of the plan: its steps (throughput, latency, concurrency), its worker
     estimate and its behaviour. Empty for runs whose records do not name the request."""
     digest = data.digest()

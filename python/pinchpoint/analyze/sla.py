@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from pinchpoint.plan.sla import Sla
 from pinchpoint.rundir import files
+from pinchpoint.rundir.view import RunView, as_view
 
 if TYPE_CHECKING:
-    from pinchpoint.analyze.digest import Digest
+    from pinchpoint.rundir.digest import Digest
     from pinchpoint.rundir.scan import Frame
 
 
@@ -72,20 +73,21 @@ class SlaResult:
         return out
 
 
-def check_sla(plan_sla: Sla | dict[str, Any] | None, run_dir: Path) -> list[SlaResult]:
+def check_sla(
+    plan_sla: Sla | dict[str, Any] | None, run: RunView | files.RunFolder | PathLike[str]
+) -> list[SlaResult]:
     """Every threshold of `plan_sla` checked on the run folder's requests: over all steps
-    and at each step. Raises FileNotFoundError without requests.parquet."""
+    and at each step. Raises FileNotFoundError without requests.parquet. The analysis
+    keeps the plan's own [sla] checked in verdict.json (`sla_record`): this is for
+    other thresholds (`pinchpoint sla --plan`, the API's `check_sla(sla)`)."""
     if plan_sla is None:
         return []
     sla = plan_sla if isinstance(plan_sla, Sla) else Sla.model_validate(plan_sla)
-    folder = files.RunFolder(run_dir)
+    view = as_view(run)
     columns = ["step", "users", "start_us", "latency_us", "status", "error"]
     # Open loop: the steady part is cut by the intended send time.
-    requests = folder.scan_frame(files.REQUESTS, columns, ["intended_us"])
-    run: dict[str, Any] = {}
-    if folder.has(files.RUN):
-        run = folder.read_json(files.RUN)
-    return evaluate(sla, requests, run)
+    requests = view.scan_requests(columns, ["intended_us"])
+    return evaluate(sla, requests, view.run if view.has(files.RUN) else {})
 
 
 def over_ms(sla: Sla) -> list[float]:
@@ -99,7 +101,7 @@ def evaluate(sla: Sla, requests: Frame | Digest, run: dict[str, Any]) -> list[Sl
     their digest, cut by those windows and counting the latencies over `slow_ms`."""
     import polars as pl
 
-    from pinchpoint.analyze.digest import Digest, over_column
+    from pinchpoint.rundir.digest import Digest, over_column
     from pinchpoint.rundir.steady import usable_windows
 
     windows = usable_windows(run)
@@ -166,7 +168,7 @@ def _result(
     parts: list[_Part],
     measure: Callable[[Digest, Digest], float | None],
 ) -> SlaResult:
-    from pinchpoint.analyze.digest import FAILED
+    from pinchpoint.rundir.digest import FAILED
 
     def judge(part: _Part) -> tuple[float | None, int, bool]:
         """The value, the requests it comes from, and whether it meets the limit. A step

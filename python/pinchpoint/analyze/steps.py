@@ -16,7 +16,7 @@ from pinchpoint.analyze.client import (
     client_step,
     min_latency_ms,
 )
-from pinchpoint.analyze.frames import RunData
+from pinchpoint.analyze.run_input import RunInput
 from pinchpoint.rundir.steady import Window, in_window, steady_windows
 
 __all__ = [
@@ -316,7 +316,7 @@ def _lock_waits(frame: pl.DataFrame) -> dict:
     return {"lock_waits": float(cast(float, waits.mean()))} if waits is not None else {}
 
 
-def step_table(data: RunData) -> list[dict]:
+def step_table(data: RunInput) -> list[dict]:
     order, calls = data.tier_graph()
     digest = data.digest()
     steps: list[dict] = []

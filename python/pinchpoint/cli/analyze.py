@@ -25,7 +25,9 @@ def analyze(
     ],
 ) -> None:
     """Recompute a run folder's verdict and report from what it holds."""
-    if not any((run_dir / name).exists() for name in files.MARKERS):
+    from pinchpoint.rundir.view import RunView
+
+    if not RunView(run_dir).is_run_folder():
         fail(f"{run_dir}: not a run folder: it holds none of {', '.join(files.MARKERS)}")
         raise typer.Exit(2)
     from pinchpoint.analyze import analyze as analyze_run
@@ -35,8 +37,9 @@ def analyze(
 
     try:
         recovery = recover(run_dir)  # a folder left by a killed run
-        verdict = analyze_run(run_dir)
-        write_report(run_dir)
+        view = RunView(run_dir)  # read after the recovery wrote what the folder lacked
+        verdict = analyze_run(view)
+        write_report(view)
     except (OSError, ValueError) as e:
         # A file of the folder missing or unreadable (json and parquet errors are ValueErrors).
         fail(f"{run_dir}: cannot be analyzed: {' '.join(str(e).split())}")

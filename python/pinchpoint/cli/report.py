@@ -28,16 +28,18 @@ def report(
     ] = False,
 ) -> None:
     """Write a run folder's report.html from its verdict.json (and print the verdict)."""
-    if not (run_dir / files.VERDICT).is_file():
+    from pinchpoint.rundir.view import RunView
+
+    view = RunView(run_dir)
+    if not view.has(files.VERDICT):
         fail(f"{run_dir}: no verdict.json: run pinchpoint analyze {run_dir} first")
         raise typer.Exit(2)
     from pinchpoint.report.html import write_report
-    from pinchpoint.report.load import load_run
     from pinchpoint.report.terminal import render_steps, render_verdict
 
     try:
-        out = write_report(run_dir)
-        verdict = load_run(run_dir).verdict
+        out = write_report(view)
+        verdict = view.verdict
     except (OSError, ValueError) as e:
         fail(f"{run_dir}: cannot be reported: {' '.join(str(e).split())}")
         raise typer.Exit(2) from None

@@ -107,7 +107,7 @@ def run(
             fail(f"Interrupted before {left} was complete: pinchpoint analyze {left} recovers it")
             raise typer.Exit(caught.exit_code() or 130) from None
         show_outcome(outcome, console)
-        sla_met = sla_outcome(plan.sla, outcome, console, as_json)
+        sla_met = sla_outcome(outcome, console, as_json)
     if outcome.stopped is not None:
         fail(f"The run stopped early: {outcome.stopped}")
         raise typer.Exit(3)

@@ -13,6 +13,7 @@ from pinchpoint.importers import csv_plain
 from pinchpoint.importers.common import ImportFormatError
 from pinchpoint.rundir import files
 from pinchpoint.rundir.scan import collect, columns, height
+from pinchpoint.rundir.view import RunView
 
 
 class CompareInputError(ValueError):
@@ -39,19 +40,11 @@ class Side:
 def load_side(path: Path) -> Side:
     path = Path(path)
     if path.is_dir():
-        parquet = path / files.REQUESTS
-        if not parquet.is_file():
-            if (path / files.SUMMARY).is_file():
-                raise CompareInputError(
-                    f"{path}: holds aggregates only (summary.json, no requests.parquet); "
-                    "compare needs per-request latencies"
-                )
-            raise CompareInputError(f"{parquet}: not found; is {path} a run folder?")
-        return _from_parquet(parquet, path.name)
+        return _from_folder(RunView(path))
     if not path.is_file():
         raise CompareInputError(f"{path}: no such file or run folder")
     if path.suffix == ".parquet":
-        return _from_parquet(path, path.parent.name or path.stem)
+        return _from_parquet(RunView(path.parent), path.name, path.parent.name or path.stem)
     try:
         rows, _, _ = csv_plain.read_rows(path)
     except ImportFormatError as exc:
@@ -67,13 +60,27 @@ def load_side(path: Path) -> Side:
     )
 
 
-def _from_parquet(path: Path, label: str) -> Side:
-    """The side's successful latencies and start times: only those are read into memory
-    (the file is scanned, the failures left in it)."""
-    try:
-        scan = files.RunFolder(path.parent).scan_frame(
-            path.name, ["latency_us", "start_us"], ["error", "status", "failed"]
+def _from_folder(view: RunView) -> Side:
+    """The side of a run folder: its requests.parquet."""
+    if not view.has(files.REQUESTS):
+        if view.has(files.SUMMARY):
+            raise CompareInputError(
+                f"{view.path}: holds aggregates only (summary.json, no requests.parquet); "
+                "compare needs per-request latencies"
+            )
+        raise CompareInputError(
+            f"{view.folder / files.REQUESTS}: not found; is {view.path} a run folder?"
         )
+    return _from_parquet(view, files.REQUESTS, view.path.name)
+
+
+def _from_parquet(view: RunView, name: str, label: str) -> Side:
+    """The side's successful latencies and start times from the table `name` of the
+    folder: only those are read into memory (the file is scanned, the failures left in
+    it)."""
+    path = view.folder / name
+    try:
+        scan = view.scan(name, ["latency_us", "start_us"], ["error", "status", "failed"])
         ok = collect(
             scan.filter(_succeeded(columns(scan))).select(
                 pl.col("latency_us").cast(pl.Int64), pl.col("start_us").cast(pl.Int64)

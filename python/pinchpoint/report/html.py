@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from html import escape
+from os import PathLike
 from pathlib import Path
 from typing import Any, cast
 
 import plotly.graph_objects as go
 
 from pinchpoint.analyze import sla as slas
-from pinchpoint.plan.sla import Sla, sla_of_plan_text
+from pinchpoint.analyze.sla_record import SlaOutcome, percentile_limits, stored_sla
 from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
-from pinchpoint.report.load import RunData, load_run
+from pinchpoint.report.load import ReportInput, load_run
 from pinchpoint.report.request_table import request_table
 from pinchpoint.report.table import StepTable, step_table
 from pinchpoint.report.waterfall import waterfall
 from pinchpoint.rundir import files
+from pinchpoint.rundir.view import RunView, as_view
 
 TIME_KEYS = {"started", "ended", "start", "end", "start_s", "end_s", "started_at", "ended_at"}
 TIME_PLOTS = [
@@ -75,25 +77,24 @@ SYNC_SCRIPT = """
 
 
 @private_files()
-def write_report(run_dir: Path) -> Path:
+def write_report(run_dir: RunView | files.RunFolder | PathLike[str]) -> Path:
     """Write `run_dir/report.html` from the run folder and return its path.
 
     verdict.json is required; a chart whose data is missing becomes a short note."""
-    run_dir = Path(run_dir)
-    return shell.write_page(run_dir / files.REPORT, render_page(load_run(run_dir)))
+    view = as_view(run_dir)
+    return shell.write_page(view.folder / files.REPORT, render_page(load_run(view)))
 
 
-def render_page(data: RunData) -> str:
+def render_page(data: ReportInput) -> str:
     """The whole page as a string."""
     verdict = data.verdict
     run_id = _run_id(data)
-    objectives, sla_problem = _sla_of(data)
-    results = _sla_results(data, objectives)
+    outcome, sla_problem = _sla_of(data)
     sections = [
         _verdict_section(data, run_id),
-        _sla_section(results, sla_problem),
+        _sla_section(outcome, sla_problem),
         _users_section(data),
-        _percentiles_section(data, objectives),
+        _percentiles_section(data, outcome),
         _throughput_section(data),
         _waterfall_section(data),
         *_time_sections(data),
@@ -111,7 +112,7 @@ def _js_list(items: list[str]) -> str:
     return "[" + ", ".join(f'"{item}"' for item in items) + "]"
 
 
-def _run_id(data: RunData) -> str:
+def _run_id(data: ReportInput) -> str:
     for value in (data.verdict.get("run_id"), data.run.get("run_id")):
         if isinstance(value, str) and value:
             return value
@@ -124,12 +125,12 @@ def _figure(fig: go.Figure | None, missing: str, div_id: str | None = None) -> s
     return shell.figure(fig, div_id)
 
 
-def _unavailable(data: RunData, name: str, what: str) -> str:
+def _unavailable(data: ReportInput, name: str, what: str) -> str:
     why = data.problems.get(name, "has no rows")
     return f"{what} not shown: {name} {why}."
 
 
-def _run_line(data: RunData, run_id: str) -> str:
+def _run_line(data: ReportInput, run_id: str) -> str:
     start = data.start_s()
     end = data.end_s()
     parts = [f"run {escape(run_id)}", f"started {escape(fmt.timestamp(start))}"]
@@ -144,7 +145,7 @@ def _run_line(data: RunData, run_id: str) -> str:
     return line
 
 
-def _verdict_section(data: RunData, run_id: str) -> str:
+def _verdict_section(data: ReportInput, run_id: str) -> str:
     verdict = data.verdict
     found = summary.bottleneck(verdict) is not None
     lines = [
@@ -179,7 +180,7 @@ def _verdict_section(data: RunData, run_id: str) -> str:
     return "\n".join(lines)
 
 
-def _users_section(data: RunData) -> str:
+def _users_section(data: ReportInput) -> str:
     no_steps = "Latency vs users not shown: the verdict has no steps."
     no_tiers = "No tier times: no tier in the verdict."
     return "\n".join(
@@ -196,7 +197,7 @@ def _users_section(data: RunData) -> str:
     )
 
 
-def _throughput_section(data: RunData) -> str:
+def _throughput_section(data: ReportInput) -> str:
     return "\n".join(
         [
             '<section id="throughput">',
@@ -210,13 +211,9 @@ def _throughput_section(data: RunData) -> str:
     )
 
 
-def _percentiles_section(data: RunData, objectives: Sla | None) -> str:
+def _percentiles_section(data: ReportInput, outcome: SlaOutcome | None) -> str:
     table = users_charts.step_percentiles(data.steady_digest())
-    thresholds = (
-        [(f"SLA p{q:g} {limit:g} ms", limit) for _key, q, limit in objectives.percentiles()]
-        if objectives is not None
-        else []
-    )
+    thresholds = [(f"SLA {name} {limit:g} ms", limit) for name, limit in percentile_limits(outcome)]
     if data.requests is None:
         missing = _unavailable(data, files.REQUESTS, "Percentiles")
     else:
@@ -239,35 +236,29 @@ def _percentiles_section(data: RunData, objectives: Sla | None) -> str:
     return "\n".join(lines)
 
 
-def _sla_of(data: RunData) -> tuple[Sla | None, str | None]:
-    """The plan's [sla] table, or why it cannot be checked."""
-    if data.plan_text is None:
-        return None, None
+def _sla_of(data: ReportInput) -> tuple[SlaOutcome | None, str | None]:
+    """The SLA's outcome the analysis kept in the verdict, or why there is none to show.
+    A verdict written before the outcome was kept shows none."""
     try:
-        objectives = sla_of_plan_text(data.plan_text)
+        outcome = stored_sla(data.verdict)
+    except LookupError:
+        return None, None
     except ValueError as exc:
         return None, str(exc)
-    if objectives is not None and not objectives.is_empty() and data.requests is None:
-        why = data.problems.get(files.REQUESTS, "has no rows")
-        return objectives, f"requests.parquet {why}."
-    return objectives, None
+    if outcome is not None and outcome.problem is not None:
+        return outcome, f"{outcome.problem}."
+    return outcome, None
 
 
-def _sla_results(data: RunData, objectives: Sla | None) -> list[slas.SlaResult] | None:
-    if objectives is None or objectives.is_empty() or data.requests is None:
-        return None
-    digest = data.digest(slas.over_ms(objectives))
-    return slas.evaluate(objectives, digest, data.run) if digest is not None else None
-
-
-def _sla_section(results: list[slas.SlaResult] | None, problem: str | None) -> str:
+def _sla_section(outcome: SlaOutcome | None, problem: str | None) -> str:
     if problem is not None:
         return (
             '<section class="sla broken" id="sla">\n<h2>SLA</h2>\n'
             f'<p class="note">The SLA was not checked: {escape(problem)}</p>\n</section>'
         )
-    if not results:
+    if outcome is None or not outcome.results:
         return ""
+    results = outcome.results
     broken = slas.broken(results)
     rows = []
     for result in results:
@@ -303,7 +294,7 @@ def _sla_section(results: list[slas.SlaResult] | None, problem: str | None) -> s
     )
 
 
-def _waterfall_section(data: RunData) -> str:
+def _waterfall_section(data: ReportInput) -> str:
     fig = waterfall(data.requests, data.tiers, data.verdict, data.run)
     if fig is None:
         return ""
@@ -319,7 +310,7 @@ def _waterfall_section(data: RunData) -> str:
     )
 
 
-def _time_sections(data: RunData) -> list[str]:
+def _time_sections(data: ReportInput) -> list[str]:
     t0 = data.start_s() or 0.0
     windows = time_charts.step_windows(data.run, data.requests, t0)
     x_range = _time_range(data, t0, windows)
@@ -371,7 +362,7 @@ def _time_sections(data: RunData) -> list[str]:
 
 
 def _time_range(
-    data: RunData, t0: float, windows: list[time_charts.Window]
+    data: ReportInput, t0: float, windows: list[time_charts.Window]
 ) -> tuple[float, float] | None:
     """One x range for every time chart, so they line up."""
     lows, highs = [0.0], []
@@ -447,7 +438,7 @@ def _html_table(table: StepTable) -> str:
     )
 
 
-def _plan_section(data: RunData) -> str:
+def _plan_section(data: ReportInput) -> str:
     if data.plan_text is None:
         content = f'<p class="note">{escape(_unavailable(data, files.PLAN, "The plan"))}</p>'
     else:
@@ -455,7 +446,7 @@ def _plan_section(data: RunData) -> str:
     return f'<section id="plan">\n<h2>Plan</h2>\n{content}\n</section>'
 
 
-def _facts_section(data: RunData) -> str:
+def _facts_section(data: ReportInput) -> str:
     rows = [(key, _fact_value(key, value)) for key, value in _flatten(data.run)]
     if data.tier_records is not None:
         records = ", ".join(f"{name} {n:,}" for name, n in data.tier_records.items())

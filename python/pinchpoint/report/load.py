@@ -1,23 +1,26 @@
-"""Reads a run folder for the reports: the verdict (required) and whatever else is there.
-The requests stay in their file: the report scans them (`requests` is a LazyFrame) into
-their digest by steady window, once, and into its charts' time buckets and sample."""
+"""What the report shows of a run folder, taken from its view (`rundir.view.RunView`): the
+verdict (required) and whatever else is there, a file that is missing or damaged noted in
+`problems` instead. The requests stay in their file: the report scans them (`requests` is a
+LazyFrame) into their digest by steady window, once, and into its charts' time buckets and
+sample."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from os import PathLike
 from pathlib import Path
 from typing import Any, cast
 
 import polars as pl
 
-from pinchpoint.analyze.digest import Digest
-from pinchpoint.analyze.digest_store import folder_digest
-from pinchpoint.analyze.tier_records import sample
 from pinchpoint.rundir import files
+from pinchpoint.rundir.digest import Digest
 from pinchpoint.rundir.scan import collect
 from pinchpoint.rundir.steady import SENT_AT, steady_requests, usable_windows
+from pinchpoint.rundir.tier_sample import sample
+from pinchpoint.rundir.view import RunView, as_view
 
 __all__ = ["steady_requests"]
 
@@ -31,8 +34,8 @@ OPTIONAL_RESOURCE_COLUMNS = [
 
 
 @dataclass
-class RunData:
-    run_dir: Path
+class ReportInput:
+    view: RunView
     verdict: dict[str, Any]
     run: dict[str, Any] = field(default_factory=dict)
     plan_text: str | None = None
@@ -42,23 +45,17 @@ class RunData:
     # Each tier record's request, end and duration, for the waterfalls.
     tiers: pl.DataFrame | None = None
     problems: dict[str, str] = field(default_factory=dict)  # file name -> why it is unused
-    # The requests' digest, by the latencies each counts above (see `digest`).
-    digests: dict[tuple[float, ...], Digest] = field(default_factory=dict, repr=False)
 
-    def digest(self, over_ms: Sequence[float] | None = None) -> Digest | None:
+    @property
+    def run_dir(self) -> Path:
+        return self.view.path
+
+    def digest(self) -> Digest | None:
         """The requests' digest by run.json's steady windows, with each group's users and
-        times, counting the latencies above `over_ms` (None: any digest computed already
-        will do); None without requests."""
+        times; None without requests."""
         if self.requests is None:
             return None
-        if over_ms is None and self.digests:
-            return next(iter(self.digests.values()))
-        key = tuple(over_ms or ())
-        if key not in self.digests:
-            windows = usable_windows(self.run)
-            folder = files.RunFolder(self.run_dir)
-            self.digests[key] = folder_digest(folder, self.requests, windows, key, extent=True)
-        return self.digests[key]
+        return self.view.digest(self.requests, usable_windows(self.run), extent=True)
 
     def steady_digest(self) -> Digest | None:
         """The digest of the requests of every step's steady part (`steady_requests`): all
@@ -94,35 +91,35 @@ class RunData:
         return _unix_seconds(self.run, ("ended", "end", "end_s", "ended_at"))
 
 
-def load_run(run_dir: Path) -> RunData:
-    """Read `run_dir`. Raises if verdict.json is missing or unreadable; every other file
-    is optional and a problem with it is recorded in `problems` instead."""
-    folder = files.RunFolder(run_dir)
-    if not folder.has(files.VERDICT):
-        raise FileNotFoundError(f"{folder / files.VERDICT}: not found; analyze the run first")
+def load_run(run_dir: RunView | files.RunFolder | PathLike[str]) -> ReportInput:
+    """Read the run folder. Raises if verdict.json is missing or unreadable; every other
+    file is optional and a problem with it is recorded in `problems` instead."""
+    view = as_view(run_dir)
+    if not view.has(files.VERDICT):
+        raise FileNotFoundError(f"{view.folder / files.VERDICT}: not found; analyze the run first")
     try:
-        verdict = dict(folder.read_verdict())
+        verdict = view.verdict
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read the verdict: {exc}") from exc
 
-    data = RunData(run_dir=folder.path, verdict=verdict)
-    data.run = _read_json(folder, files.RUN, data.problems)
-    data.plan_text = _read_text(folder, files.PLAN, data.problems)
+    data = ReportInput(view=view, verdict=verdict)
+    data.run = _read_run(view, data.problems)
+    data.plan_text = _read_plan(view, data.problems)
     data.requests = _scan_parquet(
-        folder, files.REQUESTS, REQUEST_COLUMNS, data.problems, [*SENT_AT, "req_id"]
+        view, files.REQUESTS, REQUEST_COLUMNS, data.problems, [*SENT_AT, "req_id"]
     )
     data.resources = _read_parquet(
-        folder, files.RESOURCES, RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
+        view, files.RESOURCES, RESOURCE_COLUMNS, data.problems, OPTIONAL_RESOURCE_COLUMNS
     )
-    _read_tiers(data, folder)
+    _read_tiers(data, view)
     return data
 
 
-def _read_tiers(data: RunData, folder: files.RunFolder) -> None:
+def _read_tiers(data: ReportInput, view: RunView) -> None:
     """The tiers' records for the waterfall (a sample of the requests' in a big run) and
     the count of each component's, in a pass over tiers.parquet."""
     scan = _scan_parquet(
-        folder, files.TIERS, ["component"], data.problems, ["req_id", "ts", "duration_s"]
+        view, files.TIERS, ["component"], data.problems, ["req_id", "ts", "duration_s"]
     )
     if scan is None:
         return
@@ -139,56 +136,56 @@ def _read_tiers(data: RunData, folder: files.RunFolder) -> None:
 # wrong with it goes into `problems` under its name.
 
 
-def _why(folder: files.RunFolder, name: str, exc: Exception) -> str:
+def _why(view: RunView, name: str, exc: Exception) -> str:
     if isinstance(exc, FileNotFoundError):
         return "not found"
-    return str(exc).removeprefix(f"{folder / name}: ")
+    return str(exc).removeprefix(f"{view.folder / name}: ")
 
 
-def _read_json(folder: files.RunFolder, name: str, problems: dict[str, str]) -> dict[str, Any]:
+def _read_run(view: RunView, problems: dict[str, str]) -> dict[str, Any]:
     try:
-        return folder.read_json(name)
+        return view.run
     except (OSError, ValueError) as exc:
-        problems[name] = _why(folder, name, exc)
+        problems[files.RUN] = _why(view, files.RUN, exc)
         return {}
 
 
-def _read_text(folder: files.RunFolder, name: str, problems: dict[str, str]) -> str | None:
-    if not folder.has(name):
-        problems[name] = "not found"
+def _read_plan(view: RunView, problems: dict[str, str]) -> str | None:
+    if not view.has(files.PLAN):
+        problems[files.PLAN] = "not found"
         return None
     try:
-        return (folder / name).read_text(encoding="utf-8", errors="replace")
+        return view.plan_text
     except OSError as exc:
-        problems[name] = f"unreadable: {exc}"
+        problems[files.PLAN] = f"unreadable: {exc}"
         return None
 
 
 def _read_parquet(
-    folder: files.RunFolder,
+    view: RunView,
     name: str,
     columns: Sequence[str],
     problems: dict[str, str],
     optional: Sequence[str] = (),
 ) -> pl.DataFrame | None:
     try:
-        return folder.read_frame(name, columns, optional)
+        return view.table(name, columns, optional)
     except (OSError, ValueError) as exc:
-        problems[name] = _why(folder, name, exc)
+        problems[name] = _why(view, name, exc)
         return None
 
 
 def _scan_parquet(
-    folder: files.RunFolder,
+    view: RunView,
     name: str,
     columns: Sequence[str],
     problems: dict[str, str],
     optional: Sequence[str] = (),
 ) -> pl.LazyFrame | None:
     try:
-        return folder.scan_frame(name, columns, optional)
+        return view.scan(name, columns, optional)
     except (OSError, ValueError) as exc:
-        problems[name] = _why(folder, name, exc)
+        problems[name] = _why(view, name, exc)
         return None
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pinchpoint.analyze.digest import OK, Digest, latency_bucket, percentiles
-from pinchpoint.analyze.tier_records import hash_below
+from pinchpoint.rundir.digest import OK, Digest, latency_bucket, percentiles
 from pinchpoint.rundir.scan import Frame, collect, columns, height, lazy, schema
+from pinchpoint.rundir.tier_sample import hash_below
 
 MAX_POINTS = 20_000
 # Time buckets of a chart over the run: at most this many, each a round number of seconds.

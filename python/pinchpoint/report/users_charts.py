@@ -11,7 +11,6 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from pinchpoint.analyze.digest import OK, Digest
 from pinchpoint.report import fmt
 from pinchpoint.report.chart_style import (
     BOTTLENECK_COLOR,
@@ -28,6 +27,7 @@ from pinchpoint.report.chart_style import (
     log_ticks,
 )
 from pinchpoint.report.table import bottleneck_users, steps, tier_stats, tiers
+from pinchpoint.rundir.digest import OK, Digest
 from pinchpoint.rundir.scan import Frame
 
 

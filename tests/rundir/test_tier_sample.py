@@ -10,10 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pinchpoint.analyze import tier_records
 from pinchpoint.analyze.steps import tier_step
-from pinchpoint.analyze.tier_records import in_sample, read_tiers
-from pinchpoint.rundir import files
+from pinchpoint.rundir import files, tier_sample
+from pinchpoint.rundir.tier_sample import in_sample, read_tiers
 
 N = 40_000  # requests, each with an nginx and an app record
 ORDER = ["nginx", "app"]
@@ -47,7 +46,7 @@ def _tiers(seed: int = 3) -> pl.DataFrame:
 
 @pytest.fixture
 def bound(monkeypatch: pytest.MonkeyPatch) -> int:
-    monkeypatch.setattr(tier_records, "WHOLE_ROWS", 8_000)
+    monkeypatch.setattr(tier_sample, "WHOLE_ROWS", 8_000)
     return 8_000
 
 

@@ -1,34 +1,34 @@
-"""Reads what a run folder holds into the frames the analysis works on. The requests stay
-in their file: the analysis reads them through a scan, once into their digest (per steady
-window, endpoint and latency bucket) and, where tiers logged request ids, once for the
-requests of each window that a tier recorded. The digest is kept in the folder for the
-report (analyze/digest_store.py), with what the report asks of it: each group's extent and
-the plan's SLA threshold."""
+"""What the analysis works on, taken from the run folder's view (`rundir.view.RunView`):
+run.json, the plan parsed, the requests as a scan, the tiers' records (whole or sampled),
+the resource samples. The requests stay in their file: the analysis reads them through a
+scan, once into their digest (per steady window, endpoint and latency bucket) and, where
+tiers logged request ids, once for the requests of each window that a tier recorded. The
+digest is kept in the folder for the report (rundir/digest_store.py), with what the report
+asks of it: each group's extent and the plan's SLA threshold."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from pinchpoint.analyze.digest import Digest
-from pinchpoint.analyze.digest_store import folder_digest
 from pinchpoint.analyze.sla import over_ms
-from pinchpoint.analyze.tier_records import read_tiers
 from pinchpoint.plan.model import Plan, entry_first, load_plan
 from pinchpoint.rundir import files
+from pinchpoint.rundir.digest import Digest
 from pinchpoint.rundir.scan import collect, columns, schema
 from pinchpoint.rundir.steady import Window, steady_windows, with_window
+from pinchpoint.rundir.view import RunView
 
 
 @dataclass
-class RunData:
-    run_dir: Path
-    run: dict
+class RunInput:
+    view: RunView
+    run: dict[str, Any]
     plan: Plan
     requests: pl.LazyFrame  # a scan of requests.parquet
-    tiers: pl.DataFrame  # whole, or a sample of the requests' (analyze/tier_records.py)
+    tiers: pl.DataFrame  # whole, or a sample of the requests' (rundir/tier_sample.py)
     resources: pl.DataFrame
     # Calls between tiers that traces showed (collection.json `calls`), beside the plan's.
     traced_calls: dict[str, list[str]] = field(default_factory=dict)
@@ -45,8 +45,7 @@ class RunData:
         """The requests' digest, `window` indexing `windows()`; computed once."""
         if self._digest is None:
             over = over_ms(self.plan.sla) if self.plan.sla is not None else []
-            folder = files.RunFolder(self.run_dir)
-            self._digest = folder_digest(folder, self.requests, self.windows(), over, extent=True)
+            self._digest = self.view.digest(self.requests, self.windows(), over, extent=True)
         return self._digest
 
     def traced(self) -> pl.DataFrame:
@@ -102,33 +101,27 @@ class RunData:
         return entry_first(calls), calls
 
 
-def read_run(run_dir: Path) -> RunData:
-    """The folder's files; a table the run did not write (no components, no samples) is
-    empty. Raises when run.json or plan.toml is missing or a file cannot be read."""
-    folder = files.RunFolder(run_dir)
-
-    def table(name: str) -> pl.DataFrame:
-        return folder.read_frame(name) if folder.has(name) else pl.DataFrame()
-
-    tiers = read_tiers(folder)
-    return RunData(
-        run_dir=run_dir,
-        run=dict(folder.read_run()),
-        plan=load_plan(folder / files.PLAN),
-        requests=(
-            folder.scan_frame(files.REQUESTS) if folder.has(files.REQUESTS) else pl.LazyFrame()
-        ),
+def read_input(view: RunView) -> RunInput:
+    """What the analysis needs of the folder; a table the run did not write (no
+    components, no samples) is empty. Raises when run.json or plan.toml is missing or a
+    file cannot be read."""
+    tiers = view.tier_sample
+    return RunInput(
+        view=view,
+        run=view.run,
+        plan=load_plan(view.plan_path()),
+        requests=view.scan_requests() if view.has(files.REQUESTS) else pl.LazyFrame(),
         tiers=tiers.frame,
         tier_share=tiers.share,
-        resources=table(files.RESOURCES),
-        traced_calls=_traced_calls(folder),
+        resources=view.resources if view.has(files.RESOURCES) else pl.DataFrame(),
+        traced_calls=_traced_calls(view),
     )
 
 
-def _traced_calls(folder: files.RunFolder) -> dict[str, list[str]]:
-    if not folder.has(files.COLLECTION):
+def _traced_calls(view: RunView) -> dict[str, list[str]]:
+    if not view.has(files.COLLECTION):
         return {}
-    calls = folder.read_collection().get("calls") or {}
+    calls = view.collection.get("calls") or {}
     return {
         str(caller): [str(c) for c in callees]
         for caller, callees in calls.items()

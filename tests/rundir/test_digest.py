@@ -10,10 +10,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pinchpoint.analyze import digest as digests
 from pinchpoint.analyze.client import client_numbers
-from pinchpoint.analyze.digest import FAILED, OK, Digest, percentiles
+from pinchpoint.rundir import digest as digests
 from pinchpoint.rundir import files
+from pinchpoint.rundir.digest import FAILED, OK, Digest, percentiles
 from pinchpoint.rundir.steady import Window, in_window
 
 QS = [0, 1, 25, 50, 90, 95, 99, 99.9, 99.99, 100]

@@ -10,11 +10,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pinchpoint.analyze import digest as digests
-from pinchpoint.analyze import digest_store
-from pinchpoint.analyze.digest import Digest, over_column
-from pinchpoint.analyze.digest_store import folder_digest
-from pinchpoint.rundir import files
+from pinchpoint.rundir import digest as digests
+from pinchpoint.rundir import digest_store, files
+from pinchpoint.rundir.digest import Digest, over_column
+from pinchpoint.rundir.digest_store import folder_digest
 from pinchpoint.rundir.steady import Window
 
 WINDOWS = [

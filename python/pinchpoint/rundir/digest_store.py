@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from pinchpoint.analyze.digest import BUCKET_SHARE, EXACT_ROWS, KEYS, Digest, over_column
 from pinchpoint.rundir import files
+from pinchpoint.rundir.digest import BUCKET_SHARE, EXACT_ROWS, KEYS, Digest, over_column
 from pinchpoint.rundir.scan import Frame, columns
 from pinchpoint.rundir.steady import Window
 
