@@ -189,7 +189,9 @@ def test_a_request_off_the_target_is_refused(tmp_path: Path) -> None:
             f"http://127.0.0.1:{server.port}", 'users = 1\nduration = "2s"', tmp_path / "lf.py"
         )
         with pytest.raises(
-            PlanError, match=r"sends to http://localhost:\d+/elsewhere, off the plan's target"
+            PlanError,
+            match=r"sends to http://localhost:\d+/elsewhere, which connects to "
+            r"http://localhost:\d+, off the plan's target",
         ):
             pipeline.execute(parse_plan(text, "x.toml"), text, tmp_path / "runs")
         assert server.answered() == 0

@@ -36,7 +36,13 @@ from locust.env import Environment
 from locust.runners import LocalRunner
 from locust.util.load_locustfile import load_locustfile
 
-from pinchpoint.load.locust_records import Recorder, Tagging, origin
+from pinchpoint.load.locust_records import Recorder, Tagging
+from pinchpoint.load.locust_target import (
+    fast_address,
+    guard_connections,
+    requests_address,
+    target_address,
+)
 
 POLL_S = 0.1
 TICK_S = 1.0
@@ -77,12 +83,21 @@ def user_classes(path: str, target: str) -> list[type[User]]:
     for cls in classes:
         if cls.host is None:
             cls.host = target
-        elif origin(cls.host) != origin(target):
+        elif not _at_target(cls.host, target):
             raise LocustfileError(
                 f"{cls.__name__}.host is {cls.host}, not the plan's target {target}: "
                 "remove host from the class or point target.url at it"
             )
     return classes
+
+
+def _at_target(host: str, target: str) -> bool:
+    """A class's host is the target as both of Locust's clients read it."""
+    want = target_address(target)
+    try:
+        return requests_address(host) == want and fast_address(host) == want
+    except Exception:  # a host the clients cannot read is no target
+        return False
 
 
 def users_at(step: dict, elapsed: float) -> int:
@@ -120,6 +135,7 @@ def run(config: dict) -> dict:
     tagging = Tagging(config, recorder)
     tagging.install(HttpSession)
     tagging.install(FastHttpSession)
+    guard_connections(tagging.target, lambda a: tagging.refuse(f"{a[0]}://{a[1]}:{a[2]}"))
     listen = cast(Callable[[Callable[..., None]], None], env.events.request.add_listener)
     listen(recorder.on_request)
     runner = env.create_local_runner()

@@ -23,6 +23,13 @@ import requests
 from locust.exception import CatchResponseError
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ProtocolError
 
+from pinchpoint.load.locust_target import (
+    Address,
+    OffTarget,
+    fast_address,
+    requests_address,
+    target_address,
+)
 from pinchpoint.logformats.tag import HEADER, header_value, query_suffix, span_id, trace_id
 from pinchpoint.rundir.schemas import REQUESTS_SCHEMA
 
@@ -34,17 +41,6 @@ OTHER_NAMES = "(other names)"
 REASONS_PER_CLASS = 3
 FLUSH_S = 0.5
 FLUSH_ROWS = 8192
-
-
-def origin(url: str) -> tuple[str, str, int]:
-    """Scheme, host and port of a URL, the port filled in."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
-
-
-class OffTarget(Exception):
-    """A request the locustfile sends away from the plan's target: not sent."""
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -201,13 +197,30 @@ class Tagging:
     def __init__(self, config: dict, recorder: Recorder) -> None:
         self.run_id: str = config["run_id"]
         self.tag: bool = config["tag"]
-        self.target = origin(config["target"])
+        self.target = target_address(config["target"])
         self.timeout: float = config["timeout"]
         self.verify: bool | str = config["verify"]
         self.recorder = recorder
         self.off_target: str | None = None
         # The trace id's run half, worked out once a run.
         self.trace_half = trace_id(self.run_id, 0)[:16]
+
+    def refuse(self, where: str) -> None:
+        """Ends the run: the locustfile sends somewhere else than the target."""
+        self.off_target = self.off_target or f"sends to {where}, off the plan's target"
+
+    def _check(self, session: Any, url: str, asked: str) -> None:
+        """The URL as sent (`asked` before its tag) connects to the target, as the
+        session's own client reads it (load/locust_target.py); its connections are
+        guarded too."""
+        reader = requests_address if isinstance(session, requests.Session) else fast_address
+        try:
+            where: Address | None = reader(url)
+        except Exception:  # the client cannot send it either: its own error is recorded
+            where = None
+        if where is not None and where != self.target:
+            self.refuse(f"{asked}, which connects to {where[0]}://{where[1]}:{where[2]}")
+            raise OffTarget(f"{asked}: pinchpoint sends only to the plan's target")
 
     def install(self, session_class: type[Any]) -> None:
         original: Callable[..., Any] = session_class.request
@@ -229,10 +242,7 @@ class Tagging:
         context: dict | None = None,
         **kwargs: Any,
     ) -> Any:
-        full = session._build_url(url)
-        if origin(full) != self.target:
-            self.off_target = self.off_target or f"sends to {full}, off the plan's target"
-            raise OffTarget(f"{full}: pinchpoint sends only to the plan's target")
+        asked = full = session._build_url(url)
         parts = urlsplit(full)
         if name is None and not session.request_name:
             name = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -248,6 +258,7 @@ class Tagging:
                 headers["traceparent"] = f"00-{self.trace_half}{req_id:016x}-{span_id(req_id)}-01"
             if "baggage" not in given:
                 headers["baggage"] = f"pp.run={self.run_id},pp.users={users}"
+        self._check(session, full, asked)
         if isinstance(session, requests.Session):
             kwargs.setdefault("timeout", self.timeout)
             kwargs.setdefault("verify", self.verify)

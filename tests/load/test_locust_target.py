@@ -1,0 +1,117 @@
+"""The target-only rule of a locustfile's users, judged by where each HTTP client
+connects (load/locust_target.py): a URL that urllib3 reads as another port than
+`urlsplit` does, and a redirect from the target to another port, send nothing there and
+end the run refused; the same URL read the same way by geventhttpclient goes to the
+target. Two real servers on loopback: the target and another one that counts."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import polars as pl
+import pytest
+from load_helpers import http_server
+
+from pinchpoint import pipeline
+from pinchpoint.load.locust_target import fast_address, requests_address, target_address
+from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.model import parse_plan
+from pinchpoint.rundir import files
+
+
+@contextmanager
+def target(other: int) -> Iterator[tuple[int, list[str]]]:
+    """A server on 127.0.0.1 answering 200, or for /redirect a 302 to port `other`."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            if self.path.startswith("/redirect"):
+                self.send_response(302)
+                self.send_header("Location", f"http://127.0.0.1:{other}/away")
+            else:
+                self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _locustfile(user: str, url: str) -> str:
+    return (
+        f"from locust import {user}, task, constant\n\n"
+        f"class Hit({user}):\n    wait_time = constant(0.05)\n\n"
+        f"    @task\n    def hit(self):\n        self.client.get({url!r})\n"
+    )
+
+
+def _plan(port: int, locustfile: Path) -> str:
+    return (
+        f'[target]\nurl = "http://127.0.0.1:{port}"\n\n'
+        f'[load]\nlocustfile = "{locustfile}"\nusers = 2\nduration = "1.5s"\nwarmup = "0s"\n'
+    )
+
+
+def test_a_url_urllib3_reads_as_another_port_sends_nothing_there(tmp_path: Path) -> None:
+    with http_server() as (other, other_seen), target(other) as (port, _seen):
+        url = f"http://127.0.0.1:{other}\\@127.0.0.1:{port}/"
+        # urlsplit reads the target's port in it; urllib3 connects to the other one.
+        assert requests_address(url) == ("http", "127.0.0.1", other)
+        (tmp_path / "lf.py").write_text(_locustfile("HttpUser", url))
+        text = _plan(port, tmp_path / "lf.py")
+        with pytest.raises(
+            PlanError,
+            match=re.escape(
+                f"sends to {url}, which connects to http://127.0.0.1:{other}, off the plan's target"
+            ),
+        ):
+            pipeline.execute(parse_plan(text, "x.toml"), text, tmp_path / "runs")
+        assert other_seen.count() == 0
+
+
+@pytest.mark.parametrize("user", ["HttpUser", "FastHttpUser"])
+def test_a_redirect_off_the_target_is_not_followed(tmp_path: Path, user: str) -> None:
+    with http_server() as (other, other_seen), target(other) as (port, seen):
+        (tmp_path / "lf.py").write_text(_locustfile(user, "/redirect"))
+        text = _plan(port, tmp_path / "lf.py")
+        with pytest.raises(
+            PlanError, match=rf"sends to http://127.0.0.1:{other}, off the plan's target"
+        ):
+            pipeline.execute(parse_plan(text, "x.toml"), text, tmp_path / "runs")
+        assert other_seen.count() == 0
+        assert len(seen) >= 1
+
+
+def test_geventhttpclient_reads_the_same_url_as_the_target(tmp_path: Path) -> None:
+    """FastHttpUser's client reads `A\\@B` as urlsplit does: it connects to the target,
+    so its requests are sent and recorded."""
+    with http_server() as (other, other_seen), target(other) as (port, seen):
+        url = f"http://127.0.0.1:{other}\\@127.0.0.1:{port}/"
+        assert fast_address(url) == target_address(f"http://127.0.0.1:{port}")
+        (tmp_path / "lf.py").write_text(_locustfile("FastHttpUser", url))
+        text = _plan(port, tmp_path / "lf.py")
+        outcome = pipeline.execute(parse_plan(text, "x.toml"), text, tmp_path / "runs")
+        requests = pl.read_parquet(outcome.run_dir / files.REQUESTS)
+        assert other_seen.count() == 0
+        assert requests.height == len(seen) > 5
+        assert requests["error"].null_count() == requests.height
