@@ -33,6 +33,7 @@ from pinchpoint.plan.model import Plan, load_plan
 from pinchpoint.redact import private_files
 from pinchpoint.rundir import files
 from pinchpoint.rundir.shapes import RunJson
+from pinchpoint.rundir.view import RunView
 
 # What a complete run folder holds besides the plan, the records and run.json, and
 # what each is for the reader.
@@ -78,39 +79,39 @@ def recover(run_dir: Path) -> Recovery:
     from plan.toml and the records (files for this user only, as the run's). Raises
     RecoveryError when run.json is missing and cannot be rebuilt."""
     out = Recovery()
-    stream = run_dir / files.REQUEST_STREAM
-    if stream.exists():
+    view = RunView(run_dir)
+    if view.exists(files.REQUEST_STREAM):
         try:
             out.records = recover_records(run_dir)
             out.rebuilt.append(files.REQUESTS)
         except RuntimeError as e:
             # Nothing readable in it (killed before the first batch was written).
-            out.missing.append(f"the records ({stream.name} unreadable: {_one_line(e)})")
-    if (run_dir / files.RUN).exists():
+            name = files.REQUEST_STREAM
+            out.missing.append(f"the records ({name} unreadable: {_one_line(e)})")
+    if view.exists(files.RUN):
         return out
-    plan_path, parquet = run_dir / files.PLAN, run_dir / files.REQUESTS
-    if not plan_path.is_file():
+    if not view.has(files.PLAN):
         raise RecoveryError(f"{run_dir}: run.json and plan.toml are missing: nothing to rebuild")
-    if not parquet.is_file():
+    if not view.has(files.REQUESTS):
         raise RecoveryError(f"{run_dir}: run.json is missing and no request was recorded")
-    plan = load_plan(plan_path)
+    plan = load_plan(view.plan_path())
     # A search's probes live in levels/ until they are merged (a --find-knee plan.toml
     # does not say find_knee).
-    if plan.load.find_knee or (run_dir / files.LEVELS).exists():
+    if plan.load.find_knee or view.exists(files.LEVELS):
         raise RecoveryError(f"{run_dir}: a find_knee run killed during its search is not rebuilt")
-    requests = pl.read_parquet(parquet)
+    requests = view.requests
     if requests.height == 0:
         raise RecoveryError(f"{run_dir}: run.json is missing and no request was recorded")
     out.records = requests.height
-    if not (run_dir / files.TIERS).exists():
+    if not view.exists(files.TIERS):
         out.rebuilt += _tier_logs(plan, run_dir)
         if any(c.host is not None and c.log is not None for c in plan.component):
             out.missing.append("the logs of the components on agents")
     expected = [n for n in LATER_FILES if plan.component or n not in TIER_FILES]
-    out.missing += [f"{LATER_FILES[n]} ({n})" for n in expected if not (run_dir / n).exists()]
+    out.missing += [f"{LATER_FILES[n]} ({n})" for n in expected if not view.exists(n)]
     run = rebuilt_run(run_dir.name, plan, requests)
     run["recovered"] = {"rebuilt": [*out.rebuilt, files.RUN], "missing": out.missing}
-    files.RunFolder(run_dir).write_run(cast(RunJson, run))
+    view.folder.write_run(cast(RunJson, run))
     out.rebuilt.append(files.RUN)
     return out
 

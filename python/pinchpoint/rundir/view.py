@@ -48,7 +48,12 @@ class RunView:
         return self.folder.path
 
     def has(self, name: str) -> bool:
+        """Whether the file `name` is there."""
         return self.folder.has(name)
+
+    def exists(self, name: str) -> bool:
+        """Whether anything is there by that name: a file, a folder (levels/), a link."""
+        return (self.folder / name).exists()
 
     def is_run_folder(self) -> bool:
         """Whether the folder holds any of a run's files (`files.MARKERS`)."""
