@@ -117,3 +117,6 @@ class VerdictJson(TypedDict):
     missing: NotRequired[list[str]]
     error_reasons: NotRequired[dict[str, list[str]]]
     endpoints: NotRequired[list[dict[str, Any]]]
+    # The plan's [sla] as the analysis checked it (analyze/sla_record.py); null without
+    # one, absent from a verdict written before it was kept.
+    sla: NotRequired[dict[str, Any] | None]
