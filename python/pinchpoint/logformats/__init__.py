@@ -2,7 +2,9 @@
 
 A format is a name and a factory taking the format string configured for the
 tier (or None for pinchpoint's default); add one by adding a module and a row to
-_FACTORIES.
+_FACTORIES. Its parser is a `FormatParser` (`parsing.py`: the length limit, then the
+format's reading), a `FieldsParser` for a format string of fields (`fields.py`), and
+says only what its fields are and what a record is made of.
 """
 
 from collections.abc import Callable

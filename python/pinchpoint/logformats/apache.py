@@ -20,25 +20,13 @@ line costs time linear in its length.
 """
 
 import re
-from dataclasses import dataclass
 
-from pinchpoint.logformats.base import (
-    ANY,
-    CLF_TIME,
-    INT,
-    QUOTED,
-    STATUS_CODES,
-    WORD,
-    FormatError,
-    Record,
-    duration,
-    inside_quotes,
-    parse_clf_time,
-    to_int,
-    too_long,
-)
-from pinchpoint.logformats.clock import scaled
-from pinchpoint.logformats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
+from pinchpoint.logformats.base import ANY, CLF_TIME, INT, STATUS_CODES, Record, parse_clf_time
+from pinchpoint.logformats.clock import first_scaled
+from pinchpoint.logformats.fields import Field, FieldsParser, compile_fields, field_pattern
+from pinchpoint.logformats.parsing import with_duration
+from pinchpoint.logformats.template import TEXT_ANY
+from pinchpoint.logformats.values import duration, ended, logged, to_int
 
 # pinchpoint's suggested format: Common Log Format plus %D.
 APACHE_FORMAT = '%h %l %u %t "%r" %>s %b %D'
@@ -65,7 +53,7 @@ _TYPED = {
 }
 _WORDS = {"h", "a", "A", "l", "u", "H", "m", "v", "V", "X", "L", "R", "q"}
 _TIME_NUMBERS = {"sec", "msec", "usec", "msec_frac", "usec_frac"}
-_TIME_UNITS = {"sec": 0, "msec": -3, "usec": -6}  # decimal exponents
+_TIME_UNITS = (("sec", 0), ("msec", -3), ("usec", -6))  # decimal exponents
 # Duration keys, best first, with their unit.
 _DURATIONS = (("D", -6), ("T:us", -6), ("T:ms", -3), ("T", 0), ("T:s", 0))
 _HEADER = "i:x-pinchpoint"
@@ -99,111 +87,70 @@ def _directive_pattern(letter: str, argument: str | None, quoted: bool) -> tuple
     """The pattern of a directive, and its kind of text (None if typed; see `template.py`)."""
     if letter == "t":
         return _time_pattern(argument)
-    if letter in _TYPED:
-        return _TYPED[letter], None
-    if quoted:
-        return QUOTED, TEXT_QUOTED
-    return (WORD, TEXT_WORD) if letter in _WORDS else (ANY, TEXT_ANY)
+    return field_pattern(letter, _TYPED, _WORDS, quoted)
 
 
-@dataclass(frozen=True)
-class ApacheParser:
-    log_format: str
-    regex: re.Pattern[str]
-    groups: dict[str, str]  # directive key -> its group name
+class ApacheParser(FieldsParser):
+    DURATION_KEYS = tuple(key for key, _ in _DURATIONS)
 
-    @property
-    def gives_duration(self) -> bool:
-        return any(key in self.groups for key, _ in _DURATIONS)
-
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
+    def record(self, values: dict[str, str]) -> Record | None:
+        seconds = first_scaled(values, _DURATIONS)
+        if seconds is not None and duration(seconds) is None:
             return None
-        match = self.regex.fullmatch(line)
-        if match is None:
-            return None
-        values = {key: match.group(group) for key, group in self.groups.items()}
-        seconds = None
-        for key, exponent in _DURATIONS:
-            seconds = scaled(values.get(key), exponent)
-            if seconds is not None:
-                seconds = duration(seconds)
-                if seconds is None:
-                    return None
-                break
         status = to_int(values.get(">s"))
         if status is None:
             status = to_int(values.get("s"))
-        if status not in STATUS_CODES:
-            status = None
         target = values.get("r", "")
         if "U" in values or "q" in values:
             target += f" {values.get('U', '')}{values.get('q', '')}"
-        header = values.get(_HEADER)
         return Record(
             duration_s=seconds,
-            status=status,
+            status=status if status in STATUS_CODES else None,
             ts=_timestamp(values, seconds),
             target=target,
-            tag_header=header if header not in (None, "-") else None,
+            tag_header=logged(values.get(_HEADER)),
         )
 
 
 def _timestamp(values: dict[str, str], duration: float | None) -> float | None:
-    for unit, exponent in _TIME_UNITS.items():
-        end = scaled(values.get(f"t:end:{unit}"), exponent)
-        if end is not None:
-            return end
-    start = None
-    for unit, exponent in _TIME_UNITS.items():
-        for key in (f"t:{unit}", f"t:begin:{unit}"):
-            if start is None:
-                start = scaled(values.get(key), exponent)
+    end = first_scaled(values, ((f"t:end:{unit}", exponent) for unit, exponent in _TIME_UNITS))
+    if end is not None:
+        return end
+    start = first_scaled(
+        values,
+        (
+            (key, exponent)
+            for unit, exponent in _TIME_UNITS
+            for key in (f"t:{unit}", f"t:begin:{unit}")
+        ),
+    )
     if start is None and "t" in values:
         start = parse_clf_time(values["t"][1:-1])
-    if start is None:
-        return None
-    return start + (duration or 0.0)
+    return ended(start, duration)
+
+
+def _field(match: re.Match[str], quoted: bool) -> Field | str:
+    modifiers, letter = match.groups()
+    if letter == "%":
+        return "%"
+    key, argument = _key(letter, modifiers)
+    pattern, kind = _directive_pattern(letter, argument, quoted)
+    if re.search(r"[0-9!]", _ARGUMENT.sub("", modifiers)):
+        pattern = f"(?:{pattern}|-)"  # a status condition not met logs `-`
+    return Field(key, pattern, kind)
 
 
 def compile_format(log_format: str) -> ApacheParser:
     """Compile an Apache `LogFormat` string into a line parser."""
     fmt = _config_unescape(log_format).rstrip("\n")
-    template = Template()
-    literals = ""
-    groups: dict[str, str] = {}
-    end = 0
-    for match in _DIRECTIVE.finditer(fmt):
-        literal = fmt[end : match.start()]
-        template.literal(literal)
-        literals += literal
-        end = match.end()
-        modifiers, letter = match.groups()
-        if letter == "%":
-            template.literal("%")
-            literals += "%"
-            continue
-        key, argument = _key(letter, modifiers)
-        pattern, kind = _directive_pattern(letter, argument, inside_quotes(literals))
-        if re.search(r"[0-9!]", _ARGUMENT.sub("", modifiers)):
-            pattern = f"(?:{pattern}|-)"  # a status condition not met logs `-`
-        if key in groups:
-            template.field(f"(?:{pattern})", kind)
-        else:
-            groups[key] = f"d{len(groups)}"
-            template.field(f"(?P<{groups[key]}>{pattern})", kind)
-    if not groups:
-        raise FormatError(f"Apache LogFormat has no %directive: {log_format!r}")
-    template.literal(fmt[end:])
-    return ApacheParser(log_format, re.compile(template.regex()), groups)
+    no_field = f"Apache LogFormat has no %directive: {log_format!r}"
+    return ApacheParser(log_format, *compile_fields(fmt, _DIRECTIVE, _field, "d{index}", no_field))
 
 
 def parser_for(log_format: str | None) -> ApacheParser:
     """The parser for a LogFormat (default APACHE_FORMAT); it must log %D or %T."""
-    parser = compile_format(APACHE_FORMAT if log_format is None else log_format)
-    if not parser.gives_duration:
-        raise FormatError(
-            "Apache LogFormat has no %D or %T, so it gives no duration; "
-            f"add %D (pinchpoint's format: {APACHE_FORMAT!r})"
-        )
-    return parser
+    return with_duration(
+        compile_format(APACHE_FORMAT if log_format is None else log_format),
+        "Apache LogFormat has no %D or %T, so it gives no duration; "
+        f"add %D (pinchpoint's format: {APACHE_FORMAT!r})",
+    )

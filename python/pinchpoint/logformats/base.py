@@ -1,6 +1,5 @@
 """What every log format produces, and pieces shared by the formats."""
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -116,36 +115,6 @@ def parse_iso_time(text: str) -> float | None:
 def too_long(line: str) -> bool:
     """Whether a line is longer than MAX_LINE_CHARS, so that it is not parsed."""
     return len(line) > MAX_LINE_CHARS
-
-
-def duration(seconds: float | None) -> float | None:
-    """`seconds` if it is a time a request can take (finite, 0 to MAX_DURATION_S), else None."""
-    if seconds is None or not 0.0 <= seconds <= MAX_DURATION_S:  # NaN fails the comparison
-        return None
-    return seconds
-
-
-def finite(value: float | None) -> float | None:
-    """`value` if it is a finite number, else None."""
-    return value if value is not None and math.isfinite(value) else None
-
-
-def to_float(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def to_int(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
 
 
 def inside_quotes(literals_before: str) -> bool:

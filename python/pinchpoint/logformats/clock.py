@@ -7,6 +7,7 @@ without an offset is read in this machine's local time zone.
 
 import re
 import time
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 
 _MONTHS = {
@@ -29,6 +30,16 @@ def scaled(text: str | None, exponent: int) -> float | None:
         return float(f"{text}e{exponent}")
     except ValueError:
         return None
+
+
+def first_scaled(values: Mapping[str, str], keys: Iterable[tuple[str, int]]) -> float | None:
+    """The first value of `values` at one of `keys` that is a number, scaled by the
+    key's exponent (as `scaled`); None if there is none."""
+    for key, exponent in keys:
+        number = scaled(values.get(key), exponent)
+        if number is not None:
+            return number
+    return None
 
 
 def month_number(name: str) -> int | None:

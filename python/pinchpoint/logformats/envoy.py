@@ -25,24 +25,13 @@ built as `template.py` says, so a line costs time linear in its length.
 """
 
 import re
-from dataclasses import dataclass
 
-from pinchpoint.logformats.base import (
-    ANY,
-    INT,
-    QUOTED,
-    STATUS_CODES,
-    WORD,
-    FormatError,
-    Record,
-    duration,
-    inside_quotes,
-    parse_iso_time,
-    to_int,
-    too_long,
-)
+from pinchpoint.logformats.base import ANY, INT, STATUS_CODES, WORD, Record, parse_iso_time
 from pinchpoint.logformats.clock import scaled
-from pinchpoint.logformats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
+from pinchpoint.logformats.fields import Field, FieldsParser, compile_fields, text_pattern
+from pinchpoint.logformats.parsing import with_duration
+from pinchpoint.logformats.template import TEXT_ANY, TEXT_WORD
+from pinchpoint.logformats.values import duration, ended, logged, to_int
 
 ENVOY_FORMAT = (
     '[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" '
@@ -84,45 +73,26 @@ def _operator_pattern(
         return _NUMBER_OR_DASH, None
     if name == "PROTOCOL" or _is_path(key) or key == "REQ(:METHOD)":
         return WORD, TEXT_WORD
-    if quoted:
-        return QUOTED, TEXT_QUOTED
-    if name in ("REQ", "RESP", "TRAILER"):
-        return ANY, TEXT_ANY
-    return WORD, TEXT_WORD
+    return text_pattern(quoted, name not in ("REQ", "RESP", "TRAILER"))
 
 
-@dataclass(frozen=True)
-class EnvoyParser:
-    log_format: str
-    regex: re.Pattern[str]
-    groups: dict[str, str]  # operator key -> its group name
+class EnvoyParser(FieldsParser):
+    DURATION_KEYS = ("DURATION",)
 
-    @property
-    def gives_duration(self) -> bool:
-        return "DURATION" in self.groups
-
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            return None
-        match = self.regex.fullmatch(line)
-        if match is None:
-            return None
-        values = {key: match.group(group) for key, group in self.groups.items()}
+    def record(self, values: dict[str, str]) -> Record | None:
         seconds = _millis(values.get("DURATION"))
         status = to_int(values.get("RESPONSE_CODE"))
         if seconds is not None and duration(seconds) is None:
             return None
         if status and status not in STATUS_CODES:
             return None  # 0 is Envoy's mark for no response
-        start = _start(values.get("START_TIME"))
-        header = values.get(_HEADER)
         return Record(
             duration_s=seconds,
             upstream_s=duration(_millis(values.get(_SERVICE_TIME))),
             status=status if status else None,
-            ts=None if start is None else start + (seconds or 0.0),
+            ts=ended(_start(values.get("START_TIME")), seconds),
             target=" ".join(value for key, value in values.items() if _is_path(key)),
-            tag_header=header if header not in (None, "-") else None,
+            tag_header=logged(values.get(_HEADER)),
         )
 
 
@@ -138,37 +108,22 @@ def _start(text: str | None) -> float | None:
     return parse_iso_time(text)
 
 
+def _field(match: re.Match[str], quoted: bool) -> Field:
+    name, argument, _length = match.groups()
+    key = _operator_key(name, argument)
+    return Field(key, *_operator_pattern(name, key, argument, quoted))
+
+
 def compile_format(format_string: str) -> EnvoyParser:
     """Compile an Envoy access log format string into a line parser."""
     fmt = format_string.removesuffix("\n").removesuffix("\\n")
-    template = Template()
-    literals = ""
-    groups: dict[str, str] = {}
-    end = 0
-    for match in _OPERATOR.finditer(fmt):
-        literal = fmt[end : match.start()]
-        template.literal(literal)
-        literals += literal
-        end = match.end()
-        name, argument, _length = match.groups()
-        key = _operator_key(name, argument)
-        pattern, kind = _operator_pattern(name, key, argument, inside_quotes(literals))
-        if key in groups:
-            template.field(f"(?:{pattern})", kind)
-        else:
-            groups[key] = f"o{len(groups)}"
-            template.field(f"(?P<{groups[key]}>{pattern})", kind)
-    if not groups:
-        raise FormatError(f"Envoy access log format has no %OPERATOR%: {format_string!r}")
-    template.literal(fmt[end:])
-    return EnvoyParser(format_string, re.compile(template.regex()), groups)
+    no_field = f"Envoy access log format has no %OPERATOR%: {format_string!r}"
+    return EnvoyParser(format_string, *compile_fields(fmt, _OPERATOR, _field, "o{index}", no_field))
 
 
 def parser_for(log_format: str | None) -> EnvoyParser:
     """The parser for a format string (default ENVOY_FORMAT); it must log %DURATION%."""
-    parser = compile_format(ENVOY_FORMAT if log_format is None else log_format)
-    if not parser.gives_duration:
-        raise FormatError(
-            "Envoy access log format has no %DURATION%, so it gives no duration; add it"
-        )
-    return parser
+    return with_duration(
+        compile_format(ENVOY_FORMAT if log_format is None else log_format),
+        "Envoy access log format has no %DURATION%, so it gives no duration; add it",
+    )

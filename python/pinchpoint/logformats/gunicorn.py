@@ -15,25 +15,11 @@ MAX_DURATION_S or a status outside 100-999 does not parse; the regex is built as
 """
 
 import re
-from dataclasses import dataclass
 
-from pinchpoint.logformats.base import (
-    ANY,
-    CLF_TIME,
-    INT,
-    QUOTED,
-    STATUS_CODES,
-    WORD,
-    FormatError,
-    Record,
-    duration,
-    inside_quotes,
-    parse_clf_time,
-    to_float,
-    to_int,
-    too_long,
-)
-from pinchpoint.logformats.template import TEXT_ANY, TEXT_QUOTED, TEXT_WORD, Template
+from pinchpoint.logformats.base import CLF_TIME, INT, STATUS_CODES, Record, parse_clf_time
+from pinchpoint.logformats.fields import Field, FieldsParser, compile_fields, field_pattern
+from pinchpoint.logformats.parsing import with_duration
+from pinchpoint.logformats.values import duration, to_float, to_int
 
 # The format pinchpoint configures gunicorn with (the demo stack uses exactly this).
 GUNICORN_FORMAT = '%(h)s %(t)s "%(r)s" %(s)s %(b)s %(D)s'
@@ -57,32 +43,10 @@ _DURATIONS = (("D", 1e-6), ("M", 1e-3), ("L", 1.0))
 _HEADER = "{x-pinchpoint}i"
 
 
-def _atom_pattern(atom: str, quoted: bool) -> tuple[str, str | None]:
-    """The pattern of an atom, and its kind of text (None if typed; see `template.py`)."""
-    if atom in _TYPED:
-        return _TYPED[atom], None
-    if quoted:
-        return QUOTED, TEXT_QUOTED
-    return (WORD, TEXT_WORD) if atom in _WORDS else (ANY, TEXT_ANY)
+class GunicornParser(FieldsParser):
+    DURATION_KEYS = tuple(atom for atom, _ in _DURATIONS)
 
-
-@dataclass(frozen=True)
-class GunicornParser:
-    log_format: str
-    regex: re.Pattern[str]
-    groups: dict[str, str]  # atom -> its group name
-
-    @property
-    def gives_duration(self) -> bool:
-        return any(atom in self.groups for atom, _ in _DURATIONS)
-
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            return None
-        match = self.regex.fullmatch(line)
-        if match is None:
-            return None
-        values = {atom: match.group(group) for atom, group in self.groups.items()}
+    def record(self, values: dict[str, str]) -> Record | None:
         seconds = None
         for atom, unit in _DURATIONS:
             value = to_float(values.get(atom))
@@ -107,43 +71,28 @@ class GunicornParser:
         )
 
 
+def _field(match: re.Match[str], quoted: bool) -> Field | str:
+    atom = match.group(1)
+    if atom is None:  # `%%`
+        return "%"
+    if atom.startswith("{"):
+        atom = atom.lower()  # gunicorn looks headers and environ keys up in lower case
+    return Field(atom, *field_pattern(atom, _TYPED, _WORDS, quoted))
+
+
 def compile_format(access_log_format: str) -> GunicornParser:
     """Compile a gunicorn `--access-logformat` string into a line parser."""
-    template = Template()
-    literals = ""
-    groups: dict[str, str] = {}
-    end = 0
-    for match in _ATOM.finditer(access_log_format):
-        literal = access_log_format[end : match.start()]
-        template.literal(literal)
-        literals += literal
-        end = match.end()
-        atom = match.group(1)
-        if atom is None:  # `%%`
-            template.literal("%")
-            literals += "%"
-            continue
-        if atom.startswith("{"):
-            atom = atom.lower()  # gunicorn looks headers and environ keys up in lower case
-        pattern, kind = _atom_pattern(atom, inside_quotes(literals))
-        if atom in groups:
-            template.field(f"(?:{pattern})", kind)
-        else:
-            groups[atom] = f"a{len(groups)}"
-            template.field(f"(?P<{groups[atom]}>{pattern})", kind)
-    if not groups:
-        raise FormatError(f"gunicorn access log format has no %(atom)s: {access_log_format!r}")
-    template.literal(access_log_format[end:])
-    return GunicornParser(access_log_format, re.compile(template.regex()), groups)
+    no_field = f"gunicorn access log format has no %(atom)s: {access_log_format!r}"
+    return GunicornParser(
+        access_log_format,
+        *compile_fields(access_log_format, _ATOM, _field, "a{index}", no_field),
+    )
 
 
 def parser_for(access_log_format: str | None) -> GunicornParser:
     """The parser for a format (default GUNICORN_FORMAT); it must log %(D)s, %(M)s or %(L)s."""
-    fmt = GUNICORN_FORMAT if access_log_format is None else access_log_format
-    parser = compile_format(fmt)
-    if not parser.gives_duration:
-        raise FormatError(
-            "gunicorn access log format has no %(D)s, %(M)s or %(L)s, so it gives no duration; "
-            f"add %(D)s (pinchpoint's format: {GUNICORN_FORMAT!r})"
-        )
-    return parser
+    return with_duration(
+        compile_format(GUNICORN_FORMAT if access_log_format is None else access_log_format),
+        "gunicorn access log format has no %(D)s, %(M)s or %(L)s, so it gives no duration; "
+        f"add %(D)s (pinchpoint's format: {GUNICORN_FORMAT!r})",
+    )

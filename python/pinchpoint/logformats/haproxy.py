@@ -29,16 +29,11 @@ time linear in its length.
 import re
 from dataclasses import dataclass
 
-from pinchpoint.logformats.base import (
-    INT,
-    STATUS_CODES,
-    FormatError,
-    Record,
-    duration,
-    too_long,
-)
+from pinchpoint.logformats.base import INT, STATUS_CODES, FormatError, Record
 from pinchpoint.logformats.clock import local_timestamp, month_number, scaled
+from pinchpoint.logformats.parsing import FormatParser
 from pinchpoint.logformats.tag import parse_header
+from pinchpoint.logformats.values import duration, ended
 
 _LINE = re.compile(
     # Text before the client address, which starts a word.
@@ -90,16 +85,10 @@ def _captured_tag_header(captures: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class HaproxyParser:
+class HaproxyParser(FormatParser):
     log_format: str = "httplog"
 
-    @property
-    def gives_duration(self) -> bool:
-        return True
-
-    def parse(self, line: str) -> HaproxyRecord | None:
-        if too_long(line):
-            return None
+    def read(self, line: str) -> HaproxyRecord | None:
         match = _LINE.match(line)
         if match is None:
             return None
@@ -109,12 +98,11 @@ class HaproxyParser:
             status != -1 and status not in STATUS_CODES
         ):
             return None
-        start = parse_date(match.group("date"))
         return HaproxyRecord(
             duration_s=ta,
             upstream_s=duration(_seconds(match.group("tr"))),
             status=status if status > 0 else None,
-            ts=None if start is None else start + (ta or 0.0),
+            ts=ended(parse_date(match.group("date")), ta),
             target=match.group("request"),
             tag_header=_captured_tag_header(match.group("captures")),
             queue_s=duration(_seconds(match.group("tw"))),

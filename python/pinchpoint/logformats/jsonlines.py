@@ -26,21 +26,14 @@ number from 0 to MAX_DURATION_S (`1e400`, a 400-digit integer), or whose status 
 number outside 100-999 does not parse. Other times that are not finite read as None.
 """
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pinchpoint.logformats.base import (
-    STATUS_CODES,
-    FormatError,
-    Record,
-    duration,
-    finite,
-    parse_iso_time,
-    too_long,
-)
+from pinchpoint.logformats.base import STATUS_CODES, FormatError, Record, parse_iso_time
+from pinchpoint.logformats.parsing import FormatParser, after_prefix
+from pinchpoint.logformats.values import duration, finite
 
 # A decimal number: its digits, then a power of ten (of at most 9 digits).
 _NUMERIC = re.compile(r"(-?\d+(?:\.\d+)?)(?:[eE]([+-]?\d{1,9}))?")
@@ -170,13 +163,9 @@ def parse_mapping(mapping: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class JsonLinesParser:
+class JsonLinesParser(FormatParser):
     log_format: str
     fields: dict[str, str]  # field -> path
-
-    @property
-    def gives_duration(self) -> bool:
-        return True
 
     def _get(self, data: dict[str, Any], prefix: str) -> tuple[object, int] | None:
         for field, path in self.fields.items():
@@ -184,15 +173,9 @@ class JsonLinesParser:
                 return lookup(data, path), _unit_exponent(field)
         return None
 
-    def parse(self, line: str) -> Record | None:
-        start = line.find("{")
-        if start < 0 or too_long(line):
-            return None
-        try:
-            data = json.loads(line[start:])
-        except (ValueError, RecursionError):  # RecursionError: arrays nested too deep
-            return None
-        if not isinstance(data, dict):
+    def read(self, line: str) -> Record | None:
+        data = after_prefix(line)
+        if data is None:
             return None
         found = self._get(data, "duration")
         seconds = None if found is None else _amount(*found)

@@ -20,33 +20,20 @@ text variable, match.
 """
 
 import re
-from dataclasses import dataclass
 
 from pinchpoint.logformats.base import (
-    ANY,
     CLF_TIME,
     INT,
     NUMBER,
-    QUOTED,
     STATUS_CODES,
-    WORD,
-    FormatError,
     Record,
-    duration,
-    inside_quotes,
     parse_clf_time,
     parse_iso_time,
-    to_float,
-    to_int,
-    too_long,
 )
-from pinchpoint.logformats.template import (
-    TEXT_ADDRESSES,
-    TEXT_ANY,
-    TEXT_QUOTED,
-    TEXT_WORD,
-    Template,
-)
+from pinchpoint.logformats.fields import Field, FieldsParser, compile_fields, text_pattern
+from pinchpoint.logformats.parsing import with_duration
+from pinchpoint.logformats.template import TEXT_ADDRESSES
+from pinchpoint.logformats.values import duration, to_float, to_int
 
 # The format pinchpoint configures nginx with (the demo stack uses exactly this).
 NGINX_FORMAT = (
@@ -87,7 +74,8 @@ _TYPED = {
 }
 # Unquoted variables whose values can hold spaces.
 _SPACED_PREFIXES = ("http_", "sent_http_", "upstream_http_", "cookie_")
-_TAG_GROUPS = ("v_request_uri", "v_request", "v_args", "v_query_string")
+# The variables that may hold the tag.
+_TAGGED = ("request_uri", "request", "args", "query_string")
 
 
 def _variable_pattern(name: str, quoted: bool) -> tuple[str, str | None]:
@@ -100,43 +88,33 @@ def _variable_pattern(name: str, quoted: bool) -> tuple[str, str | None]:
         return _LIST, None
     if name.startswith("upstream_") and name.endswith("_time"):
         return _LIST, None
-    if quoted:
-        return QUOTED, TEXT_QUOTED
-    if name == "request" or name.startswith(_SPACED_PREFIXES):
-        return ANY, TEXT_ANY
-    return WORD, TEXT_WORD
+    return text_pattern(quoted, name != "request" and not name.startswith(_SPACED_PREFIXES))
 
 
-@dataclass(frozen=True)
-class NginxParser:
-    log_format: str
-    regex: re.Pattern[str]
-    variables: frozenset[str]
+class NginxParser(FieldsParser):
+    """Lines of a log_format; its fields' keys are the variables' names."""
+
+    DURATION_KEYS = ("request_time",)
 
     @property
-    def gives_duration(self) -> bool:
-        return "request_time" in self.variables
+    def variables(self) -> frozenset[str]:
+        """The names of the variables the log_format logs."""
+        return frozenset(self.groups)
 
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            return None
-        match = self.regex.fullmatch(line)
-        if match is None:
-            return None
-        values = match.groupdict()
-        ts = to_float(values.get("v_msec"))
-        if ts is None and "v_time_local" in values:
-            ts = parse_clf_time(values["v_time_local"])
-        if ts is None and "v_time_iso8601" in values:
-            ts = parse_iso_time(values["v_time_iso8601"])
-        status = to_int(values.get("v_status"))
+    def record(self, values: dict[str, str]) -> Record:
+        ts = to_float(values.get("msec"))
+        if ts is None and "time_local" in values:
+            ts = parse_clf_time(values["time_local"])
+        if ts is None and "time_iso8601" in values:
+            ts = parse_iso_time(values["time_iso8601"])
+        status = to_int(values.get("status"))
         return Record(
-            duration_s=duration(to_float(values.get("v_request_time"))),
-            upstream_s=duration(sum_upstream(values.get("v_upstream_response_time"))),
+            duration_s=duration(to_float(values.get("request_time"))),
+            upstream_s=duration(sum_upstream(values.get("upstream_response_time"))),
             status=status if status in STATUS_CODES else None,
             ts=ts,
-            target=" ".join(values[name] for name in _TAG_GROUPS if name in values),
-            tag_header=values.get("v_http_x_pinchpoint"),
+            target=" ".join(values[name] for name in _TAGGED if name in values),
+            tag_header=values.get("http_x_pinchpoint"),
         )
 
 
@@ -150,36 +128,23 @@ def sum_upstream(text: str | None) -> float | None:
     return sum(times) if times else None
 
 
+def _field(match: re.Match[str], quoted: bool) -> Field:
+    name = match.group(1) or match.group(2)
+    return Field(name, *_variable_pattern(name, quoted))
+
+
 def compile_format(log_format: str) -> NginxParser:
     """Compile an nginx `log_format` string into a line parser."""
-    template = Template()
-    literals = ""
-    seen: set[str] = set()
-    end = 0
-    for match in _VARIABLE.finditer(log_format):
-        literal = log_format[end : match.start()]
-        template.literal(literal)
-        literals += literal
-        name = match.group(1) or match.group(2)
-        pattern, kind = _variable_pattern(name, inside_quotes(literals))
-        if name in seen:
-            template.field(f"(?:{pattern})", kind)
-        else:
-            template.field(f"(?P<v_{name}>{pattern})", kind)
-            seen.add(name)
-        end = match.end()
-    if not seen:
-        raise FormatError(f"nginx log_format has no $variable: {log_format!r}")
-    template.literal(log_format[end:])
-    return NginxParser(log_format, re.compile(template.regex()), frozenset(seen))
+    no_field = f"nginx log_format has no $variable: {log_format!r}"
+    return NginxParser(
+        log_format, *compile_fields(log_format, _VARIABLE, _field, "v_{key}", no_field)
+    )
 
 
 def parser_for(log_format: str | None) -> NginxParser:
     """The parser for `log_format` (default NGINX_FORMAT); it must log `$request_time`."""
-    parser = compile_format(NGINX_FORMAT if log_format is None else log_format)
-    if not parser.gives_duration:
-        raise FormatError(
-            "nginx log_format has no $request_time, so it gives no duration; "
-            f"add it (pinchpoint's format: {NGINX_FORMAT!r})"
-        )
-    return parser
+    return with_duration(
+        compile_format(NGINX_FORMAT if log_format is None else log_format),
+        "nginx log_format has no $request_time, so it gives no duration; "
+        f"add it (pinchpoint's format: {NGINX_FORMAT!r})",
+    )

@@ -43,7 +43,6 @@ linear in its length.
 """
 
 import csv
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -57,13 +56,13 @@ from pinchpoint.logformats.base import (
     NUMBER,
     FormatError,
     Record,
-    duration,
-    to_float,
-    too_long,
 )
 from pinchpoint.logformats.clock import scaled, zoned_timestamp
+from pinchpoint.logformats.fields import Field, add_fields
+from pinchpoint.logformats.parsing import FormatParser, json_object
 from pinchpoint.logformats.tag import find_tag
 from pinchpoint.logformats.template import TEXT_ANY, TEXT_STAMP, TEXT_WORD, Template, atomic
+from pinchpoint.logformats.values import duration, to_float
 
 # PostgreSQL's default log_line_prefix.
 POSTGRESQL_PREFIX = "%m [%p] "
@@ -76,24 +75,19 @@ _ZONED = rf"{_DATE_TIME}(?:\.\d{{1,9}})? \S+?"
 _ESCAPE = re.compile(r"%(-?\d*)([A-Za-z%])")
 # Each escape's pattern and its kind of text (None if typed; see `template.py`).
 _ESCAPES: dict[str, tuple[str, str | None]] = {
-    "a": (ANY, TEXT_ANY),
-    "u": (ANY, TEXT_ANY),
-    "d": (ANY, TEXT_ANY),
-    "b": (ANY, TEXT_ANY),
-    "i": (ANY, TEXT_ANY),
-    "r": (r"\S*?", TEXT_WORD),
-    "h": (r"\S*?", TEXT_WORD),
+    # application name, user, database, backend type, command tag: free text
+    **dict.fromkeys("audbi", (ANY, TEXT_ANY)),
+    # remote host (with its port, or not)
+    **dict.fromkeys("rh", (r"\S*?", TEXT_WORD)),
+    # times: with milliseconds, without, the process's start
+    **dict.fromkeys("mts", (_ZONED, TEXT_STAMP)),
+    # process id, line number, transaction id
+    **dict.fromkeys("plx", (INT, None)),
     "c": (r"[0-9a-f]{1,16}\.[0-9a-f]{1,16}", None),
-    "p": (INT, None),
     "P": (r"\d{0,20}", None),
-    "l": (INT, None),
-    "m": (_ZONED, TEXT_STAMP),
-    "t": (_ZONED, TEXT_STAMP),
-    "s": (_ZONED, TEXT_STAMP),
     "n": (NUMBER, None),
     "e": (r"[0-9A-Z]{5}", None),
     "v": (rf"(?:{INT}/{INT})?", None),
-    "x": (INT, None),
     "Q": (rf"-?{INT}", None),
 }
 _GROUP_NAME = re.compile(r"\(\?P<(\w+)>")
@@ -195,20 +189,14 @@ def duration_record(message: str, application_name: str | None, ts: float | None
 
 
 @dataclass(frozen=True)
-class StderrParser:
+class StderrParser(FormatParser):
     """Lines of the stderr log, after a log_line_prefix."""
 
     log_format: str
     regex: re.Pattern[str]
     groups: dict[str, str]  # escape letter -> its group name
 
-    @property
-    def gives_duration(self) -> bool:
-        return True
-
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            return None
+    def read(self, line: str) -> Record | None:
         if line.startswith("\t"):
             return NOT_A_RECORD  # continuation of a message written over several lines
         match = self.regex.fullmatch(line)
@@ -225,35 +213,31 @@ class StderrParser:
         return duration_record(found["message"], app.strip() if app else None, ts)
 
 
+def _field(match: re.Match[str], _quoted: bool) -> Field | str:
+    padding, letter = match.groups()
+    if letter == "%":
+        return "%"
+    escape = _ESCAPES.get(letter)
+    if escape is None:
+        return ""  # PostgreSQL writes nothing for an unknown escape (nor for a second %q)
+    pattern, kind = escape
+    if padding not in ("", "-"):
+        pattern = f" *{pattern}" if not padding.startswith("-") else f"{pattern} *"
+    return Field(letter, pattern, kind)
+
+
 def compile_prefix(prefix: str) -> StderrParser:
     """Compile a `log_line_prefix` into a parser of stderr log lines."""
-    before = current = Template()
-    after: Template | None = None  # what follows %q
+    # What follows the first %q is written only by session processes.
+    q = next((m for m in _ESCAPE.finditer(prefix) if m.group(2) == "q"), None)
+    head, tail = (prefix, None) if q is None else (prefix[: q.start()], prefix[q.end() :])
     groups: dict[str, str] = {}
-    end = 0
-    for match in _ESCAPE.finditer(prefix):
-        current.literal(prefix[end : match.start()])
-        end = match.end()
-        padding, letter = match.groups()
-        if letter == "%":
-            current.literal("%")
-            continue
-        if letter == "q":  # what follows is written only by session processes
-            if after is None:
-                after = current = Template()
-            continue
-        escape = _ESCAPES.get(letter)
-        if escape is None:
-            continue  # PostgreSQL writes nothing for an unknown escape
-        pattern, kind = escape
-        if padding not in ("", "-"):
-            pattern = f" *{pattern}" if not padding.startswith("-") else f"{pattern} *"
-        if letter in groups:
-            current.field(f"(?:{pattern})", kind)
-        else:
-            groups[letter] = f"e_{letter}"
-            current.field(f"(?P<e_{letter}>{pattern})", kind)
-    current.literal(prefix[end:])
+    before = Template()
+    add_fields(before, head, _ESCAPE, _field, "e_{key}", groups)
+    after = None
+    if tail is not None:
+        after = Template()
+        add_fields(after, tail, _ESCAPE, _field, "e_{key}", groups)
     regex = re.compile(_prefix_regex(before, after), re.DOTALL)
     return StderrParser(prefix, regex, groups)
 
@@ -283,7 +267,7 @@ def _values(match: re.Match[str]) -> dict[str, str]:
 
 
 @dataclass
-class CsvlogParser:
+class CsvlogParser(FormatParser):
     """Lines of the csvlog. A record whose quoted fields hold line breaks spans several
     lines: its earlier lines give NOT_A_RECORD and its last line gives the record. A record
     whose lines hold more than MAX_LINE_CHARS in all does not parse."""
@@ -294,14 +278,10 @@ class CsvlogParser:
     # Whether the pending lines leave a quoted field open (an odd number of quotes).
     _open: bool = field(default=False, repr=False)
 
-    @property
-    def gives_duration(self) -> bool:
-        return True
+    def refused(self) -> None:
+        self._pending = []
 
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            self._pending = []
-            return None
+    def read(self, line: str) -> Record | None:
         if _RECORD_START.match(line):
             self._pending, self._pending_chars, self._open = [], 0, False  # a record starts
         elif not self._pending or len(self._pending) >= _CSV_MAX_LINES:
@@ -331,23 +311,14 @@ class CsvlogParser:
 
 
 @dataclass(frozen=True)
-class JsonlogParser:
+class JsonlogParser(FormatParser):
     """Lines of the jsonlog (PostgreSQL 15+)."""
 
     log_format: str = JSONLOG
 
-    @property
-    def gives_duration(self) -> bool:
-        return True
-
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            return None
-        try:
-            data = json.loads(line)
-        except (ValueError, RecursionError):  # RecursionError: arrays nested too deep
-            return None
-        if not isinstance(data, dict) or not isinstance(data.get("error_severity"), str):
+    def read(self, line: str) -> Record | None:
+        data = json_object(line)
+        if data is None or not isinstance(data.get("error_severity"), str):
             return None
         message, app, ts = data.get("message"), data.get("application_name"), data.get("timestamp")
         if data["error_severity"] != "LOG":

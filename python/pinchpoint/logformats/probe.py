@@ -8,17 +8,12 @@ whose duration is not a number from 0 to MAX_DURATION_S or whose status is a num
 outside 100-999 does not parse.
 """
 
-import json
 import math
 from dataclasses import dataclass
 
-from pinchpoint.logformats.base import (
-    STATUS_CODES,
-    FormatError,
-    Record,
-    duration,
-    too_long,
-)
+from pinchpoint.logformats.base import STATUS_CODES, FormatError, Record
+from pinchpoint.logformats.parsing import FormatParser, after_prefix
+from pinchpoint.logformats.values import duration
 
 
 def _number(value: object) -> float | None:
@@ -34,20 +29,10 @@ def _number(value: object) -> float | None:
 
 
 @dataclass(frozen=True)
-class ProbeParser:
-    @property
-    def gives_duration(self) -> bool:
-        return True
-
-    def parse(self, line: str) -> Record | None:
-        start = line.find("{")
-        if start < 0 or too_long(line):
-            return None
-        try:
-            data = json.loads(line[start:])
-        except (ValueError, RecursionError):  # RecursionError: arrays nested too deep
-            return None
-        if not isinstance(data, dict):
+class ProbeParser(FormatParser):
+    def read(self, line: str) -> Record | None:
+        data = after_prefix(line)
+        if data is None:
             return None
         seconds = duration(_number(data.get("duration_s")))
         uri = data.get("uri")

@@ -33,22 +33,11 @@ a line costs time linear in its length: the default line is read from the first
 import re
 from dataclasses import dataclass
 
-from pinchpoint.logformats.base import (
-    ANY,
-    CLF_TIME,
-    INT,
-    STATUS_CODES,
-    WORD,
-    FormatError,
-    Record,
-    duration,
-    parse_clf_time,
-    to_float,
-    to_int,
-    too_long,
-)
-from pinchpoint.logformats.clock import local_timestamp, month_number, scaled
-from pinchpoint.logformats.template import TEXT_ANY, TEXT_WORD, Template
+from pinchpoint.logformats.base import CLF_TIME, INT, STATUS_CODES, Record, parse_clf_time
+from pinchpoint.logformats.clock import first_scaled, local_timestamp, month_number, scaled
+from pinchpoint.logformats.fields import Field, FieldsParser, compile_fields, field_pattern
+from pinchpoint.logformats.parsing import FormatParser, with_duration
+from pinchpoint.logformats.values import duration, ended, logged, to_float, to_int
 
 # `ctime` without its newline: `Sat Nov 22 03:00:00 2026`, day padded with a space.
 CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}"
@@ -96,12 +85,6 @@ def parse_ctime(text: str) -> float | None:
     return local_timestamp(int(year), month_n, int(day), int(hour), int(minute), int(second))
 
 
-def _plus(start: float | None, seconds: float | None) -> float | None:
-    if start is None:
-        return None
-    return start + (seconds or 0.0)
-
-
 def _status(code: int | None) -> int | bool | None:
     """The status of a logged code: None for none (`-`, 0 or -1), False if it is no status."""
     if code is None or code in (0, -1):
@@ -110,18 +93,12 @@ def _status(code: int | None) -> int | bool | None:
 
 
 @dataclass(frozen=True)
-class UwsgiDefaultParser:
+class UwsgiDefaultParser(FormatParser):
     """uWSGI's default request line."""
 
     log_format: None = None
 
-    @property
-    def gives_duration(self) -> bool:
-        return True
-
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            return None
+    def read(self, line: str) -> Record | None:
         match = _DEFAULT.fullmatch(line)
         if match is None:
             return None
@@ -133,92 +110,64 @@ class UwsgiDefaultParser:
         return Record(
             duration_s=seconds,
             status=status,
-            ts=_plus(parse_ctime(match.group("ctime")), seconds),
+            ts=ended(parse_ctime(match.group("ctime")), seconds),
             target=match.group("uri"),
         )
 
 
-@dataclass(frozen=True)
-class UwsgiFormatParser:
+class UwsgiFormatParser(FieldsParser):
     """Lines of a `--logformat` string."""
 
-    log_format: str
-    regex: re.Pattern[str]
-    groups: dict[str, str]  # variable -> its group name
+    DURATION_KEYS = tuple(name for name, _ in _DURATIONS)
 
-    @property
-    def gives_duration(self) -> bool:
-        return any(name in self.groups for name, _ in _DURATIONS)
-
-    def parse(self, line: str) -> Record | None:
-        if too_long(line):
-            return None
-        match = self.regex.fullmatch(line)
-        if match is None:
-            return None
-        values = {name: match.group(group) for name, group in self.groups.items()}
-        seconds = None
-        for name, exponent in _DURATIONS:
-            seconds = scaled(values.get(name), exponent)
-            if seconds is not None:
-                break
+    def record(self, values: dict[str, str]) -> Record | None:
+        seconds = first_scaled(values, _DURATIONS)
         status = _status(to_int(values.get("status")))
         if status is False or (seconds is not None and duration(seconds) is None):
             return None
-        header = values.get(_HEADER)
         return Record(
             duration_s=seconds,
             status=status,
-            ts=self._ts(values, seconds),
+            ts=_ts(values, seconds),
             target=values.get("uri", ""),
-            tag_header=header if header not in (None, "-") else None,
+            tag_header=logged(values.get(_HEADER)),
         )
 
-    @staticmethod
-    def _ts(values: dict[str, str], seconds: float | None) -> float | None:
-        for name, exponent in _STARTS:
-            start = scaled(values.get(name), exponent)
-            if start is not None:
-                return start + (seconds or 0.0)
-        epoch = to_float(values.get("epoch"))
-        if epoch is not None:
-            return epoch
-        start = to_float(values.get("time"))
-        if start is None and "ltime" in values:
-            start = parse_clf_time(values["ltime"])
-        if start is None and "ctime" in values:
-            start = parse_ctime(values["ctime"])
-        return _plus(start, seconds)
+
+def _ts(values: dict[str, str], seconds: float | None) -> float | None:
+    start = first_scaled(values, _STARTS)
+    if start is not None:
+        return start + (seconds or 0.0)
+    epoch = to_float(values.get("epoch"))
+    if epoch is not None:
+        return epoch
+    start = to_float(values.get("time"))
+    if start is None and "ltime" in values:
+        start = parse_clf_time(values["ltime"])
+    if start is None and "ctime" in values:
+        start = parse_ctime(values["ctime"])
+    return ended(start, seconds)
 
 
 def _variable_pattern(name: str) -> tuple[str, str | None]:
     """The pattern of a variable, and its kind of text (None if typed; see `template.py`)."""
     if name in _INTEGERS or name.startswith("metric."):
         return _INTEGER, None
-    if name in _TYPED:
-        return _TYPED[name], None
-    return (WORD, TEXT_WORD) if name in _WORDS else (ANY, TEXT_ANY)
+    return field_pattern(name, _TYPED, _WORDS, False)
+
+
+def _field(match: re.Match[str], _quoted: bool) -> Field:
+    name = match.group(1)
+    return Field(name, *_variable_pattern(name))
 
 
 def compile_format(logformat: str) -> UwsgiFormatParser:
     """Compile a uWSGI `--logformat` string into a line parser."""
-    template = Template()
-    groups: dict[str, str] = {}
-    end = 0
-    for match in _VARIABLE.finditer(logformat):
-        template.literal(logformat[end : match.start()])
-        end = match.end()
-        name = match.group(1)
-        pattern, kind = _variable_pattern(name)
-        if name in groups:
-            template.field(f"(?:{pattern})", kind)
-        else:
-            groups[name] = f"v{len(groups)}"
-            template.field(f"(?P<{groups[name]}>{pattern})", kind)
-    if not groups:
-        raise FormatError(f"uWSGI logformat has no %(variable): {logformat!r}")
-    template.literal(logformat[end:].rstrip("\n"))
-    return UwsgiFormatParser(logformat, re.compile(template.regex()), groups)
+    no_field = f"uWSGI logformat has no %(variable): {logformat!r}"
+    fmt = logformat.rstrip("\n")
+    return UwsgiFormatParser(
+        logformat, *compile_fields(fmt, _VARIABLE, _field, "v{index}", no_field)
+    )
 
 
 def parser_for(log_format: str | None) -> UwsgiDefaultParser | UwsgiFormatParser:
@@ -226,10 +175,8 @@ def parser_for(log_format: str | None) -> UwsgiDefaultParser | UwsgiFormatParser
     log %(micros), %(msecs) or %(secs)."""
     if log_format is None:
         return UwsgiDefaultParser()
-    parser = compile_format(log_format)
-    if not parser.gives_duration:
-        raise FormatError(
-            "uWSGI logformat has no %(micros), %(msecs) or %(secs), so it gives no duration; "
-            "add %(micros)"
-        )
-    return parser
+    return with_duration(
+        compile_format(log_format),
+        "uWSGI logformat has no %(micros), %(msecs) or %(secs), so it gives no duration; "
+        "add %(micros)",
+    )
