@@ -11,9 +11,11 @@ columns), `summary` (a JSON file written at the end) and `check_only`.
 
 Stdout carries one JSON object a line: `{"ready": [class names]}` once the users are
 loaded, `{"step": [index, start_us]}` and `{"window": [index, start_us, end_us]}` as steps
-begin and end, `{"tick": {...}}` each second (the live counters), `{"error": "..."}`
-before exiting 2 when the locustfile cannot run. A first SIGTERM stops the run (users
-end their task, up to `timeout`), a second kills the users at once.
+begin and end, `{"tick": {...}}` each second (the live counters), `{"alive": true}`
+twice a second while the gevent loop runs, `{"error": "..."}` before exiting 2 when the
+locustfile cannot run. A first SIGTERM stops the run (users end their task, up to
+`timeout`), a second kills the users at once; SIGUSR1 (a task that does not yield)
+writes the records kept and exits 3 at once.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from pinchpoint.load.locust_target import (
 
 POLL_S = 0.1
 TICK_S = 1.0
+HEARTBEAT_S = 0.5
 # Every user of a step starts at once, as the engine's do.
 SPAWN_RATE = 1e9
 
@@ -100,6 +103,26 @@ def _at_target(host: str, target: str) -> bool:
         return False
 
 
+def _heartbeat() -> None:
+    """`{"alive": true}` every HEARTBEAT_S while the gevent loop runs: when the parent
+    hears nothing for a task's budget, a task is holding the process without yielding."""
+    while True:
+        emit(alive=True)
+        gevent.sleep(HEARTBEAT_S)
+
+
+def _on_stall(recorder: Recorder) -> None:
+    """SIGUSR1 (the parent's, when the heartbeat stops): a task holds the process without
+    yielding. The handler runs inside that task, between two of its Python steps: it
+    writes every record kept so far and ends the process there (exit status 3)."""
+
+    def stalled(signum: int, frame: object) -> None:
+        recorder.close()
+        os._exit(3)
+
+    signal.signal(signal.SIGUSR1, stalled)
+
+
 def users_at(step: dict, elapsed: float) -> int:
     """The users of a step `elapsed` seconds in: held, or on the way along a ramp."""
     if step["ramp_from"] is None:
@@ -141,6 +164,8 @@ def run(config: dict) -> dict:
     runner = env.create_local_runner()
     stopping = Stopping(runner)
     gevent.signal_handler(signal.SIGTERM, stopping.signal)
+    _on_stall(recorder)
+    gevent.spawn(_heartbeat)
     emit(ready=[c.__name__ for c in classes])
     started_us = now_us()
     windows: list[tuple[int, int]] = []

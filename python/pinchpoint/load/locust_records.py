@@ -93,9 +93,12 @@ class Recorder:
 
     def __init__(self, stream: str) -> None:
         self.writer = pa.ipc.new_stream(stream, REQUESTS_SCHEMA)
-        # pyarrow imports pandas on its first conversion (a second or so): before the
-        # steps, not in the middle of the first, where it would stall every user.
-        pa.array([], type=pa.uint64())
+        # The schema written now (pyarrow writes it with the first batch): a process
+        # killed before its first flush leaves a stream that reads as no rows. pyarrow
+        # also imports pandas on its first conversion (a second or so): before the steps,
+        # not in the middle of the first, where it would stall every user.
+        empty = [pa.array([], type=f.type) for f in REQUESTS_SCHEMA]
+        self.writer.write_batch(pa.record_batch(empty, schema=REQUESTS_SCHEMA))
         self.pending: list[tuple] = []
         self.ids = itertools.count()
         self.endpoints: dict[str, int] = {}
@@ -108,6 +111,7 @@ class Recorder:
         self.latency_sum_us = 0
         self.window: list[int] = []
         self.flushed = time.monotonic()
+        self.closed = False
 
     def endpoint(self, key: str) -> int:
         if key not in self.endpoints:
@@ -163,17 +167,21 @@ class Recorder:
 
     def flush(self) -> None:
         self.flushed = time.monotonic()
-        if not self.pending:
+        # Taken at once: a stall's signal handler (close) that runs in the middle of
+        # this flush writes what is still pending, never these rows a second time.
+        rows, self.pending = self.pending, []
+        if not rows or self.closed:
             return
-        columns = zip(*self.pending, strict=True)
+        columns = zip(*rows, strict=True)
         arrays = [pa.array(c, type=f.type) for c, f in zip(columns, REQUESTS_SCHEMA, strict=True)]
         self.writer.write_batch(pa.record_batch(arrays, schema=REQUESTS_SCHEMA))
-        self.rows += len(self.pending)
-        self.pending = []
+        self.rows += len(rows)
 
     def close(self) -> None:
-        self.flush()
-        self.writer.close()
+        if not self.closed:
+            self.flush()
+            self.closed = True
+            self.writer.close()
 
     def tick(self, step: int, users: int, level: float) -> dict:
         """The live counters, as the engine's snapshot has them."""

@@ -44,6 +44,11 @@ _SUMMARY = "locust-summary.json"
 # Time to import Locust and the locustfile before the first step.
 START_TIMEOUT_S = 60.0
 END_GRACE_S = 10.0
+# A task that holds the process without yielding for the plan's timeout and this much
+# more stops the run (the child's heartbeat is twice a second); the kill follows after
+# STALL_GRACE_S when its records cannot be written.
+STALL_AFTER_S = 2.0
+STALL_GRACE_S = 3.0
 
 
 def locustfile_where(text: str, source: str, from_flag: bool) -> str:
@@ -152,6 +157,10 @@ class _Child:
         threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
         self.deadline = time.monotonic() + START_TIMEOUT_S
         self.killed = False
+        # Once its users are loaded: when it was last heard, and whether it was found
+        # held by a task that does not yield (and told to write its records and end).
+        self.heard: float | None = None
+        self.stalled = False
 
     def _read(self, stream: IO[str]) -> None:
         for line in stream:
@@ -167,6 +176,17 @@ class _Child:
         if time.monotonic() > self.deadline and self.process.poll() is None:
             self.process.kill()
             self.killed = True
+
+    def stop_if_stalled(self, budget_s: float) -> None:
+        """Silent past `budget_s`: a task holds the process; SIGUSR1 makes it write its
+        records and end, a kill follows STALL_GRACE_S later if it cannot."""
+        now = time.monotonic()
+        if self.heard is None or self.stalled or now - self.heard <= budget_s:
+            return
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGUSR1)
+            self.stalled = True
+            self.deadline = min(self.deadline, now + STALL_GRACE_S)
 
 
 def run_locust(
@@ -201,13 +221,17 @@ def run_locust(
                     grace = plan.load.timeout + END_GRACE_S if level == 1 else ABANDON_GRACE_S
                     child.deadline = min(child.deadline, time.monotonic() + grace)
                 child.kill_if_late()
+                child.stop_if_stalled(plan.load.timeout + STALL_AFTER_S)
                 try:
                     message = child.lines.get(timeout=POLL_S)
                 except queue.Empty:
                     message = {}
+                if message and child.heard is not None:
+                    child.heard = time.monotonic()
                 if message is None:
                     done = True
                 elif "ready" in message:
+                    child.heard = time.monotonic()
                     child.deadline = time.monotonic() + steps_s + plan.load.timeout + END_GRACE_S
                 elif "step" in message:
                     started[message["step"][0]] = message["step"][1]
@@ -228,24 +252,23 @@ def run_locust(
     if error is not None:
         raise PlanError(f"{config['locustfile']}: {error}")
     summary_path = run_dir / _SUMMARY
+    stopped: str | None = None
     if summary_path.exists():
         told = json.loads(summary_path.read_text())
         summary_path.unlink()
-    elif child.killed or level > 0:
-        told = _cut_short(started, windows)
     else:
-        tail = (run_dir / LOG).read_text().strip().splitlines()[-3:]
-        raise RuntimeError(
-            f"the Locust process ended with status {child.process.returncode}: "
-            + (" / ".join(tail) or "no message")
-        )
+        told = _cut_short(started, windows)
+        if level == 0:
+            stopped = _why_ended(child, plan.load.timeout + STALL_AFTER_S, run_dir / LOG)
     if told.get("off_target"):
         raise PlanError(
             f"{config['locustfile']}: {told['off_target']} {plan.target.url}: "
             "pinchpoint sends only to target.url"
         )
-    rows, parquet = _records(run_dir)
-    interrupted = bool(told["interrupted"]) or level > 0 or child.killed
+    rows, parquet, lost = _records(run_dir)
+    if lost is not None:
+        stopped = f"{stopped}; {lost}" if stopped else lost
+    interrupted = bool(told["interrupted"]) or level > 0 or child.killed or stopped is not None
     summary = {
         "steps": step_summaries(pq.read_table(parquet), levels),
         "windows": [tuple(w) for w in told["windows"]],
@@ -258,6 +281,8 @@ def run_locust(
         "abandoned": 0,
         "endpoint_names": told.get("endpoint_names") or [],
     }
+    if stopped is not None:
+        summary["stopped"] = stopped
     if (run_dir / LOG).stat().st_size == 0:
         (run_dir / LOG).unlink()
     return LoadResult(summary=summary, requests_path=parquet, rows=rows, interrupted=interrupted)
@@ -284,12 +309,41 @@ def _cut_short(started: dict[int, int], windows: dict[int, tuple[int, int]]) -> 
     return {"windows": spans, "interrupted": True, "started_us": first, "ended_us": now_us}
 
 
-def _records(run_dir: Path) -> tuple[int, Path]:
+def _why_ended(child: _Child, budget_s: float, log: Path) -> str:
+    """Why a Locust process ended without its summary, no signal asking it to."""
+    if child.stalled:
+        return (
+            f"a Locust task held its process {budget_s:g} s without yielding (a loop "
+            "that never waits?): the run stopped there with the records written"
+        )
+    tail = " / ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
+    said = f" ({tail[-300:]})" if tail else ""
+    if child.killed:
+        return f"the Locust process did not end in time and was killed{said}"
+    return f"the Locust process {_ended(child.process.returncode)} before the run's end{said}"
+
+
+def _ended(status: int | None) -> str:
+    if status is not None and status < 0:
+        try:
+            return f"was killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+def _records(run_dir: Path) -> tuple[int, Path, str | None]:
+    """The records streamed, in requests.parquet: their count, the file, and what was
+    lost when the stream cannot be read (a process killed before writing its schema)."""
     stream = run_dir / files.REQUEST_STREAM
     parquet = run_dir / files.REQUESTS
     if not stream.exists():
         pq.write_table(REQUESTS_SCHEMA.empty_table(), parquet)
-        return 0, parquet
-    rows = _engine.records_to_parquet(str(stream), str(parquet))
+        return 0, parquet, None
+    try:
+        rows = _engine.records_to_parquet(str(stream), str(parquet))
+    except RuntimeError as e:
+        pq.write_table(REQUESTS_SCHEMA.empty_table(), parquet)
+        return 0, parquet, f"its records could not be read ({e})"
     stream.unlink()
-    return rows, parquet
+    return rows, parquet, None
