@@ -1,6 +1,6 @@
 """The verdict's accuracy on seeded scenarios of real stacks, each with a known limit.
 
-Draws N scenarios from a seed (python/pinchpoint/demo/matrix/draws.py: the classes in turn,
+Draws N scenarios from a seed (python/pinchpoint_lab/matrix/draws.py: the classes in turn,
 each one's truth from a capacity model), starts each stack for real, steps its users with
 short steps, and judges the verdict: resource right, component right, both, and the start
 within one step of the truth; then the same with a CPU hog of 1, 1.5 or 1.8 cores
@@ -28,11 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from pinchpoint.analyze.consistency import contradictions
-from pinchpoint.demo.matrix.draws import draw
-from pinchpoint.demo.matrix.run import run_one
-from pinchpoint.demo.matrix.score import Outcome, accuracy_table, confusion, label
-from pinchpoint.demo.matrix.spec import Spec
+from pinchpoint_lab.consistency import contradictions
+from pinchpoint_lab.matrix.draws import draw
+from pinchpoint_lab.matrix.run import run_one
+from pinchpoint_lab.matrix.score import Outcome, accuracy_table, confusion, label
+from pinchpoint_lab.matrix.spec import Spec
 
 
 def _pool_found(spec: Spec, verdict: dict) -> tuple[str, int, int] | None:

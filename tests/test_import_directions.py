@@ -82,6 +82,57 @@ def test_the_probe_and_the_run_folder_definitions_stand_alone() -> None:
     assert leaning == set()
 
 
+LAB = "pinchpoint_lab"
+
+
+def _lab_references(path: Path) -> list[str]:
+    """Where a module of the package names the lab: an import of it, or a string naming
+    one of its modules (an app path handed to a server, an `importlib` name)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value] if node.value.startswith(f"{LAB}.") else []
+        else:
+            continue
+        found += [n for n in names if n == LAB or n.startswith(f"{LAB}.")]
+    return found
+
+
+def test_the_package_never_imports_the_lab() -> None:
+    """The lab (the matrix, the seeded scenarios and their stacks) imports pinchpoint, for
+    the tests and the benches; the package, which the wheel ships without it, never
+    imports the lab."""
+    lab = PACKAGE.parent / LAB
+    assert (lab / "__init__.py").is_file()
+    leaning = {
+        (str(path.relative_to(PACKAGE)), name)
+        for path in PACKAGE.rglob("*.py")
+        for name in _lab_references(path)
+    }
+    assert leaning == set()
+    assert any(
+        name.startswith("pinchpoint.")
+        for path in lab.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module
+        for name in [node.module]
+    ), "the lab is read: it builds on pinchpoint"
+
+
+def test_a_string_naming_a_lab_module_counts_as_a_reference(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        f'import os\nfrom {LAB}.traced import X\nAPP = "{LAB}.fanout_app:gateway()"\n'
+        'NAME = "pinchpoint_labs"\n',
+        encoding="utf-8",
+    )
+    assert _lab_references(module) == [f"{LAB}.traced", f"{LAB}.fanout_app:gateway()"]
+
+
 CRATES = PACKAGE.parent.parent / "crates"
 
 

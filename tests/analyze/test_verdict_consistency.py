@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.analyze import analyze
-from pinchpoint.analyze.consistency import contradictions
+from pinchpoint_lab.consistency import contradictions
 
 DATA = Path(__file__).parent.parent / "data" / "runs"
 RUNS = sorted(p.name for p in DATA.iterdir() if (p / "plan.toml").exists())

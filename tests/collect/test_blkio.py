@@ -22,8 +22,8 @@ from pinchpoint.collect.resources.cgroups import (
     disk_rates_of,
 )
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
-from pinchpoint.demo.blkio import DiskLimit, block_device, io_hierarchy
 from pinchpoint.demo.errors import StackError
+from pinchpoint_lab.blkio import DiskLimit, block_device, io_hierarchy
 
 pytestmark = pytest.mark.timeout(60)
 

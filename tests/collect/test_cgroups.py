@@ -20,7 +20,7 @@ from pinchpoint.collect.resources.cgroups import (
     quota_of,
 )
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
-from pinchpoint.demo.cgroup import CpuQuota, cpu_hierarchy
+from pinchpoint_lab.cgroup import CpuQuota, cpu_hierarchy
 
 MOUNTINFO = """\
 25 30 0:22 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw,mode=755

@@ -17,8 +17,8 @@ import pytest
 
 from pinchpoint.collect.resources.links import COLUMNS, LinkReader
 from pinchpoint.collect.resources.sampler import ResourceSampler, conform
-from pinchpoint.demo.netns import ShapedLink
 from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
+from pinchpoint_lab.netns import ShapedLink
 
 RATE = 2_000_000
 PORT = 8766

@@ -14,9 +14,13 @@ import polars as pl
 import pytest
 
 from pinchpoint.demo import DemoStack
-from pinchpoint.demo.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
-from pinchpoint.demo.neighbour import CpuHog
-from pinchpoint.demo.traced import (
+from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
+from pinchpoint.logformats.nginx import NGINX_FORMAT
+from pinchpoint.pipeline import RunOutcome, execute
+from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
+from pinchpoint_lab.neighbour import CpuHog
+from pinchpoint_lab.traced import (
     GATEWAY_APP,
     SERVICE_APP,
     TracedService,
@@ -24,10 +28,6 @@ from pinchpoint.demo.traced import (
     otlp_endpoint,
     otlp_listen,
 )
-from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
-from pinchpoint.logformats.nginx import NGINX_FORMAT
-from pinchpoint.pipeline import RunOutcome, execute
-from pinchpoint.plan.model import parse_plan
 
 pytestmark = pytest.mark.timeout(240)
 HERE = Path(__file__).resolve().parent
@@ -213,8 +213,8 @@ def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
 
 
 def _parallel_run(where: Path) -> RunOutcome:
-    """The gateway of demo/fanout_app.py calls svc-a (four workers) and svc-b (one) side by
-    side for each request; both sleep 10 ms, so calls queue for svc-b alone."""
+    """The gateway of pinchpoint_lab/fanout_app.py calls svc-a (four workers) and svc-b
+    (one) side by side for each request; both sleep 10 ms, so calls queue for svc-b alone."""
     listen = otlp_listen()
     endpoint = otlp_endpoint(listen)
     wait = {FANOUT_WAIT_ENV: "10"}

@@ -9,8 +9,8 @@ import pytest
 
 from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark, match_lines
 from pinchpoint.demo.errors import StackError
-from pinchpoint.demo.postgres import LOG_PREFIX, PostgresCluster
 from pinchpoint.logformats import get_parser
+from pinchpoint_lab.postgres import LOG_PREFIX, PostgresCluster
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 SQLCOMMENTER = (

@@ -18,8 +18,8 @@ from pinchpoint.collect.gather import write_logs
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 from pinchpoint.collect.sources.local import LocalCollector
 from pinchpoint.demo.errors import StackError
-from pinchpoint.demo.postgres import PostgresCluster
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.postgres import PostgresCluster
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.collect.resources.cgroups import Mount
-from pinchpoint.demo import blkio
-from pinchpoint.demo.blkio import DiskLimit, block_device, io_hierarchy
 from pinchpoint.demo.errors import StackError
+from pinchpoint_lab import blkio
+from pinchpoint_lab.blkio import DiskLimit, block_device, io_hierarchy
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinchpoint.demo.matrix.run import without_components
+from pinchpoint_lab.matrix.run import without_components
 
 PLAN = """[target]
 url = "http://127.0.0.1:1"

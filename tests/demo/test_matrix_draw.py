@@ -7,17 +7,19 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from pinchpoint.demo.matrix.build import (
+from pinchpoint.demo.plan import stack_plan
+from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.matrix.build import (
     OTLP_SETTLE_S,
     as_planned,
     fanout_components,
     fanout_stacks,
     journey_flow,
 )
-from pinchpoint.demo.matrix.capacity import fair_shares, stack_cores
-from pinchpoint.demo.matrix.draws import draw
-from pinchpoint.demo.matrix.score import Outcome, accuracy_table, judge
-from pinchpoint.demo.matrix.spec import (
+from pinchpoint_lab.matrix.capacity import fair_shares, stack_cores
+from pinchpoint_lab.matrix.draws import draw
+from pinchpoint_lab.matrix.score import Outcome, accuracy_table, judge
+from pinchpoint_lab.matrix.spec import (
     CLASSES,
     FRONTS,
     SERVERS,
@@ -27,9 +29,7 @@ from pinchpoint.demo.matrix.spec import (
     Spec,
     Truth,
 )
-from pinchpoint.demo.plan import stack_plan
-from pinchpoint.demo.scenarios import Scenario
-from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.scenarios import Scenario
 
 
 def test_the_same_seed_draws_the_same_scenarios_and_another_seed_others() -> None:
@@ -351,8 +351,8 @@ def test_a_traced_fan_out_plan_receives_spans_and_samples_its_callees_in_some_dr
 
 
 def test_a_quota_is_drawn_below_what_a_cgroup_gets_beside_the_hog() -> None:
-    from pinchpoint.demo.matrix.capacity import group_cores
-    from pinchpoint.demo.matrix.spec import MARGIN
+    from pinchpoint_lab.matrix.capacity import group_cores
+    from pinchpoint_lab.matrix.spec import MARGIN
 
     quotas = [s for s in draw(401, 300) if s.quota is not None]
     assert quotas

@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from pinchpoint.demo.neighbour import CpuHog, starved_generator
+from pinchpoint_lab.neighbour import CpuHog, starved_generator
 
 
 def cpu_seconds(procs: list[psutil.Process]) -> float:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.demo.errors import StackError
-from pinchpoint.demo.netns import ShapedLink
+from pinchpoint_lab.netns import ShapedLink
 
 pytestmark = [
     pytest.mark.timeout(90),

@@ -12,9 +12,10 @@ import psutil
 import pytest
 from stack_helpers import fetch
 
-from pinchpoint.demo import NginxNotFound, StackError, find_nginx, scenarios
+from pinchpoint.demo import NginxNotFound, StackError, find_nginx
 from pinchpoint.demo.haproxy import find_haproxy
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab import scenarios
 
 try:
     find_nginx()

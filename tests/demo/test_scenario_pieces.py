@@ -16,10 +16,10 @@ from pinchpoint.demo.app import create_app
 from pinchpoint.demo.database import sql_comment
 from pinchpoint.demo.hot import COUNTERS_SQL
 from pinchpoint.demo.nginx import NginxPaths, ProxyOptions, check_config, render_config
-from pinchpoint.demo.postgres import LOG_PREFIX, PostgresCluster, find_postgres, with_database
 from pinchpoint.demo.scan import SCAN_SQL, rows_for
 from pinchpoint.logformats import get_parser
 from pinchpoint.logformats.tag import Tag
+from pinchpoint_lab.postgres import LOG_PREFIX, PostgresCluster, find_postgres, with_database
 
 
 def test_sql_comment_of_a_tag() -> None:

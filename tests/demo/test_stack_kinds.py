@@ -155,7 +155,7 @@ def test_stack_options_are_checked(tmp_path: Path) -> None:
 
 
 def need_uwsgi() -> None:
-    from pinchpoint.demo.uwsgi import find_uwsgi, system_python_matches
+    from pinchpoint_lab.uwsgi import find_uwsgi, system_python_matches
 
     found = find_uwsgi()
     if found is None or (found.plugin and not system_python_matches()):
@@ -164,7 +164,7 @@ def need_uwsgi() -> None:
 
 @pytest.mark.timeout(120)
 def test_uwsgi_threads_serve_at_once_and_count_as_workers(tmp_path: Path) -> None:
-    from pinchpoint.demo.uwsgi import UwsgiStack
+    from pinchpoint_lab.uwsgi import UwsgiStack
 
     need_uwsgi()
     with UwsgiStack(tmp_path, workers=1, threads=3) as stack:
@@ -183,7 +183,7 @@ def test_uwsgi_threads_serve_at_once_and_count_as_workers(tmp_path: Path) -> Non
 
 @pytest.mark.timeout(120)
 def test_haproxy_in_front_of_uwsgi_speaks_http_to_it(tmp_path: Path) -> None:
-    from pinchpoint.demo.uwsgi import UwsgiStack
+    from pinchpoint_lab.uwsgi import UwsgiStack
 
     need_uwsgi()
     need_haproxy()
@@ -225,7 +225,7 @@ def test_gunicorn_reads_its_pool_from_a_config_file(tmp_path: Path) -> None:
 def test_uwsgi_reads_its_options_from_an_ini_file(tmp_path: Path) -> None:
     from configparser import ConfigParser
 
-    from pinchpoint.demo.uwsgi import UwsgiStack
+    from pinchpoint_lab.uwsgi import UwsgiStack
 
     need_uwsgi()
     with UwsgiStack(tmp_path, workers=2, threads=2, server_config="file") as stack:

@@ -14,9 +14,9 @@ import pytest
 
 from pinchpoint.demo import find_nginx
 from pinchpoint.demo.errors import NginxNotFound
-from pinchpoint.demo.scenarios import Scenario
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.scenarios import Scenario
 
 # Short steps: 1, 3, 5, 7 users, 2.5 s each (the first half second of each is warm-up).
 USERS = (1, 7, 2)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from diagnosis_helpers import finding, need_nginx, need_root, run_scenario
 
-from pinchpoint.demo import scenarios
-from pinchpoint.demo.cgroup import cpu_hierarchy
+from pinchpoint_lab import scenarios
+from pinchpoint_lab.cgroup import cpu_hierarchy
 
 
 def test_cgroup_quota_is_named_with_its_throttling(tmp_path: Path) -> None:

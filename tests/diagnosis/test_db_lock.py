@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from diagnosis_helpers import finding, need_module, need_nginx, run_scenario
 
-from pinchpoint.demo import scenarios
-from pinchpoint.demo.postgres import find_postgres
+from pinchpoint_lab import scenarios
+from pinchpoint_lab.postgres import find_postgres
 
 
 def test_hot_row_lock_waits_are_named(tmp_path: Path) -> None:

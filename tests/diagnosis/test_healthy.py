@@ -6,7 +6,7 @@ from pathlib import Path
 
 from diagnosis_helpers import need_nginx, run_scenario
 
-from pinchpoint.demo import scenarios
+from pinchpoint_lab import scenarios
 
 
 def test_enough_workers_and_light_work_name_no_bottleneck(tmp_path: Path) -> None:

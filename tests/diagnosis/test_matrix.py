@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from diagnosis_helpers import check_schema, need_nginx, need_program, need_root
 
-from pinchpoint.demo.matrix.draws import draw
-from pinchpoint.demo.matrix.run import run_one
-from pinchpoint.demo.matrix.spec import CLASSES, Spec
+from pinchpoint_lab.matrix.draws import draw
+from pinchpoint_lab.matrix.run import run_one
+from pinchpoint_lab.matrix.spec import CLASSES, Spec
 
 SEED = 7
 STEP_S = 2.0

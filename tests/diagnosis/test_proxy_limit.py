@@ -6,7 +6,7 @@ from pathlib import Path
 
 from diagnosis_helpers import finding, need_nginx, run_scenario
 
-from pinchpoint.demo import scenarios
+from pinchpoint_lab import scenarios
 
 
 def test_nginx_limit_conn_is_named_as_fast_refusals(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from diagnosis_helpers import finding, need_nginx, run_scenario
 
-from pinchpoint.demo import scenarios
-from pinchpoint.demo.uwsgi import find_uwsgi
+from pinchpoint_lab import scenarios
+from pinchpoint_lab.uwsgi import find_uwsgi
 
 
 def test_two_uwsgi_processes_are_the_bottleneck(tmp_path: Path) -> None:

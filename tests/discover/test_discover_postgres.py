@@ -32,7 +32,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _found() -> tuple[Path, Path] | None:
-    from pinchpoint.demo.postgres import find_postgres
+    from pinchpoint_lab.postgres import find_postgres
 
     return find_postgres()
 
@@ -235,7 +235,7 @@ def demo_with_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
         pytest.skip("needs PostgreSQL and nginx")
     from pinchpoint.demo import DemoStack
     from pinchpoint.demo.env import PG_DSN_ENV
-    from pinchpoint.demo.postgres import PostgresCluster
+    from pinchpoint_lab.postgres import PostgresCluster
 
     with PostgresCluster() as pg:
         pg.execute(COUNTERS_SQL)
@@ -255,7 +255,7 @@ def _nginx_missing_binary() -> bool:
 
 
 def test_the_demos_app_server_is_found_calling_its_postgresql(demo_with_postgres: tuple) -> None:
-    from pinchpoint.demo.postgres import LOG_PREFIX
+    from pinchpoint_lab.postgres import LOG_PREFIX
 
     pg, stack = demo_with_postgres
     found = walk(stack.gunicorn_url + "/api/hot", READERS)
@@ -278,9 +278,7 @@ def test_the_demos_app_server_is_found_calling_its_postgresql(demo_with_postgres
 def test_the_demo_stack_is_followed_from_its_url_to_its_database(demo_with_postgres: tuple) -> None:
     pg, stack = demo_with_postgres
     text, found = init_plan(stack.url + "/api/hot")
-    assert [t.name for t in found.tiers] == ["nginx", "gunicorn", "app", "postgres"], (
-        found.problems
-    )
+    assert [t.name for t in found.tiers] == ["nginx", "gunicorn", "app", "postgres"], found.problems
     assert found.calls == {
         "nginx": ["gunicorn"], "gunicorn": ["app"], "app": ["postgres"], "postgres": []
     }  # fmt: skip

@@ -7,8 +7,3 @@ PROBE_LOG_ENV = "PINCHPOINT_PROBE_LOG"
 PG_DSN_ENV = "PINCHPOINT_DEMO_PG"
 # N: every Nth answer of `GET /api/orders/<id>` in a worker carries a wrong id (demo/journey.py).
 WRONG_EVERY_ENV = "PINCHPOINT_DEMO_WRONG_EVERY"
-# The traced gateway's callees, their URLs space-separated, and each's wait (demo/fanout_app.py).
-FANOUT_CALLEES_ENV = "PINCHPOINT_FANOUT_CALLEES"
-FANOUT_WAIT_ENV = "PINCHPOINT_FANOUT_WAIT_MS"
-# The traced gateway's request: it calls every callee side by side.
-FANOUT_PATH = "/fanout"

@@ -137,7 +137,8 @@ class DemoStack:
             raise ValueError("the edge nginx passes requests to the inner one over http")
         self.app_env = dict(app_env or {})
         # The application server inside a network namespace: the argv prefix that runs a
-        # command there, and its address (see demo/netns.py); the proxy calls it there.
+        # command there, and its address (pinchpoint_lab/netns.py makes one for the tests);
+        # the proxy calls it there.
         self._server_prefix, self.server_host = server_netns or ([], HOST)
         if server_netns is not None:
             self.proxy = dataclasses.replace(self.proxy, upstream_host=self.server_host)

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pinchpoint.demo.matrix.spec import Spec, Truth
+from pinchpoint_lab.matrix.spec import Spec, Truth
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,21 @@ from pathlib import Path
 
 import psutil
 
-from pinchpoint.demo.blkio import DiskLimit
-from pinchpoint.demo.cgroup import CpuQuota
-from pinchpoint.demo.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV, PG_DSN_ENV
+from pinchpoint.demo.env import PG_DSN_ENV
 from pinchpoint.demo.hot import COUNTERS_SQL
-from pinchpoint.demo.matrix.spec import FLOW, GATEWAY, Callee, JourneyStep, Spec
-from pinchpoint.demo.neighbour import CpuHog, starved_generator
-from pinchpoint.demo.netns import ShapedLink
 from pinchpoint.demo.nginx import ProxyOptions
 from pinchpoint.demo.plan import FlowStep
-from pinchpoint.demo.postgres import PostgresCluster, with_database
 from pinchpoint.demo.scan import SCAN_SQL, rows_for
-from pinchpoint.demo.scenarios import Scenario
 from pinchpoint.demo.stack import DemoStack
-from pinchpoint.demo.traced import (
+from pinchpoint_lab.blkio import DiskLimit
+from pinchpoint_lab.cgroup import CpuQuota
+from pinchpoint_lab.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
+from pinchpoint_lab.matrix.spec import FLOW, GATEWAY, Callee, JourneyStep, Spec
+from pinchpoint_lab.neighbour import CpuHog, starved_generator
+from pinchpoint_lab.netns import ShapedLink
+from pinchpoint_lab.postgres import PostgresCluster, with_database
+from pinchpoint_lab.scenarios import Scenario
+from pinchpoint_lab.traced import (
     GATEWAY_APP,
     SERVICE_APP,
     TracedService,
@@ -34,7 +35,7 @@ from pinchpoint.demo.traced import (
     otlp_endpoint,
     otlp_listen,
 )
-from pinchpoint.demo.uwsgi import UwsgiStack
+from pinchpoint_lab.uwsgi import UwsgiStack
 
 # A hog never outlives a scenario by much, even if the run is killed.
 HOG_MAX_S = 900

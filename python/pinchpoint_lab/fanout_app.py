@@ -5,8 +5,8 @@ its callee: the requests instrumentation names every client span `GET`.
 
 Run under gunicorn, without --preload (each worker starts its own exporter thread):
 
-    PINCHPOINT_FANOUT_CALLEES="http://... http://..." gunicorn 'pinchpoint.demo.fanout_app:gateway()'
-    PINCHPOINT_FANOUT_WAIT_MS=10 gunicorn 'pinchpoint.demo.fanout_app:service()'
+    PINCHPOINT_FANOUT_CALLEES="http://... http://..." gunicorn 'pinchpoint_lab.fanout_app:gateway()'
+    PINCHPOINT_FANOUT_WAIT_MS=10 gunicorn 'pinchpoint_lab.fanout_app:service()'
 
 The gateway's `/fanout` calls every callee's `/work` side by side, each in its own thread,
 and answers when all have. A service's `/work` sleeps its wait: its worker waits, and
@@ -30,7 +30,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from pinchpoint.demo.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
+from pinchpoint_lab.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
 
 # Calls in flight in one gateway process: every thread of a gthread worker may fan out.
 MAX_CALLS = 64

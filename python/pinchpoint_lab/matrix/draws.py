@@ -30,7 +30,7 @@ import math
 import random
 from dataclasses import replace
 
-from pinchpoint.demo.matrix.capacity import (
+from pinchpoint_lab.matrix.capacity import (
     cpu_at,
     cpu_start,
     first_level,
@@ -41,7 +41,7 @@ from pinchpoint.demo.matrix.capacity import (
     separated,
     steps_for,
 )
-from pinchpoint.demo.matrix.spec import (
+from pinchpoint_lab.matrix.spec import (
     CALLEE_NAMES,
     CHECKOUT,
     CLASSES,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 
-from pinchpoint.demo.matrix.spec import CORES, HEALTHY_SHARE, MARGIN, OVERHEAD_CPU_MS, PAST_KNEE
+from pinchpoint_lab.matrix.spec import CORES, HEALTHY_SHARE, MARGIN, OVERHEAD_CPU_MS, PAST_KNEE
 
 
 def first_level(levels: list[int], users: float) -> int:
@@ -33,7 +33,7 @@ def light(rps: float, cpu_ms: float, cores: float) -> bool:
 
 
 def hog_duties(cores: float) -> list[float]:
-    """The hog's processes, each's share of a core (as demo/neighbour.py's CpuHog runs)."""
+    """The hog's processes, each's share of a core (as neighbour.py's CpuHog runs)."""
     whole = math.floor(cores)
     return [1.0] * whole + ([cores - whole] if cores > whole else [])
 

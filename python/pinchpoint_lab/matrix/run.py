@@ -7,12 +7,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pinchpoint.demo.matrix.build import running
-from pinchpoint.demo.matrix.score import Outcome, judge
-from pinchpoint.demo.matrix.spec import Spec
 from pinchpoint.discover.init import init_plan
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan, with_find_knee
+from pinchpoint_lab.matrix.build import running
+from pinchpoint_lab.matrix.score import Outcome, judge
+from pinchpoint_lab.matrix.spec import Spec
 
 
 def run_one(

@@ -18,14 +18,14 @@ from typing import Any
 
 import psutil
 
-from pinchpoint.demo.cgroup import CpuQuota
 from pinchpoint.demo.env import PG_DSN_ENV
-from pinchpoint.demo.neighbour import CpuHog, starved_generator
 from pinchpoint.demo.nginx import ProxyOptions
 from pinchpoint.demo.plan import FlowStep, stack_plan
-from pinchpoint.demo.postgres import PostgresCluster, with_database
 from pinchpoint.demo.stack import DemoStack
-from pinchpoint.demo.uwsgi import UwsgiStack
+from pinchpoint_lab.cgroup import CpuQuota
+from pinchpoint_lab.neighbour import CpuHog, starved_generator
+from pinchpoint_lab.postgres import PostgresCluster, with_database
+from pinchpoint_lab.uwsgi import UwsgiStack
 
 # 2 ms of CPU and 8 ms of waiting: a full pool and a full CPU are different limits.
 PROBE = "/sys_perf_check?cpu=2&wait=8"

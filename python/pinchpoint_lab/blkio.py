@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 
 from pinchpoint.collect.resources.cgroups import PROC, Mount, unescape_mount_path
-from pinchpoint.demo.cgroup import ThrowawayCgroup, hierarchy
 from pinchpoint.demo.errors import StackError
+from pinchpoint_lab.cgroup import ThrowawayCgroup, hierarchy
 
 SYS_BLOCK = Path("/sys/dev/block")
 _MAJOR_MINOR = re.compile(r"\d+:\d+")

@@ -23,8 +23,8 @@ from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.gunicorn import slots
 from pinchpoint.demo.stack import HOST, DemoStack, _free_port, _Front
 
-GATEWAY_APP = "pinchpoint.demo.fanout_app:gateway()"
-SERVICE_APP = "pinchpoint.demo.fanout_app:service()"
+GATEWAY_APP = "pinchpoint_lab.fanout_app:gateway()"
+SERVICE_APP = "pinchpoint_lab.fanout_app:service()"
 # The batch span processor's delay, in ms: spans reach the receiver soon after their request.
 EXPORT_DELAY_MS = 200
 _NEEDS = (
