@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pinchpoint"
 
 # Lowest first. A part not listed fails the test: place it when it is added.
 LAYERS: list[set[str]] = [
-    {"rundir", "probe", "_engine", "interrupts", "logformats"},
+    {"rundir", "probe", "_engine", "interrupts", "logformats", "lifecycle"},
     {"plan", "redact", "redact_messages"},
     {"load", "collect"},
     {"analyze"},

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from types import TracebackType
-from typing import Self
 
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from pinchpoint.lifecycle import Closing
+
 ROWS = 10
 
 
-class LiveView:
+class LiveView(Closing):
     """Call it with each snapshot; use it as a context manager to end the drawing."""
 
     def __init__(self, console: Console, quiet: bool = False, rows: int = ROWS) -> None:
@@ -34,17 +34,6 @@ class LiveView:
         self._last: dict | None = None
         self._started = time.monotonic()
         self._live: Live | None = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._live is not None:

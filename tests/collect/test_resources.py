@@ -293,3 +293,27 @@ def test_more_busy_processes_than_cores_show_as_cpu_pressure(started: Started) -
     # Twice as many runnable processes as cores: some task waits for a CPU nearly always.
     assert max(row["cpu_pressure"] for row in host) >= 0.5
     assert max(row["run_queue"] for row in host) >= cpus
+
+
+def _failing_after_first_sample(sampler: ResourceSampler, monkeypatch: pytest.MonkeyPatch) -> None:
+    def gone() -> None:
+        raise OSError("host readings gone")
+
+    monkeypatch.setattr(sampler._host, "read", gone)
+    time.sleep(0.3)  # the thread samples and fails
+
+
+def test_a_sampling_failure_ends_the_block_with_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with (
+        pytest.raises(RuntimeError, match="resource sampling failed: host readings gone"),
+        ResourceSampler({}, interval_s=0.1) as sampler,
+    ):
+        _failing_after_first_sample(sampler, monkeypatch)
+
+
+def test_a_failing_block_keeps_its_own_error_over_the_samplers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(KeyError, match="the block's"), ResourceSampler({}, interval_s=0.1) as s:
+        _failing_after_first_sample(s, monkeypatch)
+        raise KeyError("the block's")

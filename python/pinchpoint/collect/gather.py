@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol, Self, cast, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pinchpoint.collect.logs.reader import FileCounts, TierRow, collection_json
 from pinchpoint.collect.resources.sampler import conform
+from pinchpoint.lifecycle import Closing
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import RESOURCES_SCHEMA, TIERS_SCHEMA
 from pinchpoint.rundir.shapes import CollectionJson
@@ -54,7 +54,7 @@ class Overlay(Protocol):
     def overlay(self, table: pa.Table) -> pa.Table: ...
 
 
-class TierWriter:
+class TierWriter(Closing):
     """Writes tiers.parquet in row groups, so rows are never all held in memory.
 
     `req_id_offsets` maps a level's users to what its requests' ids were shifted by in
@@ -72,17 +72,6 @@ class TierWriter:
         self._offsets = {u: o for u, o in (req_id_offsets or {}).items() if o}
         self._pending: list[TierRow] = []
         self.rows = 0
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def add(self, rows: Sequence[TierRow]) -> None:
         self._pending.extend(rows)

@@ -18,8 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import psutil
 import pyarrow as pa
@@ -31,6 +30,7 @@ from pinchpoint.collect.resources.procs import TICK_S, ProcessTable, ProcStat, d
 from pinchpoint.collect.resources.schedstat import run_delay_s
 from pinchpoint.collect.resources.sockets import SocketReader
 from pinchpoint.collect.servers.watch import EMPTY, PoolWatch
+from pinchpoint.lifecycle import Started
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import OPTIONAL_RESOURCE_COLUMNS, RESOURCES_SCHEMA
 
@@ -137,7 +137,7 @@ class ProcessSelector:
         return self.name == os.path.basename(cmdline[0])
 
 
-class ResourceSampler:
+class ResourceSampler(Started):
     """Samples targets, the host and this process every interval_s in a background thread.
 
     Rows start one interval after start(): each needs a previous reading to measure CPU from.
@@ -181,17 +181,10 @@ class ResourceSampler:
         self._last_sample = 0.0
         self._error: BaseException | None = None
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop(raise_errors=exc is None)
+    def leave(self, error: BaseException | None) -> None:
+        """Stops sampling at the end of a `with` block; an error of the sampling thread is
+        raised only when the block ended without one of its own."""
+        self.stop(raise_errors=error is None)
 
     def start(self) -> None:
         """Takes the first readings and starts sampling in a daemon thread."""
