@@ -7,14 +7,17 @@
         ...
 """
 
-from abc import abstractmethod
-from contextlib import AbstractContextManager
+from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Self
 
 
-class _Held(AbstractContextManager["_Held", None]):
-    """`with` gives the object itself and calls `leave` at the end of the block."""
+class _Held(ABC):
+    """`with` gives the object itself and calls `leave` at the end of the block.
+
+    A context manager by its methods, not by `contextlib.AbstractContextManager`: typing
+    that base fixes what `with` gives to one class, where `Self` gives each its own (what
+    `ExitStack.enter_context` returns, too)."""
 
     def __enter__(self) -> Self:
         return self

@@ -19,11 +19,10 @@ import secrets
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from pinchpoint.collect.resources.cgroups import Mount, read_mounts
 from pinchpoint.demo.errors import StackError
+from pinchpoint.lifecycle import Started
 
 PERIOD_US = 100_000
 _RMDIR_TRIES = 50
@@ -48,7 +47,7 @@ def cpu_hierarchy(mounts: list[Mount] | None = None) -> Mount | None:
     return hierarchy("cpu", "cpu", mounts)
 
 
-class ThrowawayCgroup:
+class ThrowawayCgroup(Started):
     """A child cgroup of a hierarchy's root with a limit, removed on exit. Subclasses say
     which controller (`v1`, `v2`), what the limit is (`describe`) and write it (`write`)."""
 
@@ -65,16 +64,12 @@ class ThrowawayCgroup:
         assert self.mount is not None
         return self.mount.version
 
-    def __enter__(self) -> Self:
+    def start(self) -> None:
+        """Makes the cgroup and sets its limit (`create`)."""
         self.create()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
+        """Removes the cgroup (`remove`)."""
         self.remove()
 
     def describe(self) -> str:

@@ -21,10 +21,9 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from pinchpoint.demo.procs import Child
+from pinchpoint.lifecycle import Started
 
 PERIOD_S = 0.01
 _STOP_TIMEOUT_S = 5.0
@@ -44,7 +43,7 @@ while (now := time.monotonic()) < deadline:
 """
 
 
-class CpuHog:
+class CpuHog(Started):
     """`cores` worth of CPU burnt by separate processes: one spinning process a whole core
     and one duty-cycled for the fraction (1.5: one at 100 %, one at 50 %), each allowed only
     `cpus` when given. Stops on exit, and by itself after max_seconds."""
@@ -67,18 +66,6 @@ class CpuHog:
     def pids(self) -> list[int]:
         """The hogs' process ids (empty when stopped)."""
         return [child.pid for child in self._children]
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         if self._children:

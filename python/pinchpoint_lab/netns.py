@@ -22,10 +22,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from pinchpoint.demo.errors import StackError
+from pinchpoint.lifecycle import Started
 
 POOL = ipaddress.IPv4Network("10.213.0.0/16")
 LATENCY_MS = 50.0
@@ -35,7 +35,7 @@ _TIMEOUT_S = 10.0
 _GONE_WAIT_S = 5.0
 
 
-class ShapedLink:
+class ShapedLink(Started):
     """A network namespace whose veth link to this namespace carries at most
     `rate_bytes_s` bytes per second each way (tbf on both ends' egress).
 
@@ -84,18 +84,6 @@ class ShapedLink:
         self._procs.append(proc)
         return proc
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def start(self) -> None:
         """Makes the namespace, the veth pair, the addresses and the shapers."""
         if self._made:
@@ -116,10 +104,10 @@ class ShapedLink:
             self._shape(["-n", self.netns], self.ns_if)
             self.host_address, self.ns_address = host, peer
         except BaseException:
-            self.close()
+            self.stop()
             raise
 
-    def close(self) -> None:
+    def stop(self) -> None:
         """Kills what runs in the namespace, deletes the veth pair and the namespace, and
         waits (boundedly) until the pair is gone. Idempotent."""
         if not self._made:

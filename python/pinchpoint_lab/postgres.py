@@ -25,11 +25,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.procs import Child
+from pinchpoint.lifecycle import Started
 
 HOST = "127.0.0.1"
 LOG_PREFIX = "%m [%p] %q%u@%d %a "
@@ -90,7 +90,7 @@ def _as_user(argv: list[str], user: str | None) -> list[str]:
     return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv]
 
 
-class PostgresCluster:
+class PostgresCluster(Started):
     """initdb + postgres on 127.0.0.1 and a free port; stopped and removed on exit."""
 
     def __init__(self, startup_timeout_s: float = 60.0) -> None:
@@ -112,18 +112,6 @@ class PostgresCluster:
     def pid(self) -> int:
         assert self._server is not None
         return self._server.pid
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         """initdb, start the server, wait until it takes connections; cleans up on failure."""

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType, TracebackType
-from typing import Any, ClassVar, Literal, Self
+from types import FrameType
+from typing import Any, ClassVar, Literal
 
 import psutil
 
@@ -39,6 +39,7 @@ from pinchpoint.demo.nginx import (
     render_config,
 )
 from pinchpoint.demo.procs import Child
+from pinchpoint.lifecycle import Started
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 
 HOST = "127.0.0.1"
@@ -61,7 +62,7 @@ class _Front:
     pid_file: Path | None = None
 
 
-class DemoStack:
+class DemoStack(Started):
     """A proxy on 127.0.0.1 passing to gunicorn running the demo app, all files in workdir.
 
     Use as a context manager: the processes are stopped on exit, on exceptions, on Ctrl-C and
@@ -162,18 +163,6 @@ class DemoStack:
         self._gunicorn: Child | None = None
         self._previous_sigterm: Any = None
         self._sigterm_installed = False
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         """Writes and checks the proxies' configs, starts gunicorn then the proxies from the
