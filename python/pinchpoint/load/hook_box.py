@@ -31,7 +31,7 @@ START_BUDGET_S = 30.0
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 # Once broken, how long the calls wait (all together, from the break) for the run to
 # have stopped before they fail (the engine stops ~0.1 s after the break).
-HELD_S = 0.5
+HELD_S = 1.0
 # How long close() waits for a call in flight to leave.
 CLOSE_WAIT_S = 2.0
 
