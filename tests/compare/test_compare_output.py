@@ -11,7 +11,8 @@ import pytest
 from plotly.offline import get_plotlyjs
 from rich.console import Console
 
-from pinchpoint.compare import compare, render_comparison
+from pinchpoint.compare import compare
+from pinchpoint.terminal.comparison import render_comparison
 
 MakeRun = Callable[..., Path]  # the make_run fixture
 

@@ -24,8 +24,8 @@ from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.load.distributed.runner import NAMESPACE, actor_name, run_on_ray
 from pinchpoint.logformats.nginx import NGINX_FORMAT
 from pinchpoint.plan.model import parse_plan
-from pinchpoint.report.terminal import verdict_text
 from pinchpoint.rundir import files
+from pinchpoint.terminal.verdict import verdict_text
 
 try:
     import ray

@@ -7,7 +7,8 @@ import pytest
 from fake_run import HEADLINE
 from rich.console import Console
 
-from pinchpoint.report import fmt, render_steps, render_verdict, verdict_text
+from pinchpoint.report import fmt
+from pinchpoint.terminal.verdict import render_steps, render_verdict, verdict_text
 
 
 def _row(text: str, users: int) -> list[str]:

@@ -25,7 +25,7 @@ READS = {
 # Parquet read straight from a path.
 PARQUET_READS = {("pl", "read_parquet"), ("pl", "scan_parquet"), ("pq", "read_table")}
 # The stages after the load, which read a finished run folder.
-READERS = ("analyze", "report", "compare", "cli", "api.py", "terminal.py")
+READERS = ("analyze", "report", "compare", "cli", "api.py", "terminal/")
 # Where a RunFolder is made outside rundir/: the stages that write the folder's files.
 WRITERS = {"collect/gather.py", "pipeline.py"}
 

@@ -33,7 +33,7 @@ def analyze(
     from pinchpoint.analyze import analyze as analyze_run
     from pinchpoint.recover import recover
     from pinchpoint.report.html import write_report
-    from pinchpoint.report.terminal import render_steps, render_verdict
+    from pinchpoint.terminal.verdict import render_steps, render_verdict
 
     try:
         recovery = recover(run_dir)  # a folder left by a killed run

@@ -45,7 +45,7 @@ FindKnee = Annotated[
 
 
 def show_outcome(outcome: RunOutcome, console: RichConsole) -> None:
-    from pinchpoint.report.terminal import render_steps, render_verdict
+    from pinchpoint.terminal.verdict import render_steps, render_verdict
 
     console.print()
     if search := getattr(outcome, "search", None):

@@ -29,7 +29,7 @@ def compare(
 ) -> None:
     """Compare two runs: percentile ladder, SLA error rate, significance, QQ plot."""
     from pinchpoint.compare import compare as compare_runs
-    from pinchpoint.compare import render_comparison
+    from pinchpoint.terminal.comparison import render_comparison
 
     try:
         if sla_ms is not None:

@@ -35,7 +35,7 @@ def report(
         fail(f"{run_dir}: no verdict.json: run pinchpoint analyze {run_dir} first")
         raise typer.Exit(2)
     from pinchpoint.report.html import write_report
-    from pinchpoint.report.terminal import render_steps, render_verdict
+    from pinchpoint.terminal.verdict import render_steps, render_verdict
 
     try:
         out = write_report(view)

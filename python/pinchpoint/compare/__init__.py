@@ -9,7 +9,7 @@ where present).
 each side's share of requests slower than `sla_ms`, percentile-bootstrap 95% intervals
 of p50, p99 and p99.9 and whether they overlap, the Mann–Whitney U test, and a verdict
 line on p99. With `out`, it also writes a self-contained HTML page there.
-`render_comparison()` prints it all with rich.
+`pinchpoint.terminal.comparison.render_comparison()` prints it all with rich.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from pathlib import Path
 from pinchpoint.compare.html import write_html
 from pinchpoint.compare.result import ComparisonResult, build
 from pinchpoint.compare.sides import CompareInputError, load_side
-from pinchpoint.compare.terminal import render_comparison
 
-__all__ = ["CompareInputError", "ComparisonResult", "compare", "render_comparison", "write_html"]
+__all__ = ["CompareInputError", "ComparisonResult", "compare", "write_html"]
 
 
 def compare(a: Path, b: Path, out: Path | None, sla_ms: float | None) -> ComparisonResult:

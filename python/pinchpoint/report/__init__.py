@@ -1,7 +1,8 @@
-"""The reports: the terminal table and verdict, and the self-contained `report.html`.
+"""The self-contained `report.html`, and the tables and charts it shows (the terminal's
+step table and verdict, made from the same tables, are in `pinchpoint.terminal.verdict`).
 
-They read the run folder and the verdict only, never the engine or the analysis code.
-The names below load on first use, so that a light module here (`fmt`, `load`) does not
+It reads the run folder and the verdict only, never the engine or the analysis code.
+`write_report` loads on first use, so that a light module here (`fmt`, `load`) does not
 pull in plotly."""
 
 from __future__ import annotations
@@ -10,15 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pinchpoint.report.html import write_report
-    from pinchpoint.report.terminal import render_steps, render_verdict, verdict_text
 
-__all__ = ["render_steps", "render_verdict", "verdict_text", "write_report"]
+__all__ = ["write_report"]
 
 _HOMES = {
     "write_report": "pinchpoint.report.html",
-    "render_steps": "pinchpoint.report.terminal",
-    "render_verdict": "pinchpoint.report.terminal",
-    "verdict_text": "pinchpoint.report.terminal",
 }
 
 
