@@ -52,7 +52,9 @@ def test_a_stack_on_two_hosts_is_found_through_their_agents_and_runs(tmp_path: P
                 *agents, "--token-env", TOKEN_ENV, timeout=120,
             )  # fmt: skip
             assert done.returncode == 0, done.stdout + done.stderr
-            assert "Wrote" in done.stdout and "nginx@a → gunicorn@b → app@b" in done.stdout, done.stdout
+            assert "Wrote" in done.stdout and "nginx@a → gunicorn@b → app@b" in done.stdout, (
+                done.stdout
+            )
             written = parse_plan(plan.read_text(), str(plan))
             hosts = {c.name: c.host for c in written.component}
             assert hosts == {"nginx": "a", "gunicorn": "b", "app": "b"}

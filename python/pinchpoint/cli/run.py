@@ -69,7 +69,6 @@ def run(
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
     Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
-    from pinchpoint.load.preflight import check_run
     from pinchpoint.plan.model import parse_plan, with_find_knee
 
     if (plan_file is None) == (discover is None):
@@ -85,6 +84,9 @@ def run(
             plan = with_find_knee(plan, text, source)
         if ray is not None or generators is not None:
             plan = _with_generators(plan, ray, generators)
+        # Imported once the plan reads: it loads the engine.
+        from pinchpoint.load.preflight import check_run
+
         check_run(plan, text, source, runs_dir, locustfile is not None)
     except PlanError as e:
         fail(e)
