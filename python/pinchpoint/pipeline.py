@@ -15,6 +15,7 @@ from typing import cast
 
 from pinchpoint.analyze import analyze
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
+from pinchpoint.collect.profiling.step import StepProfiler
 from pinchpoint.collect.sources.local import LocalCollector
 from pinchpoint.collect.sources.prometheus import PrometheusCollector
 from pinchpoint.collect.sources.remote import RemoteCollector
@@ -109,10 +110,15 @@ def execute(
     (run_dir / files.PLAN).write_text(redact_plan_text(plan_text, secret_values(plan)))
     started = time.time()
     knee: KneeRun | None = None
+    # Samples the Python tiers' stacks during one step, when the plan asks (plan/profile.py).
+    profiler = StepProfiler.for_plan(plan)
+    if profiler is not None:
+        on_tick = profiler.watch(on_tick)
     # SIGINT and SIGTERM stop the load and the run goes on with what it measured.
     with catching():
         for collector in using:
             collector.start(run_id, plan.sampling.interval)
+        interrupted = True
         try:
             if plan.generators.ray is not None:
                 from pinchpoint.load.distributed.runner import run_on_ray
@@ -125,7 +131,10 @@ def execute(
                 result = run_locust(plan, run_id, run_dir, on_tick=on_tick)
             else:
                 result = run_steps(plan, run_id, run_dir, on_tick=on_tick)
+            interrupted = result.interrupted
         finally:
+            if profiler is not None:
+                profiler.finish(files.RunFolder(run_dir), interrupted)
             for collector in using:
                 collector.stop()
             write_resources(using, run_dir / files.RESOURCES)
@@ -169,7 +178,8 @@ def execute(
     write_histograms(summary, run_dir)
     verdict = analyze(run_dir)
     write_report(run_dir)
-    warnings = [redactor.text(problem) for collector in using for problem in collector.problems]
+    problems = [p for c in using for p in c.problems] + (profiler.problems if profiler else [])
+    warnings = [redactor.text(problem) for problem in problems]
     search = knee.record if knee is not None else None
     stopped = run.get("stopped")  # redacted, as printed
     return RunOutcome(run_dir, verdict, result.interrupted, warnings, search, stopped)

@@ -10,6 +10,7 @@ from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.causes.generator import load_short
 from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
+from pinchpoint.analyze.hot_code import add_hot_code, read_profile
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.pools import pool_sizes
 from pinchpoint.analyze.run_input import RunInput, read_input
@@ -126,6 +127,8 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
     if endpoints:
         verdict["endpoints"] = endpoints
         verdict["workers_estimate"] = workers_estimates(endpoints)
+    if (profile := read_profile(view.folder)) is not None:
+        add_hot_code(verdict, profile)
     verdict = cast(dict, _clean(verdict))
     view.folder.write_verdict(cast(VerdictJson, verdict))
     return verdict

@@ -65,6 +65,14 @@ def run(
             "--json", help="Print the verdict and the SLA results as JSON (the rest to stderr)."
         ),
     ] = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="Sample the Python tiers' hot functions with py-spy during the heaviest step "
+            "(the plan's [profile]).",
+        ),
+    ] = False,
 ) -> None:
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
@@ -84,6 +92,10 @@ def run(
             plan = with_find_knee(plan, text, source)
         if ray is not None or generators is not None:
             plan = _with_generators(plan, ray, generators)
+        if profile:
+            from pinchpoint.plan.profile import with_profile
+
+            plan, text = with_profile(plan, text)
         # Imported once the plan reads: it loads the engine.
         from pinchpoint.load.preflight import check_run
 

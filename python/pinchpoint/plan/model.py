@@ -32,6 +32,7 @@ from pinchpoint.plan.load_models import (
     ThinkTime,
 )
 from pinchpoint.plan.otlp import Otlp
+from pinchpoint.plan.profile import Profile
 from pinchpoint.plan.prometheus import Prometheus, check_series_names
 from pinchpoint.plan.sla import Sla
 from pinchpoint.plan.toml import (
@@ -363,6 +364,8 @@ class Plan(Strict):
     sla: Sla | None = None
     # Load generators on a Ray cluster (plan/generators.py, load/distributed/).
     generators: Generators = Generators()
+    # Hot functions of the Python tiers sampled during one step (plan/profile.py).
+    profile: Profile | None = None
 
     @model_validator(mode="after")
     def _check_weights(self) -> Plan:
@@ -402,6 +405,12 @@ class Plan(Strict):
                     raise ValueError(
                         f"component {c.name!r} calls {callee!r}, which the plan does not list"
                     )
+        return self
+
+    @model_validator(mode="after")
+    def _check_profile(self) -> Plan:
+        if self.profile is not None:
+            self.profile.check(self.component, self.load.levels())
         return self
 
     @model_validator(mode="after")

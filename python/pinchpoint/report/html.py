@@ -14,6 +14,8 @@ from pinchpoint.analyze.sla_record import SlaOutcome, percentile_limits, stored_
 from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
 from pinchpoint.report.load import ReportInput, load_run
+from pinchpoint.report.profile_section import CSS as PROFILE_CSS
+from pinchpoint.report.profile_section import profile_section
 from pinchpoint.report.request_table import request_table
 from pinchpoint.report.table import StepTable, step_table
 from pinchpoint.report.waterfall import waterfall
@@ -97,6 +99,7 @@ def render_page(data: ReportInput) -> str:
         _percentiles_section(data, outcome),
         _throughput_section(data),
         _waterfall_section(data),
+        profile_section(verdict, data.view.folder),
         *_time_sections(data),
         _table_section(verdict),
         _requests_section(verdict),
@@ -105,7 +108,8 @@ def render_page(data: ReportInput) -> str:
     ]
     body = [section for section in sections if section]
     script = SYNC_SCRIPT % _js_list(TIME_PLOTS)
-    return shell.page(f"pinchpoint · {run_id}", "pinchpoint report", body, CSS, script)
+    css = CSS + PROFILE_CSS
+    return shell.page(f"pinchpoint · {run_id}", "pinchpoint report", body, css, script)
 
 
 def _js_list(items: list[str]) -> str:

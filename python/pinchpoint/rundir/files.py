@@ -14,6 +14,7 @@ runs/<run-id>/
                         the report (stands for requests.parquet while that is unchanged)
     report.html         the page
     summary.json        a summary that stands in for requests.parquet (imports, `load`)
+    profile.json        the Python tiers' stacks sampled during one step (`run --profile`)
     levels/             the knee search's probes, one run folder each
 """
 
@@ -42,6 +43,7 @@ VERDICT = "verdict.json"
 DIGEST = "digest.parquet"
 REPORT = "report.html"
 SUMMARY = "summary.json"
+PROFILE = "profile.json"
 LEVELS = "levels"
 
 # Rows per row group of requests.parquet (the engine's too: ROW_GROUP_ROWS in

@@ -120,3 +120,5 @@ class VerdictJson(TypedDict):
     # The plan's [sla] as the analysis checked it (analyze/sla_record.py); null without
     # one, absent from a verdict written before it was kept.
     sla: NotRequired[dict[str, Any] | None]
+    # The profiled step's top functions per Python tier (analyze/hot_code.py).
+    profile: NotRequired[dict[str, Any]]

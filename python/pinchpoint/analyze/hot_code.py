@@ -1,0 +1,131 @@
+"""The hot code of a tier that computes: from the stacks py-spy sampled during one step
+(`profile.json`), the functions that took the most samples by their own time (the
+innermost frame) and by their total time (anywhere on the stack), as evidence for a
+finding that names that tier's CPU or its pool of busy workers.
+
+By total time, a function whose samples nearly all went through one callee (a framework's
+dispatch, a wrapper) says no more than that callee and is left out: the list keeps the
+functions where the time divides, or is spent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from itertools import pairwise
+
+from pinchpoint.analyze.findings import pct
+from pinchpoint.rundir import files
+
+# The resources of a finding about a tier that computes.
+COMPUTING = ("cpu", "cpu_quota", "worker_pool")
+TOP = 5
+# A function whose samples went through one callee at least this share of the time is
+# a pass-through.
+PASS_THROUGH = 0.99
+
+
+@dataclass(frozen=True)
+class FunctionTime:
+    name: str  # py-spy's frame: `function (file:first line)`
+    own: int  # samples where it was the innermost frame
+    total: int  # samples where it was anywhere on the stack
+
+    def as_json(self, samples: int) -> dict:
+        return {
+            "function": self.name,
+            "self_share": self.own / samples if samples else 0.0,
+            "total_share": self.total / samples if samples else 0.0,
+        }
+
+
+def function_times(stacks: list[tuple[str, int]]) -> list[FunctionTime]:
+    """Each function's own and total samples; a recursive function counts once a sample."""
+    own: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    for stack, n in stacks:
+        frames = stack.split(";")
+        own[frames[-1]] += n
+        for frame in set(frames):
+            total[frame] += n
+    return [FunctionTime(name, own[name], total[name]) for name in total]
+
+
+def pass_through(stacks: list[tuple[str, int]], total: dict[str, int]) -> set[str]:
+    """The functions whose samples nearly all went through one callee."""
+    edges: Counter[tuple[str, str]] = Counter()
+    for stack, n in stacks:
+        frames = stack.split(";")
+        for caller, callee in set(pairwise(frames)):
+            if caller != callee:
+                edges[caller, callee] += n
+    return {caller for (caller, _), n in edges.items() if n >= PASS_THROUGH * total[caller]}
+
+
+def top_functions(stacks: list[tuple[str, int]], top: int = TOP) -> dict:
+    """The functions with the most own time, and with the most total time less the
+    pass-throughs, with their shares of the samples."""
+    samples = sum(n for _, n in stacks)
+    times = function_times(stacks)
+    skipped = pass_through(stacks, {t.name: t.total for t in times})
+    by_self = sorted((t for t in times if t.own), key=lambda t: (-t.own, t.name))[:top]
+    by_total = sorted(
+        (t for t in times if t.name not in skipped), key=lambda t: (-t.total, t.name)
+    )[:top]
+    return {
+        "samples": samples,
+        "by_self": [t.as_json(samples) for t in by_self],
+        "by_total": [t.as_json(samples) for t in by_total],
+    }
+
+
+def evidence_lines(tier: str, profile: dict, top: dict) -> list[str]:
+    """What the profile says of `tier`, in the evidence's words."""
+    spent = "; ".join(f"{f['function']} {pct(f['self_share'])}" for f in top["by_self"])
+    within = "; ".join(f"{f['function']} {pct(f['total_share'])}" for f in top["by_total"])
+    level = profile.get("level")
+    at = f"{level:g} {'req/s' if profile.get('kind') == 'rate' else 'users'}"
+    lines = [
+        f"py-spy sampled {tier} at {at} (step {profile.get('step')}, {top['samples']} "
+        f"samples): by own time {spent}"
+    ]
+    if within:
+        lines.append(f"{tier}'s functions by total time (with their callees): {within}")
+    return lines
+
+
+def read_profile(folder: files.RunFolder) -> dict | None:
+    """profile.json, or None when the run took no profile or it cannot be read."""
+    if not folder.has(files.PROFILE):
+        return None
+    try:
+        profile = folder.read_json(files.PROFILE)
+    except (OSError, ValueError):
+        return None
+    return profile if isinstance(profile.get("tiers"), dict) else None
+
+
+def add_hot_code(verdict: dict, profile: dict) -> None:
+    """Puts each profiled tier's top functions in verdict.json (`profile`) and in the
+    evidence of every finding about that tier's CPU or pool of workers."""
+    tops = {
+        tier: top_functions([(str(s), int(n)) for s, n in data.get("stacks") or []])
+        for tier, data in profile["tiers"].items()
+    }
+    verdict["profile"] = {
+        "step": profile.get("step"),
+        "tool": profile.get("tool"),
+        "tiers": {
+            tier: {**top, "start": profile["tiers"][tier].get("start"),
+                   "end": profile["tiers"][tier].get("end")}
+            for tier, top in tops.items()
+        },
+        "problems": list(profile.get("problems") or []),
+    }  # fmt: skip
+    for finding in [verdict.get("bottleneck"), *(verdict.get("findings") or [])]:
+        if not isinstance(finding, dict) or finding.get("resource") not in COMPUTING:
+            continue
+        top = tops.get(str(finding.get("component")))
+        if top is not None and top["samples"]:
+            lines = evidence_lines(str(finding["component"]), profile, top)
+            finding["evidence"] = [*finding.get("evidence", []), *lines]
