@@ -3,9 +3,10 @@
 innermost frame) and by their total time (anywhere on the stack), as evidence for a
 finding that names that tier's CPU or its pool of busy workers.
 
-By total time, a function whose samples nearly all went through one callee (a framework's
-dispatch, a wrapper) says no more than that callee and is left out: the list keeps the
-functions where the time divides, or is spent.
+By total time, two kinds of function say nothing of where the time goes and are left out:
+the trunk, on the stack of nearly every sample (the server's loop and its dispatch of a
+request), and pass-throughs, whose samples nearly all went through one callee (a
+wrapper). The list keeps the functions where the time divides, or is spent.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ COMPUTING = ("cpu", "cpu_quota", "worker_pool")
 TOP = 5
 # A function whose samples went through one callee at least this share of the time is
 # a pass-through.
-PASS_THROUGH = 0.99
+PASS_THROUGH = 0.95
+# A function on the stack of at least this share of the samples is the trunk.
+TRUNK = 0.8
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,12 @@ def pass_through(stacks: list[tuple[str, int]], total: dict[str, int]) -> set[st
 
 
 def top_functions(stacks: list[tuple[str, int]], top: int = TOP) -> dict:
-    """The functions with the most own time, and with the most total time less the
-    pass-throughs, with their shares of the samples."""
+    """The functions with the most own time, and with the most total time less the trunk
+    and the pass-throughs, with their shares of the samples."""
     samples = sum(n for _, n in stacks)
     times = function_times(stacks)
     skipped = pass_through(stacks, {t.name: t.total for t in times})
+    skipped |= {t.name for t in times if t.total >= TRUNK * samples}
     by_self = sorted((t for t in times if t.own), key=lambda t: (-t.own, t.name))[:top]
     by_total = sorted(
         (t for t in times if t.name not in skipped), key=lambda t: (-t.total, t.name)
@@ -79,7 +83,7 @@ def top_functions(stacks: list[tuple[str, int]], top: int = TOP) -> dict:
     }
 
 
-def evidence_lines(tier: str, profile: dict, top: dict) -> list[str]:
+def evidence_lines(tier: str, profile: dict, top: dict, cpu_count: int) -> list[str]:
     """What the profile says of `tier`, in the evidence's words."""
     spent = "; ".join(f"{f['function']} {pct(f['self_share'])}" for f in top["by_self"])
     within = "; ".join(f"{f['function']} {pct(f['total_share'])}" for f in top["by_total"])
@@ -91,6 +95,13 @@ def evidence_lines(tier: str, profile: dict, top: dict) -> list[str]:
     ]
     if within:
         lines.append(f"{tier}'s functions by total time (with their callees): {within}")
+    window = (top.get("end") or 0.0) - (top.get("start") or 0.0)
+    if window > 0 and top.get("sampler_cpu_s") is not None:
+        used = top["sampler_cpu_s"]
+        lines.append(
+            f"sampling cost py-spy {used:.2f} CPU-seconds in {window:.0f} s, "
+            f"{pct(used / window / cpu_count)} of the host's {cpu_count} cores"
+        )
     return lines
 
 
@@ -105,27 +116,26 @@ def read_profile(folder: files.RunFolder) -> dict | None:
     return profile if isinstance(profile.get("tiers"), dict) else None
 
 
-def add_hot_code(verdict: dict, profile: dict) -> None:
+def add_hot_code(verdict: dict, profile: dict, cpu_count: int) -> None:
     """Puts each profiled tier's top functions in verdict.json (`profile`) and in the
     evidence of every finding about that tier's CPU or pool of workers."""
     tops = {
         tier: top_functions([(str(s), int(n)) for s, n in data.get("stacks") or []])
         for tier, data in profile["tiers"].items()
     }
+    kept = ("start", "end", "sampler_cpu_s")
+    for tier, top in tops.items():
+        top.update({key: profile["tiers"][tier].get(key) for key in kept})
     verdict["profile"] = {
         "step": profile.get("step"),
         "tool": profile.get("tool"),
-        "tiers": {
-            tier: {**top, "start": profile["tiers"][tier].get("start"),
-                   "end": profile["tiers"][tier].get("end")}
-            for tier, top in tops.items()
-        },
+        "tiers": tops,
         "problems": list(profile.get("problems") or []),
-    }  # fmt: skip
+    }
     for finding in [verdict.get("bottleneck"), *(verdict.get("findings") or [])]:
         if not isinstance(finding, dict) or finding.get("resource") not in COMPUTING:
             continue
-        top = tops.get(str(finding.get("component")))
-        if top is not None and top["samples"]:
-            lines = evidence_lines(str(finding["component"]), profile, top)
+        sampled = tops.get(str(finding.get("component")))
+        if sampled is not None and sampled["samples"]:
+            lines = evidence_lines(str(finding["component"]), profile, sampled, cpu_count)
             finding["evidence"] = [*finding.get("evidence", []), *lines]

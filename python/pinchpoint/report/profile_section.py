@@ -51,6 +51,11 @@ def _tier(tier: str, top: dict[str, Any], stored: dict[str, Any], step: object) 
         "out).</p>",
         _table(top),
     ]
+    if fmt.is_number(top.get("sampler_cpu_s")):
+        lines.append(
+            f'<p class="note">Sampling cost: py-spy used {top["sampler_cpu_s"]:.2f} '
+            f"CPU-seconds{escape(span)}.</p>"
+        )
     stacks = [(str(s), int(n)) for s, n in stored.get("stacks") or []]
     svg = flame_svg(stacks, f"flame graph of {tier}")
     lines.append(svg if svg is not None else '<p class="note">No stack was sampled.</p>')

@@ -4,6 +4,8 @@ permission to trace)."""
 
 from __future__ import annotations
 
+import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -44,26 +46,31 @@ class SpyRun:
 
     pid: int
     output: Path
-    duration_s: float
+    duration_s: int  # py-spy counts whole seconds
     rate_hz: int
     started: float = 0.0
     ended: float = 0.0
     problem: str | None = None
+    cpu_s: float = 0.0  # py-spy's own CPU time, user + system
     _proc: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     def start(self, exe: str) -> None:
-        """Starts py-spy; a failure to start becomes `problem`."""
+        """Starts py-spy; a failure to start, or tracing refused, becomes `problem`."""
+        self.started = time.time()
+        self.problem = tracing_refused(self.pid)
+        if self.problem is not None:
+            return
         argv = [
             exe, "record", "--nonblocking", "--subprocesses", "--function",
             "--format", "raw", "--pid", str(self.pid),
-            "--rate", str(self.rate_hz), "--duration", str(max(1, round(self.duration_s))),
+            "--rate", str(self.rate_hz), "--duration", str(self.duration_s),
             "--output", str(self.output),
         ]  # fmt: skip
-        self.started = time.time()
         try:
             self._proc = subprocess.Popen(
-                argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-            )
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "RUST_BACKTRACE": "0"},
+            )  # fmt: skip
         except OSError as e:
             self.problem = f"py-spy did not start: {e}"
 
@@ -74,6 +81,8 @@ class SpyRun:
         if proc is None:
             return
         self._proc = None
+        # The CPU of the children reaped from here on: py-spy's (poll may reap it).
+        before = _children_cpu_s()
         if interrupt and proc.poll() is None:
             proc.send_signal(signal.SIGINT)
         try:
@@ -82,9 +91,30 @@ class SpyRun:
             proc.kill()
             _, err = proc.communicate()
             self.problem = f"py-spy did not end within {self.duration_s + GRACE_S:.0f} s"
-        self.ended = time.time()
+        self.cpu_s = _children_cpu_s() - before
+        # py-spy stops on its own after its duration; sooner when interrupted.
+        self.ended = min(time.time(), self.started + self.duration_s)
         if self.problem is None and (proc.returncode != 0 or not self.output.is_file()):
             self.problem = f"py-spy could not sample pid {self.pid}: {_reason(err)}"
+
+
+def _children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def tracing_refused(pid: int) -> str | None:
+    """Why this process may not read `pid`'s memory, as py-spy must; None when it may. The
+    kernel checks the right to trace when /proc/<pid>/mem is opened."""
+    try:
+        with open(f"/proc/{pid}/mem", "rb"):
+            return None
+    except FileNotFoundError:
+        return None  # not Linux's /proc, or gone: py-spy says
+    except PermissionError as e:
+        return f"tracing pid {pid} is refused ({e.strerror}): {PTRACE_HINT}"
+    except OSError:
+        return None
 
 
 def _reason(stderr: str) -> str:

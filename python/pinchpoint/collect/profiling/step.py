@@ -82,11 +82,11 @@ class StepProfiler:
             return
         self._started = True
         left = self.level.duration - TICK_S - TAIL_S
-        duration = max(MIN_SAMPLING_S, min(self.profile.duration, left))
+        duration = int(max(MIN_SAMPLING_S, min(self.profile.duration, left)))
         for name, selector in self._selectors.items():
             self._runs[name] = self._start(name, selector, duration)
 
-    def _start(self, name: str, selector: ProcessSelector, duration_s: float) -> list[SpyRun]:
+    def _start(self, name: str, selector: ProcessSelector, duration_s: int) -> list[SpyRun]:
         roots = python_roots(selector, scan())
         if not roots:
             if self.profile.component is not None:
@@ -142,6 +142,8 @@ class StepProfiler:
             "start": min(r.started for r in runs),
             "end": max(r.ended or r.started for r in runs),
             "samples": sum(stacks.values()),
+            # What sampling cost: py-spy's own CPU seconds over the window.
+            "sampler_cpu_s": sum(r.cpu_s for r in runs),
             "stacks": [[stack, n] for stack, n in kept(stacks)],
         }
 

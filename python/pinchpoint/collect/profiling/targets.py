@@ -17,17 +17,27 @@ _PYTHON_NAMES = ("python", "pypy", "uwsgi")
 def runs_python(pid: int, proc: Path = PROC) -> bool:
     """Whether process `pid` runs a Python interpreter: its executable is one, or it has
     libpython mapped (an embedding server)."""
-    try:
-        exe = os.path.basename(os.readlink(proc / str(pid) / "exe"))
-    except OSError:
-        return False
-    if exe.startswith(_PYTHON_NAMES):
+    if _program(pid, proc).startswith(_PYTHON_NAMES):
         return True
     try:
         with open(proc / str(pid) / "maps", encoding="utf-8", errors="replace") as maps:
             return any("libpython" in line for line in maps)
     except OSError:
         return False
+
+
+def _program(pid: int, proc: Path) -> str:
+    """The file name of the process's executable; of its first argument when the
+    executable cannot be read (another user's process)."""
+    try:
+        return os.path.basename(os.readlink(proc / str(pid) / "exe"))
+    except OSError:
+        pass
+    try:
+        argv0 = (proc / str(pid) / "cmdline").read_bytes().split(b"\0", 1)[0]
+    except OSError:
+        return ""
+    return os.path.basename(argv0.decode(errors="replace"))
 
 
 def python_roots(selector: ProcessSelector, table: dict[int, ProcStat] | None = None) -> list[int]:
