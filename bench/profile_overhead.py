@@ -12,7 +12,7 @@ the unprofiled side, so a drift of the machine over the run cancels. The figure 
 median cost over the repeats; the target is under 5%. Each repeat also prints which
 function came first by own time.
 
-    .venv/bin/python bench/profile_overhead.py --repeats 5 --rate 50
+    .venv/bin/python bench/profile_overhead.py --repeats 5 --rate 20
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def one_run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--rate", type=int, default=50, help="py-spy samples per second")
+    parser.add_argument("--rate", type=int, default=20, help="py-spy samples per second")
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--hold", type=float, default=8.0, help="seconds per step")

@@ -6,7 +6,7 @@ with py-spy during one step of the load (`pinchpoint run --profile` adds it).
 component = "app"   # the tier to sample; default every local component running Python
 step = 3            # the step (0-based, as in run.json); default the heaviest one
 duration = 10       # seconds of sampling at most
-rate = 50           # samples per second and process
+rate = 20           # samples per second and process
 ```
 
 Off unless the table is there. The step defaults to the plan's heaviest (the most users
@@ -47,7 +47,7 @@ class Profile(Strict):
     component: str | None = None
     step: int | None = Field(default=None, ge=0)
     duration: Duration = Field(default=10.0, ge=1.0, le=MAX_DURATION_S)
-    rate: int = Field(default=50, ge=1, le=MAX_RATE_HZ)
+    rate: int = Field(default=20, ge=1, le=MAX_RATE_HZ)
 
     def check(self, components: Sequence[_Located], levels: Sequence[Level]) -> None:
         """Raises FieldError when the component is not one this host can sample (listed,
