@@ -127,7 +127,7 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
     if endpoints:
         verdict["endpoints"] = endpoints
         verdict["workers_estimate"] = workers_estimates(endpoints)
-    if (profile := read_profile(view.folder)) is not None:
+    if (profile := read_profile(view)) is not None:
         add_hot_code(verdict, profile, ctx.cpu_count)
     verdict = cast(dict, _clean(verdict))
     view.folder.write_verdict(cast(VerdictJson, verdict))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from pinchpoint.analyze.findings import pct
-from pinchpoint.rundir import files
+from pinchpoint.rundir.view import RunView
 
 # The resources of a finding about a tier that computes.
 COMPUTING = ("cpu", "cpu_quota", "worker_pool")
@@ -105,15 +105,10 @@ def evidence_lines(tier: str, profile: dict, top: dict, cpu_count: int) -> list[
     return lines
 
 
-def read_profile(folder: files.RunFolder) -> dict | None:
+def read_profile(view: RunView) -> dict | None:
     """profile.json, or None when the run took no profile or it cannot be read."""
-    if not folder.has(files.PROFILE):
-        return None
-    try:
-        profile = folder.read_json(files.PROFILE)
-    except (OSError, ValueError):
-        return None
-    return profile if isinstance(profile.get("tiers"), dict) else None
+    profile = view.profile
+    return profile if profile is not None and isinstance(profile.get("tiers"), dict) else None
 
 
 def add_hot_code(verdict: dict, profile: dict, cpu_count: int) -> None:

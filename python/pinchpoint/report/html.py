@@ -99,7 +99,7 @@ def render_page(data: ReportInput) -> str:
         _percentiles_section(data, outcome),
         _throughput_section(data),
         _waterfall_section(data),
-        profile_section(verdict, data.view.folder),
+        profile_section(verdict, data.view),
         *_time_sections(data),
         _table_section(verdict),
         _requests_section(verdict),

@@ -8,7 +8,7 @@ from typing import Any
 
 from pinchpoint.report import fmt
 from pinchpoint.report.flame import flame_svg
-from pinchpoint.rundir import files
+from pinchpoint.rundir.view import RunView
 
 CSS = """
 svg.flame { display: block; margin: 8px 0 4px; }
@@ -18,15 +18,12 @@ table.hot td.share { text-align: right; }
 """
 
 
-def profile_section(verdict: dict[str, Any], folder: files.RunFolder) -> str:
+def profile_section(verdict: dict[str, Any], view: RunView) -> str:
     """The section, or "" when the run took no profile."""
     summary = verdict.get("profile")
     if not isinstance(summary, dict):
         return ""
-    try:
-        stored = folder.read_json(files.PROFILE)
-    except (OSError, ValueError):
-        stored = {}
+    stored = view.profile or {}
     lines = ['<section id="profile">', "<h2>Hot functions (py-spy)</h2>"]
     for problem in summary.get("problems") or []:
         lines.append(f'<p class="warning">{escape(str(problem))}</p>')

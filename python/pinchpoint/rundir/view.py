@@ -85,6 +85,17 @@ class RunView:
         return dict(self.folder.read_collection())
 
     @cached_property
+    def profile(self) -> dict[str, Any] | None:
+        """profile.json: the stacks sampled during one step (`run --profile`); None when
+        the run took none or it cannot be read."""
+        if not self.folder.has(files.PROFILE):
+            return None
+        try:
+            return dict(self.folder.read_json(files.PROFILE))
+        except (OSError, ValueError):
+            return None
+
+    @cached_property
     def plan_text(self) -> str:
         """plan.toml, as it ran (secrets redacted); a byte that is not UTF-8 replaced."""
         return self.require(files.PLAN).read_text(encoding="utf-8", errors="replace")
