@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import cast
 
 from pinchpoint.analyze import analyze
+from pinchpoint.collect.database.sampling import DatabaseSampling
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
 from pinchpoint.collect.profiling.step import StepProfiler
 from pinchpoint.collect.sources.local import LocalCollector
@@ -114,10 +115,14 @@ def execute(
     profiler = StepProfiler.for_plan(plan)
     if profiler is not None:
         on_tick = profiler.watch(on_tick)
+    # Samples the database components from inside (plan/database.py).
+    database = DatabaseSampling.for_plan(plan)
     # SIGINT and SIGTERM stop the load and the run goes on with what it measured.
     with catching():
         for collector in using:
             collector.start(run_id, plan.sampling.interval)
+        if database is not None:
+            database.start()
         interrupted = True
         try:
             if plan.generators.ray is not None:
@@ -138,6 +143,9 @@ def execute(
             for collector in using:
                 collector.stop()
             write_resources(using, run_dir / files.RESOURCES)
+            if database is not None:
+                database.stop()
+                database.write(files.RunFolder(run_dir))
     time.sleep(LOG_SETTLE_S)
     # Reasons and warnings can quote a secret (a check's expected text, an agent's URL).
     redactor = plan_redactor(plan)
@@ -179,6 +187,7 @@ def execute(
     verdict = analyze(run_dir)
     write_report(run_dir)
     problems = [p for c in using for p in c.problems] + (profiler.problems if profiler else [])
+    problems += database.problems if database is not None else []
     warnings = [redactor.text(problem) for problem in problems]
     search = knee.record if knee is not None else None
     stopped = run.get("stopped")  # redacted, as printed

@@ -91,13 +91,22 @@ def _as_user(argv: list[str], user: str | None) -> list[str]:
 
 
 class PostgresCluster(Started):
-    """initdb + postgres on 127.0.0.1 and a free port; stopped and removed on exit."""
+    """initdb + postgres on 127.0.0.1 and a free port; stopped and removed on exit.
 
-    def __init__(self, startup_timeout_s: float = 60.0) -> None:
+    While it runs, its DSN is in the environment variable `dsn_env`, which its plan
+    component names (`[component.database]`), so a run samples it from inside. With
+    `statements`, the server loads pg_stat_statements and the database has it."""
+
+    def __init__(self, startup_timeout_s: float = 60.0, statements: bool = False) -> None:
         self.startup_timeout_s = startup_timeout_s
+        self.statements = statements
         self.folder: Path | None = None
         self.port = _free_port()
         self._server: Child | None = None
+
+    @property
+    def dsn_env(self) -> str:
+        return f"PINCHPOINT_LAB_PGDSN_{self.port}"
 
     @property
     def dsn(self) -> str:
@@ -131,12 +140,17 @@ class PostgresCluster(Started):
             argv = [str(postgres), "-D", str(self.folder / "data"), "-p", str(self.port)]
             settings = {**_SETTINGS, "unix_socket_directories": str(self.folder)}
             settings["log_directory"] = str(self.folder)
+            if self.statements:
+                settings["shared_preload_libraries"] = "pg_stat_statements"
             for key, value in settings.items():
                 argv += ["-c", f"{key}={value}"]
             self._server = Child(
                 "postgres", _as_user(argv, user), self.folder / "server.out", dict(os.environ)
             )
             self._wait_ready()
+            if self.statements:
+                self.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            os.environ[self.dsn_env] = self.dsn
         except BaseException:
             self.stop()
             raise
@@ -145,6 +159,7 @@ class PostgresCluster(Started):
         """Fast shutdown (SIGINT), SIGKILL after a while; removes the folder. Idempotent."""
         server, self._server = self._server, None
         folder, self.folder = self.folder, None
+        os.environ.pop(self.dsn_env, None)
         try:
             if server is not None:
                 server.stop(20.0, sig=signal.SIGINT)
@@ -153,13 +168,15 @@ class PostgresCluster(Started):
                 shutil.rmtree(folder, ignore_errors=True)
 
     def component(self, name: str = "postgres") -> dict[str, Any]:
-        """The cluster as a plan component: its statement log and its processes."""
+        """The cluster as a plan component: its statement log, its processes and the
+        variable holding its DSN, to sample it from inside."""
         return {
             "name": name,
             "role": "database",
             "calls": [],
             "log": {"path": str(self.log), "format": "postgresql", "log_format": LOG_PREFIX},
             "process": {"pids": [self.pid]},
+            "database": {"dsn_env": self.dsn_env},
         }
 
     def execute(self, sql: str) -> None:

@@ -9,6 +9,7 @@ from typing import cast
 from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.causes.generator import load_short
 from pinchpoint.analyze.client import min_latency
+from pinchpoint.analyze.database.evidence import add_database
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.hot_code import add_hot_code, read_profile
 from pinchpoint.analyze.knee import find_knee
@@ -129,6 +130,8 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
         verdict["workers_estimate"] = workers_estimates(endpoints)
     if (profile := read_profile(view)) is not None:
         add_hot_code(verdict, profile, ctx.cpu_count)
+    # The database's locks or statements, sampled from inside (collect/database/).
+    add_database(verdict, view)
     verdict = cast(dict, _clean(verdict))
     view.folder.write_verdict(cast(VerdictJson, verdict))
     return verdict

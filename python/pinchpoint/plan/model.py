@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from pinchpoint.logformats import get_parser, known_formats
+from pinchpoint.plan.database import Database
 from pinchpoint.plan.flows import Flow
 from pinchpoint.plan.generators import Generators
 from pinchpoint.plan.load_models import (
@@ -292,6 +293,8 @@ class Component(Strict):
     process: Process | None = None
     # The [[agent]] that collects this component; None: collected on this host.
     host: str | None = None
+    # A PostgreSQL server sampled from inside during the run (plan/database.py).
+    database: Database | None = None
 
     @model_validator(mode="after")
     def _remote_has_no_files(self) -> Component:

@@ -15,6 +15,9 @@ runs/<run-id>/
     report.html         the page
     summary.json        a summary that stands in for requests.parquet (imports, `load`)
     profile.json        the Python tiers' stacks sampled during one step (`run --profile`)
+    db_activity.parquet the database's backends sampled from inside: their state, wait,
+                        statement, and the lock and statement that block them
+    db_statements.parquet  pg_stat_statements read as the run went, where installed
     levels/             the knee search's probes, one run folder each
 """
 
@@ -44,6 +47,8 @@ DIGEST = "digest.parquet"
 REPORT = "report.html"
 SUMMARY = "summary.json"
 PROFILE = "profile.json"
+DB_ACTIVITY = "db_activity.parquet"
+DB_STATEMENTS = "db_statements.parquet"
 LEVELS = "levels"
 
 # Rows per row group of requests.parquet (the engine's too: ROW_GROUP_ROWS in

@@ -108,3 +108,47 @@ RESOURCES_SCHEMA = pa.schema(
 )
 # resources.parquet: columns added after the first five: a table without them (an older agent) gets nulls.
 OPTIONAL_RESOURCE_COLUMNS = RESOURCES_SCHEMA.names[5:]
+
+# db_activity.parquet: one row per backend and sample of a database component's server
+# (collect/database/): pg_stat_activity's client backends, the sampler's own left out.
+DB_ACTIVITY_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.float64(), nullable=False),
+        pa.field("component", pa.string(), nullable=False),
+        pa.field("pid", pa.int32(), nullable=False),
+        # active, idle, idle in transaction, ... (null: not permitted to see it).
+        pa.field("state", pa.string()),
+        pa.field("wait_event_type", pa.string()),
+        pa.field("wait_event", pa.string()),
+        # The statement normalized: comments out, literals and parameters as $1, $2, ...
+        pa.field("statement", pa.string()),
+        # The run's tag of its comment (pp_run, pp_users or pp_rate, pp_req), when present.
+        pa.field("tag_run", pa.string()),
+        pa.field("tag_users", pa.uint32()),
+        pa.field("tag_req", pa.uint64()),
+        # A backend waiting for a lock: the lock it waits for (pg_locks: its type, mode and
+        # relation, for a transaction id the table both backends hold locks on), and the
+        # backend at the head of the chain that blocks it (pg_blocking_pids) with its
+        # statement (normalized) and state.
+        pa.field("lock_type", pa.string()),
+        pa.field("lock_mode", pa.string()),
+        pa.field("lock_relation", pa.string()),
+        pa.field("blocker_pid", pa.int32()),
+        pa.field("blocker_statement", pa.string()),
+        pa.field("blocker_state", pa.string()),
+    ]
+)
+
+# db_statements.parquet: pg_stat_statements read about once a second while the run goes
+# (where the extension is installed), the statements with the most execution time.
+DB_STATEMENTS_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.float64(), nullable=False),
+        pa.field("component", pa.string(), nullable=False),
+        pa.field("queryid", pa.int64(), nullable=False),
+        pa.field("statement", pa.string()),
+        pa.field("calls", pa.int64()),
+        # Total execution time since the statistics were reset, in milliseconds.
+        pa.field("exec_ms", pa.float64()),
+    ]
+)

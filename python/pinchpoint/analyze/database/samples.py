@@ -1,0 +1,69 @@
+"""The database samples of a run, cut to the steps from the one where a limit starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from pinchpoint.rundir import files
+from pinchpoint.rundir.steady import Window, steady_windows
+from pinchpoint.rundir.view import RunView
+
+
+@dataclass(frozen=True)
+class DatabaseSamples:
+    """A run's samples of its database components' backends and statements."""
+
+    activity: pl.DataFrame
+    # pg_stat_statements as read during the run; None where it was not installed.
+    statements: pl.DataFrame | None
+    windows: list[Window]
+
+    def components(self) -> set[str]:
+        return set(self.activity["component"].unique().to_list())
+
+
+def read_samples(view: RunView) -> DatabaseSamples | None:
+    """The run's database samples; None when it took none or they cannot be read."""
+    if not view.has(files.DB_ACTIVITY):
+        return None
+    try:
+        activity = view.table(files.DB_ACTIVITY)
+        statements = view.table(files.DB_STATEMENTS) if view.has(files.DB_STATEMENTS) else None
+        windows = steady_windows(view.run)
+    except (OSError, ValueError, KeyError):
+        return None
+    return DatabaseSamples(activity, statements, windows)
+
+
+def onset_windows(windows: list[Window], finding: dict[str, Any]) -> list[Window]:
+    """The windows from the step where the finding starts to the last; all of them when
+    that step is not found."""
+    rate = finding.get("starts_at_rate")
+    for i, w in enumerate(windows):
+        if rate is not None and w.kind == "rate" and w.level is not None and w.level >= rate:
+            return windows[i:]
+        if rate is None and w.kind == "users" and w.users >= finding.get("starts_at_users", 0):
+            return windows[i:]
+    return windows
+
+
+def in_windows(frame: pl.DataFrame, windows: list[Window]) -> pl.DataFrame:
+    """The rows sampled inside any of the windows."""
+    if not windows:
+        return frame.clear()
+    inside = pl.lit(False)
+    for w in windows:
+        inside = inside | ((pl.col("ts") >= w.start) & (pl.col("ts") < w.end))
+    return frame.filter(inside)
+
+
+def sample_interval(activity: pl.DataFrame) -> float | None:
+    """The time between two samples of a component (the median), in seconds."""
+    times = activity["ts"].unique().sort()
+    if len(times) < 2:
+        return None
+    value = times.diff().drop_nulls().median()
+    return float(value) if isinstance(value, int | float) else None
