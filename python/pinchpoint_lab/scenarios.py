@@ -109,6 +109,23 @@ def hot_row(workdir: Path, hold_ms: int = 5, workers: int = 8) -> Iterator[Scena
 
 
 @contextmanager
+def db_scan(
+    workdir: Path, scan_ms: float = 6.0, workers: int = 8, statements: bool = True
+) -> Iterator[Scenario]:
+    """gunicorn → the app's `GET /api/scan` → PostgreSQL: every request makes a backend
+    scan rows for about scan_ms of CPU, so the database's backends fill the host's cores
+    while the app's workers wait; with `statements`, the server has pg_stat_statements."""
+    from pinchpoint.demo.scan import SCAN_SQL, rows_for
+
+    with PostgresCluster(statements=statements) as pg:
+        pg.execute(SCAN_SQL)
+        rows = rows_for(pg.dsn, scan_ms)
+        with DemoStack(workdir, workers=workers, app_env={PG_DSN_ENV: pg.dsn}) as stack:
+            components = with_database(stack.components(), pg.component())
+            yield Scenario(stack.url, components, f"/api/scan?rows={rows}")
+
+
+@contextmanager
 def proxy_limit(workdir: Path, limit: int = 2, workers: int = 8) -> Iterator[Scenario]:
     """nginx lets `limit` requests through at once (limit_conn) and answers the others 503;
     gunicorn behind it has workers to spare. Users think 5 ms between requests, so those
