@@ -47,3 +47,41 @@ def test_schema_rejects_a_verdict_without_the_new_keys(validator, tmp_path: Path
     verdict = fresh_verdict(tmp_path / "again", "demo-pool2")
     verdict["scalability"]["kappa"] = -1.0
     assert not validator.is_valid(verdict)
+
+
+LOCKS = {
+    "from_step": 1,
+    "samples": 11,
+    "backends": 59,
+    "waiting_share": 0.78,
+    "locks": [
+        {
+            "relation": "counters",
+            "lock_type": "transactionid",
+            "mode": "ShareLock",
+            "waiting": "UPDATE counters SET n = n + $1 WHERE id = $2 RETURNING n",
+            "holding": "UPDATE counters SET n = n + $1 WHERE id = $2 RETURNING n",
+            "holder_state": "idle in transaction",
+            "share": 0.64,
+            "samples": 38,
+        }
+    ],
+}
+STATEMENTS = {
+    "from_step": 1,
+    "samples": 11,
+    "source": "pg_stat_statements",
+    "statements": [{"statement": "SELECT $1", "active_s": 10.2, "share": 1.0, "calls": 657}],
+}
+
+
+def test_schema_takes_the_database_inside_a_finding(validator, tmp_path: Path) -> None:
+    verdict = fresh_verdict(tmp_path, "demo-pool2")
+    for inside in (LOCKS, STATEMENTS):
+        verdict["bottleneck"]["database"] = inside
+        verdict["findings"][0]["database"] = inside
+        assert validator.is_valid(verdict)
+    verdict["bottleneck"]["database"] = {**LOCKS, "locks": [{**LOCKS["locks"][0], "share": 1.5}]}
+    assert not validator.is_valid(verdict)
+    verdict["bottleneck"]["database"] = {**STATEMENTS, "source": "guess"}
+    assert not validator.is_valid(verdict)

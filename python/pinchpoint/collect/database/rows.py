@@ -30,9 +30,9 @@ def head_of_chain(pid: int, backends: Mapping[int, Backend]) -> int | None:
     blocker = None
     current = backends.get(pid)
     while current is not None and current.blockers and len(seen) < MAX_CHAIN:
-        blocker = current.blockers[0]
-        if blocker in seen:  # a deadlock, until PostgreSQL breaks it
+        if current.blockers[0] in seen:  # a deadlock, until PostgreSQL breaks it
             break
+        blocker = current.blockers[0]
         seen.add(blocker)
         current = backends.get(blocker)
         if current is None or not current.waits_for_lock:

@@ -67,7 +67,7 @@ class DatabaseSampler:
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            self._problem("psycopg is not installed (pip install 'pinchpoint[postgres]')")
+            self._problem("psycopg is not installed (pip install 'psycopg[binary]')")
             return
         self._thread = threading.Thread(
             target=self._run, args=(dsn,), name=f"pinchpoint-db-{self.component}", daemon=True
