@@ -50,8 +50,9 @@ _SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b"}
 
 def secret_values(plan: Plan) -> list[str]:
     """Every secret of the plan: its secret headers' values (and their credential parts:
-    the value after `Bearer `, each cookie's value), and the tokens and passwords its
-    agents and Prometheus servers read from the environment. Longest first."""
+    the value after `Bearer `, each cookie's value), the tokens and passwords its agents
+    and Prometheus servers read from the environment, and its databases' DSNs. Longest
+    first."""
     names = {*SECRET_HEADERS, *(n.lower() for n in plan.target.secret_headers)}
     found: set[str] = set()
     headers = [r.headers for r in plan.request] + [s.headers for f in plan.flow for s in f.step]
@@ -62,6 +63,7 @@ def secret_values(plan: Plan) -> list[str]:
                 found.update(p for p in _parts(value) if len(p) >= MIN_PART)
     variables = [a.token_env for a in plan.agent]
     variables += [v for p in plan.prometheus for v in (p.token_env, p.password_env)]
+    variables += [c.database.dsn_env for c in plan.component if c.database is not None]
     for variable in variables:
         if variable and (value := os.environ.get(variable, "").strip()):
             found.add(value)

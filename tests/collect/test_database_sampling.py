@@ -139,3 +139,11 @@ def test_a_server_that_cannot_be_reached_is_a_warning(
     sampling.write(files.RunFolder(tmp_path))
     assert pl.read_parquet(tmp_path / files.DB_ACTIVITY).height == 0
     assert not (tmp_path / files.DB_STATEMENTS).exists()
+
+
+def test_the_dsn_is_a_secret_of_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pinchpoint.redact import secret_values
+
+    monkeypatch.setenv("PGDSN", "host=db user=ro password=hunter2")
+    plan = parse_plan(PLAN + 'dsn_env = "PGDSN"\n')
+    assert "host=db user=ro password=hunter2" in secret_values(plan)
