@@ -1,5 +1,7 @@
 """Test data for flows: a CSV file with a header row, or JSON lines (a file ending in
-`.jsonl` or `.ndjson`, one object per line). Errors name the file and the line."""
+`.jsonl` or `.ndjson`, one object per line), of at most `MAX_ROWS` rows and
+`MAX_FEED_BYTES` bytes: a larger feed is refused, never cut. Errors name the file and
+the line."""
 
 from __future__ import annotations
 
@@ -36,8 +38,9 @@ def read_columns(path: Path) -> list[str]:
     return read_feed(path, limit=1).columns
 
 
-def read_feed(path: Path, limit: int = MAX_ROWS) -> FeedData:
-    """The feed's columns and up to `limit` rows; ValueError names the file and line."""
+def read_feed(path: Path, limit: int | None = None) -> FeedData:
+    """The feed's columns and its rows, or only the first `limit` rows; ValueError names
+    the file and line, and refuses a feed of more than `MAX_ROWS` rows."""
     with _text(path) as f:
         try:
             data = _jsonl(f, path, limit) if _is_jsonl(path) else _csv(f, path, limit)
@@ -52,7 +55,7 @@ def _is_jsonl(path: Path) -> bool:
     return path.suffix.lower() in (".jsonl", ".ndjson")
 
 
-def _csv(f: io.TextIOWrapper, path: Path, limit: int) -> FeedData:
+def _csv(f: io.TextIOWrapper, path: Path, limit: int | None) -> FeedData:
     reader = csv.reader(f)
     try:
         header = next(reader, None)
@@ -67,15 +70,17 @@ def _csv(f: io.TextIOWrapper, path: Path, limit: int) -> FeedData:
                 raise ValueError(
                     f"{path}:{reader.line_num}: {len(row)} values, the header has {len(columns)}"
                 )
+            if len(rows) == MAX_ROWS:
+                raise ValueError(_too_many(path, reader.line_num))
             rows.append(row)
-            if len(rows) >= limit:
+            if len(rows) == limit:
                 break
     except csv.Error as e:
         raise ValueError(f"{path}:{reader.line_num}: {e}") from None
     return FeedData(columns, rows)
 
 
-def _jsonl(f: io.TextIOWrapper, path: Path, limit: int) -> FeedData:
+def _jsonl(f: io.TextIOWrapper, path: Path, limit: int | None) -> FeedData:
     columns: list[str] | None = None
     rows: list[list[str]] = []
     for number, line in enumerate(f, start=1):
@@ -91,10 +96,16 @@ def _jsonl(f: io.TextIOWrapper, path: Path, limit: int) -> FeedData:
             columns = _names(list(item), path, number)
         if set(item) != set(columns):
             raise ValueError(f"{path}:{number}: keys {sorted(item)}, the first line has {columns}")
+        if len(rows) == MAX_ROWS:
+            raise ValueError(_too_many(path, number))
         rows.append([_value(item[c]) for c in columns])
-        if len(rows) >= limit:
+        if len(rows) == limit:
             break
     return FeedData(columns or [], rows)
+
+
+def _too_many(path: Path, line: int) -> str:
+    return f"{path}:{line}: more than {MAX_ROWS:,} rows, the most a feed holds"
 
 
 def _value(v: object) -> str:

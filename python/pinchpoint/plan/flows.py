@@ -24,16 +24,16 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
 from pinchpoint.plan.load_models import Think
+from pinchpoint.plan.templates import scan
 from pinchpoint.plan.toml import Duration, FieldError, Strict
 
 # Built in to every flow: the user's index and its walks so far.
 BUILTIN_VARS = ("user_index", "iteration")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VAR = re.compile(r"(?<!\$)\$\{\s*([^}]*?)\s*\}")
 MAX_STEPS = 1000
 
 
@@ -42,8 +42,36 @@ def is_name(text: str) -> bool:
 
 
 def variables_in(text: str) -> list[str]:
-    """The names `${name}` in a template (`$${` is a literal `${`)."""
-    return _VAR.findall(text)
+    """The names `${name}` in a template (`$${` is a literal `${`), up to a `${` without
+    its `}` if there is one."""
+    return scan(text).names
+
+
+_UNSET = (
+    "is not set before this step: not a feed column, "
+    "a built-in (user_index, iteration) or an earlier step's capture"
+)
+
+
+def template_fault(
+    templates: list[tuple[tuple, str]], usable: set[str], unset: str = _UNSET
+) -> tuple[tuple, str] | None:
+    """The first template that cannot be read or uses a name not `usable`: (where, why),
+    `unset` saying why such a name is not."""
+    for loc, text in templates:
+        found = scan(text)
+        if found.error is not None:
+            return loc, found.error
+        for name in found.names:
+            if name not in usable:
+                return loc, f"${{{name}}} {unset}"
+    return None
+
+
+def request_templates(path: str, headers: dict[str, str], body: str) -> list[tuple[tuple, str]]:
+    return [(("path",), path), (("body",), body)] + [
+        (("headers", k), v) for k, v in headers.items()
+    ]
 
 
 class Capture(Strict):
@@ -152,6 +180,9 @@ class Feed(Strict):
     file: str
     per: Literal["user", "iteration"] = "iteration"
     order: Literal["sequential", "random"] = "sequential"
+    # Columns used in header values, with where (set by the flow): a value of theirs
+    # holding CR, LF or NUL could not be sent, and the feed is refused.
+    _in_headers: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _readable(self) -> Feed:
@@ -165,8 +196,26 @@ class Feed(Strict):
         return read_columns(Path(self.file))
 
     def read(self) -> FeedData:
-        """Every row; ValueError names the file and line."""
-        return read_feed(Path(self.file))
+        """Every row; ValueError names the file and line, or the row and column of a
+        value that cannot go in the header it is used in (the value is not quoted: it
+        may be a secret)."""
+        data = read_feed(Path(self.file))
+        for i, column in enumerate(data.columns):
+            where = self._in_headers.get(column)
+            if where is None:
+                continue
+            for number, row in enumerate(data.rows, start=1):
+                bad = next((c for c in "\r\n\0" if c in row[i]), None)
+                if bad is not None:
+                    raise ValueError(
+                        f"{self.file}: row {number}, column {column!r}: the value holds "
+                        f"{_CONTROL[bad]}, and ${{{column}}} is used in {where}, "
+                        "where it cannot be sent"
+                    )
+        return data
+
+
+_CONTROL = {"\r": "a CR", "\n": "an LF", "\0": "a NUL"}
 
 
 class FlowStep(Strict):
@@ -196,8 +245,7 @@ class FlowStep(Strict):
         return self.name or f"{self.method} {self.path}"
 
     def templates(self) -> list[tuple[tuple, str]]:
-        found: list[tuple[tuple, str]] = [(("path",), self.path), (("body",), self.body)]
-        found += [(("headers", k), v) for k, v in self.headers.items()]
+        found = request_templates(self.path, self.headers, self.body)
         if self.check is not None:
             found += [(("check", *loc), t) for loc, t in self.check.templates()]
         return found
@@ -218,17 +266,25 @@ class Flow(Strict):
         known = set(BUILTIN_VARS) | set(self.feed.columns() if self.feed else [])
         for i, step in enumerate(self.step):
             captured = {c.name for c in step.capture}
-            for loc, text in step.templates():
-                usable = known | captured if loc[0] == "check" else known
-                for name in variables_in(text):
-                    if name not in usable:
-                        raise FieldError(
-                            ("step", i, *loc),
-                            f"${{{name}}} is not set before this step: not a feed column, "
-                            "a built-in (user_index, iteration) or an earlier step's capture",
-                        )
+            checks = [(loc, t) for loc, t in step.templates() if loc[0] == "check"]
+            requests = [(loc, t) for loc, t in step.templates() if loc[0] != "check"]
+            for templates, usable in ((requests, known), (checks, known | captured)):
+                fault = template_fault(templates, usable)
+                if fault is not None:
+                    raise FieldError(("step", i, *fault[0]), fault[1])
             known |= captured
+        if self.feed is not None:
+            self.feed._in_headers = self._header_uses()
         return self
+
+    def _header_uses(self) -> dict[str, str]:
+        """Each variable used in a header value: the first step and header it is in."""
+        uses: dict[str, str] = {}
+        for i, step in enumerate(self.step):
+            for name, value in step.headers.items():
+                for var in scan(value).names:
+                    uses.setdefault(var, f"header {name} of step[{i}]")
+        return uses
 
     def labels(self) -> list[str]:
         """Each step's name in the run's tables: `<flow>/<step name or METHOD path>`."""

@@ -17,7 +17,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 
 from pinchpoint.logformats import get_parser, known_formats
 from pinchpoint.plan.database import Database
-from pinchpoint.plan.flows import Flow
+from pinchpoint.plan.flows import BUILTIN_VARS, Flow, request_templates, template_fault
 from pinchpoint.plan.generators import Generators
 from pinchpoint.plan.load_models import (
     MAX_COUNT,
@@ -350,6 +350,18 @@ class Sampling(Strict):
     interval: Duration = Field(default=1.0, ge=0.1, le=10.0)
 
 
+def _check_request_templates(requests: list[Request]) -> None:
+    """Beside flows, a request is sent as a flow of one step: its `${...}` are templates."""
+    for i, r in enumerate(requests):
+        fault = template_fault(
+            request_templates(r.path, r.headers, r.body),
+            set(BUILTIN_VARS),
+            "is not a built-in (user_index, iteration): beside flows, a request is a template",
+        )
+        if fault is not None:
+            raise FieldError(("request", i, *fault[0]), fault[1])
+
+
 class Plan(Strict):
     target: Target
     load: Load
@@ -384,6 +396,8 @@ class Plan(Strict):
             raise FieldError(
                 ("flow", 0), "flows run in closed loop: [load] users, steps or stages, not phases"
             )
+        if self.flow:
+            _check_request_templates(self.request)
         if self.load.hook is not None and not any(s.hook for f in self.flow for s in f.step):
             raise FieldError(("load", "hook"), "no flow step has hook = true to call it")
         return self
