@@ -9,6 +9,7 @@ __all__ = [
     "LoadRun",
     "NginxScanner",
     "expression_error",
+    "flows_error",
     "records_to_parquet",
     "start",
 ]
@@ -52,6 +53,9 @@ class NginxScanner:
 def expression_error(kind: str, text: str) -> str | None:
     """None if `text` compiles as a JSONPath (`kind` "json") or regular expression
     ("regex") for a flow's capture or check, else why not."""
+
+def flows_error(flows: list[Mapping[str, Any]]) -> str | None:
+    """None if the engine compiles `flows` (as in the config of `start`), else why not."""
 
 def start(config: Mapping[str, Any]) -> LoadRun:
     """Starts a run on background threads and returns at once."""

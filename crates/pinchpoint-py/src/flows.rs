@@ -137,3 +137,11 @@ pub fn expression_error(kind: &str, text: &str) -> PyResult<Option<String>> {
         other => return Err(PyValueError::new_err(format!("unknown expression kind {other:?}"))),
     })
 }
+
+/// None if the engine compiles `flows` as it would for a run (templates, captures,
+/// checks, feeds), else why not: what the plan's own check must have refused before.
+#[pyfunction]
+pub fn flows_error(flows: Vec<PyFlow>) -> PyResult<Option<String>> {
+    let specs = flows.into_iter().map(PyFlow::into_spec).collect::<PyResult<Vec<_>>>()?;
+    Ok(pinchpoint_engine::flow::compile(&specs).err())
+}

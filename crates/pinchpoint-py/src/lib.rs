@@ -399,6 +399,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(records_to_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(flows::expression_error, m)?)?;
+    m.add_function(wrap_pyfunction!(flows::flows_error, m)?)?;
     m.add_class::<LoadRun>()?;
     m.add_class::<logs::NginxScanner>()?;
     m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;

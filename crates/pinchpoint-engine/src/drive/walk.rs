@@ -119,16 +119,15 @@ fn begin_walk(flow: &Flow, vars: &mut [String], user: u32, iteration: u64, rng: 
 }
 
 /// The step's request with the user's variables and cookies in place; Err: why not.
-fn render(step: &Step, vars: &[String], jar: &Jar, scratch: &mut Vec<u8>) -> Result<RequestSpec, String> {
+fn render(step: &Step, names: &[String], vars: &[String], jar: &Jar, scratch: &mut Vec<u8>) -> Result<RequestSpec, String> {
     let text = |scratch: &mut Vec<u8>| String::from_utf8_lossy(scratch).into_owned();
-    let refused = |slot: usize, flow_vars: &str| format!("${{{flow_vars}}} (variable {slot}) holds a CR or LF");
     scratch.clear();
-    step.path.render(vars, Into::Path, scratch).map_err(|i| refused(i, "path"))?;
+    step.path.render(vars, Into::Path, scratch).map_err(|i| refused(names, i, "the path"))?;
     let path = text(scratch);
     let mut headers = Vec::with_capacity(step.headers.len() + 1);
     for (name, value) in &step.headers {
         scratch.clear();
-        value.render(vars, Into::Header, scratch).map_err(|i| refused(i, name))?;
+        value.render(vars, Into::Header, scratch).map_err(|i| refused(names, i, &format!("header {name}")))?;
         headers.push((name.clone(), text(scratch)));
     }
     if !step.sets_cookie {
@@ -182,6 +181,9 @@ async fn send_step(
             record.intended_us = record.start_us;
             record.error = Some(ErrorClass::Capture);
             push(st, record);
+            // Nothing was sent: without a pause the user would fail again at once,
+            // never yielding its thread (a run that cannot stop, records without end).
+            tokio::time::sleep(CONNECT_BACKOFF).await;
             return Next::Restart;
         }
     };
@@ -257,13 +259,13 @@ async fn prepare(
     out: &mut Prepared,
 ) -> Result<(), String> {
     if let (true, Some(hook)) = (step.hook, &shared.hook) {
-        let spec = render(step, &st.vars[f], &st.jar, &mut st.scratch)?;
+        let spec = render(step, &flow.vars, &st.vars[f], &st.jar, &mut st.scratch)?;
         let vars = flow.vars.iter().cloned().zip(st.vars[f].iter().cloned()).collect();
         let spec = hook.call(step.endpoint, vars, spec).await.map_err(|e| format!("hook: {e}"))?;
         *out = Prepared::new(&spec, shared.timeout)?;
         return Ok(());
     }
-    render_into(step, &st.vars[f], &st.jar, shared.target.is_h2(), shared.timeout, out)
+    render_into(step, &flow.vars, &st.vars[f], &st.jar, shared.target.is_h2(), shared.timeout, out)
 }
 
 /// The step's request with the user's variables and cookies, written into the buffers
@@ -271,6 +273,7 @@ async fn prepare(
 /// from the step's checked `base`.
 fn render_into(
     step: &Step,
+    names: &[String],
     vars: &[String],
     jar: &Jar,
     h2: bool,
@@ -278,13 +281,12 @@ fn render_into(
     p: &mut Prepared,
 ) -> Result<(), String> {
     let base = &step.base;
-    let refused = |name: &str| format!("a variable in {name} holds a CR or LF");
     p.method.clone_from(&base.method);
     let mut path = std::mem::take(&mut p.path).into_bytes();
     path.clear();
     let rendered = step.path.render(vars, Into::Path, &mut path);
     p.path = String::from_utf8(path).map_err(|_| "the path is not UTF-8".to_string())?;
-    rendered.map_err(|_| refused("the path"))?;
+    rendered.map_err(|i| refused(names, i, "the path"))?;
     p.query_sep = if p.path.contains('?') { '&' } else { '?' };
     p.headers.clear();
     p.fields.clear();
@@ -292,7 +294,7 @@ fn render_into(
         let at = p.headers.len() + name.len() + 2;
         p.headers.extend_from_slice(name.as_bytes());
         p.headers.extend_from_slice(b": ");
-        value.render(vars, Into::Header, &mut p.headers).map_err(|_| refused(name))?;
+        value.render(vars, Into::Header, &mut p.headers).map_err(|i| refused(names, i, &format!("header {name}")))?;
         if h2 {
             p.fields.push((name.clone(), String::from_utf8_lossy(&p.headers[at..]).into_owned()));
         }
@@ -322,6 +324,13 @@ fn render_into(
     p.head = base.head;
     p.timeout = step.timeout.unwrap_or(timeout);
     Ok(())
+}
+
+/// Why a value cannot go where a template puts it (the value is not quoted: it may be a
+/// secret).
+fn refused(names: &[String], slot: usize, place: &str) -> String {
+    let name = names.get(slot).map_or("?", String::as_str);
+    format!("${{{name}}} in {place} holds a CR, LF or NUL: not sent")
 }
 
 /// Takes the response's cookies, runs the checks then the captures: the record's error

@@ -4,16 +4,16 @@
 
 use regex::bytes::Regex;
 use serde_json::Value;
-use serde_json_path::JsonPath;
 
 use crate::client::Kept;
 use crate::flow::jar::Jar;
 use crate::client::MAX_KEPT_BODY;
 use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec};
+use crate::flow::jsonpath::{Bounded, Shape};
 use crate::flow::template::{Into, Template};
 
 pub enum Source {
-    Json(JsonPath),
+    Json(Bounded),
     Regex(Regex),
     Header(String),
     Cookie(String),
@@ -30,11 +30,11 @@ pub enum Check {
     Status(Vec<u16>),
     Contains(Template),
     Matches(Regex),
-    JsonEquals { path: JsonPath, text: String, expected: Template },
+    JsonEquals { path: Bounded, text: String, expected: Template },
 }
 
-pub fn json_path(text: &str) -> Result<JsonPath, String> {
-    JsonPath::parse(text).map_err(|e| format!("JSONPath {text:?}: {e}"))
+pub fn json_path(text: &str) -> Result<Bounded, String> {
+    Bounded::parse(text)
 }
 
 pub fn regex(text: &str) -> Result<Regex, String> {
@@ -85,11 +85,12 @@ pub struct Answer<'a> {
     pub status: u16,
     pub kept: &'a Kept,
     json: Option<Option<Value>>,
+    shape: Option<Shape>,
 }
 
 impl<'a> Answer<'a> {
     pub fn new(status: u16, kept: &'a Kept) -> Self {
-        Self { status, kept, json: None }
+        Self { status, kept, json: None, shape: None }
     }
 
     fn json(&mut self) -> Option<&Value> {
@@ -97,16 +98,21 @@ impl<'a> Answer<'a> {
         self.json.get_or_insert_with(|| serde_json::from_slice(body).ok()).as_ref()
     }
 
-    fn first_node(&mut self, path: &JsonPath) -> Result<String, String> {
+    fn first_node(&mut self, path: &Bounded) -> Result<String, String> {
         let cut = self.kept.cut;
-        let Some(doc) = self.json() else {
+        if self.json().is_none() {
             return Err(if cut {
                 format!("the body is longer than the {MAX_KEPT_BODY} bytes kept")
             } else {
                 "the body is not JSON".to_string()
             });
-        };
-        path.query(doc).first().map(node_text).ok_or_else(|| "selects nothing".to_string())
+        }
+        let doc = self.json.as_ref().and_then(Option::as_ref).expect("parsed above");
+        let shape = if path.needs_shape() { *self.shape.get_or_insert_with(|| Shape::of(doc)) } else { Shape::default() };
+        match path.first(doc, shape)? {
+            Some(node) => Ok(node_text(node)),
+            None => Err("selects nothing".to_string()),
+        }
     }
 }
 

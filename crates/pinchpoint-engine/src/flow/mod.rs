@@ -7,6 +7,7 @@
 pub mod extract;
 pub mod hook;
 pub mod jar;
+pub mod jsonpath;
 pub mod template;
 
 use std::sync::atomic::AtomicU64;
