@@ -2,13 +2,13 @@
 on any body, JSONPath under its node budget; crates/pinchpoint-engine/tests/fuzz_flows.rs)
 in a release build with PROPTEST_CASES each, then the Python ones (flow plans, capture
 JSONPaths, the template scan against the engine's compiler, feed files;
-tests/test_flow_fuzz.py) with --examples each, drawn afresh.
+tests/test_flow_fuzz.py) with --scale times their `make test` budget, drawn afresh.
 
 Prints the inputs tried, the failures (a property broken or a traceback), the hangs (a
 test slower than --hang-s) and the peak RSS of each part.
 
     .venv/bin/python bench/fuzz_flows.py
-    .venv/bin/python bench/fuzz_flows.py --cases 50000 --examples 20000
+    .venv/bin/python bench/fuzz_flows.py --cases 50000 --scale 20
 """
 
 from __future__ import annotations
@@ -53,7 +53,16 @@ def _rust(cases: int, hang_s: float) -> tuple[int, int, int, float]:
     return cases * RUST_TESTS, int(failed), 0, peak_kb / 1024
 
 
-def _python(examples: int, hang_s: float) -> tuple[int, int, int]:
+def _python(scale: int, hang_s: float) -> tuple[int, int, int]:
+    settings.register_profile(
+        "bench",
+        deadline=None,
+        derandomize=False,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile("bench")
+    os.environ["FLOW_FUZZ_SCALE"] = str(scale)
     sys.path.insert(0, str(ROOT / "tests"))
     import test_flow_fuzz as fuzz
 
@@ -65,34 +74,27 @@ def _python(examples: int, hang_s: float) -> tuple[int, int, int]:
     ]
     failures = hangs = 0
     for test in tests:
-        long = settings(
-            max_examples=examples,
-            deadline=None,
-            derandomize=False,
-            database=None,
-            suppress_health_check=[HealthCheck.too_slow],
-        )(test)
         started = time.monotonic()
         try:
-            long()
+            test()
         except Exception:
             failures += 1
             traceback.print_exc()
         took = time.monotonic() - started
         hangs += took > hang_s
         print(f"  {test.__name__}: {took:.1f} s")
-    return examples * len(tests), failures, hangs
+    return sum(fuzz.SHORT) * scale, failures, hangs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=25_000, help="per Rust property")
-    parser.add_argument("--examples", type=int, default=10_000, help="per Python property")
+    parser.add_argument("--scale", type=int, default=10, help="times the Python tests' budget")
     parser.add_argument("--hang-s", type=float, default=600.0, help="the longest a test may take")
     args = parser.parse_args()
     started = time.monotonic()
     rust = _rust(args.cases, args.hang_s)
-    python = _python(args.examples, args.hang_s)
+    python = _python(args.scale, args.hang_s)
     python_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"rust:   {rust[0]:,} inputs, {rust[1]} failures, {rust[2]} hangs, peak {rust[3]:.0f} MB")
     print(

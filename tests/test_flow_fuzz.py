@@ -7,6 +7,7 @@ crates/pinchpoint-engine/tests/fuzz_flows.rs; bench/fuzz_flows.py runs both long
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,11 @@ from pinchpoint.plan.check import PlanError
 from pinchpoint.plan.feeds import read_feed
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.plan.templates import scan
+
+# Examples per property: the short budget times FLOW_FUZZ_SCALE (bench/fuzz_flows.py).
+SCALE = int(os.environ.get("FLOW_FUZZ_SCALE", "1"))
+# The short budget of each property, in the order of this module.
+SHORT = (800, 1000, 2500, 500)
 
 _DIR = Path(tempfile.mkdtemp(prefix="pinchpoint-flow-fuzz-"))
 FEED = _DIR / "accounts.csv"
@@ -83,7 +89,7 @@ def _accepted_by_the_engine(text: str) -> None:
     assert _engine.flows_error(config["flows"]) is None
 
 
-@settings(max_examples=800)
+@settings(max_examples=800 * SCALE)
 @given(template, template, template, template, st.booleans())
 def test_a_flow_plan_is_refused_or_compiled_by_the_engine(
     path: str, header: str, body: str, contains: str, feed: bool
@@ -91,7 +97,7 @@ def test_a_flow_plan_is_refused_or_compiled_by_the_engine(
     _accepted_by_the_engine(_plan(path, header, body, contains, "$.token", feed))
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000 * SCALE)
 @given(jsonpath)
 def test_a_capture_jsonpath_is_refused_or_compiled_by_the_engine(path: str) -> None:
     _accepted_by_the_engine(_plan("", "a", "", "", path, False))
@@ -99,7 +105,7 @@ def test_a_capture_jsonpath_is_refused_or_compiled_by_the_engine(path: str) -> N
     assert error is None or error.startswith("JSONPath")
 
 
-@settings(max_examples=2500)
+@settings(max_examples=2500 * SCALE)
 @given(template)
 def test_the_template_scan_agrees_with_the_engine(text: str) -> None:
     found = scan(text)
@@ -144,7 +150,7 @@ feed_line = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500 * SCALE)
 @given(st.lists(feed_line, min_size=0, max_size=5), st.booleans())
 def test_a_feed_file_gives_rows_or_an_error_naming_it(lines: list[str], jsonl: bool) -> None:
     path = _DIR / ("feed.jsonl" if jsonl else "feed.csv")
