@@ -6,8 +6,10 @@ crates/pinchpoint-engine/tests/fuzz_flows.rs; bench/fuzz_flows.py runs both long
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -27,6 +29,7 @@ SCALE = int(os.environ.get("FLOW_FUZZ_SCALE", "1"))
 SHORT = (800, 1000, 2500, 500)
 
 _DIR = Path(tempfile.mkdtemp(prefix="pinchpoint-flow-fuzz-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
 FEED = _DIR / "accounts.csv"
 FEED.write_text("user,password\nu1,p1\nu2,p2\n")
 
