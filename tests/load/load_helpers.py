@@ -53,12 +53,19 @@ def http_server() -> Iterator[tuple[int, Seen]]:
     """A ThreadingHTTPServer on 127.0.0.1 in a thread; yields its port and what it saw."""
     seen = Seen()
     handler = type("Handler", (_Handler,), {"seen": seen})
+    with serving(handler) as port:
+        yield port, seen
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A ThreadingHTTPServer of `handler` on 127.0.0.1 in a thread; yields its port."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
-        yield server.server_address[1], seen
+        yield server.server_address[1]
     finally:
         server.shutdown()
         server.server_close()

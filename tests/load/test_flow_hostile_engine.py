@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import resource
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from load_helpers import serving
 
 from pinchpoint import _engine
 from pinchpoint.load.engine_config import engine_config
@@ -47,16 +47,8 @@ class _Target(BaseHTTPRequestHandler):
 @contextmanager
 def _target() -> Iterator[tuple[int, list[str]]]:
     seen: list[str] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("T", (_Target,), {"seen": seen}))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield server.server_address[1], seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(type("T", (_Target,), {"seen": seen})) as port:
+        yield port, seen
 
 
 def _plan(port: int, flow: str, feed: Path | None = None) -> str:

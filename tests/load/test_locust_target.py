@@ -7,15 +7,14 @@ target. Two real servers on loopback: the target and another one that counts."""
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import polars as pl
 import pytest
-from load_helpers import http_server
+from load_helpers import http_server, serving
 
 from pinchpoint import pipeline
 from pinchpoint.load.locust_target import fast_address, requests_address, target_address
@@ -45,16 +44,8 @@ def target(other: int) -> Iterator[tuple[int, list[str]]]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield server.server_address[1], seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(Handler) as port:
+        yield port, seen
 
 
 def _locustfile(user: str, url: str) -> str:
