@@ -11,7 +11,15 @@ import httpx
 
 from pinchpoint.discover.listeners import Sockets
 from pinchpoint.discover.tier import Address
-from pinchpoint.discover.walk import MOST_TIERS, Discovery, Reader, address_of, follow, touch
+from pinchpoint.discover.walk import (
+    MOST_TIERS,
+    Discovery,
+    Reader,
+    address_of,
+    follow,
+    free_name,
+    touch,
+)
 from pinchpoint.discover.wire import WireError, address_json, from_json
 from pinchpoint.plan.model import Agent
 
@@ -77,10 +85,7 @@ def _merge(
     """The agent's tiers into `found`, on its host, renamed where a name is taken."""
     renamed: dict[str, str] = {}
     for tier in answer.tiers:
-        taken = {t.name for t in found.tiers}
-        name = tier.name
-        if name in taken:
-            name = f"{tier.name}{sum(1 for n in taken if n.startswith(tier.name)) + 1}"
+        name = free_name(tier.name, found)
         renamed[tier.name], tier.name, tier.host = name, name, host
         tier.notes.append(f"found by agent {host}")
         found.tiers.append(tier)

@@ -119,9 +119,7 @@ def _add(found: Discovery, tier: Tier) -> Tier:
     found.tiers.append(tier)
     found.calls.setdefault(tier.name, [])
     for inner in tier.inside:
-        taken = {t.name for t in found.tiers}
-        if inner.name in taken:
-            inner.name = f"{inner.name}{sum(1 for n in taken if n.startswith(inner.name)) + 1}"
+        inner.name = free_name(inner.name, found)
         found.calls[tier.name].append(inner.name)
         found.tiers.append(inner)
         found.calls.setdefault(inner.name, [])
@@ -156,10 +154,16 @@ def _tier_at(
         found.problems.append(f"{address} is served by {program}, which init does not know")
         return None
     tier = reader(root, argv, address, path)
-    names = {t.name for t in found.tiers}
-    if tier.name in names:
-        tier.name = f"{tier.name}{sum(1 for n in names if n.startswith(tier.name)) + 1}"
+    tier.name = free_name(tier.name, found)
     return tier
+
+
+def free_name(name: str, found: Discovery) -> str:
+    """The name, numbered (nginx2, nginx3) where a tier found already has it."""
+    taken = {t.name for t in found.tiers}
+    if name not in taken:
+        return name
+    return f"{name}{sum(1 for n in taken if n.startswith(name)) + 1}"
 
 
 def _touch(url: str, method: str) -> str:
