@@ -197,6 +197,12 @@ def test_a_saturated_generator_on_ray_makes_the_generator_limit_the_run() -> Non
     short = load_short(ctx.generators)
     assert short is not None and "1 of 3 generators was lost" in short and "node lost" in short
     assert load_short(ctx.generators[:2]) is None
+    ctx.generators[2].update(requests=1200, unreceived_s=1.4, unreceived_estimate=90)
+    short = load_short(ctx.generators)
+    assert (
+        short is not None
+        and "1200 of its requests kept, about 90 from its last 1.4 s lost" in short
+    )
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

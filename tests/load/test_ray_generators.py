@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pinchpoint import pipeline
 from pinchpoint.analyze import analyze
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.load.distributed.runner import NAMESPACE, actor_name, run_on_ray
+from pinchpoint.load.distributed.stream import FLUSH_S, PULL_S
 from pinchpoint.logformats.nginx import NGINX_FORMAT
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
@@ -37,6 +39,9 @@ try:
     NGINX = find_nginx()
 except NginxNotFound as e:
     pytest.skip(str(e), allow_module_level=True)
+
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
 
 STORE = 100 * 1024 * 1024
 SHIFT = 40
@@ -251,46 +256,68 @@ def test_open_loop_generators_send_the_target_count_together(
     assert result.summary["steps"][0]["level"] == rate
 
 
-def test_a_generator_killed_mid_run_is_lost_and_the_run_completes(
+def test_a_generator_killed_mid_run_keeps_all_but_its_last_chunk(
     cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
 ) -> None:
+    """Generator 1's worker process gets SIGKILL mid-run: the run completes with generator
+    0's requests and those generator 1 sent before its last copied chunk."""
     port = nginx[0]
-    load = 'lower = 2\nupper = 4\nstep = 2\nduration = "2s"\nwarmup = "0s"\nthink_time = "5ms"'
+    load = 'lower = 2\nupper = 6\nstep = 2\nduration = "2s"\nwarmup = "0s"\nthink_time = "5ms"'
     run_id = "killed-one"
-    killed: list[float] = []
+    seen: dict[str, float] = {}
+    # Ray's calls would start a new driver once the fixture has shut this one down.
+    ended = threading.Event()
 
-    def kill_after_a_second() -> None:
+    def kill_mid_run() -> None:
         deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not ended.is_set():
             try:
                 actor = ray.get_actor(actor_name(run_id, 1), namespace=NAMESPACE)
                 snapshot = ray.get(actor.snapshot.remote(), timeout=5)
+                pid = ray.get(actor.where.remote(), timeout=5)["pid"]
             except (ValueError, ray.exceptions.RayError):
                 snapshot = None
             if snapshot and snapshot["requests"] > 0:
-                time.sleep(1.0)
-                ray.kill(actor)
-                killed.append(time.time())
+                first = time.time()
+                time.sleep(2.5)
+                done = ray.get(actor.snapshot.remote(), timeout=5)["requests"]
+                os.kill(pid, signal.SIGKILL)
+                seen.update(done=done, seconds=time.time() - first)
                 return
             time.sleep(0.1)
 
-    killer = threading.Thread(target=kill_after_a_second, daemon=True)
+    killer = threading.Thread(target=kill_mid_run, daemon=True)
     killer.start()
-    run_dir, verdict, run = _run(_plan(port, load, 2), tmp_path / "runs", run_id)
-    killer.join(timeout=5)
+    try:
+        run_dir, verdict, run = _run(_plan(port, load, 2), tmp_path / "runs", run_id)
+    finally:
+        ended.set()
+        killer.join(timeout=10)
 
-    assert killed, "the generator was never seen sending"
+    assert seen, "the generator was never seen sending"
     gens = run["generators"]
-    assert gens[1]["lost"] is True and "kill" in gens[1]["reason"].lower(), gens[1]
+    assert gens[1]["lost"] is True and "pid" in gens[1]["reason"], gens[1]
     assert not gens[0].get("lost") and gens[0]["requests"] > 0
     requests = pl.read_parquet(run_dir / files.REQUESTS)
-    assert requests.height == gens[0]["requests"] == run["records"]
-    assert set((requests["req_id"] // (1 << SHIFT)).unique().to_list()) == {0}
+    assert requests.height == gens[0]["requests"] + gens[1]["requests"] == run["records"]
     assert requests["req_id"].n_unique() == requests.height
+    kept = requests.filter(requests["req_id"] // (1 << SHIFT) == 1).height
+    assert kept == gens[1]["requests"]
+    # One chunk: what the engine wrote since the last copy (PULL_S, plus its FLUSH_S).
+    rate = seen["done"] / seen["seconds"]
+    chunk = rate * (PULL_S + FLUSH_S)
+    lost = seen["done"] - kept
+    print(
+        f"\ngenerator 1 had completed {seen['done']:.0f} requests when killed, {kept} kept: "
+        f"{lost:.0f} lost, one chunk is ~{chunk:.0f}; run.json estimates "
+        f"{gens[1]['unreceived_estimate']} over {gens[1]['unreceived_s']} s"
+    )
+    assert kept > 0 and lost <= 1.5 * chunk
+    assert 0 < gens[1]["unreceived_s"] <= 2 * (PULL_S + FLUSH_S) + 1.0
     assert "The load was short" in verdict["load_short"]
     assert "1 of 2 generators was lost" in verdict["load_short"]
     assert "The load was short" in verdict_text(verdict)
-    print(f"\n{verdict['load_short']}")
+    print(f"{verdict['load_short']}")
 
 
 def _client_server_logs(cluster: Any) -> str:
@@ -312,10 +339,16 @@ def test_the_command_line_sends_through_ray_client(
     (tmp_path / "plan.toml").write_text(text)
     address = f"ray://127.0.0.1:{cluster.client_port}"
     argv = ["run", "plan.toml", "-q", "--ray", address, "--generators", "2"]
-    done = subprocess.run(
-        [sys.executable, "-m", "pinchpoint", *argv],
-        cwd=tmp_path, capture_output=True, text=True, timeout=50, check=False,
-    )  # fmt: skip
+    # A new Ray Client driver starts its own server process on the head, which imports Ray
+    # from a cold disk on a fresh machine: the bound is for a hang, not for speed.
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pinchpoint", *argv],
+            cwd=tmp_path, capture_output=True, text=True, timeout=240, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as late:
+        said = f"{late.stderr!r}\n{late.stdout!r}"
+        raise AssertionError(said + _client_server_logs(cluster)) from late
     assert done.returncode == 0, done.stderr + done.stdout + _client_server_logs(cluster)
     (run_dir,) = (tmp_path / "runs").iterdir()
     run = json.loads((run_dir / files.RUN).read_text())

@@ -70,6 +70,7 @@ def load_short(generators: list[dict]) -> str | None:
         f"generator {g['generator']}"
         + (f" on {g.get('host') or g['node'][:12]}" if g.get("node") else "")
         + f": {g.get('reason') or 'lost'}"
+        + _kept(g)
         for g in lost
     )
     left = len(generators) - len(lost)
@@ -78,6 +79,18 @@ def load_short(generators: list[dict]) -> str | None:
         f"The load was short: {len(lost)} of {len(generators)} generators "
         f"{'was' if len(lost) == 1 else 'were'} lost ({which}); the results are what the "
         f"{others} measured, below the plan's load."
+    )
+
+
+def _kept(generator: dict) -> str:
+    """What a lost generator's records came to: those copied before it was lost, and
+    about how many after its last copy never were."""
+    if "unreceived_s" not in generator:
+        return ""
+    return (
+        f"; {generator.get('requests', 0)} of its requests kept, about "
+        f"{generator.get('unreceived_estimate', 0)} from its last "
+        f"{generator['unreceived_s']:g} s lost"
     )
 
 

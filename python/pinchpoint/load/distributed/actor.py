@@ -1,9 +1,10 @@
 """One generator of a distributed run: a Ray actor (runner.py wraps this class with
 `ray.remote`) that runs the engine with its share of the load on the node it lives on.
 
-Its requests are written to Parquet in a folder of its own on its node; the parent copies
-the file in chunks through Ray's object store (`read_part`), so no filesystem is shared.
-The run's methods go on one thread and `stop`, `abandon` and `snapshot` on another
+Its engine streams its requests to a file in a folder of its own on its node; the parent
+copies what is new in chunks while the run goes (`read_stream`, see stream.py), so no
+filesystem is shared and a generator lost mid-run loses only its last chunk. `finish`
+waits on one thread while `read_stream`, `stop`, `abandon` and `snapshot` go on others
 (the actor is made with `max_concurrency` above 1).
 """
 
@@ -70,36 +71,34 @@ class Generator:
         self.threads = config["threads"]
 
     def finish(self) -> dict[str, Any]:
-        """Waits for the engine's summary; converts the records to Parquet. Returns the
-        summary, the rows, the size of the Parquet file and the CPU self-check."""
+        """Waits for the engine's summary. Returns the summary, the final size of the
+        requests stream and the CPU self-check."""
         run = self.run
         assert run is not None, "start first"
         summary = None
         while summary is None:
             summary = run.wait(POLL_S)
         cpu_s = time.process_time() - self.cpu_start
-        stream = self.folder / files.REQUEST_STREAM
-        parquet = self.folder / files.REQUESTS
-        rows = _engine.records_to_parquet(str(stream), str(parquet))
-        stream.unlink()
         wall_s = max((summary["ended_us"] - summary["started_us"]) / 1e6, 1e-9)
         usable = _usable_cores()
         threads = min(self.threads or usable, usable)
         cores = cpu_s / wall_s
         return {
             "summary": summary,
-            "rows": rows,
-            "size": parquet.stat().st_size,
+            "stream_size": (self.folder / files.REQUEST_STREAM).stat().st_size,
             "cpu_cores": round(cores, 3),
             "threads": threads,
             "saturated": cores >= SATURATED * threads,
         }
 
-    def read_part(self, offset: int, size: int) -> bytes:
-        """Up to `size` bytes of the Parquet file from `offset`."""
-        with (self.folder / files.REQUESTS).open("rb") as f:
-            f.seek(offset)
-            return f.read(size)
+    def read_stream(self, offset: int, size: int) -> bytes:
+        """Up to `size` bytes of the requests stream from `offset` (none before it exists)."""
+        try:
+            with (self.folder / files.REQUEST_STREAM).open("rb") as f:
+                f.seek(offset)
+                return f.read(size)
+        except FileNotFoundError:
+            return b""
 
     def close(self) -> None:
         """Removes this generator's folder."""

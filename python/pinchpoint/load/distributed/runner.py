@@ -2,15 +2,18 @@
 
 The parent (this process) connects to the cluster, starts N actors spread over its nodes
 (actor.py), gives each its share of the load (shares.py) with one start time a few
-seconds ahead, and waits for them, bounded by the plan's durations. A generator that dies,
-whose node is lost, or that is still running well past the planned end, is lost: the run
-goes on with what the others measured, and run.json's `generators` says which was lost
-and why. Their requests are copied here in chunks and merged (merge.py).
+seconds ahead, and waits for them, bounded by the plan's durations. Their requests are
+copied here in chunks while they run (stream.py) and merged at the end (merge.py). A
+generator that dies, whose node is lost, or that is still running well past the planned
+end, is lost: the run goes on with what the others measured and what it sent before its
+last chunk, and run.json's `generators` says which was lost, why, and about how many of
+its requests were never copied.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -22,6 +25,7 @@ from pinchpoint import interrupts
 from pinchpoint.load.distributed.actor import Generator
 from pinchpoint.load.distributed.merge import merge_parquet, merge_snapshots, merge_summaries
 from pinchpoint.load.distributed.shares import check_ray_plan, share_of, shares
+from pinchpoint.load.distributed.stream import CHUNK_S, Streams
 from pinchpoint.load.engine import LoadResult
 from pinchpoint.load.engine_config import EngineConfig, engine_config
 from pinchpoint.plan.model import Plan, PlanError
@@ -36,10 +40,9 @@ START_LEAD_S = 3.0
 LATE_S = 30.0
 TICK_S = 1.0
 POLL_S = 0.1
-# The requests' Parquet file is copied in chunks of this size, each within CHUNK_S.
-CHUNK = 8 << 20
-CHUNK_S = 60.0
 NAMESPACE = "pinchpoint"
+# The run folder's scratch folder for the generators' streams while they are copied.
+PARTS = "requests"
 # A Ray Client server starts a server process per driver; on a busy head that start can
 # fail once and succeed on the next try, so a ray:// connection is tried this often.
 CONNECT_TRIES = 3
@@ -54,6 +57,13 @@ class _Gen:
     config: EngineConfig | None = None
     result: dict[str, Any] | None = None
     lost: str | None = None
+    lost_at: float = 0.0
+    rows: int = 0
+    # The seconds of its records never copied here, when it was lost.
+    unreceived_s: float = 0.0
+
+    def lose(self, reason: str) -> None:
+        self.lost, self.lost_at = reason, time.time()
 
     def entry(self) -> dict[str, Any]:
         """This generator in run.json's `generators`."""
@@ -61,15 +71,28 @@ class _Gen:
         out.update({k: self.where[k] for k in ("node", "host", "ip") if k in self.where})
         if self.config is not None:
             out.update(share_of(self.config))
+        out["requests"] = self.rows
         if self.result is not None:
             summary = self.result["summary"]
-            out["requests"] = self.result["rows"]
             if summary["windows"]:
                 out["started"] = summary["windows"][0][0] / 1e6
             out.update({k: self.result[k] for k in ("cpu_cores", "threads", "saturated")})
         if self.lost is not None:
             out.update({"lost": True, "reason": self.lost})
+            out.update(self._unreceived())
         return out
+
+    def _unreceived(self) -> dict[str, Any]:
+        """About how many of a lost generator's requests never reached this process: its
+        rate over the records kept, for the seconds after its last copy."""
+        seconds = round(self.unreceived_s, 2)
+        kept_s = max((self.lost_at - self.unreceived_s) - self._start_s(), 0.0)
+        rate = self.rows / kept_s if kept_s > 0 else 0.0
+        return {"unreceived_s": seconds, "unreceived_estimate": round(rate * seconds)}
+
+    def _start_s(self) -> float:
+        start_us = self.config.get("start_at_us") if self.config else None
+        return start_us / 1e6 if start_us else self.lost_at
 
 
 def actor_name(run_id: str, index: int) -> str:
@@ -112,12 +135,14 @@ def run_on_ray(
         for gen, config in zip(gens, configs, strict=True):
             gen.config = config
         _start_runs(ray, plan, gens)
+        streams = Streams(ray, run_dir / PARTS, {g.index: g.actor for g in gens})
         end = start_at + sum(lv.duration for lv in plan.load.levels())
-        halted = _wait(ray, gens, end + _longest_timeout(plan) + LATE_S, on_tick)
-        return _gather(ray, plan, gens, run_dir, halted)
+        halted = _wait(ray, gens, streams, end + _longest_timeout(plan) + LATE_S, on_tick)
+        return _gather(ray, plan, gens, streams, run_dir, halted)
     finally:
         for gen in gens:
             ray.kill(gen.actor)
+        shutil.rmtree(run_dir / PARTS, ignore_errors=True)
         if owned:
             ray.shutdown()
 
@@ -137,7 +162,7 @@ def _start_actors(ray: Any, plan: Plan, run_id: str) -> list[_Gen]:
     count = plan.generators.count or len(nodes)
     if count < 1:
         raise PlanError("the Ray cluster has no alive node with a CPU for a generator")
-    remote = ray.remote(num_cpus=1, max_concurrency=4)(Generator)
+    remote = ray.remote(num_cpus=1, max_concurrency=6)(Generator)
     gens = [
         _Gen(
             i,
@@ -170,18 +195,22 @@ def _start_runs(ray: Any, plan: Plan, gens: list[_Gen]) -> None:
     refs = {g.actor.start.remote(g.config, hook, hook_file): g for g in gens}
     ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=START_LEAD_S)
     for ref in late:
-        refs[ref].lost = f"its engine had not started {START_LEAD_S:g} s after it was ready"
+        refs[ref].lose(f"its engine had not started {START_LEAD_S:g} s after it was ready")
     for ref in ready:
         try:
             ray.get(ref)
         except ray.exceptions.RayActorError as e:
-            refs[ref].lost = _reason(e)
+            refs[ref].lose(_reason(e))
         except ray.exceptions.RayTaskError as e:
             raise PlanError(f"generator {refs[ref].index} cannot start: {_reason(e)}") from None
 
 
 def _wait(
-    ray: Any, gens: list[_Gen], deadline: float, on_tick: Callable[[dict], None] | None
+    ray: Any,
+    gens: list[_Gen],
+    streams: Streams,
+    deadline: float,
+    on_tick: Callable[[dict], None] | None,
 ) -> int:
     """Waits for the generators' results until `deadline`; stops them on a SIGINT or
     SIGTERM (abandons their requests in flight on a second). Returns how far they were
@@ -199,15 +228,16 @@ def _wait(
                 _tell(halted)
             if time.time() > deadline:
                 for g in pending.values():
-                    g.lost = f"no result {LATE_S:g} s after the run's planned end"
+                    g.lose(f"no result {LATE_S:g} s after the run's planned end")
                 return halted
+            streams.poll({g.index for g in pending.values()})
             ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_S)
             for ref in ready:
                 gen = pending.pop(ref)
                 try:
                     gen.result = ray.get(ref)
                 except ray.exceptions.RayError as e:
-                    gen.lost = _reason(e)
+                    gen.lose(_reason(e))
             if pending and on_tick is not None and time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + TICK_S
                 _tick(ray, list(pending.values()), on_tick)
@@ -243,28 +273,32 @@ def _tick(ray: Any, gens: list[_Gen], on_tick: Callable[[dict], None]) -> None:
         on_tick(merge_snapshots(snapshots))
 
 
-def _gather(ray: Any, plan: Plan, gens: list[_Gen], run_dir: Path, halted: int) -> LoadResult:
-    """Copies each generator's requests here, merges them and the summaries."""
-    parts_dir = run_dir / "requests"
-    parts_dir.mkdir(exist_ok=True)
+def _gather(
+    ray: Any, plan: Plan, gens: list[_Gen], streams: Streams, run_dir: Path, halted: int
+) -> LoadResult:
+    """Copies the rest of each generator's requests here, merges them and the summaries.
+    A lost generator's requests are those copied before it was lost."""
     parts = []
     for g in gens:
-        if g.result is None:
-            continue
-        part = parts_dir / f"part-{g.index}.parquet"
-        try:
-            _copy(ray, g, part)
+        if g.result is not None:
+            try:
+                streams.drain(g.index, g.result["stream_size"])
+                ray.get(g.actor.close.remote(), timeout=CHUNK_S)
+            except (ray.exceptions.RayError, RuntimeError) as e:
+                g.result = None
+                g.lose(f"lost while its requests were copied: {_reason(e)}")
+        if g.lost is not None:
+            g.unreceived_s = streams.copies[g.index].lost_window_s(g.lost_at)
+        part = run_dir / PARTS / f"part-{g.index}.parquet"
+        g.rows = streams.to_parquet(g.index, part)
+        if g.rows:
             parts.append(part)
-        except (ray.exceptions.RayError, RuntimeError) as e:
-            g.result, g.lost = None, f"lost while its requests were copied: {_reason(e)}"
     done = [g for g in gens if g.result is not None]
     if not done:
-        shutil.rmtree(parts_dir, ignore_errors=True)
         lost = "; ".join(f"generator {g.index}: {g.lost}" for g in gens)
         raise RuntimeError(f"every generator was lost: {lost}")
     path = run_dir / files.REQUESTS
     rows = merge_parquet(parts, path)
-    shutil.rmtree(parts_dir, ignore_errors=True)
     summary = merge_summaries([g.result["summary"] for g in done if g.result], plan.load.levels())
     summary["interrupted"] = summary["interrupted"] or halted > 0
     summary["generators"] = [g.entry() for g in gens]
@@ -273,28 +307,16 @@ def _gather(ray: Any, plan: Plan, gens: list[_Gen], run_dir: Path, halted: int) 
     )
 
 
-def _copy(ray: Any, gen: _Gen, part: Path) -> None:
-    assert gen.result is not None
-    size = gen.result["size"]
-    with part.open("wb") as f:
-        while f.tell() < size:
-            chunk = ray.get(gen.actor.read_part.remote(f.tell(), CHUNK), timeout=CHUNK_S)
-            if not chunk:
-                raise RuntimeError(f"generator {gen.index}'s requests file ended early")
-            f.write(chunk)
-    ray.get(gen.actor.close.remote(), timeout=CHUNK_S)
-
-
 def _longest_timeout(plan: Plan) -> float:
     timeouts = [r.timeout for r in plan.request] + [s.timeout for f in plan.flow for s in f.step]
     return max([plan.load.timeout, *(t or 0.0 for t in timeouts)])
 
 
 def _reason(error: BaseException) -> str:
-    """A Ray error in one line for run.json and the terminal: its first and last lines
-    that are not indented (Ray indents the actor's ids and the traceback)."""
-    lines = [line.strip() for line in str(error).splitlines() if line[:1] not in ("", " ", "\t")]
-    if not lines:
-        return type(error).__name__
-    text = lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
-    return text[:300]
+    """A Ray error whole, in one line for run.json and the terminal: its lines that are not
+    indented (Ray indents the actor's ids and the traceback), and the pid it names."""
+    text = str(error)
+    lines = [line.strip() for line in text.splitlines() if line[:1] not in ("", " ", "\t")]
+    said = " ".join(lines) or type(error).__name__
+    pid = re.search(r"^\s+pid: (\d+)$", text, re.MULTILINE)
+    return f"{said} (pid {pid.group(1)})" if pid else said
