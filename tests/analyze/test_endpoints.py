@@ -14,6 +14,9 @@ from pinchpoint.analyze.endpoints import describe
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 
 def closed_loop(users: list[int], workers: int | None, service_ms: float) -> list[dict]:
     """Closed-loop steps of an endpoint served by `workers` (None: no limit)."""

@@ -22,6 +22,9 @@ from pinchpoint.collect.resources.cgroups import (
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 from pinchpoint_lab.cgroup import CpuQuota, cpu_hierarchy
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 MOUNTINFO = """\
 25 30 0:22 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw,mode=755
 26 25 0:23 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu

@@ -26,7 +26,8 @@ needs_netns = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None,
     reason="needs root, ip and tc",
 )
-pytestmark = pytest.mark.timeout(90)
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(90)]
 
 # Sends argv[3] bytes to the first connection, then exits.
 _SENDER = """

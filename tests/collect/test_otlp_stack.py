@@ -29,7 +29,8 @@ from pinchpoint_lab.traced import (
     otlp_listen,
 )
 
-pytestmark = pytest.mark.timeout(240)
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(240)]
 HERE = Path(__file__).resolve().parent
 
 

@@ -179,6 +179,7 @@ def test_pinchpoint_run_warns_of_a_pid_file_naming_no_process(tmp_path: Path) ->
         result = CliRunner().invoke(
             app,
             ["run", str(tmp_path / "plan.toml"), "--runs-dir", str(tmp_path / "runs"), "-q"],
+            env={"COLUMNS": "400"},  # a long tmp path is not wrapped mid-way
         )
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())

@@ -21,7 +21,11 @@ from pinchpoint.rundir import files
 from pinchpoint_lab.hot_code import CHEAPER_FUNCTIONS, HOT_FUNCTION, HotCodeServer
 from pinchpoint_lab.profile_cost import profile_cost
 
-pytestmark = pytest.mark.skipif(pyspy_path() is None, reason="py-spy is not installed")
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(pyspy_path() is None, reason="py-spy is not installed"),
+]
 
 STEPS = 'lower = 2\nupper = 6\nstep = 4\nduration = "6s"\nwarmup = "0.5s"'
 # Three stages at the same users; the profile samples the middle one.

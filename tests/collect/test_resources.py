@@ -17,7 +17,8 @@ import pytest
 
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 
-pytestmark = pytest.mark.timeout(60)
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(60)]
 
 _BUSY = textwrap.dedent(
     """

@@ -16,7 +16,8 @@ from pinchpoint.demo.errors import StackError
 from pinchpoint_lab import blkio
 from pinchpoint_lab.blkio import DiskLimit, block_device, io_hierarchy
 
-pytestmark = pytest.mark.timeout(60)
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(60)]
 
 MIB = 1 << 20
 # Appends 64 KiB and fsyncs, for argv[2] seconds once a line arrives on stdin; prints the

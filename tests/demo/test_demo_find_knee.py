@@ -13,6 +13,9 @@ import pytest
 
 from pinchpoint.plan.model import parse_plan
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 LOWER, UPPER, SECONDS = 1, 16, 2.0
 # The step plan over the same range, one user at a time.
 RANGE = ["-l", str(LOWER), "-u", str(UPPER), "-s", "1", "-t", f"{SECONDS:g}"]

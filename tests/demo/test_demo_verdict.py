@@ -10,6 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 STEPS = ["-l", "1", "-u", "7", "-s", "2", "-t", "2.5"]
 
 

@@ -11,6 +11,9 @@ import pytest
 
 from pinchpoint_lab.neighbour import CpuHog, starved_generator
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 
 def cpu_seconds(procs: list[psutil.Process]) -> float:
     return sum(sum(proc.cpu_times()[:2]) for proc in procs)

@@ -10,6 +10,9 @@ from diagnosis_helpers import finding, need_nginx, need_root, run_scenario
 from pinchpoint_lab import scenarios
 from pinchpoint_lab.cgroup import cpu_hierarchy
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 
 def test_cgroup_quota_is_named_with_its_throttling(tmp_path: Path) -> None:
     need_nginx()

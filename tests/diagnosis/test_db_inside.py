@@ -19,6 +19,9 @@ from pinchpoint.rundir.view import RunView
 from pinchpoint_lab import scenarios
 from pinchpoint_lab.postgres import find_postgres
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 UPDATE = "UPDATE counters SET n = n + $1 WHERE id = $2 RETURNING n"
 SCAN = (
     "SELECT count(*) FROM (SELECT value FROM readings LIMIT $1) AS r "

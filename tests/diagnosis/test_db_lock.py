@@ -10,6 +10,9 @@ from diagnosis_helpers import finding, need_module, need_nginx, run_scenario
 from pinchpoint_lab import scenarios
 from pinchpoint_lab.postgres import find_postgres
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 
 def test_hot_row_lock_waits_are_named(tmp_path: Path) -> None:
     need_nginx()

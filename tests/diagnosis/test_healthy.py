@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from diagnosis_helpers import need_nginx, run_scenario
 
 from pinchpoint_lab import scenarios
+
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
 
 
 def test_enough_workers_and_light_work_name_no_bottleneck(tmp_path: Path) -> None:

@@ -15,6 +15,9 @@ from pinchpoint_lab.matrix.draws import draw
 from pinchpoint_lab.matrix.run import run_one
 from pinchpoint_lab.matrix.spec import CLASSES, Spec
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 SEED = 7
 STEP_S = 2.0
 # The neighbour changes the answer for these, or must not: a CPU hog on one core.

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from diagnosis_helpers import finding, need_nginx, run_scenario
 
 from pinchpoint_lab import scenarios
+
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
 
 
 def test_nginx_limit_conn_is_named_as_fast_refusals(tmp_path: Path) -> None:

@@ -68,7 +68,11 @@ def _nginx_missing() -> str:
     return ""
 
 
-pytestmark = pytest.mark.skipif(bool(_nginx_missing()), reason=_nginx_missing())
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(bool(_nginx_missing()), reason=_nginx_missing()),
+]
 
 
 # How long the locustfile's run takes to start its users (a Python child importing

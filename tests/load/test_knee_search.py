@@ -24,6 +24,9 @@ from pinchpoint.knee_search import (
 from pinchpoint.plan.model import PlanError, parse_plan, with_find_knee
 from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = pytest.mark.serial
+
 Curve = Callable[[int], Point]
 
 

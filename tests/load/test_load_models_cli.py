@@ -20,7 +20,8 @@ from pinchpoint.load.plain import _generator
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.report.load_summary import render_summary
 
-pytestmark = pytest.mark.timeout(90)
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(90)]
 
 
 def load(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,8 @@ import pytest
 
 from pinchpoint.demo import NginxNotFound, find_nginx
 
-pytestmark = pytest.mark.timeout(90)
+# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(90)]
 
 NGINX_CONF = """\
 worker_processes 1;
