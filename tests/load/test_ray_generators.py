@@ -320,6 +320,60 @@ def test_a_generator_killed_mid_run_keeps_all_but_its_last_chunk(
     print(f"{verdict['load_short']}")
 
 
+SPIN_AFTER_20 = """
+CALLS = [0]
+
+
+def spin(request, vars):
+    CALLS[0] += 1
+    if CALLS[0] > 20:
+        while True:
+            pass
+"""
+
+
+def test_a_hook_that_spins_on_a_generator_stops_that_generator_not_the_run(
+    cluster: Any, nginx: tuple[int, Path, Path], tmp_path: Path
+) -> None:
+    """Each generator runs the hook in its own process: the call that spins is stopped
+    after the run's timeout, the generator stops there and keeps what it measured."""
+    (tmp_path / "hooks.py").write_text(SPIN_AFTER_20)
+    text = f"""
+[target]
+url = "http://127.0.0.1:{nginx[0]}"
+
+[load]
+users = 2
+duration = "4s"
+warmup = "0s"
+timeout = "1s"
+threads = 1
+hook = "{tmp_path / "hooks.py"}:spin"
+
+[[flow]]
+name = "hooked"
+
+[[flow.step]]
+path = "/hello"
+hook = true
+
+[generators]
+ray = "auto"
+count = 2
+"""
+    run_dir, _, run = _run(text, tmp_path / "runs", "hook-spins")
+    why = "a call did not return within 1 s; its process was stopped"
+    assert run["stopped"].count(why) == 2 and run["interrupted"], run["stopped"]
+    gens = run["generators"]
+    assert not any(g.get("lost") for g in gens), gens
+    requests = pl.read_parquet(run_dir / files.REQUESTS)
+    # 20 calls let through on each generator, then each user's call ends in a capture error.
+    assert requests.filter(pl.col("status") == 200).height == 40
+    assert set(requests.filter(pl.col("error").is_not_null())["error"]) == {"capture"}
+    [step] = run["steps"]
+    assert step["end"] - step["start"] < 3.5
+
+
 def _client_server_logs(cluster: Any) -> str:
     """The tail of each Ray Client server log on the head: why a driver was refused."""
     logs = Path(cluster.head_node.get_session_dir_path()) / "logs"

@@ -21,7 +21,7 @@ from typing import Any
 
 from pinchpoint import _engine
 from pinchpoint.load.engine_config import EngineConfig
-from pinchpoint.load.hooks import load_hook
+from pinchpoint.load.hook_box import HookBox
 from pinchpoint.rundir import files
 
 # How long one wait on the engine lasts: a stop or abandon acts within this.
@@ -38,6 +38,7 @@ class Generator:
         self.index = index
         self.folder = Path(tempfile.mkdtemp(prefix=f"pinchpoint-gen{index}-"))
         self.run: _engine.LoadRun | None = None
+        self.box: HookBox | None = None
         self.lock = threading.Lock()
         self.stopped = 0  # 1 stop asked, 2 abandon asked
         self.cpu_start = 0.0
@@ -58,11 +59,13 @@ class Generator:
 
     def start(self, config: EngineConfig, hook: str | None, hook_file: str | None) -> None:
         """Starts the engine (it waits for `start_at_us` itself). A hook named by a file
-        comes with that file's text (`hook_file`), written here beside the records."""
+        comes with that file's text (`hook_file`), written here beside the records, and
+        runs in its own process, each call within the run's timeout (load/hook_box.py)."""
         config = EngineConfig(**config)
         config["records_path"] = str(self.folder / files.REQUEST_STREAM)
         if hook is not None:
-            config["hook"] = load_hook(self._hook_spec(hook, hook_file))
+            self.box = HookBox(self._hook_spec(hook, hook_file), config["timeout_s"])
+            config["hook"] = self.box
         with self.lock:
             self.run = _engine.start(config)
             if self.stopped:
@@ -77,8 +80,14 @@ class Generator:
         assert run is not None, "start first"
         summary = None
         while summary is None:
+            if self.box is not None and self.box.broken is not None and not self.stopped:
+                self._halt(1)
             summary = run.wait(POLL_S)
         cpu_s = time.process_time() - self.cpu_start
+        if self.box is not None:
+            self.box.close()
+            if self.box.broken is not None:
+                summary["stopped"] = f"{self.box.broken}; the generator stopped there"
         wall_s = max((summary["ended_us"] - summary["started_us"]) / 1e6, 1e-9)
         usable = _usable_cores()
         threads = min(self.threads or usable, usable)
@@ -101,7 +110,9 @@ class Generator:
             return b""
 
     def close(self) -> None:
-        """Removes this generator's folder."""
+        """Stops the hook's process; removes this generator's folder."""
+        if self.box is not None:
+            self.box.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def stop(self) -> None:

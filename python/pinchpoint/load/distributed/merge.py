@@ -34,6 +34,7 @@ def merge_summaries(summaries: Sequence[dict[str, Any]], levels: Sequence[Level]
         mine = [s["windows"][i] for s in summaries if i < len(s["windows"])]
         windows.append((min(a for a, _ in mine), max(b for _, b in mine)))
     errors = [s["records_error"] for s in summaries if s.get("records_error")]
+    stopped = [s["stopped"] for s in summaries if s.get("stopped")]
     return {
         "steps": steps,
         "windows": windows,
@@ -44,6 +45,7 @@ def merge_summaries(summaries: Sequence[dict[str, Any]], levels: Sequence[Level]
         "records_error": "; ".join(errors) if errors else None,
         "error_reasons": merge_reasons([s.get("error_reasons") or {} for s in summaries]),
         "abandoned": sum(s.get("abandoned", 0) for s in summaries),
+        **({"stopped": "; ".join(stopped)} if stopped else {}),
     }
 
 
