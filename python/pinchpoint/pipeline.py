@@ -48,6 +48,9 @@ class RunOutcome:
     # Why the load stopped before its end on its own (a hook or Locust process that
     # broke), run.json `stopped`; the command exits 3.
     stopped: str | None = None
+    # The [sla] objective that stopped the run when it broke (run.json `aborted`); the
+    # command exits 4.
+    aborted: str | None = None
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -181,6 +184,10 @@ def execute(
         run["find_knee"] = knee.record
     if summary.get("stopped"):
         run["stopped"] = summary["stopped"]
+    if aborted := summary.get("aborted"):
+        run["aborted"] = aborted
+        if aborted["step"] < len(steps):
+            steps[aborted["step"]]["aborted"] = aborted["reason"]
     run = redactor.mapping(run)
     files.RunFolder(run_dir).write_run(cast(RunJson, run))
     write_histograms(summary, run_dir)
@@ -191,4 +198,5 @@ def execute(
     warnings = [redactor.text(problem) for problem in problems]
     search = knee.record if knee is not None else None
     stopped = run.get("stopped")  # redacted, as printed
-    return RunOutcome(run_dir, verdict, result.interrupted, warnings, search, stopped)
+    aborted = run["aborted"]["reason"] if "aborted" in run else None
+    return RunOutcome(run_dir, verdict, result.interrupted, warnings, search, stopped, aborted)

@@ -13,11 +13,13 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 import pytest
+from load_helpers import serving
 
 from pinchpoint import pipeline
 from pinchpoint.analyze import analyze
@@ -372,6 +374,46 @@ count = 2
     assert set(requests.filter(pl.col("error").is_not_null())["error"]) == {"capture"}
     [step] = run["steps"]
     assert step["end"] - step["start"] < 3.5
+
+
+class _OneAtATime(BaseHTTPRequestHandler):
+    """Answers one request at a time, each after 30 ms: latency grows with the users."""
+
+    lock = threading.Lock()
+    answered: ClassVar[list[int]] = [0]
+
+    def do_GET(self) -> None:
+        with self.lock:
+            time.sleep(0.03)
+            self.answered[0] += 1
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def test_an_objective_that_aborts_stops_every_generator(cluster: Any, tmp_path: Path) -> None:
+    """One user takes ~30 ms, three ~90 ms: p99 ≤ 60 ms breaks in the second step, and
+    both generators stop there."""
+    load = 'lower = 1\nupper = 5\nstep = 2\nduration = "6s"\nwarmup = "0s"'
+    sla = '\n[sla]\np99_ms = 60\nabort = true\nabort_after = "2s"\n'
+    _OneAtATime.answered[0] = 0
+    with serving(_OneAtATime) as port:
+        run_dir, verdict, run = _run(_plan(port, load, 2) + sla, tmp_path / "runs", "aborts")
+        answered = _OneAtATime.answered[0]
+    aborted = run["aborted"]
+    print(f"\n{aborted['reason']}")
+    assert aborted["objective"] == "p99_ms" and aborted["step"] == 1, aborted
+    steps = run["steps"]
+    assert len(steps) == 2 and steps[1]["aborted"] == aborted["reason"]
+    assert steps[1]["end"] - steps[1]["start"] <= 2.0 + 1.0 + 1.0
+    assert not run["interrupted"] and not any(g.get("lost") for g in run["generators"])
+    requests = pl.read_parquet(run_dir / files.REQUESTS)
+    assert requests.height == answered == run["records"]
+    assert verdict["aborted"] == aborted["reason"]
 
 
 def _client_server_logs(cluster: Any) -> str:

@@ -121,6 +121,8 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
         **_curve(steps),
         "sla": _sla(data),
     }
+    if aborted := data.run.get("aborted"):
+        verdict["aborted"] = aborted["reason"]
     if short := load_short(ctx.generators):
         verdict["load_short"] = short
     if reasons := data.run.get("error_reasons"):

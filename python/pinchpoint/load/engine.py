@@ -3,6 +3,7 @@ the GIL released while it waits.
 
 A first SIGINT or SIGTERM (counted by `interrupts.catching()`, or a KeyboardInterrupt
 without it) stops the run after the requests in flight; a second abandons those at once.
+An `[sla]` objective that aborts stops it the same way when it breaks (load/abort.py).
 Every request that ended is kept and converted to Parquet.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint import _engine, interrupts
+from pinchpoint.load.abort import Abort, AbortWatch
 from pinchpoint.load.engine_config import engine_config
 from pinchpoint.load.hook_box import HookBox
 from pinchpoint.plan.model import Plan
@@ -71,15 +73,22 @@ def run_steps(
     stream = run_dir / files.REQUEST_STREAM
     config = engine_config(plan, run_id, stream)
     box = config["hook"] if isinstance(config["hook"], HookBox) else None
+    watch = AbortWatch.of(plan.sla)
     try:
-        summary, halted = _wait(_engine.start(config), plan, box, on_tick)
+        summary, halted = _wait(_engine.start(config), plan, box, watch, on_tick)
     finally:
         if box is not None:
             box.close()
     parquet = run_dir / files.REQUESTS
     rows = _engine.records_to_parquet(str(stream), str(parquet))
     stream.unlink()
+    aborted = watch.fired if watch is not None else None
     summary["interrupted"] = summary["interrupted"] or halted
+    if aborted is not None:
+        # The engine counts its stop as an interruption; an abort is one only if a
+        # signal came too.
+        summary["interrupted"] = interrupts.count() > 0
+        summary["aborted"] = aborted.as_json()
     if box is not None and box.broken is not None:
         summary["stopped"] = f"{box.broken}; the run stopped there"
     return LoadResult(
@@ -91,10 +100,12 @@ def _wait(
     run: _engine.LoadRun,
     plan: Plan,
     box: HookBox | None,
+    watch: AbortWatch | None,
     on_tick: Callable[[dict], None] | None,
 ) -> tuple[dict, bool]:
     """The engine's summary once it ends, and whether it was stopped before its end: by
-    a signal, or by a hook that broke (the run stops as at a first Ctrl-C)."""
+    a signal, by a hook that broke or by an objective that aborts (the run stops as at
+    a first Ctrl-C)."""
     timeouts = [r.timeout for r in plan.request] + [s.timeout for f in plan.flow for s in f.step]
     longest = max([plan.load.timeout, *(t or 0.0 for t in timeouts)])
     halt = _Halt(run, longest)
@@ -106,12 +117,28 @@ def _wait(
                 halt.stop(None)
             halt.check()
             summary = run.wait(POLL_S)
-            if summary is None and on_tick is not None and time.monotonic() >= next_tick:
+            ticking = on_tick is not None or watch is not None
+            if summary is None and ticking and time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + TICK_S
-                on_tick(run.snapshot())
+                snapshot = run.snapshot()
+                if watch is not None and _breaks(watch, snapshot) and halt.level == 0:
+                    halt.stop(None)
+                if on_tick is not None:
+                    on_tick(snapshot)
         except KeyboardInterrupt:
             halt.uncaught += 1
     return summary, halt.level > 0
+
+
+def _breaks(watch: AbortWatch, snapshot: dict) -> Abort | None:
+    """The abort when this second breaks an aborting objective for long enough; it is
+    said on stderr at once, as a signal's stop is."""
+    fired = watch.observe(snapshot, time.monotonic())
+    if fired is not None:
+        caught = interrupts.active()
+        if caught is not None:
+            caught.tell(f"{fired.reason()}: stopping after the requests in flight")
+    return fired
 
 
 class _Halt:

@@ -144,6 +144,8 @@ def _run_line(data: ReportInput, run_id: str) -> str:
     partial = summary.partial_warning(data.verdict)
     if partial:
         line += f'\n<p class="warning" id="partial">{escape(partial)}</p>'
+    elif aborted := data.verdict.get("aborted"):
+        line += f'\n<p class="warning" id="aborted">Aborted: {escape(aborted)}.</p>'
     elif data.run.get("interrupted") or data.verdict.get("interrupted"):
         line += '\n<p class="warning">The run was interrupted: later steps are missing.</p>'
     return line

@@ -16,6 +16,8 @@ class StepWindow(TypedDict):
     level: NotRequired[float]
     late: NotRequired[int]
     unsent: NotRequired[int]
+    # The step an [sla] objective stopped: why (run.json `aborted`'s reason).
+    aborted: NotRequired[str]
 
 
 class HostFacts(TypedDict, total=False):
@@ -45,6 +47,9 @@ class RunJson(TypedDict):
     abandoned: NotRequired[int]
     # Why the load stopped before its end on its own: a hook or Locust process broke.
     stopped: NotRequired[str]
+    # The [sla] objective that stopped the run (load/abort.py): objective, limit, value,
+    # step, broken_s, reason.
+    aborted: NotRequired[dict[str, Any]]
     error_reasons: NotRequired[dict[str, list[str]]]
     find_knee: NotRequired[dict[str, Any]]
     # Generators on Ray (load/distributed): per generator its node, share, requests, CPU

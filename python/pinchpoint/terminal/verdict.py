@@ -93,6 +93,9 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
     partial = summary.partial_warning(verdict)
     if partial:  # one line, whole in logs
         console.print(Text(partial, style="bold yellow"), highlight=False, soft_wrap=True)
+    if aborted := verdict.get("aborted"):
+        line = f"Aborted: {aborted}; the verdict is on the steps that ran."
+        console.print(Text(line, style="bold yellow"), highlight=False, soft_wrap=True)
 
 
 def verdict_text(verdict: dict[str, Any]) -> str:

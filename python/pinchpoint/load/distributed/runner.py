@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pinchpoint import interrupts
+from pinchpoint.load.abort import AbortWatch
 from pinchpoint.load.distributed.actor import Generator
 from pinchpoint.load.distributed.merge import merge_parquet, merge_snapshots, merge_summaries
 from pinchpoint.load.distributed.shares import check_ray_plan, share_of, shares
@@ -137,8 +138,15 @@ def run_on_ray(
         _start_runs(ray, plan, gens)
         streams = Streams(ray, run_dir / PARTS, {g.index: g.actor for g in gens})
         end = start_at + sum(lv.duration for lv in plan.load.levels())
-        halted = _wait(ray, gens, streams, end + _longest_timeout(plan) + LATE_S, on_tick)
-        return _gather(ray, plan, gens, streams, run_dir, halted)
+        watch = AbortWatch.of(plan.sla)
+        deadline = end + _longest_timeout(plan) + LATE_S
+        halted = _wait(ray, gens, streams, deadline, _Ticks(on_tick, watch))
+        result = _gather(ray, plan, gens, streams, run_dir, halted)
+        if watch is not None and watch.fired is not None:
+            result.summary["aborted"] = watch.fired.as_json()
+            result.summary["interrupted"] = interrupts.count() > 0
+            result.interrupted = result.summary["interrupted"]
+        return result
     finally:
         for gen in gens:
             ray.kill(gen.actor)
@@ -210,7 +218,7 @@ def _wait(
     gens: list[_Gen],
     streams: Streams,
     deadline: float,
-    on_tick: Callable[[dict], None] | None,
+    ticks: _Ticks,
 ) -> int:
     """Waits for the generators' results until `deadline`; stops them on a SIGINT or
     SIGTERM (abandons their requests in flight on a second). Returns how far they were
@@ -220,12 +228,13 @@ def _wait(
     next_tick = time.monotonic() + TICK_S
     while pending:
         try:
-            wanted = min(max(interrupts.count(), uncaught), 2)
+            wanted = min(max(interrupts.count(), uncaught, ticks.aborted), 2)
             if wanted > halted:
                 halted = wanted
                 for g in pending.values():
                     (g.actor.abandon if halted == 2 else g.actor.stop).remote()
-                _tell(halted)
+                if interrupts.count() or uncaught:
+                    _tell(halted)
             if time.time() > deadline:
                 for g in pending.values():
                     g.lose(f"no result {LATE_S:g} s after the run's planned end")
@@ -238,9 +247,9 @@ def _wait(
                     gen.result = ray.get(ref)
                 except ray.exceptions.RayError as e:
                     gen.lose(_reason(e))
-            if pending and on_tick is not None and time.monotonic() >= next_tick:
+            if pending and ticks.wanted() and time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + TICK_S
-                _tick(ray, list(pending.values()), on_tick)
+                ticks.tick(ray, list(pending.values()))
         except KeyboardInterrupt:
             uncaught += 1
     return halted
@@ -259,18 +268,38 @@ def _tell(halted: int) -> None:
         caught.tell("Abandoning the generators' requests in flight")
 
 
-def _tick(ray: Any, gens: list[_Gen], on_tick: Callable[[dict], None]) -> None:
-    refs = [g.actor.snapshot.remote() for g in gens]
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=TICK_S / 2)
-    snapshots = []
-    for ref in ready:
-        try:
-            if (snapshot := ray.get(ref)) is not None:
-                snapshots.append(snapshot)
-        except ray.exceptions.RayError:
-            continue
-    if snapshots:
-        on_tick(merge_snapshots(snapshots))
+@dataclass
+class _Ticks:
+    """Each second, the generators' live counters as one run's: to the live view, and to
+    the watch of the objectives that abort (which stops every generator when one breaks)."""
+
+    on_tick: Callable[[dict], None] | None
+    watch: AbortWatch | None
+    aborted: int = 0
+
+    def wanted(self) -> bool:
+        return self.on_tick is not None or self.watch is not None
+
+    def tick(self, ray: Any, gens: list[_Gen]) -> None:
+        refs = [g.actor.snapshot.remote() for g in gens]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=TICK_S / 2)
+        snapshots = []
+        for ref in ready:
+            try:
+                if (snapshot := ray.get(ref)) is not None:
+                    snapshots.append(snapshot)
+            except ray.exceptions.RayError:
+                continue
+        if not snapshots:
+            return
+        merged = merge_snapshots(snapshots)
+        if self.watch is not None and self.watch.observe(merged, time.monotonic()):
+            self.aborted = 1
+            caught = interrupts.active()
+            if caught is not None and self.watch.fired is not None:
+                caught.tell(f"{self.watch.fired.reason()}: stopping the generators")
+        if self.on_tick is not None:
+            self.on_tick(merged)
 
 
 def _gather(
