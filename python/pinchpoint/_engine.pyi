@@ -1,13 +1,15 @@
 """Types of `pinchpoint._engine`, the compiled extension (crates/pinchpoint-py)."""
 
 import os
-from collections.abc import Mapping
 from typing import Any, Self, final
+
+from pinchpoint.load.engine_config import EngineConfig, EngineFlow
 
 __all__ = [
     "ERROR_CLASSES",
     "LoadRun",
     "NginxScanner",
+    "config_records",
     "expression_error",
     "flows_error",
     "records_to_parquet",
@@ -54,11 +56,16 @@ def expression_error(kind: str, text: str) -> str | None:
     """None if `text` compiles as a JSONPath (`kind` "json") or regular expression
     ("regex") for a flow's capture or check, else why not."""
 
-def flows_error(flows: list[Mapping[str, Any]]) -> str | None:
+def flows_error(flows: list[EngineFlow]) -> str | None:
     """None if the engine compiles `flows` (as in the config of `start`), else why not."""
 
-def start(config: Mapping[str, Any]) -> LoadRun:
-    """Starts a run on background threads and returns at once."""
+def start(config: EngineConfig) -> LoadRun:
+    """Starts a run on background threads and returns at once. A ValueError names the
+    key of `config` that is wrong, or says why the run cannot go."""
+
+def config_records() -> dict[str, dict[str, bool]]:
+    """The keys of each record of the configuration as the engine reads it, by path
+    (`flows[].steps[]`; "" the whole), each True if its value may be None."""
 
 def records_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> int:
     """Converts a records stream to Parquet; returns the number of rows."""

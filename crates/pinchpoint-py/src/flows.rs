@@ -1,93 +1,12 @@
-//! Flows from Python: the plan's `[[flow]]` as the engine's `FlowSpec`, a Python
-//! function as the engine's `Hook`, and a check of a JSONPath or regular expression
-//! for the plan to refuse before the run.
+//! Flows from Python: a Python function as the engine's `Hook`, and checks of a
+//! JSONPath or regular expression, or of whole flows, for the plan to refuse before
+//! the run.
 
 use pinchpoint_engine::flow::extract;
-use pinchpoint_engine::{CaptureFrom, CaptureSpec, CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, Hook, RequestSpec};
+use pinchpoint_engine::{Hook, RequestSpec};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-
-use crate::{PyRequest, PyThink};
-
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct PyFeed {
-    columns: Vec<String>,
-    rows: Vec<Vec<String>>,
-    per_user: bool,
-    random: bool,
-}
-
-/// A capture `(variable, kind, text)`, kind json, regex, header or cookie; a check
-/// `(kind, text, expected)`, kind status (text: codes separated by commas), contains,
-/// matches or json (expected: the value, a template).
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct PyFlowStep {
-    request: PyRequest,
-    think: Option<PyThink>,
-    captures: Vec<(String, String, String)>,
-    checks: Vec<(String, String, String)>,
-    hook: bool,
-}
-
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub struct PyFlow {
-    name: String,
-    weight: u32,
-    steps: Vec<PyFlowStep>,
-    feed: Option<PyFeed>,
-}
-
-fn capture_from(kind: &str, text: String) -> PyResult<CaptureFrom> {
-    Ok(match kind {
-        "json" => CaptureFrom::Json(text),
-        "regex" => CaptureFrom::Regex(text),
-        "header" => CaptureFrom::Header(text),
-        "cookie" => CaptureFrom::Cookie(text),
-        other => return Err(PyValueError::new_err(format!("unknown capture kind {other:?}"))),
-    })
-}
-
-fn check(kind: &str, text: String, expected: String) -> PyResult<CheckSpec> {
-    Ok(match kind {
-        "status" => CheckSpec::Status(
-            text.split(',')
-                .map(|c| c.trim().parse::<u16>().map_err(|_| PyValueError::new_err(format!("status {c:?} is not a code"))))
-                .collect::<PyResult<_>>()?,
-        ),
-        "contains" => CheckSpec::Contains(text),
-        "matches" => CheckSpec::Matches(text),
-        "json" => CheckSpec::JsonEquals { path: text, expected },
-        other => return Err(PyValueError::new_err(format!("unknown check kind {other:?}"))),
-    })
-}
-
-impl PyFlow {
-    pub fn into_spec(self) -> PyResult<FlowSpec> {
-        let steps = self
-            .steps
-            .into_iter()
-            .map(|s| {
-                Ok(FlowStepSpec {
-                    request: s.request.into_spec()?,
-                    think: s.think.map(PyThink::into_think).transpose()?,
-                    captures: s
-                        .captures
-                        .into_iter()
-                        .map(|(var, kind, text)| Ok(CaptureSpec { var, from: capture_from(&kind, text)? }))
-                        .collect::<PyResult<_>>()?,
-                    checks: s.checks.into_iter().map(|(k, t, e)| check(&k, t, e)).collect::<PyResult<_>>()?,
-                    hook: s.hook,
-                })
-            })
-            .collect::<PyResult<_>>()?;
-        let feed = self.feed.map(|f| FeedSpec { columns: f.columns, rows: f.rows, per_user: f.per_user, random: f.random });
-        Ok(FlowSpec { name: self.name, weight: self.weight, steps, feed })
-    }
-}
 
 /// A Python function `hook(request, vars)`: `request` a dict (method, path, headers as
 /// a list of pairs, body as bytes) it may change in place or replace by returning one.
@@ -141,7 +60,7 @@ pub fn expression_error(kind: &str, text: &str) -> PyResult<Option<String>> {
 /// None if the engine compiles `flows` as it would for a run (templates, captures,
 /// checks, feeds), else why not: what the plan's own check must have refused before.
 #[pyfunction]
-pub fn flows_error(flows: Vec<PyFlow>) -> PyResult<Option<String>> {
-    let specs = flows.into_iter().map(PyFlow::into_spec).collect::<PyResult<Vec<_>>>()?;
+pub fn flows_error(flows: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let specs = crate::config::flow_specs(flows)?;
     Ok(pinchpoint_engine::flow::compile(&specs).err())
 }

@@ -2,6 +2,7 @@
 //! stop and collect it without holding the GIL; and scans nginx access logs
 //! (`NginxScanner`, in `logs.rs`).
 
+mod config;
 mod flows;
 mod logs;
 
@@ -13,197 +14,14 @@ use std::time::Duration;
 
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use pinchpoint_engine::{
-    Arrivals, ErrorClass, HookHandle, HttpVersion, Level, Live, OpenLoop, Phase, Protocol, RequestSpec, RunConfig, RunSummary,
-    Step, StepStats, Think, TlsOptions,
-};
+use pinchpoint_engine::{ErrorClass, Level, Live, RunSummary, StepStats};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub(crate) struct PyRequest {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    weight: u32,
-    timeout_s: Option<f64>,
-}
-
-/// A closed-loop step: users held, or ramped from `ramp_from`.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct PyStep {
-    users: u32,
-    duration_s: f64,
-    ramp_from: Option<u32>,
-}
-
-/// `kind` is constant (`value_s`), uniform (`min_s` to `max_s`) or exponential (mean `value_s`).
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-pub(crate) struct PyThink {
-    kind: String,
-    value_s: f64,
-    min_s: f64,
-    max_s: f64,
-}
-
-/// `kind` is rate (`rate`, to `ramp_to` if set), pause, or count (`count`).
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct PyPhase {
-    kind: String,
-    duration_s: f64,
-    rate: f64,
-    ramp_to: Option<f64>,
-    count: u64,
-}
-
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct PyOpen {
-    phases: Vec<PyPhase>,
-    arrivals: String,
-    max_in_flight: u32,
-}
-
-/// `http` is "1.1" or "2"; with `tls`, the certificate is checked against the default
-/// roots and `ca_file`, or not at all with `insecure`.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct PyProtocol {
-    http: String,
-    tls: bool,
-    ca_file: Option<PathBuf>,
-    insecure: bool,
-    streams_per_connection: u32,
-}
-
-impl PyProtocol {
-    fn into_protocol(self) -> PyResult<Protocol> {
-        let http = match self.http.as_str() {
-            "1.1" => HttpVersion::Http1,
-            "2" => HttpVersion::Http2,
-            other => return Err(PyValueError::new_err(format!("unknown HTTP version {other:?}: use \"1.1\" or \"2\""))),
-        };
-        let tls = self.tls.then_some(TlsOptions { ca_file: self.ca_file, insecure: self.insecure });
-        Ok(Protocol { http, tls, streams_per_connection: self.streams_per_connection })
-    }
-}
-
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct PyConfig {
-    run_id: String,
-    host: String,
-    port: u16,
-    requests: Vec<PyRequest>,
-    steps: Vec<PyStep>,
-    think: PyThink,
-    open: Option<PyOpen>,
-    seed: u64,
-    timeout_s: f64,
-    records_path: PathBuf,
-    threads: usize,
-    tag: bool,
-    protocol: PyProtocol,
-    flows: Vec<flows::PyFlow>,
-    hook: Option<Py<PyAny>>,
-    req_id_base: u64,
-    start_at_us: Option<i64>,
-    tag_levels: Vec<f64>,
-}
-
-impl PyRequest {
-    pub(crate) fn into_spec(self) -> PyResult<RequestSpec> {
-        Ok(RequestSpec {
-            timeout: self.timeout_s.map(|t| seconds("request timeout", t)).transpose()?,
-            method: self.method,
-            path: self.path,
-            headers: self.headers,
-            body: self.body,
-            weight: self.weight,
-        })
-    }
-}
-
-pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
+fn seconds(name: &str, value: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(value)
         .map_err(|_| PyValueError::new_err(format!("{name}: {value} is not a duration in seconds")))
-}
-
-impl PyThink {
-    pub(crate) fn into_think(self) -> PyResult<Think> {
-        Ok(match self.kind.as_str() {
-            "constant" => Think::Constant(seconds("think time", self.value_s)?),
-            "uniform" => Think::Uniform { min: seconds("think time min", self.min_s)?, max: seconds("think time max", self.max_s)? },
-            "exponential" => Think::Exponential { mean: seconds("think time mean", self.value_s)? },
-            other => return Err(PyValueError::new_err(format!("unknown think time distribution {other:?}"))),
-        })
-    }
-}
-
-impl PyOpen {
-    fn into_open(self) -> PyResult<OpenLoop> {
-        let phases = self
-            .phases
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let d = seconds(&format!("phase {i}"), p.duration_s)?;
-                Ok(match p.kind.as_str() {
-                    "rate" => Phase::ramp(p.rate, p.ramp_to.unwrap_or(p.rate), d),
-                    "pause" => Phase::pause(d),
-                    "count" => Phase::count(p.count, d),
-                    other => return Err(PyValueError::new_err(format!("phase {i}: unknown kind {other:?}"))),
-                })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let arrivals = match self.arrivals.as_str() {
-            "uniform" => Arrivals::Uniform,
-            "poisson" => Arrivals::Poisson,
-            other => return Err(PyValueError::new_err(format!("unknown arrivals {other:?}"))),
-        };
-        Ok(OpenLoop { phases, arrivals, max_in_flight: self.max_in_flight })
-    }
-}
-
-impl PyConfig {
-    fn into_config(self) -> PyResult<RunConfig> {
-        let steps = self
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                Ok(Step { users: s.users, duration: seconds(&format!("step {i}"), s.duration_s)?, ramp_from: s.ramp_from })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let requests = self.requests.into_iter().map(PyRequest::into_spec).collect::<PyResult<Vec<_>>>()?;
-        let flows = self.flows.into_iter().map(flows::PyFlow::into_spec).collect::<PyResult<Vec<_>>>()?;
-        Ok(RunConfig {
-            run_id: self.run_id,
-            host: self.host,
-            port: self.port,
-            requests,
-            steps,
-            think: self.think.into_think()?,
-            open: self.open.map(PyOpen::into_open).transpose()?,
-            seed: self.seed,
-            timeout: seconds("timeout_s", self.timeout_s)?,
-            records_path: self.records_path,
-            threads: self.threads,
-            tag: self.tag,
-            protocol: self.protocol.into_protocol()?,
-            flows,
-            hook: self.hook.map(|f| HookHandle(Arc::new(flows::PyHook(f)))),
-            req_id_base: self.req_id_base,
-            start_at_us: self.start_at_us,
-            tag_levels: self.tag_levels,
-        })
-    }
 }
 
 /// A load run going on in the background.
@@ -366,10 +184,11 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-/// Starts a run on background threads and returns at once.
+/// Starts a run on background threads and returns at once. A ValueError names the
+/// key of `config` that is wrong, or says why the run cannot go.
 #[pyfunction]
-fn start(config: PyConfig) -> PyResult<LoadRun> {
-    let config = config.into_config()?;
+fn start(config: &Bound<'_, PyDict>) -> PyResult<LoadRun> {
+    let config = config::run_config(config)?;
     config.validate().map_err(PyValueError::new_err)?;
     let open_loop = config.open.is_some();
     let stop = Arc::new(AtomicBool::new(false));
@@ -400,6 +219,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records_to_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(flows::expression_error, m)?)?;
     m.add_function(wrap_pyfunction!(flows::flows_error, m)?)?;
+    m.add_function(wrap_pyfunction!(config::config_records, m)?)?;
     m.add_class::<LoadRun>()?;
     m.add_class::<logs::NginxScanner>()?;
     m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;

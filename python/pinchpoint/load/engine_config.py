@@ -1,8 +1,10 @@
-"""A plan as the Rust engine's run configuration: the one place that knows its shape.
+"""A plan as the Rust engine's run configuration.
 
-The engine reads these keys into its own types (crates/pinchpoint-py: `PyConfig` and the
-structs under it) and checks them again; a key missing or of the wrong type there is a
-`TypeError` at `_engine.start`, so the shapes here are typed for mypy to catch it first.
+The engine's types define the configuration's keys (crates/pinchpoint-engine/src/config:
+`RunConfig` and the types under it, read from this dict as data). The `TypedDict`s here
+type the same keys for mypy; tests/load/test_engine_config_drift.py fails when their keys,
+or which of them may be None, differ from the engine's. A key unknown, missing or of the
+wrong type is a `ValueError` at `_engine.start` that names it (`steps[1].users: ...`).
 """
 
 from __future__ import annotations

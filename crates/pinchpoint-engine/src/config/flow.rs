@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use crate::config::{RequestSpec, Think};
 
 /// What the engine calls to change a flow's request before it is sent (a flow step with
@@ -14,7 +16,8 @@ pub trait Hook: Send + Sync {
     fn call(&self, endpoint: u16, vars: &[(String, String)], request: &mut RequestSpec) -> Result<(), String>;
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: String,
     /// How often a user picks this flow against the others (0: never).
@@ -24,7 +27,8 @@ pub struct FlowSpec {
     pub feed: Option<FeedSpec>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FlowStepSpec {
     /// The request; its weight is not used.
     pub request: RequestSpec,
@@ -48,13 +52,15 @@ pub enum CaptureFrom {
     Cookie(String),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(from = "CaptureFields")]
 pub struct CaptureSpec {
     pub var: String,
     pub from: CaptureFrom,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "CheckFields")]
 pub enum CheckSpec {
     /// The status is one of these.
     Status(Vec<u16>),
@@ -67,7 +73,8 @@ pub enum CheckSpec {
     JsonEquals { path: String, expected: String },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FeedSpec {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
@@ -75,6 +82,62 @@ pub struct FeedSpec {
     pub per_user: bool,
     /// Rows drawn at random; else in order, cycled.
     pub random: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CaptureKind {
+    Json,
+    Regex,
+    Header,
+    Cookie,
+}
+
+/// A capture `(variable, kind, text)`.
+#[derive(Deserialize)]
+struct CaptureFields(String, CaptureKind, String);
+
+impl From<CaptureFields> for CaptureSpec {
+    fn from(CaptureFields(var, kind, text): CaptureFields) -> Self {
+        let from = match kind {
+            CaptureKind::Json => CaptureFrom::Json(text),
+            CaptureKind::Regex => CaptureFrom::Regex(text),
+            CaptureKind::Header => CaptureFrom::Header(text),
+            CaptureKind::Cookie => CaptureFrom::Cookie(text),
+        };
+        CaptureSpec { var, from }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CheckKind {
+    Status,
+    Contains,
+    Matches,
+    Json,
+}
+
+/// A check `(kind, text, expected)`: status (text: codes separated by commas),
+/// contains, matches, or json (text: the JSONPath; expected: the value, a template).
+#[derive(Deserialize)]
+struct CheckFields(CheckKind, String, String);
+
+impl TryFrom<CheckFields> for CheckSpec {
+    type Error = String;
+
+    fn try_from(CheckFields(kind, text, expected): CheckFields) -> Result<Self, String> {
+        Ok(match kind {
+            CheckKind::Status => CheckSpec::Status(
+                text.split(',')
+                    .map(|c| c.trim().parse::<u16>().map_err(|_| format!("status {c:?} is not a code")))
+                    .collect::<Result<_, _>>()?,
+            ),
+            CheckKind::Contains => CheckSpec::Contains(text),
+            CheckKind::Matches => CheckSpec::Matches(text),
+            CheckKind::Json => CheckSpec::JsonEquals { path: text, expected },
+        })
+    }
 }
 
 /// The variables every flow has: the user's index and its walks through flows so far.

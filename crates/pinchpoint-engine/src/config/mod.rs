@@ -5,7 +5,12 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+pub mod fields;
 pub mod flow;
+pub mod json;
+mod wire;
+
+use serde::Deserialize;
 
 use self::flow::{FlowSpec, Hook};
 use crate::rng::Rng;
@@ -13,7 +18,8 @@ use crate::drive::schedule::{Arrivals, Phase};
 use crate::weights::MAX_CYCLE;
 
 /// One request of the plan. The path may carry its own query; the tag is appended.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RequestSpec {
     pub method: String,
     pub path: String,
@@ -22,6 +28,7 @@ pub struct RequestSpec {
     /// How often this request is sent against the others (0: never).
     pub weight: u32,
     /// This request's own timeout, instead of the run's.
+    #[serde(rename = "timeout_s", deserialize_with = "wire::seconds_or_none")]
     pub timeout: Option<Duration>,
 }
 
@@ -41,9 +48,11 @@ impl RequestSpec {
 
 /// A closed-loop load level held for a fixed time: `users` users, or, with
 /// `ramp_from`, users going linearly from `ramp_from` to `users` over the duration.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Step {
     pub users: u32,
+    #[serde(rename = "duration_s", deserialize_with = "wire::seconds")]
     pub duration: Duration,
     pub ramp_from: Option<u32>,
 }
@@ -78,7 +87,8 @@ impl Step {
 }
 
 /// How long a closed-loop user waits between the end of a response and its next request.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(try_from = "wire::ThinkFields")]
 pub enum Think {
     Constant(Duration),
     Uniform { min: Duration, max: Duration },
@@ -98,9 +108,11 @@ impl Think {
 
 /// An open-loop run: requests sent at the times the phases schedule, whether or not
 /// earlier ones were answered.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OpenLoop {
     pub phases: Vec<Phase>,
+    #[serde(deserialize_with = "wire::arrivals")]
     pub arrivals: Arrivals,
     /// At most this many requests in flight (and connections open). A request due
     /// while all are busy waits for one and is counted late; one still waiting when
@@ -109,11 +121,13 @@ pub struct OpenLoop {
 }
 
 /// The HTTP version spoken to the target.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 pub enum HttpVersion {
     #[default]
+    #[serde(rename = "1.1")]
     Http1,
     /// HTTP/2: with prior knowledge over plain TCP (h2c), by ALPN over TLS.
+    #[serde(rename = "2")]
     Http2,
 }
 
@@ -127,7 +141,8 @@ pub struct TlsOptions {
 }
 
 /// How requests travel to the target.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(from = "wire::ProtocolFields")]
 pub struct Protocol {
     pub http: HttpVersion,
     /// Some: https, with the certificate checked as these options say.
@@ -142,7 +157,10 @@ pub struct Protocol {
 /// the 100 to 128 concurrent streams servers commonly allow).
 pub const OPEN_LOOP_STREAMS: u32 = 100;
 
-#[derive(Clone, Debug)]
+/// The run as Python's `load/engine_config.py` writes it (`EngineConfig`, whose keys
+/// tests/load/test_engine_config_drift.py checks against these).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunConfig {
     pub run_id: String,
     pub host: String,
@@ -155,6 +173,7 @@ pub struct RunConfig {
     pub open: Option<OpenLoop>,
     /// Seeds Poisson arrivals and random think times.
     pub seed: u64,
+    #[serde(rename = "timeout_s", deserialize_with = "wire::seconds")]
     pub timeout: Duration,
     /// Arrow IPC stream of request records, written while the run goes.
     pub records_path: PathBuf,
@@ -166,7 +185,8 @@ pub struct RunConfig {
     pub protocol: Protocol,
     /// Closed loop: users walk these flows instead of sending `requests` (then empty).
     pub flows: Vec<FlowSpec>,
-    /// Called for the flow steps that ask for it.
+    /// Called for the flow steps that ask for it; a function, attached by the binding.
+    #[serde(deserialize_with = "wire::hook_apart")]
     pub hook: Option<HookHandle>,
     /// The first request id: generators sharing a run take disjoint ranges.
     pub req_id_base: u64,
