@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pinchpoint import _engine
 from pinchpoint.load.engine_config import engine_config
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.feeds import read_feed
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.plan.templates import scan

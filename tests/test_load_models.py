@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.load.engine_config import engine_config
-from pinchpoint.plan.model import PlanError, load_plan, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import load_plan, parse_plan
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pinchpoint.plan.model import PlanError, check_url, parse_duration, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import check_url, parse_duration, parse_plan
 
 GOOD = """\
 [target]

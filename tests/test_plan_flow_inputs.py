@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.load.engine_config import engine_config
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.feeds import MAX_ROWS, read_feed
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.model import parse_plan
 
 PLAN = """[target]
 url = "http://127.0.0.1:8080"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.load.engine_config import engine_config
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.feeds import read_feed
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.model import parse_plan
 
 HEAD = """[target]
 url = "http://127.0.0.1:8080"

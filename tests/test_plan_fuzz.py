@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from pinchpoint.plan.model import MAX_USERS, Plan, PlanError, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import MAX_USERS, Plan, parse_plan
 from pinchpoint.plan.toml import MAX_DURATION_S
 
 CLOSED = """\

@@ -33,6 +33,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import (
     MAX_PLAN_BYTES,
     MAX_RATE,
@@ -43,7 +44,6 @@ from pinchpoint.plan.model import (
     Log,
     Phase,
     Plan,
-    PlanError,
     Process,
     Request,
     Sampling,

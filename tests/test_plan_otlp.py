@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pinchpoint.plan.check import check_otlp_listeners
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.load.preflight import check_otlp_listeners
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import parse_plan
 
 PLAN = """
 [target]

@@ -22,7 +22,8 @@ from rich.console import Console
 
 from pinchpoint.analyze import analyze
 from pinchpoint.analyze.sla import SlaResult, check_sla
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import parse_plan
 from pinchpoint.plan.sla import Sla, sla_of_plan_text
 from pinchpoint.report.sla_table import render_sla
 

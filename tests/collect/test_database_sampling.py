@@ -17,7 +17,8 @@ from pinchpoint.collect.database.rows import head_of_chain, needs_tables, sample
 from pinchpoint.collect.database.sampler import DatabaseSampler
 from pinchpoint.collect.database.sampling import DatabaseSampling
 from pinchpoint.plan.database import Database
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import DB_ACTIVITY_SCHEMA
 

@@ -31,7 +31,8 @@ from pinchpoint.collect.sources.promql import (
     series_queries,
     series_rows,
 )
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import parse_plan
 from pinchpoint.plan.prometheus import Prometheus, Series
 from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 

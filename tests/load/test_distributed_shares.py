@@ -24,7 +24,8 @@ from pinchpoint.load.distributed.merge import (
 from pinchpoint.load.distributed.shares import check_ray_plan, share_of, shares, split
 from pinchpoint.load.engine_config import engine_config
 from pinchpoint.load.hdr import Histogram
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import parse_plan
 
 PLAN = """
 [target]

@@ -12,7 +12,8 @@ import pytest
 
 from pinchpoint import pipeline
 from pinchpoint.demo import DemoStack, NginxNotFound, find_nginx
-from pinchpoint.plan.model import PlanError, parse_plan
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 
 

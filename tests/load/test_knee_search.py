@@ -21,7 +21,8 @@ from pinchpoint.knee_search import (
     decide,
     search_knee,
 )
-from pinchpoint.plan.model import PlanError, parse_plan, with_find_knee
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
 # Measures time, rates or CPU: runs alone, after the parallel part of the suite.
@@ -228,13 +229,13 @@ path = "/"
 def test_the_command_line_flag_turns_the_search_on_in_the_plan_object() -> None:
     plan = parse_plan(PLAN, "plan.toml")
     assert not plan.load.find_knee
-    searched = with_find_knee(plan, PLAN, "plan.toml")
+    searched = plan.with_find_knee(PLAN, "plan.toml")
     assert searched.load.find_knee
     unchanged = {"find_knee"}
     assert searched.load.model_dump(exclude=unchanged) == plan.load.model_dump(exclude=unchanged)
     assert searched.target == plan.target and searched.request == plan.request
     assert not plan.load.find_knee, "the plan it came from is left as it was"
-    assert with_find_knee(searched, PLAN, "plan.toml") is searched
+    assert searched.with_find_knee(PLAN, "plan.toml") is searched
     in_text = parse_plan(PLAN.replace("duration =", "find_knee = true\nduration ="))
     assert in_text.load == searched.load
 
@@ -258,7 +259,7 @@ def test_a_plan_that_cannot_search_names_the_line_and_field(
         text = PLAN.replace("duration =", f"{change}\nduration =")
     plan = parse_plan(text, "p.toml")
     with pytest.raises(PlanError, match=rf"p\.toml:\d+: {field}: --find-knee: .*{says}"):
-        with_find_knee(plan, text, "p.toml")
+        plan.with_find_knee(text, "p.toml")
 
 
 def test_a_plan_text_that_cannot_search_names_the_field_too() -> None:

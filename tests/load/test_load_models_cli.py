@@ -185,7 +185,7 @@ def test_the_live_view_draws_on_a_terminal_and_not_in_a_pipe() -> None:
 
 def test_a_url_load_is_built_as_a_plan_without_toml_text_between() -> None:
     from pinchpoint.load.plain import UrlLoad, url_plan
-    from pinchpoint.plan.model import PlanError
+    from pinchpoint.plan.errors import PlanError
 
     # A quote or newline in the URL cannot reach a TOML parser and change the plan.
     plan = url_plan(UrlLoad(url='http://127.0.0.1:9/a"b?x=1\n[load]', connections=3))

@@ -18,7 +18,7 @@ from load_helpers import http_server, serving
 
 from pinchpoint import pipeline
 from pinchpoint.load.locust_target import fast_address, requests_address, target_address
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 

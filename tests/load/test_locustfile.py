@@ -25,7 +25,7 @@ from pinchpoint.demo.env import WRONG_EVERY_ENV
 from pinchpoint.demo.plan import component_lines
 from pinchpoint.load.hdr import decode_v2
 from pinchpoint.load.locust_steps import check_locustfile
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import REQUESTS_SCHEMA

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pinchpoint.load.distributed import runner
-from pinchpoint.plan.model import PlanError
+from pinchpoint.plan.errors import PlanError
 
 REFUSAL = (
     "Initialization failure from server:\nRuntimeError: Starting Ray client server failed. "

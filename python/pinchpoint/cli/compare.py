@@ -33,7 +33,7 @@ def compare(
 
     try:
         if sla_ms is not None:
-            from pinchpoint.plan.check import check_number
+            from pinchpoint.cli.arguments import check_number
 
             check_number("--sla-ms", sla_ms, 0, 3_600_000, low_open=True)
         result = compare_runs(a, b, out, sla_ms)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.terminal import Console, fail, warn
 
 
@@ -34,7 +34,7 @@ def demo(
     ] = None,
 ) -> None:
     """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
-    from pinchpoint.plan.check import check_demo_args
+    from pinchpoint.cli.arguments import check_demo_args
 
     try:
         check_demo_args(runs_dir, lower, upper, step, seconds, workers, cpu_ms, wait_ms)

@@ -26,7 +26,7 @@ def import_(
 ) -> None:
     """Turn another load tool's results into a run folder that can be compared."""
     from pinchpoint.importers import ImportFormatError, import_results
-    from pinchpoint.plan.check import check_folder
+    from pinchpoint.plan.world import check_folder
 
     try:
         check_folder(runs_dir, "--runs-dir")

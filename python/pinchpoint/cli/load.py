@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pinchpoint.cli.app import Quiet, app
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.terminal import Console, err_console, fail, warn
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def load(
 
 def _check_load(ctx: typer.Context) -> None:
     """`pinchpoint load`'s arguments, checked before anything starts; exits 2 on a bad one."""
-    from pinchpoint.plan.check import check_load_args
+    from pinchpoint.cli.arguments import check_load_args
 
     given = {
         name

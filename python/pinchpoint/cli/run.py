@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.terminal import Console, fail, sla_outcome, warn
-
-if TYPE_CHECKING:
-    from pinchpoint.plan.model import Plan
 
 
 @app.command()
@@ -77,7 +73,7 @@ def run(
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
     Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
-    from pinchpoint.plan.model import parse_plan, with_find_knee
+    from pinchpoint.plan.model import Plan, parse_plan
 
     if (plan_file is None) == (discover is None):
         fail("give a plan file or --discover URL (one of them)")
@@ -85,17 +81,15 @@ def run(
     try:
         text, source = _plan_text(plan_file, discover)
         if locustfile is not None:
-            plan, text = _with_locustfile(text, source, locustfile)
+            plan, text = Plan.with_locustfile(text, source, locustfile)
         else:
             plan = parse_plan(text, source)
         if find_knee:
-            plan = with_find_knee(plan, text, source)
+            plan = plan.with_find_knee(text, source)
         if ray is not None or generators is not None:
-            plan = _with_generators(plan, ray, generators)
+            plan = plan.with_generators(ray, generators)
         if profile:
-            from pinchpoint.plan.profile import with_profile
-
-            plan, text = with_profile(plan, text)
+            plan, text = plan.with_profile(text)
         # Imported once the plan reads: it loads the engine.
         from pinchpoint.load.preflight import check_run
 
@@ -125,6 +119,8 @@ def run(
     if outcome.stopped is not None:
         fail(f"The run stopped early: {outcome.stopped}")
         raise typer.Exit(3)
+    if outcome.aborted is not None:
+        raise typer.Exit(4)
     if caught.signals or outcome.interrupted:
         raise typer.Exit(caught.exit_code() or 130)
     if not sla_met:
@@ -145,45 +141,3 @@ def _plan_text(plan_file: Path | None, url: str | None) -> tuple[str, str]:
     tiers = " → ".join(t.name for t in found.tiers) or "no tier: the target only"
     typer.echo(f"Tiers found by `pinchpoint init`: {tiers}", err=True)
     return text, f"the plan init wrote for {url}"
-
-
-def _with_locustfile(text: str, source: str, locustfile: Path) -> tuple[Plan, str]:
-    """The plan with `[load] locustfile` set from the flag, validated as a whole (a plan
-    for a locustfile needs no [[request]]), and its text with the line added under
-    `[load]`: the run folder's plan says what ran, and reads back on its own."""
-    import re
-    import tomllib
-
-    from pinchpoint.plan.model import Plan, parse_plan
-    from pinchpoint.plan.toml import validate_data
-
-    try:
-        data = tomllib.loads(text)
-    except (ValueError, RecursionError):
-        parse_plan(text, source)  # raises the plan's own error
-        raise
-    if isinstance(data.get("load"), dict):
-        data["load"]["locustfile"] = str(locustfile)
-    plan = validate_data(Plan, data, source, text=text)
-    header = re.search(r"(?m)^[ \t]*\[[ \t]*load[ \t]*\][ \t]*(#.*)?$", text)
-    if header is None:
-        raise PlanError(f"{source}: --locustfile needs a [load] table to record it in")
-    line = f"locustfile = {json.dumps(str(locustfile))}"
-    text = text[: header.end()] + "\n" + line + text[header.end() :]
-    return plan, text
-
-
-def _with_generators(plan: Plan, ray: str | None, count: int | None) -> Plan:
-    """The plan with its `[generators]` from --ray and --generators."""
-    from pydantic import ValidationError
-
-    from pinchpoint.plan.generators import Generators
-
-    address = ray if ray is not None else plan.generators.ray
-    if address is None:
-        raise PlanError("--generators needs --ray (or [generators] ray in the plan)")
-    try:
-        wanted = Generators(ray=address, count=count or plan.generators.count)
-    except ValidationError as e:
-        raise PlanError(f"--ray: {e.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-    return plan.model_copy(update={"generators": wanted})

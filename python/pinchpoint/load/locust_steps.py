@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from pinchpoint import _engine, interrupts
 from pinchpoint.load.engine import ABANDON_GRACE_S, POLL_S, TICK_S, LoadResult
 from pinchpoint.load.records_summary import step_summaries
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import REQUESTS_SCHEMA

@@ -25,7 +25,7 @@ from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
 from pinchpoint.load.preflight import check_inputs
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import Plan, parse_plan, read_plan_text
 from pinchpoint.plan.toml import validate_data
 from pinchpoint.redact import private_dir, private_files

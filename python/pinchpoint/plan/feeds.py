@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinchpoint.plan.templates import BUILTIN_VARS, is_name
+
 # The most rows a feed holds: every row goes to the engine and is kept for the run.
 MAX_ROWS = 1_000_000
 MAX_FEED_BYTES = 256 << 20
@@ -113,8 +115,6 @@ def _value(v: object) -> str:
 
 
 def _names(names: list[str], path: Path, line: int) -> list[str]:
-    from pinchpoint.plan.flows import BUILTIN_VARS, is_name
-
     for name in names:
         if not is_name(name):
             raise ValueError(f"{path}:{line}: column {name!r} is not a variable name")

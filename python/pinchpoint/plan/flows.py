@@ -20,25 +20,18 @@ steps after it, and check what its response says (`[flow.step.check]`). A flow's
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
+from pinchpoint.plan.http import Request
 from pinchpoint.plan.load_models import Think
-from pinchpoint.plan.templates import scan
+from pinchpoint.plan.templates import BUILTIN_VARS, is_name, scan
 from pinchpoint.plan.toml import Duration, FieldError, Strict
 
-# Built in to every flow: the user's index and its walks so far.
-BUILTIN_VARS = ("user_index", "iteration")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_STEPS = 1000
-
-
-def is_name(text: str) -> bool:
-    return bool(_NAME.match(text))
 
 
 def variables_in(text: str) -> list[str]:
@@ -87,7 +80,7 @@ class Capture(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> Capture:
-        if not _NAME.match(self.name):
+        if not is_name(self.name):
             raise FieldError("name", f"{self.name!r} is not a variable name (letters, digits, _)")
         if self.name in BUILTIN_VARS:
             raise FieldError("name", f"{self.name!r} is a built-in variable")
@@ -234,8 +227,6 @@ class FlowStep(Strict):
 
     @model_validator(mode="after")
     def _request(self) -> FlowStep:
-        from pinchpoint.plan.model import Request
-
         Request.model_validate(
             {"path": self.path, "method": self.method, "headers": self.headers, "body": self.body}
         )
@@ -261,7 +252,7 @@ class Flow(Strict):
     def _variables_known(self) -> Flow:
         """A variable is used only once something sets it: a feed column, a built-in,
         or a capture of an earlier step (or of the same step, in its checks)."""
-        if not _NAME.match(self.name.replace("-", "_")):
+        if not is_name(self.name.replace("-", "_")):
             raise FieldError("name", f"{self.name!r}: a flow name is letters, digits, - and _")
         known = set(BUILTIN_VARS) | set(self.feed.columns() if self.feed else [])
         for i, step in enumerate(self.step):

@@ -1,24 +1,27 @@
 """The plan file: what to load, how to step it, and which components to watch.
 
 A plan is TOML. Errors name the file, the line and the field, before any load is sent.
-The load models live in `load_models.py`, the TOML parsing and its errors in `toml.py`;
-both are re-exported here.
+The load models live in `load_models.py`, the target and requests in `http.py`, the TOML
+parsing in `toml.py`; they are re-exported here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
-from urllib.parse import urlsplit
+from typing import Annotated
 
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from pinchpoint.logformats import get_parser, known_formats
 from pinchpoint.plan.database import Database
-from pinchpoint.plan.flows import BUILTIN_VARS, Flow, request_templates, template_fault
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.flows import Flow, request_templates, template_fault
 from pinchpoint.plan.generators import Generators
+from pinchpoint.plan.http import Request, Target, check_url
 from pinchpoint.plan.load_models import (
     MAX_COUNT,
     MAX_RATE,
@@ -36,15 +39,16 @@ from pinchpoint.plan.otlp import Otlp
 from pinchpoint.plan.profile import Profile
 from pinchpoint.plan.prometheus import Prometheus, check_series_names
 from pinchpoint.plan.sla import Sla
+from pinchpoint.plan.templates import BUILTIN_VARS
 from pinchpoint.plan.toml import (
     Duration,
     FieldError,
-    PlanError,
     Strict,
     field_line,
     parse_duration,
     parse_toml,
     read_text_file,
+    validate_data,
 )
 
 __all__ = [
@@ -76,174 +80,11 @@ __all__ = [
     "parse_plan",
     "parse_toml",
     "read_plan_text",
-    "with_find_knee",
 ]
 
 
 # The largest plan file read: plans are a few KB.
 MAX_PLAN_BYTES = 1 << 20
-# The most of a ca_file read to find a certificate in: bundles are a few hundred KB.
-MAX_CA_BYTES = 16 << 20
-# An HTTP method or header name (RFC 9110 token).
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-# What cannot go into a request line unescaped: space and control characters.
-_NOT_IN_URL = re.compile(r"[\x00-\x20\x7f]")
-# What cannot go into a header value: control characters but tab (a CR or LF splits it).
-_NOT_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-
-
-def _unsafe(
-    pattern: re.Pattern[str],
-    text: str,
-    what: str,
-    fix: str = "escape it (%20) or remove it",
-    quote: bool = True,
-) -> None:
-    """ValueError naming the first character of `text` that `pattern` finds; the text is
-    quoted unless it may be a secret (`quote` False: a header's value)."""
-    if m := pattern.search(text):
-        said = f"{what} {text!r}" if quote else f"{what} the value"
-        raise ValueError(f"{said} holds {m.group()!r} at character {m.start() + 1}: {fix}")
-
-
-def check_url(url: str, shape: str = "http(s)://host[:port][/path]") -> str:
-    """An http(s) URL with a host, a port from 1 to 65535 and no space or control
-    character; raises ValueError saying what is wrong."""
-    _unsafe(_NOT_IN_URL, url, "the URL")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as e:
-        raise ValueError(f"{url!r} is not a URL ({e}): it must be {shape}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{url!r} must be {shape}")
-    if port == 0:
-        raise ValueError(f"{url!r}: port 0 cannot be connected to; ports go from 1 to 65535")
-    return url
-
-
-def _http_version(value: object) -> object:
-    """`http = "2"`, `http = 2` or `http = 1.1` (TOML numbers) all name a version."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value in (1.1, 2):
-        return "2" if value == 2 else "1.1"
-    return value
-
-
-class Target(Strict):
-    url: str
-    tag: bool = True
-    # HTTP/1.1, or HTTP/2: with prior knowledge (h2c) on http://, by ALPN on https://.
-    http: Annotated[Literal["1.1", "2"], BeforeValidator(_http_version)] = "1.1"
-    # https: PEM certificates trusted besides the default roots, or no check at all.
-    ca_file: str | None = None
-    insecure: bool = False
-    # HTTP/2: users (open loop: requests in flight) sharing one connection; by default
-    # one connection per user, 100 streams per connection in open loop.
-    streams_per_connection: int | None = Field(default=None, ge=1, le=10_000)
-    # Request headers whose values are secret besides Authorization, Cookie and
-    # Proxy-Authorization: sent as written, stored redacted in the run folder.
-    secret_headers: list[str] = Field(default_factory=list, max_length=100)
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, url: str) -> str:
-        return check_url(url)
-
-    @field_validator("secret_headers")
-    @classmethod
-    def _check_secret_headers(cls, names: list[str]) -> list[str]:
-        for index, name in enumerate(names):
-            if not _TOKEN.match(name):
-                raise FieldError(index, f"{name!r} is not a header name: no space, colon or CR/LF")
-        return names
-
-    @field_validator("ca_file")
-    @classmethod
-    def _check_ca_file(cls, path: str | None) -> str | None:
-        if path is None:
-            return None
-        file = Path(path)
-        try:
-            if file.exists() and not file.is_file():  # /dev/zero, a FIFO: read without end
-                raise ValueError(f"{path} is not a file: a PEM file of certificates")
-            with file.open("rb") as f:
-                text = f.read(MAX_CA_BYTES).decode("utf-8", errors="replace")
-        except OSError as e:
-            raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
-        if "-----BEGIN CERTIFICATE-----" not in text:
-            raise ValueError(f"{path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
-        return path
-
-    @model_validator(mode="after")
-    def _check_tls(self) -> Target:
-        if not self.tls and (self.ca_file is not None or self.insecure):
-            field = "ca_file" if self.ca_file is not None else "insecure"
-            raise FieldError(field, f"{field} applies to https:// URLs; the URL is http://")
-        if self.insecure and self.ca_file is not None:
-            raise FieldError(
-                "insecure", "insecure turns certificate checks off: remove it or ca_file"
-            )
-        if self.streams_per_connection is not None and self.http != "2":
-            raise FieldError("streams_per_connection", 'streams per connection need http = "2"')
-        return self
-
-    @property
-    def tls(self) -> bool:
-        return urlsplit(self.url).scheme == "https"
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.url).hostname or ""
-
-    @property
-    def port(self) -> int:
-        return urlsplit(self.url).port or (443 if self.tls else 80)
-
-    @property
-    def base_path(self) -> str:
-        return urlsplit(self.url).path.rstrip("/")
-
-
-class Request(Strict):
-    path: str
-    method: str = "GET"
-    headers: dict[str, str] = Field(default_factory=dict)
-    body: str = ""
-    # How often this request is sent against the plan's others (0: never).
-    weight: int = Field(default=1, ge=0, le=10_000)
-    # This request's own timeout, instead of [load] timeout.
-    timeout: Duration | None = None
-
-    @field_validator("timeout")
-    @classmethod
-    def _positive_timeout(cls, value: float | None) -> float | None:
-        if value is not None and value <= 0:
-            raise ValueError("a timeout must be above zero")
-        return value
-
-    @model_validator(mode="after")
-    def _check_path(self) -> Request:
-        if not self.path.startswith("/"):
-            raise FieldError("path", f"path {self.path!r} must start with '/'")
-        try:
-            _unsafe(_NOT_IN_URL, self.path, "the path")
-        except ValueError as e:
-            raise FieldError("path", str(e)) from None
-        if not _TOKEN.match(self.method):
-            raise FieldError(
-                "method", f"{self.method!r} is not an HTTP method: letters, no space (GET, POST)"
-            )
-        for name, value in self.headers.items():
-            if not _TOKEN.match(name):
-                raise FieldError(
-                    ("headers", name), f"{name!r} is not a header name: no space, colon or CR/LF"
-                )
-            try:
-                fix = "a CR or LF would end the header"
-                _unsafe(_NOT_IN_HEADER, value, f"header {name}:", fix, quote=False)
-            except ValueError as e:
-                raise FieldError(("headers", name), str(e)) from None
-        return self
 
 
 class Log(Strict):
@@ -445,6 +286,64 @@ class Plan(Strict):
         """Component names ordered from the entry tier to the leaves."""
         return entry_first({c.name: list(c.calls) for c in self.component})
 
+    def with_find_knee(self, text: str, source: str) -> Plan:
+        """The plan with its users searched for the knee (`--find-knee`). Raises PlanError
+        naming the file, the line of [load] and the field when its load cannot be searched."""
+        if self.load.find_knee:
+            return self
+        try:
+            load = self.load.searching_knee()
+        except ValidationError as e:
+            messages = []
+            for err in e.errors():
+                cause = err.get("ctx", {}).get("error")
+                loc = cause.loc if isinstance(cause, FieldError) else tuple(err["loc"])
+                msg = str(cause) if isinstance(cause, FieldError) else err["msg"]
+                line = field_line(text, ("load", *loc))
+                where = f"{source}:{line}" if line else source
+                field = ".".join(str(part) for part in ("load", *loc))
+                messages.append(f"{where}: {field}: --find-knee: {msg}")
+            raise PlanError("\n".join(messages)) from None
+        return self.model_copy(update={"load": load})
+
+    def with_generators(self, ray: str | None, count: int | None) -> Plan:
+        """The plan with its `[generators]` from --ray and --generators."""
+        address = ray if ray is not None else self.generators.ray
+        if address is None:
+            raise PlanError("--generators needs --ray (or [generators] ray in the plan)")
+        try:
+            wanted = Generators(ray=address, count=count or self.generators.count)
+        except ValidationError as e:
+            message = e.errors()[0]["msg"].removeprefix("Value error, ")
+            raise PlanError(f"--ray: {message}") from None
+        return self.model_copy(update={"generators": wanted})
+
+    def with_profile(self, text: str) -> tuple[Plan, str]:
+        """The plan with a profile (`run --profile`): its own [profile], or one of defaults,
+        then added to its text so the run folder's plan says what ran."""
+        if self.profile is not None:
+            return self, text
+        return self.model_copy(update={"profile": Profile()}), text.rstrip("\n") + "\n\n[profile]\n"
+
+    @classmethod
+    def with_locustfile(cls, text: str, source: str, locustfile: Path) -> tuple[Plan, str]:
+        """The plan of `text` with `[load] locustfile` set (`--locustfile`), validated as a
+        whole (a plan for a locustfile needs no [[request]]), and its text with the line
+        added under `[load]`: the run folder's plan says what ran, and reads back alone."""
+        try:
+            data = tomllib.loads(text)
+        except (ValueError, RecursionError):
+            parse_plan(text, source)  # raises the plan's own error
+            raise
+        if isinstance(data.get("load"), dict):
+            data["load"]["locustfile"] = str(locustfile)
+        plan = validate_data(cls, data, source, text=text)
+        header = re.search(r"(?m)^[ \t]*\[[ \t]*load[ \t]*\][ \t]*(#.*)?$", text)
+        if header is None:
+            raise PlanError(f"{source}: --locustfile needs a [load] table to record it in")
+        line = f"locustfile = {json.dumps(str(locustfile))}"
+        return plan, text[: header.end()] + "\n" + line + text[header.end() :]
+
 
 def entry_first(calls: dict[str, list[str]]) -> list[str]:
     """Names ordered from those nothing calls down to the leaves, breadth first."""
@@ -467,27 +366,6 @@ def load_plan(path: Path) -> Plan:
 def read_plan_text(path: Path) -> str:
     """A plan file's text; PlanError when it cannot be read, is too large or is not UTF-8."""
     return read_text_file(path, MAX_PLAN_BYTES, "plan", PlanError)
-
-
-def with_find_knee(plan: Plan, text: str, source: str) -> Plan:
-    """The plan with its users searched for the knee (`--find-knee`). Raises PlanError
-    naming the file, the line of [load] and the field when its load cannot be searched."""
-    if plan.load.find_knee:
-        return plan
-    try:
-        load = plan.load.searching_knee()
-    except ValidationError as e:
-        messages = []
-        for err in e.errors():
-            cause = err.get("ctx", {}).get("error")
-            loc = cause.loc if isinstance(cause, FieldError) else tuple(err["loc"])
-            msg = str(cause) if isinstance(cause, FieldError) else err["msg"]
-            line = field_line(text, ("load", *loc))
-            where = f"{source}:{line}" if line else source
-            field = ".".join(str(part) for part in ("load", *loc))
-            messages.append(f"{where}: {field}: --find-knee: {msg}")
-        raise PlanError("\n".join(messages)) from None
-    return plan.model_copy(update={"load": load})
 
 
 def parse_plan(text: str, source: str = "<plan>") -> Plan:

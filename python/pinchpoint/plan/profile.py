@@ -18,15 +18,12 @@ so sampling can start as that step does and stop before it ends.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pydantic import Field
 
 from pinchpoint.plan.load_models import Level
 from pinchpoint.plan.toml import Duration, FieldError, Strict
-
-if TYPE_CHECKING:
-    from pinchpoint.plan.model import Plan
 
 MAX_DURATION_S = 120.0
 MAX_RATE_HZ = 200
@@ -78,11 +75,3 @@ def profiled_step(profile: Profile, levels: Sequence[Level]) -> Level | None:
     if profile.step is not None:
         return levels[profile.step] if profile.step < len(levels) else None
     return max(reversed(levels), key=lambda level: level.level)
-
-
-def with_profile(plan: Plan, text: str) -> tuple[Plan, str]:
-    """The plan with a profile (`run --profile`): its own [profile], or one of defaults,
-    then added to its text so the run folder's plan says what ran."""
-    if plan.profile is not None:
-        return plan, text
-    return plan.model_copy(update={"profile": Profile()}), text.rstrip("\n") + "\n\n[profile]\n"

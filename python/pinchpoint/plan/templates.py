@@ -5,12 +5,22 @@ plan accepts is one the engine accepts."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# Built in to every flow: the user's index and its walks so far.
+BUILTIN_VARS = ("user_index", "iteration")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # What the engine trims around a name (Unicode White_Space, as Rust's `str::trim`); not
 # Python's `str.strip()`, which also trims the separators U+001C to U+001F.
 _SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
 _SPACE += "\u2028\u2029\u202f\u205f\u3000"
+
+
+def is_name(text: str) -> bool:
+    """A variable's name: letters, digits and _, not starting with a digit."""
+    return bool(_NAME.match(text))
 
 
 @dataclass(frozen=True)

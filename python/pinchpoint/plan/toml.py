@@ -11,13 +11,12 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from pinchpoint.plan.check import PlanError
+from pinchpoint.plan.errors import PlanError
 
 __all__ = [
     "MAX_DURATION_S",
     "Duration",
     "FieldError",
-    "PlanError",
     "Strict",
     "field_line",
     "parse_duration",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pinchpoint.discover.init import init_plan
 from pinchpoint.pipeline import execute
-from pinchpoint.plan.model import parse_plan, with_find_knee
+from pinchpoint.plan.model import parse_plan
 from pinchpoint_lab.matrix.build import running
 from pinchpoint_lab.matrix.score import Outcome, judge
 from pinchpoint_lab.matrix.spec import Spec
@@ -32,7 +32,7 @@ def run_one(
             text = with_discovered_components(text, scenario.url + scenario.path, scenario.method)
         plan = parse_plan(text)
         if find_knee:
-            plan = with_find_knee(plan, text, spec.name)
+            plan = plan.with_find_knee(text, spec.name)
         outcome = execute(plan, text, workdir / "runs")
     return judge(spec, outcome.verdict, noisy), outcome.verdict
 

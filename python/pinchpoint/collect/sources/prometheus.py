@@ -67,7 +67,7 @@ def rate_window(step_s: float, scrape_s: float) -> float:
 
 
 def _credentials(server: Prometheus) -> dict[str, Any]:
-    from pinchpoint.plan.model import PlanError
+    from pinchpoint.plan.errors import PlanError
 
     def env(name: str) -> str:
         value = os.environ.get(name, "").strip()
@@ -84,7 +84,7 @@ def _credentials(server: Prometheus) -> dict[str, Any]:
 
 def client(server: Prometheus) -> httpx.Client:
     """An HTTP client for the server; raises PlanError for missing credentials or CA."""
-    from pinchpoint.plan.model import PlanError
+    from pinchpoint.plan.errors import PlanError
 
     verify: ssl.SSLContext | bool = True
     if server.ca_file:

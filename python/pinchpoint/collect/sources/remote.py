@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 from pinchpoint.collect.logs.reader import FileCounts, TierRow
 from pinchpoint.collect.resources.sampler import GENERATOR, HOST, conform
 from pinchpoint.collect.sources.protocol import AGENT_SELF, ARROW_STREAM, COMPONENTS, run_path
-from pinchpoint.plan.model import Agent, Component, PlanError
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import Agent, Component
 from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
 
 BATCH_ROWS = 8192
