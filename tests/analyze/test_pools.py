@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pinchpoint.analyze.context import Context, workers_of
-from pinchpoint.analyze.pools import INFERRED, PLAN, SERVER, inferred, pool_sizes
+from pinchpoint.analyze.pool_size import INFERRED, PLAN, SERVER
+from pinchpoint.analyze.pools import inferred, pool_sizes
 
 CTX = Context(["nginx", "uwsgi"], {"nginx": ["uwsgi"]}, {}, cpu_count=2, generator_threads=1)
 

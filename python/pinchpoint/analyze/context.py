@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pinchpoint.analyze.pools import PoolSize
+from pinchpoint.analyze.pool_size import PoolSize
 
 
 @dataclass

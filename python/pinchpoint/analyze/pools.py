@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
 
 from pinchpoint.analyze.context import Context, busy_of, load_text, resource_of
+from pinchpoint.analyze.pool_size import INFERRED, PLAN, SERVER, PoolSize
 from pinchpoint.analyze.thresholds import (
     CPU_BOUND,
     POOL_FLAT_RATIO,
@@ -25,30 +25,6 @@ from pinchpoint.analyze.thresholds import (
     QUEUE_GROWTH_MS,
     QUEUE_OVER_SERVICE,
 )
-
-PLAN, SERVER, INFERRED = "plan", "server", "inferred"
-
-
-@dataclass(frozen=True)
-class PoolSize:
-    """A pool's slots, how they were found (PLAN, SERVER, INFERRED) and the words for it;
-    `most` when only a range is known (`slots` is then its floor)."""
-
-    slots: int
-    how: str
-    source: str
-    most: int | None = None
-
-    def line(self, tier: str) -> str:
-        size = f"{self.slots} to {self.most}" if self.most else str(self.slots)
-        plural = "s" if self.slots != 1 or self.most else ""
-        return f"{tier}'s pool: {size} slot{plural} ({self.source})"
-
-    def as_json(self) -> dict:
-        out: dict = {"slots": self.slots, "found": self.how, "source": self.source}
-        if self.most:
-            out["most"] = self.most
-        return out
 
 
 def pool_sizes(steps: list[dict], ctx: Context) -> dict[str, PoolSize]:
