@@ -20,7 +20,6 @@ from typing import Any, ClassVar, Literal
 import psutil
 
 import pinchpoint
-from pinchpoint.demo import haproxy
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
 from pinchpoint.demo.errors import StackError, StackTerminated
 from pinchpoint.demo.gunicorn import check_worker_class, gunicorn_argv, pool_config, slots
@@ -28,6 +27,19 @@ from pinchpoint.demo.gunicorn import check_worker_class, gunicorn_argv, pool_con
 # Importable from here as before.
 from pinchpoint.demo.gunicorn import (  # noqa: F401
     gunicorn_has_control_socket as _gunicorn_has_control_socket,
+)
+from pinchpoint.demo.haproxy import (
+    HaproxyPaths,
+    check_options,
+    find_haproxy,
+    haproxy_argv,
+    haproxy_component,
+)
+from pinchpoint.demo.haproxy import (
+    check_config as check_haproxy_config,
+)
+from pinchpoint.demo.haproxy import (
+    render_config as render_haproxy_config,
 )
 from pinchpoint.demo.nginx import (
     NginxPaths,
@@ -131,7 +143,7 @@ class DemoStack(Started):
         self.proxy = proxy or ProxyOptions()
         self.edge = edge or ProxyOptions()
         if front == "haproxy":
-            haproxy.check_options(self.proxy)
+            check_options(self.proxy)
         elif self.proxy.maxconn is not None or self.edge.maxconn is not None:
             raise ValueError("maxconn is HAProxy's: set front='haproxy'")
         if self.edge.protocol != "http":
@@ -145,7 +157,7 @@ class DemoStack(Started):
             self.proxy = dataclasses.replace(self.proxy, upstream_host=self.server_host)
         self._nginx_paths = NginxPaths(self.workdir)
         self._edge_paths = NginxPaths(self.workdir, "edge")
-        self._haproxy_paths = haproxy.HaproxyPaths(self.workdir)
+        self._haproxy_paths = HaproxyPaths(self.workdir)
         self.url = f"http://{HOST}:{self.nginx_port}"
         self.gunicorn_url = f"http://{HOST}:{self.gunicorn_port}"
         self.nginx_conf = self._nginx_paths.conf
@@ -226,7 +238,7 @@ class DemoStack(Started):
 
     def _front_components(self, server: str) -> list[dict[str, Any]]:
         if self.front == "haproxy":
-            return [haproxy.haproxy_component("haproxy", [server], self._haproxy_paths)]
+            return [haproxy_component("haproxy", [server], self._haproxy_paths)]
         nginx = nginx_component("nginx", [server], self.nginx_access_log, self.nginx_pid_file)
         if self.front == "nginx":
             return [nginx]
@@ -235,12 +247,12 @@ class DemoStack(Started):
     def _prepare_fronts(self) -> list[_Front]:
         """Writes and checks each proxy's config; the proxies from the front inwards."""
         if self.front == "haproxy":
-            binary, ha_paths = haproxy.find_haproxy(), self._haproxy_paths
+            binary, ha_paths = find_haproxy(), self._haproxy_paths
             ha_paths.conf.write_text(
-                haproxy.render_config(self.nginx_port, self.gunicorn_port, self.proxy)
+                render_haproxy_config(self.nginx_port, self.gunicorn_port, self.proxy)
             )
-            haproxy.check_config(binary, ha_paths)
-            argv = haproxy.haproxy_argv(binary, ha_paths)
+            check_haproxy_config(binary, ha_paths)
+            argv = haproxy_argv(binary, ha_paths)
             # HAProxy logs to its stdout: its output file is its access log.
             return [
                 _Front(
