@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from pinchpoint.compare import stats
 from pinchpoint.compare.result import US_PER_MS, ComparisonResult
 from pinchpoint.compare.sides import Side
+from pinchpoint.compare.stats import percentile
 from pinchpoint.report.chart_style import SIDE_COLORS, layout
 
 A_COLOR, B_COLOR = SIDE_COLORS
@@ -51,8 +51,8 @@ def qq(result: ComparisonResult, a: Side, b: Side) -> go.Figure:
     sorted_a = np.sort(a.latency_us)
     sorted_b = np.sort(b.latency_us)
     probabilities = _probabilities(min(sorted_a.size, sorted_b.size))
-    xs = [stats.percentile(sorted_a, q) / US_PER_MS for q in probabilities]
-    ys = [stats.percentile(sorted_b, q) / US_PER_MS for q in probabilities]
+    xs = [percentile(sorted_a, q) / US_PER_MS for q in probabilities]
+    ys = [percentile(sorted_b, q) / US_PER_MS for q in probabilities]
     low = max(min(xs[0], ys[0]), 1e-3)
     high = max(xs[-1], ys[-1], low * 1.01)
     fig = go.Figure()
@@ -153,5 +153,5 @@ def _binned_p99(
         if chunk.size == 0:
             continue
         centers.append((chunk_bins[0] + 0.5) * width)
-        p99s.append(stats.percentile(np.sort(chunk), 99) / US_PER_MS)
+        p99s.append(percentile(np.sort(chunk), 99) / US_PER_MS)
     return centers, p99s

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from pinchpoint.compare import charts, fmt
+from pinchpoint.compare.charts import ladder, over_time, qq
+from pinchpoint.compare.fmt import interval, ms, p_value, ratio, share
 from pinchpoint.compare.result import UNRESOLVED, ComparisonResult, SideSummary
 from pinchpoint.report import shell
 
@@ -42,11 +43,11 @@ def render_page(result: ComparisonResult) -> str:
             _section(
                 "qq",
                 "Quantiles of B against A (above the line: B slower)",
-                _figure(charts.qq(result, a, b)),
+                _figure(qq(result, a, b)),
             )
         )
         sections.append(
-            _section("latency-time", "Latency over time", _figure(charts.over_time(result, a, b)))
+            _section("latency-time", "Latency over time", _figure(over_time(result, a, b)))
         )
     return shell.page(title, "pinchpoint compare", sections, CSS)
 
@@ -79,7 +80,7 @@ def _verdict_section(result: ComparisonResult) -> str:
 
 
 def _ladder_section(result: ComparisonResult) -> str:
-    return _section("ladder", "Percentile ladder", _figure(charts.ladder(result)))
+    return _section("ladder", "Percentile ladder", _figure(ladder(result)))
 
 
 def _table_section(result: ComparisonResult) -> str:
@@ -87,21 +88,21 @@ def _table_section(result: ComparisonResult) -> str:
     head = f"<th>A: {escape(a)} (ms)</th><th>B: {escape(b)} (ms)</th>"
     rows = [
         f'<tr{"" if r.resolved else THIN}><td class="text">'
-        f"{r.label}{'' if r.resolved else ' *'}</td><td>{fmt.ms(r.a_ms)}</td>"
-        f"<td>{fmt.ms(r.b_ms)}</td><td>{fmt.ratio(r.ratio)}</td></tr>"
+        f"{r.label}{'' if r.resolved else ' *'}</td><td>{ms(r.a_ms)}</td>"
+        f"<td>{ms(r.b_ms)}</td><td>{ratio(r.ratio)}</td></tr>"
         for r in result.ladder
     ]
-    ladder = (
+    ladder_table = (
         f'<table><thead><tr><th class="text">percentile</th>{head}<th>B / A</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
     if not all(r.resolved for r in result.ladder):
-        ladder += f'<p class="note">* {escape(UNRESOLVED)}.</p>'
+        ladder_table += f'<p class="note">* {escape(UNRESOLVED)}.</p>'
     pct = f"{result.confidence * 100:.0f}%"
     interval_rows = [
         f'<tr><td class="text">{i.label}</td>'
-        f"<td>{fmt.ms(i.a_ms)} ({fmt.interval(i.a_low_ms, i.a_high_ms)})</td>"
-        f"<td>{fmt.ms(i.b_ms)} ({fmt.interval(i.b_low_ms, i.b_high_ms)})</td>"
+        f"<td>{ms(i.a_ms)} ({interval(i.a_low_ms, i.a_high_ms)})</td>"
+        f"<td>{ms(i.b_ms)} ({interval(i.b_low_ms, i.b_high_ms)})</td>"
         f'<td class="text">{"yes" if i.overlap else "no"}</td></tr>'
         for i in result.intervals
     ]
@@ -114,15 +115,15 @@ def _table_section(result: ComparisonResult) -> str:
     facts = [
         ("requests compared (successful)", f"{result.a.used:,}", f"{result.b.used:,}"),
         ("requests left out (failed)", f"{result.a.excluded:,}", f"{result.b.excluded:,}"),
-        ("mean (ms)", fmt.ms(result.a.mean_ms), fmt.ms(result.b.mean_ms)),
+        ("mean (ms)", ms(result.a.mean_ms), ms(result.b.mean_ms)),
         ("min – max (ms)", _range(result.a), _range(result.b)),
     ]
     if result.sla_ms is not None:
         facts.append(
             (
-                f"slower than the SLA of {fmt.ms(result.sla_ms)} ms",
-                fmt.share(result.a.sla_error_rate),
-                fmt.share(result.b.sla_error_rate),
+                f"slower than the SLA of {ms(result.sla_ms)} ms",
+                share(result.a.sla_error_rate),
+                share(result.b.sla_error_rate),
             )
         )
     fact_rows = "".join(
@@ -139,15 +140,15 @@ def _table_section(result: ComparisonResult) -> str:
         f"at α = {result.alpha:g}). Intervals: percentile bootstrap, nearest-rank percentiles.</p>"
     )
     body = "\n".join(
-        [f'<div class="scroll">{t}</div>' for t in (ladder, intervals, fact_table)] + [test]
+        [f'<div class="scroll">{t}</div>' for t in (ladder_table, intervals, fact_table)] + [test]
     )
     return _section("numbers", "Numbers", body)
 
 
 def _range(side: SideSummary) -> str:
-    return f"{fmt.ms(side.min_ms)} – {fmt.ms(side.max_ms)}"
+    return f"{ms(side.min_ms)} – {ms(side.max_ms)}"
 
 
 def _p_text(value: float) -> str:
-    text = fmt.p_value(value)
+    text = p_value(value)
     return text if text.startswith("<") else f"= {text}"

@@ -8,8 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from pinchpoint.compare import stats
 from pinchpoint.compare.sides import Side
+from pinchpoint.compare.stats import (
+    ALPHA,
+    CONFIDENCE,
+    INTERVAL_PERCENTILES,
+    LADDER,
+    bootstrap_interval,
+    mann_whitney_p,
+    percentile,
+    share_slower,
+)
 
 US_PER_MS = 1000.0
 UNRESOLVED = "too few requests on one side to resolve this percentile: there it is the slowest"
@@ -63,8 +72,8 @@ class ComparisonResult:
     p99_change: float  # b / a - 1 at p99
     p99_significant: bool  # the p99 confidence intervals do not overlap
     verdict: str
-    confidence: float = stats.CONFIDENCE
-    alpha: float = stats.ALPHA
+    confidence: float = CONFIDENCE
+    alpha: float = ALPHA
     html: Path | None = None
     sides: tuple[Side, Side] | None = field(default=None, repr=False)  # for the charts
 
@@ -97,8 +106,8 @@ def build(a: Side, b: Side, sla_ms: float | None, seed: int = 0) -> ComparisonRe
     sorted_b = np.sort(b.latency_us)
     ladder = []
     fewest = min(a.used, b.used)
-    for q in stats.LADDER:
-        va, vb = stats.percentile(sorted_a, q), stats.percentile(sorted_b, q)
+    for q in LADDER:
+        va, vb = percentile(sorted_a, q), percentile(sorted_b, q)
         resolved = fewest * (1 - q / 100) >= 1 - 1e-9
         ladder.append(
             LadderRow(
@@ -107,23 +116,23 @@ def build(a: Side, b: Side, sla_ms: float | None, seed: int = 0) -> ComparisonRe
         )
     rng = np.random.default_rng(seed)
     intervals = []
-    for q in stats.INTERVAL_PERCENTILES:
-        a_low, a_high = stats.bootstrap_interval(sorted_a, q, rng)
-        b_low, b_high = stats.bootstrap_interval(sorted_b, q, rng)
+    for q in INTERVAL_PERCENTILES:
+        a_low, a_high = bootstrap_interval(sorted_a, q, rng)
+        b_low, b_high = bootstrap_interval(sorted_b, q, rng)
         intervals.append(
             IntervalRow(
                 label=label(q),
                 q=q,
-                a_ms=stats.percentile(sorted_a, q) / US_PER_MS,
+                a_ms=percentile(sorted_a, q) / US_PER_MS,
                 a_low_ms=a_low / US_PER_MS,
                 a_high_ms=a_high / US_PER_MS,
-                b_ms=stats.percentile(sorted_b, q) / US_PER_MS,
+                b_ms=percentile(sorted_b, q) / US_PER_MS,
                 b_low_ms=b_low / US_PER_MS,
                 b_high_ms=b_high / US_PER_MS,
                 overlap=a_low <= b_high and b_low <= a_high,
             )
         )
-    p_value = stats.mann_whitney_p(a.latency_us, b.latency_us)
+    p_value = mann_whitney_p(a.latency_us, b.latency_us)
     p99 = next(r for r in ladder if r.label == "p99")
     p99_interval = next(i for i in intervals if i.label == "p99")
     change = p99.b_ms / p99.a_ms - 1 if p99.a_ms else (0.0 if p99.b_ms == 0 else float("inf"))
@@ -134,7 +143,7 @@ def build(a: Side, b: Side, sla_ms: float | None, seed: int = 0) -> ComparisonRe
         intervals=intervals,
         sla_ms=sla_ms,
         mann_whitney_p=p_value,
-        distributions_differ=p_value < stats.ALPHA,
+        distributions_differ=p_value < ALPHA,
         p99_change=change,
         p99_significant=not p99_interval.overlap,
         verdict="",
@@ -155,7 +164,7 @@ def _summary(side: Side, sorted_us: np.ndarray, sla_ms: float | None) -> SideSum
         min_ms=float(sorted_us[0]) / US_PER_MS,
         max_ms=float(sorted_us[-1]) / US_PER_MS,
         sla_error_rate=(
-            stats.share_slower(sorted_us, sla_ms * US_PER_MS) if sla_ms is not None else None
+            share_slower(sorted_us, sla_ms * US_PER_MS) if sla_ms is not None else None
         ),
     )
 
