@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from pinchpoint.analyze import analyze
 from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.sla import check_sla
-from pinchpoint.report import write_report
+from pinchpoint.report.html import write_report
 from test_sla import PLAN, cli, server, write_run  # noqa: F401 (server: a fixture)
 
 BROKEN = "\n[sla]\np99_ms = 50\nerror_rate = 0.02\nslow_ms = 50\nslow_share = 0.001\n"

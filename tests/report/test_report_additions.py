@@ -16,7 +16,8 @@ from fake_run import STEPS, make_verdict
 from pinchpoint.analyze.sla import check_sla
 from pinchpoint.analyze.sla_record import SlaOutcome
 from pinchpoint.plan.sla import sla_of_plan_text
-from pinchpoint.report import time_charts, users_charts, write_report
+from pinchpoint.report import time_charts, users_charts
+from pinchpoint.report.html import write_report
 from pinchpoint.report.load import load_run, steady_requests
 
 SLA = '\n[sla]\np50_ms = 30\np99_ms = 60\n"p99.9_ms" = 1500\nerror_rate = 0.01\n'

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.analyze import analyze
-from pinchpoint.report import write_report
+from pinchpoint.report.html import write_report
 
 DEMO_RUN = Path(__file__).parents[1] / "data" / "runs" / "demo-pool2"
 CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")

@@ -13,7 +13,7 @@ import pytest
 from fake_run import HEADLINE, RUN_ID, START_S, STEPS, TIERS, make_verdict
 from plotly.offline import get_plotlyjs
 
-from pinchpoint.report import write_report
+from pinchpoint.report.html import write_report
 from pinchpoint.report.time_charts import MAX_POINTS, sample_requests
 
 

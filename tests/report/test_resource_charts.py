@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from fake_run import make_verdict
 
 from pinchpoint.collect.resources.sampler import conform
-from pinchpoint.report import write_report
+from pinchpoint.report.html import write_report
 from pinchpoint.report.resource_charts import backlog_over_time, more_over_time
 
 
