@@ -29,7 +29,8 @@ from pinchpoint.load.distributed.shares import check_ray_plan, share_of, shares
 from pinchpoint.load.distributed.stream import CHUNK_S, Streams
 from pinchpoint.load.engine import LoadResult
 from pinchpoint.load.engine_config import EngineConfig, engine_config
-from pinchpoint.plan.model import Plan, PlanError
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
 
 # How long the generators get to start (a worker process each, on every node).

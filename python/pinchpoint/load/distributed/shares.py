@@ -11,7 +11,8 @@ ids from `i << 40` on (`req_id_base`), and starts its first step at `start_at_us
 from __future__ import annotations
 
 from pinchpoint.load.engine_config import EngineConfig, EngineFeed, EngineFlow, EnginePhase
-from pinchpoint.plan.model import Plan, PlanError
+from pinchpoint.plan.errors import PlanError
+from pinchpoint.plan.model import Plan
 
 # Request ids of generator i start at i << ID_SHIFT: 2^40 ids each.
 ID_SHIFT = 40
