@@ -18,7 +18,17 @@ LAYERS: list[set[str]] = [
     {"load", "collect"},
     {"analyze"},
     {"report"},
-    {"compare", "importers", "recover", "pipeline", "knee_search", "terminal", "live", "api"},
+    {
+        "compare",
+        "importers",
+        "recover",
+        "pipeline",
+        "knee_search",
+        "terminal",
+        "live",
+        "outputs",
+        "api",
+    },
     # Reads the running stack's configs into a plan's text: above collect (servers' pools).
     {"discover"},
     {"demo", "agent"},

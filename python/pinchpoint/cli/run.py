@@ -69,10 +69,21 @@ def run(
             "(the plan's [profile]).",
         ),
     ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="FILE.jsonl",
+            help="Append one JSON object per second of the run to this file (requests, "
+            "errors by class, latency percentiles, step).",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
-    Exits 1 when the plan's SLA is broken (after writing the run folder and report)."""
+    Exits 1 when the plan's SLA is broken (after writing the run folder and report), 4 when
+    an objective with `abort` stopped it."""
     from pinchpoint.plan.model import Plan, parse_plan
 
     if (plan_file is None) == (discover is None):
@@ -90,6 +101,10 @@ def run(
             plan = plan.with_generators(ray, generators)
         if profile:
             plan, text = plan.with_profile(text)
+        if out is not None:
+            from pinchpoint.plan.world import check_folder
+
+            check_folder(out.parent, "--out")
         # Imported once the plan reads: it loads the engine.
         from pinchpoint.load.preflight import check_run
 
@@ -99,14 +114,16 @@ def run(
         raise typer.Exit(2) from None
     from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
+    from pinchpoint.outputs import fan_out, seconds_out
     from pinchpoint.pipeline import execute, new_run_id
 
     console = Console(stderr=True) if as_json else Console()
     run_id = new_run_id()
     with catching(say=lambda line: warn(line, console)) as caught:
         try:
-            with LiveView(console, quiet) as view:
-                outcome = execute(plan, text, runs_dir, on_tick=view, run_id=run_id)
+            with LiveView(console, quiet) as view, seconds_out(out, run_id) as seconds:
+                ticks = fan_out(view, seconds)
+                outcome = execute(plan, text, runs_dir, on_tick=ticks, run_id=run_id)
         except PlanError as e:
             fail(e)
             raise typer.Exit(2) from None

@@ -127,6 +127,8 @@ def _wait(
                     on_tick(snapshot)
         except KeyboardInterrupt:
             halt.uncaught += 1
+    if on_tick is not None:  # the last second, to the run's end
+        on_tick(run.snapshot())
     return summary, halt.level > 0
 
 

@@ -1,0 +1,87 @@
+"""`--out FILE.jsonl`: one JSON object per second of the run, for tools of one's own (as
+k6's JSON output). Each line is that second alone: its requests and errors (by class),
+its throughput, the percentiles of its responses' latencies (from the second's
+histogram), the step and its load. The file is appended and flushed each second, so it
+can be followed (`tail -f`) while the run goes."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from pinchpoint.load.hdr import Histogram, decode_v2
+
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+
+
+class SecondsFile:
+    """Writes each snapshot's second as one line of `path`."""
+
+    def __init__(self, path: Path, run_id: str) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.file: IO[str] = path.open("a", encoding="utf-8")
+        self.last: dict[str, Any] = {}
+        self.last_at: float | None = None
+        self.lines = 0
+
+    def __call__(self, snapshot: dict[str, Any]) -> None:
+        self.write(snapshot, time.time())
+
+    def write(self, snapshot: dict[str, Any], now: float) -> None:
+        self.file.write(json.dumps(self.line(snapshot, now), separators=(",", ":")) + "\n")
+        self.file.flush()
+        self.lines += 1
+
+    def line(self, snapshot: dict[str, Any], now: float) -> dict[str, Any]:
+        """The second since the previous snapshot, as one JSON object."""
+        seconds = now - self.last_at if self.last_at is not None else 1.0
+        requests = snapshot.get("requests", 0) - self.last.get("requests", 0)
+        errors = snapshot.get("errors", 0) - self.last.get("errors", 0)
+        classes = snapshot.get("errors_by_class") or {}
+        before = self.last.get("errors_by_class") or {}
+        out: dict[str, Any] = {
+            "time": round(now, 3),
+            "run_id": self.run_id,
+            "step": int(snapshot.get("step", 0)),
+            "kind": snapshot.get("kind", "users"),
+            "level": snapshot.get("level", 0.0),
+            "users": snapshot.get("users", 0),
+            "requests": requests,
+            "errors": errors,
+            "errors_by_class": {
+                name: n - before.get(name, 0)
+                for name, n in sorted(classes.items())
+                if n - before.get(name, 0)
+            },
+            "rps": round(requests / seconds, 3) if seconds > 0 else None,
+            "latency_ms": _percentiles(snapshot),
+        }
+        self.last = {k: snapshot.get(k) for k in ("requests", "errors", "errors_by_class")}
+        self.last_at = now
+        return out
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _percentiles(snapshot: dict[str, Any]) -> dict[str, float]:
+    """The second's latency percentiles in ms: from its histogram when the snapshot has
+    one, else the p50 and p99 it carries."""
+    data = snapshot.get("window_hdr_v2")
+    if data:
+        counts = decode_v2(bytes(data))
+        total = int(counts.sum())
+        if not total:
+            return {}
+        window = Histogram(counts, total, 0, 0)
+        out = {f"p{q:g}": window.value_at_quantile(q / 100) / 1000 for q in PERCENTILES}
+        out["max"] = window.value_at_quantile(1.0) / 1000
+        return out
+    return {
+        name: snapshot[key] / 1000
+        for name, key in (("p50", "window_p50_us"), ("p99", "window_p99_us"))
+        if key in snapshot
+    }

@@ -1,0 +1,106 @@
+"""`pinchpoint run --out FILE.jsonl`: one JSON object per second of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pinchpoint.load.hdr import Histogram
+from pinchpoint.outputs.seconds import SecondsFile
+from pinchpoint.rundir import files
+
+
+def _snapshot(requests: int, errors: int, classes: dict[str, int], ms: list[float]) -> dict:
+    return {
+        "requests": requests,
+        "errors": errors,
+        "errors_by_class": classes,
+        "step": 1,
+        "users": 4,
+        "kind": "users",
+        "level": 4.0,
+        "window_requests": len(ms),
+        "window_hdr_v2": Histogram.of([int(m * 1000) for m in ms]).v2(),
+    }
+
+
+def test_each_line_is_its_second_alone(tmp_path: Path) -> None:
+    seconds = SecondsFile(tmp_path / "s.jsonl", "r1")
+    seconds.write(_snapshot(100, 2, {"timeout": 2}, [10.0] * 98), now=100.0)
+    seconds.write(_snapshot(300, 7, {"timeout": 3, "reset": 4}, [10.0] * 150 + [50.0] * 43), 102.0)
+    seconds.close()
+    first, second = (json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines())
+    assert (first["requests"], first["errors"], first["errors_by_class"]) == (
+        100,
+        2,
+        {"timeout": 2},
+    )
+    assert (second["requests"], second["errors"]) == (200, 5)
+    assert second["errors_by_class"] == {"reset": 4, "timeout": 1}
+    assert second["rps"] == 100.0  # 200 over the 2 s since the line before
+    latency = second["latency_ms"]
+    assert 9.9 <= latency["p50"] <= 10.1 and 49.9 <= latency["p99"] <= 50.1
+    assert latency["p50"] <= latency["p90"] <= latency["p95"] <= latency["p99"] <= latency["max"]
+    assert second["run_id"] == "r1" and second["step"] == 1 and second["users"] == 4
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200 if self.path.startswith("/ok") else 503)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@contextmanager
+def _server() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_a_run_writes_a_line_a_second_whose_counts_add_up_to_the_run(tmp_path: Path) -> None:
+    with _server() as port:
+        (tmp_path / "plan.toml").write_text(
+            f'[target]\nurl = "http://127.0.0.1:{port}"\n\n'
+            '[load]\nlower = 1\nupper = 2\nduration = "2s"\nwarmup = "0s"\nthink_time = "20ms"\n\n'
+            '[[request]]\npath = "/ok"\nweight = 3\n\n[[request]]\npath = "/fail"\n'
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q", "--out", "s.jsonl"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    lines = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    [run_dir] = (tmp_path / "runs").iterdir()
+    run = json.loads((run_dir / files.RUN).read_text())
+    requests = pl.read_parquet(run_dir / files.REQUESTS)
+    print(f"\n{len(lines)} lines, {sum(x['requests'] for x in lines)} requests of {run['records']}")
+    assert 4 <= len(lines) <= 6  # two steps of 2 s, and the last second to the end
+    assert sum(x["requests"] for x in lines) == run["records"] == requests.height
+    failed = requests.filter(pl.col("status") >= 400).height
+    assert failed > 0 and sum(x["errors"] for x in lines) == failed
+    assert [x["step"] for x in lines] == sorted(x["step"] for x in lines)
+    assert {x["step"] for x in lines} == {0, 1} and {x["run_id"] for x in lines} == {run["run_id"]}
+    assert all(x["latency_ms"]["p50"] <= x["latency_ms"]["p99"] for x in lines if x["requests"])
