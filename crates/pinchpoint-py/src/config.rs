@@ -10,6 +10,7 @@ use pinchpoint_engine::{FlowSpec, HookHandle, RunConfig};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
 use crate::flows::PyHook;
@@ -21,15 +22,22 @@ pub(crate) fn run_config(config: &Bound<'_, PyDict>) -> PyResult<RunConfig> {
     if data.contains("hook")? {
         data.set_item("hook", config.py().None())?;
     }
-    let mut run: RunConfig = json::from_value(&plain(data.as_any())?)
-        .map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
+    let mut run: RunConfig = read(data.as_any(), "engine config")?;
     run.hook = hook.map(|f| HookHandle(Arc::new(PyHook(f))));
     Ok(run)
 }
 
 /// The flows of a run's configuration (its `flows`).
 pub(crate) fn flow_specs(flows: &Bound<'_, PyAny>) -> PyResult<Vec<FlowSpec>> {
-    json::from_value(&plain(flows)?).map_err(|e| PyValueError::new_err(format!("engine flows: {e}")))
+    read(flows, "engine flows")
+}
+
+fn read<T: DeserializeOwned>(data: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
+    serde_json::from_value(plain(data)?).or_else(|e| {
+        // The data was consumed: read it again to find the key that is wrong.
+        let why = json::error_at::<T>(&plain(data)?).unwrap_or_else(|| e.to_string());
+        Err(PyValueError::new_err(format!("{what}: {why}")))
+    })
 }
 
 /// The keys of each record of the configuration, by path (`flows[].steps[]`; "" the
@@ -68,6 +76,10 @@ impl NotData {
 
 fn to_value(v: &Bound<'_, PyAny>) -> Result<Value, NotData> {
     let why = |e: PyErr| NotData::new(e.to_string());
+    // Text first: most of a large configuration is a feed's cells.
+    if let Ok(s) = v.downcast::<PyString>() {
+        return Ok(Value::String(s.to_str().map_err(why)?.to_owned()));
+    }
     if v.is_none() {
         return Ok(Value::Null);
     }
@@ -84,9 +96,6 @@ fn to_value(v: &Bound<'_, PyAny>) -> Result<Value, NotData> {
     if let Ok(f) = v.downcast::<PyFloat>() {
         let n = f.value();
         return Number::from_f64(n).map(Value::Number).ok_or_else(|| NotData::new(format!("{n} is not a finite number")));
-    }
-    if let Ok(s) = v.downcast::<PyString>() {
-        return Ok(Value::String(s.to_str().map_err(why)?.to_owned()));
     }
     if let Ok(b) = v.downcast::<PyBytes>() {
         return Ok(Value::Array(b.as_bytes().iter().map(|&x| Value::from(x)).collect()));

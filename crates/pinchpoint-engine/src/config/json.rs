@@ -1,28 +1,21 @@
-//! The configuration read from JSON data, with an error that says where the data is
-//! wrong: `steps[1].users: invalid type: string "ten", expected u32`.
+//! Where JSON data read as the configuration is wrong: an error that names the key,
+//! `steps[1].users: invalid type: string "ten", expected u32`.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// `T` read from `value`; Err: what is wrong, after the path of the key it is under.
-pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
-    let error = match T::deserialize(value) {
-        Ok(read) => return Ok(read),
-        Err(e) => e,
-    };
-    // serde's errors from data in memory say what but not where; read as text, with
-    // one value a line, they say on which line, and the lines before give its path
-    // (a record's own check fails at its closing line: the path of the record).
-    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
-    match serde_json::from_str::<T>(&text) {
-        Ok(_) => Err(error.to_string()),
-        Err(e) => {
-            let at = format!(" at line {} column {}", e.line(), e.column());
-            let message = e.to_string();
-            let message = message.strip_suffix(&at).unwrap_or(&message);
-            Err(format!("{}: {message}", path_at(&text, e.line())))
-        }
-    }
+/// Why `value` is not a `T`, after the path of the key it is wrong at; None if it is
+/// one. (serde's errors from data in memory say what but not where.)
+pub fn error_at<T: DeserializeOwned>(value: &Value) -> Option<String> {
+    // Read as text, with one value a line, an error says on which line, and the lines
+    // before give its path (a record's own check fails at its closing line: the path
+    // of the record).
+    let text = serde_json::to_string_pretty(value).ok()?;
+    let e = serde_json::from_str::<T>(&text).err()?;
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    let message = e.to_string();
+    let message = message.strip_suffix(&at).unwrap_or(&message);
+    Some(format!("{}: {message}", path_at(&text, e.line())))
 }
 
 enum Frame {
@@ -109,7 +102,7 @@ mod tests {
     use serde::Deserialize;
     use serde_json::json;
 
-    use super::from_value;
+    use super::error_at;
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -131,7 +124,10 @@ mod tests {
     }
 
     fn error(value: serde_json::Value) -> String {
-        from_value::<Run>(&value).unwrap_err()
+        let located = error_at::<Run>(&value).unwrap();
+        let plain = serde_json::from_value::<Run>(value).unwrap_err().to_string();
+        assert!(located.ends_with(&plain), "{located} / {plain}");
+        located
     }
 
     #[test]
@@ -152,8 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn good_data_is_read() {
-        let run = from_value::<Run>(&json!({"port": 80, "rows": [["a"]], "steps": []})).unwrap();
-        assert_eq!((run.port, run.rows.len()), (80, 1));
+    fn good_data_has_no_error() {
+        assert_eq!(error_at::<Run>(&json!({"port": 80, "rows": [["a"]], "steps": []})), None);
     }
 }
