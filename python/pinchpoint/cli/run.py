@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.terminal import Console, fail, sla_outcome, warn
+
+if TYPE_CHECKING:
+    from pinchpoint.outputs.openmetrics import MetricsServer
 
 
 @app.command()
@@ -79,6 +82,26 @@ def run(
             dir_okay=False,
         ),
     ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            metavar="HOST:PORT",
+            help="Serve the run's live metrics on http://HOST:PORT/metrics for Prometheus "
+            "(requests, errors by class, latency histogram by step, load, generator CPU). "
+            "Unauthenticated: any address given is listened on; 127.0.0.1 keeps it local.",
+        ),
+    ] = None,
+    metrics_linger: Annotated[
+        float,
+        typer.Option(
+            "--metrics-linger",
+            metavar="SECONDS",
+            min=0.0,
+            help="Keep answering --metrics this long after the run, so that a scraper "
+            "reads its final values (at least the scrape interval; Ctrl-C ends it).",
+        ),
+    ] = 5.0,
 ) -> None:
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
@@ -114,15 +137,19 @@ def run(
         raise typer.Exit(2) from None
     from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
-    from pinchpoint.outputs import fan_out, seconds_out
+    from pinchpoint.outputs import fan_out, metrics_out, seconds_out
     from pinchpoint.pipeline import execute, new_run_id
 
     console = Console(stderr=True) if as_json else Console()
     run_id = new_run_id()
-    with catching(say=lambda line: warn(line, console)) as caught:
+    server = _metrics_server(metrics, run_id)
+    with (
+        metrics_out(server, metrics_linger) as live_metrics,
+        catching(say=lambda line: warn(line, console)) as caught,
+    ):
         try:
             with LiveView(console, quiet) as view, seconds_out(out, run_id) as seconds:
-                ticks = fan_out(view, seconds)
+                ticks = fan_out(view, seconds, live_metrics)
                 outcome = execute(plan, text, runs_dir, on_tick=ticks, run_id=run_id)
         except PlanError as e:
             fail(e)
@@ -142,6 +169,23 @@ def run(
         raise typer.Exit(caught.exit_code() or 130)
     if not sla_met:
         raise typer.Exit(1)
+
+
+def _metrics_server(address: str | None, run_id: str) -> MetricsServer | None:
+    """The --metrics server, listening before the run folder is made; exits 2 when the
+    address cannot be listened on."""
+    if address is None:
+        return None
+    from pinchpoint.outputs.openmetrics import MetricsServer, parse_address
+
+    try:
+        host, port = parse_address(address)
+        return MetricsServer(host, port, run_id)
+    except ValueError as e:
+        fail(f"--metrics {address}: {e}")
+    except OSError as e:
+        fail(f"--metrics {address}: cannot listen ({e.strerror or e})")
+    raise typer.Exit(2)
 
 
 def _plan_text(plan_file: Path | None, url: str | None) -> tuple[str, str]:

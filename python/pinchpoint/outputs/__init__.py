@@ -1,12 +1,14 @@
 """What a run sends out while it goes, from the engine's snapshot of each second: a
-per-second JSON lines file (seconds.py)."""
+per-second JSON lines file (seconds.py) and live metrics for Prometheus (openmetrics.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from pinchpoint.outputs.openmetrics import MetricsServer
 from pinchpoint.outputs.seconds import SecondsFile
 
 Tick = Callable[[dict], None]
@@ -25,6 +27,22 @@ def seconds_out(path: Path | None, run_id: str) -> Iterator[SecondsFile | None]:
         seconds.close()
 
 
+@contextmanager
+def metrics_out(server: MetricsServer | None, linger_s: float) -> Iterator[MetricsServer | None]:
+    """`server` while the run goes; once it has ended well, it keeps answering `linger_s`
+    more so that a scraper reads the last values (Ctrl-C ends that wait), then closes (at
+    once on an error)."""
+    if server is None:
+        yield None
+        return
+    try:
+        yield server
+        with suppress(KeyboardInterrupt):
+            time.sleep(linger_s)
+    finally:
+        server.close()
+
+
 def fan_out(*ticks: Tick | None) -> Tick:
     """One tick that calls each of `ticks` (None left out) with the same snapshot: the
     engine's window of latencies is taken once a second, for all of them."""
@@ -37,4 +55,4 @@ def fan_out(*ticks: Tick | None) -> Tick:
     return tick
 
 
-__all__ = ["SecondsFile", "Tick", "fan_out", "seconds_out"]
+__all__ = ["MetricsServer", "SecondsFile", "Tick", "fan_out", "metrics_out", "seconds_out"]

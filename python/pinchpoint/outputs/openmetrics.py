@@ -1,0 +1,236 @@
+"""`--metrics HOST:PORT`: the run's live counters on `/metrics`, in the Prometheus text
+exposition format (0.0.4), for a Prometheus to scrape while the run goes.
+
+Fed by the tick of each second: requests and errors (by class) as counters, the latency
+of answered requests as a classic histogram per step (its buckets counted from the
+second's HdrHistogram), the step, its users and level, and this process's CPU. Every
+series is labelled by run id; the labels are few (steps and error classes are bounded)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+from pinchpoint.load.hdr import Histogram, decode_v2, index_for
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Upper bounds of the classic buckets, in µs (1 ms .. 10 s); +Inf is added.
+BOUNDS_US = (
+    1_000,
+    2_500,
+    5_000,
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+)
+# An HDR count at index i falls in the first classic bucket whose bound's index is >= i:
+# a bound splits an HDR sub-bucket at most, within the histogram's 3 digits.
+_CUTS = index_for(np.array(BOUNDS_US, dtype=np.int64))
+MAX_STEPS = 256
+MAX_CLASSES = 32
+OTHER_CLASS = "other"
+
+
+@dataclass
+class StepLatency:
+    """The latencies of one step's answered requests, bucketed as Prometheus reads them."""
+
+    buckets: list[int] = field(default_factory=lambda: [0] * len(BOUNDS_US))
+    count: int = 0
+    sum_s: float = 0.0
+
+    def add(self, counts: np.ndarray) -> None:
+        total = int(counts.sum())
+        if not total:
+            return
+        below = np.cumsum(counts)[_CUTS]
+        self.buckets = [a + int(b) for a, b in zip(self.buckets, below, strict=True)]
+        self.count += total
+        self.sum_s += Histogram(counts, total, 0, 0).mean() * total / 1e6
+
+
+@dataclass
+class State:
+    """What the last tick said, and the latencies summed over every tick."""
+
+    requests: int = 0
+    errors: int = 0
+    classes: dict[str, int] | None = None
+    step: int = 0
+    users: int = 0
+    kind: str = "users"
+    level: float = 0.0
+    cpu_cores: float | None = None
+    steps: dict[int, StepLatency] = field(default_factory=dict)
+
+
+class MetricsServer:
+    """An HTTP server in a daemon thread answering GET /metrics, fed by `__call__`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        run_id: str,
+        cpu_clock: Callable[[], float] = time.process_time,
+    ) -> None:
+        self.run_id = run_id
+        self.cpu_clock = cpu_clock
+        self.state = State()
+        self.lock = threading.Lock()
+        self._cpu_at: tuple[float, float] | None = None
+        server = _Server6 if ":" in host else _Server
+        self.httpd = server((host, port), _handler(self))
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def __call__(self, snapshot: dict[str, Any]) -> None:
+        self.update(snapshot, time.monotonic(), self.cpu_clock())
+
+    def update(self, snapshot: dict[str, Any], now: float, cpu_s: float) -> None:
+        counts = _window_counts(snapshot)
+        with self.lock:
+            s = self.state
+            s.requests = int(snapshot.get("requests", 0))
+            s.errors = int(snapshot.get("errors", 0))
+            if (classes := snapshot.get("errors_by_class")) is not None:
+                s.classes = _bounded_classes(classes)
+            s.step = int(snapshot.get("step", 0))
+            s.users = int(snapshot.get("users", 0))
+            s.kind = str(snapshot.get("kind", "users"))
+            s.level = float(snapshot.get("level", 0.0))
+            if self._cpu_at is not None and now > self._cpu_at[0]:
+                s.cpu_cores = (cpu_s - self._cpu_at[1]) / (now - self._cpu_at[0])
+            self._cpu_at = (now, cpu_s)
+            if counts is not None:
+                if s.step not in s.steps and len(s.steps) >= MAX_STEPS:
+                    del s.steps[min(s.steps)]
+                s.steps.setdefault(s.step, StepLatency()).add(counts)
+
+    def render(self) -> str:
+        with self.lock:
+            return exposition(self.state, self.run_id)
+
+    def __enter__(self) -> MetricsServer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+def _window_counts(snapshot: dict[str, Any]) -> np.ndarray | None:
+    data = snapshot.get("window_hdr_v2")
+    return decode_v2(bytes(data)) if data else None
+
+
+def _bounded_classes(classes: dict[str, int]) -> dict[str, int]:
+    """At most MAX_CLASSES classes, the rest summed under `other`."""
+    names = sorted(classes)
+    out = {name: int(classes[name]) for name in names[: MAX_CLASSES - 1]}
+    rest = names[MAX_CLASSES - 1 :]
+    if rest:
+        out[OTHER_CLASS] = out.get(OTHER_CLASS, 0) + sum(int(classes[n]) for n in rest)
+    return out
+
+
+def exposition(state: State, run_id: str) -> str:
+    """The text format of `state`: HELP and TYPE then the samples of each metric."""
+    run = f'run_id="{_escape(run_id)}"'
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, about: str) -> None:
+        lines.append(f"# HELP {name} {about}")
+        lines.append(f"# TYPE {name} {kind}")
+
+    metric("pinchpoint_requests_total", "counter", "Requests ended so far.")
+    lines.append(f"pinchpoint_requests_total{{{run}}} {state.requests}")
+    metric("pinchpoint_errors_total", "counter", "Failed requests so far, by class.")
+    classes = state.classes if state.classes is not None else {"any": state.errors}
+    for name, n in classes.items():
+        lines.append(f'pinchpoint_errors_total{{{run},class="{_escape(name)}"}} {n}')
+    metric(
+        "pinchpoint_latency_seconds",
+        "histogram",
+        "Latency of answered requests, by the step they ended in.",
+    )
+    for step, latency in sorted(state.steps.items()):
+        labels = f'{run},step="{step}"'
+        for bound, n in zip(BOUNDS_US, latency.buckets, strict=True):
+            lines.append(f'pinchpoint_latency_seconds_bucket{{{labels},le="{bound / 1e6:g}"}} {n}')
+        lines.append(f'pinchpoint_latency_seconds_bucket{{{labels},le="+Inf"}} {latency.count}')
+        lines.append(f"pinchpoint_latency_seconds_sum{{{labels}}} {latency.sum_s!r}")
+        lines.append(f"pinchpoint_latency_seconds_count{{{labels}}} {latency.count}")
+    metric("pinchpoint_users", "gauge", "Users of the current step.")
+    lines.append(f"pinchpoint_users{{{run}}} {state.users}")
+    metric("pinchpoint_load_level", "gauge", "The current step's level: users, or requests/s.")
+    lines.append(f'pinchpoint_load_level{{{run},kind="{_escape(state.kind)}"}} {state.level!r}')
+    metric("pinchpoint_step", "gauge", "The current step, from 0.")
+    lines.append(f"pinchpoint_step{{{run}}} {state.step}")
+    metric("pinchpoint_generator_cpu_cores", "gauge", "CPU of the generator over the last second.")
+    if state.cpu_cores is not None:
+        lines.append(f"pinchpoint_generator_cpu_cores{{{run}}} {state.cpu_cores!r}")
+    return "\n".join(lines) + "\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?", 1)[0] != "/metrics":
+                self.send_error(404)
+                return
+            body = server.render().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return Handler
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """HOST:PORT (or [IPv6]:PORT) as the host and port to listen on."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError("expected HOST:PORT")
+    return host.removeprefix("[").removesuffix("]"), int(port)
