@@ -323,6 +323,9 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
             '[[request]]\npath = "/slow"\nweight = 6\n\n'
             '[[request]]\npath = "/fail"\nweight = 4\n'
         )
+        # Prometheus starts its scrape loops seconds after it is ready: once the server
+        # beside is up, so is the loop of the run's address.
+        _wait_up(prometheus, f"127.0.0.1:{beside.port}")
         start = time.time()
         with _fed(beside) as fed:
             done = _pinchpoint(folder, "--metrics", metrics, "--metrics-linger", "3", timeout=180)
@@ -332,6 +335,15 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
         run_id = json.loads((run_dir / files.RUN).read_text())["run_id"]
         # The last scrape of the linger, at most a scrape interval before its end.
         yield Scraped(prometheus, run_dir, run_id, start, end - 1.0, fed)
+
+
+def _wait_up(prometheus: str, instance: str) -> None:
+    until = time.monotonic() + START_S
+    query = {"query": f'up{{instance="{instance}"}} == 1'}
+    while not httpx.get(f"{prometheus}/api/v1/query", params=query).json()["data"]["result"]:
+        if time.monotonic() > until:
+            pytest.fail(f"Prometheus did not scrape {instance} in {START_S:g}s")
+        time.sleep(0.2)
 
 
 def _last(scraped: Scraped, promql: str) -> float:
@@ -350,6 +362,11 @@ def test_prometheus_totals_are_the_run_s_records(scraped: Scraped) -> None:
     print(f"\nrequests.parquet {requests.height} rows, Prometheus {total:g} requests")
     print(f"failed rows {failed}, Prometheus {errors:g} errors")
     assert total == requests.height and errors == failed > 0
+    # Scraped while the run went, not only after it.
+    scrapes = _last(scraped, f"count_over_time(pinchpoint_requests_total{{{run}}}[1m])")
+    first = _last(scraped, f"min_over_time(pinchpoint_requests_total{{{run}}}[1m])")
+    print(f"{scrapes:g} scrapes of the run, the first at {first:g} requests")
+    assert scrapes >= 5 and first < total
     steps = scraped.query(f"max_over_time(pinchpoint_step{{{run}}}[1m])")
     assert float(steps[0]["value"][1]) == 1.0
 

@@ -92,7 +92,8 @@ class MetricsServer:
         self.cpu_clock = cpu_clock
         self.state = State()
         self.lock = threading.Lock()
-        self._cpu_at: tuple[float, float] | None = None
+        # The CPU clock when last read, so that the first tick has a second to measure.
+        self._cpu_at: tuple[float, float] | None = (time.monotonic(), cpu_clock())
         server = _Server6 if ":" in host else _Server
         self.httpd = server((host, port), _handler(self))
         self.thread = threading.Thread(
