@@ -93,7 +93,7 @@ class MetricsServer:
         self.state = State()
         self.lock = threading.Lock()
         # The CPU clock when last read, so that the first tick has a second to measure.
-        self._cpu_at: tuple[float, float] | None = (time.monotonic(), cpu_clock())
+        self._cpu_at = (time.monotonic(), cpu_clock())
         server = _Server6 if ":" in host else _Server
         self.httpd = server((host, port), _handler(self))
         self.thread = threading.Thread(
@@ -120,7 +120,7 @@ class MetricsServer:
             s.users = int(snapshot.get("users", 0))
             s.kind = str(snapshot.get("kind", "users"))
             s.level = float(snapshot.get("level", 0.0))
-            if self._cpu_at is not None and now > self._cpu_at[0]:
+            if now > self._cpu_at[0]:
                 s.cpu_cores = (cpu_s - self._cpu_at[1]) / (now - self._cpu_at[0])
             self._cpu_at = (now, cpu_s)
             if counts is not None:
