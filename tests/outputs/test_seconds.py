@@ -101,6 +101,8 @@ def test_a_run_writes_a_line_a_second_whose_counts_add_up_to_the_run(tmp_path: P
     assert sum(x["requests"] for x in lines) == run["records"] == requests.height
     failed = requests.filter(pl.col("status") >= 400).height
     assert failed > 0 and sum(x["errors"] for x in lines) == failed
+    assert sum(x["errors_by_class"].get("http_5xx", 0) for x in lines) == failed
+    assert all("p95" in x["latency_ms"] for x in lines if x["requests"] > failed)
     assert [x["step"] for x in lines] == sorted(x["step"] for x in lines)
     assert {x["step"] for x in lines} == {0, 1} and {x["run_id"] for x in lines} == {run["run_id"]}
     assert all(x["latency_ms"]["p50"] <= x["latency_ms"]["p99"] for x in lines if x["requests"])

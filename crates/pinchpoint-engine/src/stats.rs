@@ -144,6 +144,11 @@ pub struct Live {
     pub level_milli: AtomicU64,
     /// Open loop: requests that waited for a free connection (the cap was reached).
     pub late: AtomicU64,
+    /// Failed requests so far by class of error (ErrorClass::index), and answered with a
+    /// status of 400 to 499 and of 500 or more.
+    pub classes: [AtomicU64; ErrorClass::ALL.len()],
+    pub status_4xx: AtomicU64,
+    pub status_5xx: AtomicU64,
     pub window: LiveWindow,
 }
 
@@ -154,6 +159,14 @@ impl Live {
         self.requests.fetch_add(records.len() as u64, Ordering::Relaxed);
         self.errors.fetch_add(errors as u64, Ordering::Relaxed);
         self.latency_sum_us.fetch_add(latency as u64, Ordering::Relaxed);
+        for r in records {
+            match r.error {
+                Some(e) => _ = self.classes[e.index()].fetch_add(1, Ordering::Relaxed),
+                None if r.status >= 500 => _ = self.status_5xx.fetch_add(1, Ordering::Relaxed),
+                None if r.status >= 400 => _ = self.status_4xx.fetch_add(1, Ordering::Relaxed),
+                None => {}
+            }
+        }
         self.window.add(records);
     }
 }

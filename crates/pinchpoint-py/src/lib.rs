@@ -61,12 +61,19 @@ impl LoadRun {
         d.set_item("kind", if self.open_loop { "rate" } else { "users" })?;
         d.set_item("level", self.live.level_milli.load(Ordering::Relaxed) as f64 / 1000.0)?;
         d.set_item("late", self.live.late.load(Ordering::Relaxed))?;
-        // Latencies since the previous snapshot: the live view's last window.
+        d.set_item("errors_by_class", live_classes(py, &self.live)?)?;
+        // Latencies since the previous snapshot: the live view's last window, and whole
+        // (V2) for those who want any percentile of it or to add windows up.
         let window = self.live.window.take();
         d.set_item("window_requests", window.len())?;
         if !window.is_empty() {
             d.set_item("window_p50_us", window.value_at_quantile(0.5))?;
             d.set_item("window_p99_us", window.value_at_quantile(0.99))?;
+            let mut hdr = Vec::new();
+            V2Serializer::new()
+                .serialize(&window, &mut hdr)
+                .map_err(|e| PyRuntimeError::new_err(format!("histogram serialization: {e:?}")))?;
+            d.set_item("window_hdr_v2", PyBytes::new(py, &hdr))?;
         }
         Ok(d)
     }
@@ -142,6 +149,25 @@ fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyRe
 
 /// A histogram's percentiles, min, max and mean (µs), and the histogram itself
 /// (HdrHistogram V2 encoding) into `d`.
+/// The failed requests so far by class: the engine's error classes, and `http_4xx` and
+/// `http_5xx` for those answered with such a status; classes with none are left out.
+fn live_classes<'py>(py: Python<'py>, live: &Live) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for class in ErrorClass::ALL {
+        let n = live.classes[class.index()].load(Ordering::Relaxed);
+        if n > 0 {
+            d.set_item(class.name(), n)?;
+        }
+    }
+    for (name, n) in [("http_4xx", &live.status_4xx), ("http_5xx", &live.status_5xx)] {
+        let n = n.load(Ordering::Relaxed);
+        if n > 0 {
+            d.set_item(name, n)?;
+        }
+    }
+    Ok(d)
+}
+
 fn latency_items(py: Python<'_>, d: &Bound<'_, PyDict>, h: &Histogram<u64>) -> PyResult<()> {
     let pct = PyDict::new(py);
     if !h.is_empty() {
