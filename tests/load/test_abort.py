@@ -11,10 +11,13 @@ import json
 import os
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
+from load_helpers import serving
 
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.demo.plan import demo_plan
@@ -146,3 +149,46 @@ def test_a_run_whose_p99_breaks_stops_keeps_every_record_and_exits_4(tmp_path: P
     assert verdict["aborted"] == aborted["reason"] and len(verdict["steps"]) == 2
     assert "Aborted: [sla] p99_ms broke" in " ".join(done.stdout.split())
     assert 'id="aborted"' in (run_dir / "report.html").read_text()
+
+
+class _Failing(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def _load(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pinchpoint", "load", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "COLUMNS": "300"},
+    )  # fmt: skip
+
+
+def test_load_stops_at_the_first_second_past_its_error_rate_and_exits_4(tmp_path: Path) -> None:
+    with serving(_Failing) as port:
+        url = f"http://127.0.0.1:{port}/"
+        done = _load(
+            [url, "-c", "4", "-d", "8", "--abort-on-error-rate", "0.5", "--json"], tmp_path
+        )
+    assert done.returncode == 4, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["aborted"].startswith(
+        "[sla] error_rate broke for 1 s in step 1 (4 users): error_rate was 1 (objective 0.5)"
+    )
+    assert summary["duration_s"] < 3.0 and not summary["interrupted"]
+    assert summary["requests"] == summary["statuses"]["503"] > 0
+    assert "Aborted: [sla] error_rate broke" in done.stderr
+
+
+def test_the_abort_flag_goes_with_a_url_not_a_plan(tmp_path: Path) -> None:
+    (tmp_path / "plan.toml").write_text('[target]\nurl = "http://127.0.0.1:9"\n[[request]]\n')
+    done = _load(["plan.toml", "--abort-on-error-rate", "0.5"], tmp_path)
+    assert done.returncode == 2
+    assert "--abort-on-error-rate go with a URL" in done.stderr
+    done = _load(["http://127.0.0.1:9/", "--abort-on-error-rate", "1.5"], tmp_path)
+    assert done.returncode == 2 and "--abort-on-error-rate 1.5: must be above 0" in done.stderr

@@ -41,6 +41,8 @@ def check_url_load(params: dict) -> None:
     check_number("--max-in-flight", params["max_in_flight"], 1, 1_000_000)
     check_number("--threads", params["threads"], 0, MAX_THREADS)
     check_number("--timeout", params["timeout"], 0, MAX_DURATION_S, low_open=True)
+    if params.get("abort_on_error_rate") is not None:
+        check_number("--abort-on-error-rate", params["abort_on_error_rate"], 0, 1, low_open=True)
     parts = urlsplit(url)
     check_resolves(parts.hostname or "", parts.port or 80, f"TARGET {url}")
 
@@ -55,6 +57,7 @@ URL_FLAGS = {
     "threads": "--threads",
     "timeout": "--timeout",
     "tag": "--tag",
+    "abort_on_error_rate": "--abort-on-error-rate",
 }
 
 

@@ -64,9 +64,20 @@ def load(
         Path | None,
         typer.Option("--out", help="Keep the run folder (requests.parquet, summary) here."),
     ] = None,
+    abort_on_error_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--abort-on-error-rate",
+            metavar="SHARE",
+            help="Stop as soon as one second's failed requests pass this share (0.5: half); "
+            "exits 4.",
+        ),
+    ] = None,
     quiet: Quiet = False,
 ) -> None:
-    """A plain load test with no diagnosis: throughput, latency percentiles and errors."""
+    """A plain load test with no diagnosis: throughput, latency percentiles and errors.
+
+    Exits 4 when --abort-on-error-rate (or the plan's [sla] abort) stopped it."""
     _check_load(ctx)
     from pinchpoint.live import LiveView
     from pinchpoint.load.plain import UrlLoad, plain_load
@@ -87,6 +98,7 @@ def load(
             http2,
             insecure,
             None if ca_file is None else str(ca_file),
+            abort_on_error_rate,
         )
     elif http2 or insecure or ca_file is not None:
         fail(
@@ -118,6 +130,10 @@ def load(
             render_summary(summary, Console())
     if caught.signals:
         raise typer.Exit(caught.exit_code())
+    if summary.get("aborted"):
+        if as_json:
+            warn(f"Aborted: {summary['aborted']}")
+        raise typer.Exit(4)
 
 
 def _check_load(ctx: typer.Context) -> None:

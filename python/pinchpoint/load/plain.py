@@ -53,6 +53,8 @@ class UrlLoad:
     http2: bool = False
     insecure: bool = False
     ca_file: str | None = None
+    # Stop when a second's failed share goes past this (an [sla] error_rate with abort).
+    abort_on_error_rate: float | None = None
 
 
 def url_plan(spec: UrlLoad) -> Plan:
@@ -76,7 +78,9 @@ def url_plan(spec: UrlLoad) -> Plan:
             "max_in_flight": spec.max_in_flight,
             "phase": [{"duration": spec.seconds, "arrival_rate": spec.rate}],
         }
-    data = {"target": target, "load": load, "request": [{"path": path}]}
+    data: dict[str, object] = {"target": target, "load": load, "request": [{"path": path}]}
+    if spec.abort_on_error_rate is not None:
+        data["sla"] = {"error_rate": spec.abort_on_error_rate, "abort": True}
     return validate_data(Plan, data, "command line")
 
 
@@ -129,6 +133,8 @@ def _load_into(
     summary = _summary(plan, result.summary, requests)
     summary["target"] = plan.target.url
     summary["interrupted"] = result.interrupted
+    if aborted := result.summary.get("aborted"):
+        summary["aborted"] = aborted["reason"]
     if result.interrupted:
         caught = interrupts.active()
         summary["signal"] = caught.first_name() if caught and caught.signals else None

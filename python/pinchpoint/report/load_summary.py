@@ -43,6 +43,8 @@ def render_summary(summary: dict, console: Console) -> None:
     )
     if summary.get("interrupted"):
         console.print(Text(interrupted_line(summary), style="bold yellow"))
+    if summary.get("aborted"):
+        console.print(Text(f"Aborted: {summary['aborted']}.", style="bold yellow"))
     if gen["saturated"]:
         console.print(
             Text(
