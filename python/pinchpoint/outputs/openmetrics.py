@@ -68,8 +68,8 @@ class State:
     """What the last tick said, and the latencies summed over every tick."""
 
     requests: int = 0
-    errors: int = 0
-    classes: dict[str, int] | None = None
+    # Failed requests by class: one `any` when the snapshot does not give classes.
+    classes: dict[str, int] = field(default_factory=dict)
     step: int = 0
     users: int = 0
     kind: str = "users"
@@ -113,9 +113,10 @@ class MetricsServer:
         with self.lock:
             s = self.state
             s.requests = int(snapshot.get("requests", 0))
-            s.errors = int(snapshot.get("errors", 0))
-            if (classes := snapshot.get("errors_by_class")) is not None:
-                s.classes = _bounded_classes(classes)
+            classes = snapshot.get("errors_by_class")
+            if classes is None:
+                classes = {"any": int(snapshot.get("errors", 0))}
+            s.classes = _bounded_classes(classes)
             s.step = int(snapshot.get("step", 0))
             s.users = int(snapshot.get("users", 0))
             s.kind = str(snapshot.get("kind", "users"))
@@ -179,8 +180,7 @@ def exposition(state: State, run_id: str) -> str:
     metric("pinchpoint_requests_total", "counter", "Requests ended so far.")
     lines.append(f"pinchpoint_requests_total{{{run}}} {state.requests}")
     metric("pinchpoint_errors_total", "counter", "Failed requests so far, by class.")
-    classes = state.classes if state.classes is not None else {"any": state.errors}
-    for name, n in classes.items():
+    for name, n in state.classes.items():
         lines.append(f'pinchpoint_errors_total{{{run},class="{_escape(name)}"}} {n}')
     metric(
         "pinchpoint_latency_seconds",
