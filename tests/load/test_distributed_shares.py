@@ -234,3 +234,25 @@ def test_run_refuses_bad_generator_options_before_any_load(
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_generators_seconds_merge_into_one_histogram_and_one_count_by_class() -> None:
+    from pinchpoint.load.distributed.merge import merge_snapshots
+    from pinchpoint.load.hdr import Histogram, decode_v2
+
+    def second(ms: list[float], classes: dict[str, int]) -> dict:
+        window = Histogram.of([int(m * 1000) for m in ms])
+        return {
+            "kind": "users", "requests": 100, "errors": sum(classes.values()), "step": 1,
+            "users": 2, "window_requests": len(ms), "window_p50_us": 1, "window_p99_us": 1,
+            "window_hdr_v2": window.v2(), "errors_by_class": classes,
+        }  # fmt: skip
+
+    merged = merge_snapshots(
+        [second([10.0] * 90, {"timeout": 2}), second([50.0] * 10, {"timeout": 1, "http_5xx": 4})]
+    )
+    counts = decode_v2(merged["window_hdr_v2"])
+    both = Histogram(counts, int(counts.sum()), 0, 0)
+    assert both.total == 100 and 49.9 <= both.value_at_quantile(0.99) / 1000 <= 50.1
+    assert merged["errors_by_class"] == {"http_5xx": 4, "timeout": 3}
+    assert merged["requests"] == 200 and merged["errors"] == 7

@@ -94,6 +94,15 @@ class Histogram:
             return cls(counts, 0, 0, 0)
         return cls(counts, int(values.size), int(values.min()), int(values.max()))
 
+    @classmethod
+    def of_counts(cls, counts: np.ndarray) -> Histogram:
+        """The histogram of these bucket counts (as decode_v2 gives them, or their sum)."""
+        filled = np.flatnonzero(counts)
+        if filled.size == 0:
+            return cls(counts, 0, 0, 0)
+        low, high = _value_for(int(filled[0])), _value_for(int(filled[-1]))
+        return cls(counts, int(counts.sum()), low, high)
+
     def value_at_quantile(self, quantile: float) -> int:
         wanted = max(math.ceil(min(quantile, 1.0) * float(self.total)), 1)
         cumulative = np.cumsum(self.counts)

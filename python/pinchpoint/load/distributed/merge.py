@@ -125,10 +125,11 @@ def merge_snapshots(snapshots: Sequence[dict[str, Any]]) -> dict[str, Any]:
             sum(s["window_p50_us"] * s["window_requests"] for s in seen) / n
         )
         out["window_p99_us"] = max(s["window_p99_us"] for s in seen)
+    out["errors_by_class"] = _sum_counts([s.get("errors_by_class") or {} for s in snapshots])
     windows = [s["window_hdr_v2"] for s in snapshots if s.get("window_hdr_v2")]
     if windows:
         counts = sum((decode_v2(bytes(w)) for w in windows), np.zeros(COUNTS_LEN, np.int64))
-        out["window_hdr_v2"] = Histogram(counts, int(counts.sum()), 0, 0).v2()
+        out["window_hdr_v2"] = Histogram.of_counts(counts).v2()
     return out
 
 
