@@ -154,19 +154,29 @@ pub struct Live {
 
 impl Live {
     pub fn add(&self, records: &[Record]) {
-        let errors = records.iter().filter(|r| r.error.is_some() || r.status >= 400).count();
-        let latency: i64 = records.iter().map(|r| r.latency_us.max(0)).sum();
-        self.requests.fetch_add(records.len() as u64, Ordering::Relaxed);
-        self.errors.fetch_add(errors as u64, Ordering::Relaxed);
-        self.latency_sum_us.fetch_add(latency as u64, Ordering::Relaxed);
+        // One pass over the batch, one atomic add per counter.
+        let mut classes = [0u64; ErrorClass::ALL.len()];
+        let (mut status_4xx, mut status_5xx, mut latency) = (0u64, 0u64, 0i64);
         for r in records {
+            latency += r.latency_us.max(0);
             match r.error {
-                Some(e) => _ = self.classes[e.index()].fetch_add(1, Ordering::Relaxed),
-                None if r.status >= 500 => _ = self.status_5xx.fetch_add(1, Ordering::Relaxed),
-                None if r.status >= 400 => _ = self.status_4xx.fetch_add(1, Ordering::Relaxed),
+                Some(e) => classes[e.index()] += 1,
+                None if r.status >= 500 => status_5xx += 1,
+                None if r.status >= 400 => status_4xx += 1,
                 None => {}
             }
         }
+        let errors = classes.iter().sum::<u64>() + status_4xx + status_5xx;
+        self.requests.fetch_add(records.len() as u64, Ordering::Relaxed);
+        self.errors.fetch_add(errors, Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(latency as u64, Ordering::Relaxed);
+        for (counter, n) in self.classes.iter().zip(classes) {
+            if n > 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        self.status_4xx.fetch_add(status_4xx, Ordering::Relaxed);
+        self.status_5xx.fetch_add(status_5xx, Ordering::Relaxed);
         self.window.add(records);
     }
 }
