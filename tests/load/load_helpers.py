@@ -7,9 +7,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from pinchpoint.plan.model import Plan, parse_plan
+from pinchpoint_lab.serving import serving
 
 BODY = b"hello from the load tests\n"
 
@@ -55,21 +56,6 @@ def http_server() -> Iterator[tuple[int, Seen]]:
     handler = type("Handler", (_Handler,), {"seen": seen})
     with serving(handler) as port:
         yield port, seen
-
-
-@contextmanager
-def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
-    """A ThreadingHTTPServer of `handler` on 127.0.0.1 in a thread; yields its port."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def dead_port() -> int:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import pytest
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.openmetrics import BOUNDS_US, MetricsServer, parse_address
 from pinchpoint.rundir import files
+from pinchpoint_lab.serving import serving
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana-dashboard.json"
 START_S = 30.0
@@ -189,19 +190,6 @@ class _Target(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def _target() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Target)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@contextmanager
 def _prometheus(folder: Path, *targets: str) -> Iterator[str]:
     """A Prometheus scraping `targets` every second; its URL. Skips without the binary."""
     binary = shutil.which("prometheus")
@@ -314,7 +302,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
     with (
         MetricsServer("127.0.0.1", 0, FED_RUN) as beside,
         _prometheus(folder, metrics, f"127.0.0.1:{beside.port}") as prometheus,
-        _target() as port,
+        serving(_Target) as port,
     ):
         (folder / "plan.toml").write_text(
             f'[target]\nurl = "http://127.0.0.1:{port}"\n\n'

@@ -6,10 +6,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ import polars as pl
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.seconds import SecondsFile
 from pinchpoint.rundir import files
+from pinchpoint_lab.serving import serving
 
 
 def _snapshot(requests: int, errors: int, classes: dict[str, int], ms: list[float]) -> dict:
@@ -65,22 +63,8 @@ class _Ok(BaseHTTPRequestHandler):
         return
 
 
-@contextmanager
-def _server() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
 def test_a_run_writes_a_line_a_second_whose_counts_add_up_to_the_run(tmp_path: Path) -> None:
-    with _server() as port:
+    with serving(_Ok) as port:
         (tmp_path / "plan.toml").write_text(
             f'[target]\nurl = "http://127.0.0.1:{port}"\n\n'
             '[load]\nlower = 1\nupper = 2\nduration = "2s"\nwarmup = "0s"\nthink_time = "20ms"\n\n'
