@@ -341,7 +341,8 @@ def test_a_master_worker_haproxy_is_read_from_its_master(tmp_path: Path) -> None
     with (tmp_path / "out.log").open("w") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     try:
-        listener = wait_for_listener(port)
+        # the master binds before it forks the worker that keeps the socket: wait past it
+        listener = wait_for_listener(port, other_than=process.pid)
         master = root_of(listener)
         tier = haproxy.read(
             master, psutil.Process(master).cmdline(), Address("127.0.0.1", port), "/"
@@ -356,14 +357,14 @@ def test_a_master_worker_haproxy_is_read_from_its_master(tmp_path: Path) -> None
     assert tier.warnings == []
 
 
-def wait_for_listener(port: int) -> int:
+def wait_for_listener(port: int, other_than: int | None = None) -> int:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         pid = Sockets.read().tcp.get(port)
-        if pid is not None:
+        if pid is not None and pid != other_than:
             return pid
         time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port}")
+    raise AssertionError(f"no process other than {other_than} listens on {port}")
 
 
 @pytest.fixture(scope="module")
