@@ -107,8 +107,13 @@ def execute(
     runs_dir: Path,
     on_tick: Callable[[dict], None] | None = None,
     run_id: str | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> RunOutcome:
+    """Runs `plan` into a new folder of `runs_dir`: load and collection, then analysis and
+    the report. `on_tick` gets the engine's snapshot each second, `on_stage` the name of
+    each stage after the load as it begins ("collect", "analyze")."""
     run_id = run_id or new_run_id()
+    stage = on_stage or (lambda _: None)
     using = collectors(plan)
     run_dir = private_dir(runs_dir / run_id)
     (run_dir / files.PLAN).write_text(redact_plan_text(plan_text, secret_values(plan)))
@@ -149,6 +154,7 @@ def execute(
             if database is not None:
                 database.stop()
                 database.write(files.RunFolder(run_dir))
+    stage("collect")
     time.sleep(LOG_SETTLE_S)
     # Reasons and warnings can quote a secret (a check's expected text, an agent's URL).
     redactor = plan_redactor(plan)
@@ -191,6 +197,7 @@ def execute(
     run = redactor.mapping(run)
     files.RunFolder(run_dir).write_run(cast(RunJson, run))
     write_histograms(summary, run_dir)
+    stage("analyze")
     verdict = analyze(run_dir)
     write_report(run_dir)
     problems = [p for c in using for p in c.problems] + (profiler.problems if profiler else [])

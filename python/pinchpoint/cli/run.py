@@ -12,6 +12,9 @@ from pinchpoint.plan.errors import PlanError
 from pinchpoint.terminal import Console, fail, sla_outcome, warn
 
 if TYPE_CHECKING:
+    from rich.console import Console as RichConsole
+
+    from pinchpoint.outputs.live_page import LivePage
     from pinchpoint.outputs.openmetrics import MetricsServer
 
 
@@ -102,6 +105,25 @@ def run(
             "reads its final values (at least the scrape interval; Ctrl-C ends it).",
         ),
     ] = 5.0,
+    serve: Annotated[
+        str | None,
+        typer.Option(
+            "--serve",
+            metavar="HOST:PORT",
+            help="Serve a page that follows the run on http://HOST:PORT/ (the steps so far, "
+            "latency and throughput each second, the knee so far), then the run's report "
+            "at the same address. Off loopback it needs the token printed with its address.",
+        ),
+    ] = None,
+    serve_linger: Annotated[
+        float,
+        typer.Option(
+            "--serve-linger",
+            metavar="SECONDS",
+            min=0.0,
+            help="Keep serving the report this long after the run (Ctrl-C ends it).",
+        ),
+    ] = 60.0,
 ) -> None:
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
@@ -137,20 +159,29 @@ def run(
         raise typer.Exit(2) from None
     from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
-    from pinchpoint.outputs import fan_out, metrics_out, seconds_out
+    from pinchpoint.outputs import fan_out, seconds_out, serving
     from pinchpoint.pipeline import execute, new_run_id
+    from pinchpoint.rundir import files
 
     console = Console(stderr=True) if as_json else Console()
     run_id = new_run_id()
     server = _metrics_server(metrics, run_id)
+    page = _live_page(serve, run_id, console)
     with (
-        metrics_out(server, metrics_linger) as live_metrics,
+        serving((server, metrics_linger), (page, serve_linger)),
         catching(say=lambda line: warn(line, console)) as caught,
     ):
         try:
             with LiveView(console, quiet) as view, seconds_out(out, run_id) as seconds:
-                ticks = fan_out(view, seconds, live_metrics)
-                outcome = execute(plan, text, runs_dir, on_tick=ticks, run_id=run_id)
+                ticks = fan_out(view, seconds, server, page)
+                outcome = execute(
+                    plan,
+                    text,
+                    runs_dir,
+                    on_tick=ticks,
+                    run_id=run_id,
+                    on_stage=page.stage if page is not None else None,
+                )
         except PlanError as e:
             fail(e)
             raise typer.Exit(2) from None
@@ -160,6 +191,13 @@ def run(
             raise typer.Exit(caught.exit_code() or 130) from None
         show_outcome(outcome, console)
         sla_met = sla_outcome(outcome, console, as_json)
+        if page is not None:
+            page.finish(outcome.run_dir / files.REPORT, str(outcome.verdict.get("headline", "")))
+            if serve_linger > 0:
+                console.print(
+                    f"The report is served on {page.url} for {serve_linger:g} s "
+                    "more (Ctrl-C ends it)."
+                )
     if outcome.stopped is not None:
         fail(f"The run stopped early: {outcome.stopped}")
         raise typer.Exit(3)
@@ -185,6 +223,27 @@ def _metrics_server(address: str | None, run_id: str) -> MetricsServer | None:
         fail(f"--metrics {address}: {e}")
     except OSError as e:
         fail(f"--metrics {address}: cannot listen ({e.strerror or e})")
+    raise typer.Exit(2)
+
+
+def _live_page(address: str | None, run_id: str, console: RichConsole) -> LivePage | None:
+    """The --serve page, listening before the run folder is made (its address printed);
+    exits 2 when the address cannot be listened on."""
+    if address is None:
+        return None
+    from pinchpoint.outputs.live_page import LivePage
+    from pinchpoint.outputs.openmetrics import parse_address
+
+    try:
+        host, port = parse_address(address)
+        page = LivePage(host, port, run_id)
+    except ValueError as e:
+        fail(f"--serve {address}: {e}")
+    except OSError as e:
+        fail(f"--serve {address}: cannot listen ({e.strerror or e})")
+    else:
+        console.print(f"Live page: {page.url}")
+        return page
     raise typer.Exit(2)
 
 

@@ -1,5 +1,6 @@
 """What a run sends out while it goes, from the engine's snapshot of each second: a
-per-second JSON lines file (seconds.py) and live metrics for Prometheus (openmetrics.py)."""
+per-second JSON lines file (seconds.py), live metrics for Prometheus (openmetrics.py) and
+a live page that becomes the report (live_page.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Protocol
 
+from pinchpoint.outputs.live_page import LivePage
 from pinchpoint.outputs.openmetrics import MetricsServer
 from pinchpoint.outputs.seconds import SecondsFile
 
@@ -27,20 +30,28 @@ def seconds_out(path: Path | None, run_id: str) -> Iterator[SecondsFile | None]:
         seconds.close()
 
 
+class Server(Protocol):
+    def close(self) -> None: ...
+
+
 @contextmanager
-def metrics_out(server: MetricsServer | None, linger_s: float) -> Iterator[MetricsServer | None]:
-    """`server` while the run goes; once it has ended well, it keeps answering `linger_s`
-    more so that a scraper reads the last values (Ctrl-C ends that wait), then closes (at
-    once on an error)."""
-    if server is None:
-        yield None
-        return
+def serving(*servers: tuple[Server | None, float]) -> Iterator[None]:
+    """Each (server, linger_s) while the run goes; once it has ended well, each keeps
+    answering its `linger_s` more, side by side, so that a scraper reads the last values
+    and a page its report (Ctrl-C ends the wait), then closes (at once on an error)."""
+    wanted = sorted(((s, linger) for s, linger in servers if s is not None), key=lambda p: p[1])
     try:
-        yield server
+        yield
+        started = time.monotonic()
         with suppress(KeyboardInterrupt):
-            time.sleep(linger_s)
+            while wanted:
+                server, linger_s = wanted[0]
+                time.sleep(max(0.0, started + linger_s - time.monotonic()))
+                wanted.pop(0)
+                server.close()
     finally:
-        server.close()
+        for server, _ in wanted:
+            server.close()
 
 
 def fan_out(*ticks: Tick | None) -> Tick:
@@ -55,4 +66,4 @@ def fan_out(*ticks: Tick | None) -> Tick:
     return tick
 
 
-__all__ = ["MetricsServer", "SecondsFile", "Tick", "fan_out", "metrics_out", "seconds_out"]
+__all__ = ["LivePage", "MetricsServer", "SecondsFile", "Tick", "fan_out", "seconds_out", "serving"]

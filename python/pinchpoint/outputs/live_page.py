@@ -1,0 +1,252 @@
+"""`--serve HOST:PORT`: the run's page while it goes, then its report at the same address.
+
+`/` is the live page (live_page.html) until the report is written, then the report;
+`/events` streams server-sent events: `state` on connecting (all so far), `second` each
+second (the row, its step so far, the verdict so far), `stage` when the load ends and the
+tiers' records are collected and analyzed, `final` once the report is written.
+`/plotly.js` is the charts' library, the same the report inlines.
+
+Off loopback every path needs the token the command prints: `?token=` once (the page
+then holds it as a cookie) or `Authorization: Bearer`."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import queue
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from functools import cache
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from pinchpoint.outputs.live_state import LiveRun
+
+PAGE = Path(__file__).with_name("live_page.html")
+COOKIE = "pinchpoint_live"
+# Events a page may fall behind by before it is dropped (it reconnects and gets `state`).
+BACKLOG = 120
+KEEPALIVE_S = 15.0
+
+
+class LivePage:
+    """An HTTP server in daemon threads, fed by `__call__` with each snapshot."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        run_id: str,
+        token: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run = LiveRun(run_id)
+        self.host = host
+        self.clock = clock
+        self.started = clock()
+        self.lock = threading.Lock()
+        self.listeners: list[queue.Queue[tuple[str, Any] | None]] = []
+        self.report: Path | None = None
+        self.token = token_for(host, token)
+        server = _Server6 if ":" in host else _Server
+        self.httpd = server((host, port), _handler(self))
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The page's address, with its token when it has one."""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        query = f"?token={self.token}" if self.token is not None else ""
+        return f"http://{shown}:{self.port}/{query}"
+
+    def __call__(self, snapshot: dict[str, Any]) -> None:
+        with self.lock:
+            event = self.run.add(snapshot, self.clock() - self.started)
+        self._publish("second", event)
+
+    def stage(self, name: str) -> None:
+        with self.lock:
+            self.run.stage = name
+        self._publish("stage", {"stage": name})
+
+    def finish(self, report: Path, headline: str) -> None:
+        """The report is written: `/` serves it from now on, and open pages load it."""
+        with self.lock:
+            self.report = report
+            self.run.stage = "done"
+        self._publish("final", {"headline": headline})
+
+    def state(self) -> dict[str, Any]:
+        with self.lock:
+            return self.run.state()
+
+    def subscribe(self) -> queue.Queue[tuple[str, Any] | None]:
+        listener: queue.Queue[tuple[str, Any] | None] = queue.Queue(BACKLOG)
+        with self.lock:
+            listener.put(("state", self.run.state()))
+            if self.report is not None:
+                listener.put(("final", {"headline": ""}))
+            self.listeners.append(listener)
+        return listener
+
+    def unsubscribe(self, listener: queue.Queue[tuple[str, Any] | None]) -> None:
+        with self.lock:
+            if listener in self.listeners:
+                self.listeners.remove(listener)
+
+    def _publish(self, name: str, data: Any) -> None:
+        with self.lock:
+            for listener in list(self.listeners):
+                try:
+                    listener.put_nowait((name, data))
+                except queue.Full:  # a page that stopped reading: it is let go
+                    self.listeners.remove(listener)
+                    _close(listener)
+
+    def authorized(self, path: str, headers: Any) -> tuple[bool, bool]:
+        """Whether a request may be answered, and whether to set the token cookie."""
+        if self.token is None:
+            return True, False
+        expected = self.token.encode()
+        given = parse_qs(urlsplit(path).query).get("token", [""])[0]
+        if given and hmac.compare_digest(given.encode(), expected):
+            return True, True
+        scheme, _, credentials = str(headers.get("Authorization", "")).partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(
+            credentials.strip().encode(), expected
+        ):
+            return True, False
+        cookie = SimpleCookie(str(headers.get("Cookie", "")))
+        held = cookie[COOKIE].value if COOKIE in cookie else ""
+        return bool(held) and hmac.compare_digest(held.encode(), expected), False
+
+    def __enter__(self) -> LivePage:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self.lock:
+            for listener in self.listeners:
+                _close(listener)
+            self.listeners.clear()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def _close(listener: queue.Queue[tuple[str, Any] | None]) -> None:
+    with suppress(queue.Full):  # its reader is stalled: the socket's close ends it
+        listener.put_nowait(None)
+
+
+def token_for(host: str, token: str | None) -> str | None:
+    """`token`, or off loopback one made now (a page that anyone on the network could
+    read must not be), or None."""
+    if token is not None or _is_loopback(host):
+        return token
+    return secrets.token_urlsafe(24)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+@cache
+def _plotly_js() -> bytes:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs().encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+def _handler(page: LivePage) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            allowed, set_cookie = page.authorized(self.path, self.headers)
+            if not allowed:
+                self._send(401, b"the live page needs its token: ?token=...\n", "text/plain")
+                return
+            path = urlsplit(self.path).path
+            cookie = (
+                f"{COOKIE}={page.token}; HttpOnly; SameSite=Strict; Path=/" if set_cookie else None
+            )
+            if path == "/":
+                report = page.report
+                body = report.read_bytes() if report is not None else PAGE.read_bytes()
+                self._send(200, body, "text/html; charset=utf-8", cookie)
+            elif path == "/plotly.js":
+                self._send(200, _plotly_js(), "text/javascript; charset=utf-8", cookie)
+            elif path == "/state":
+                self._send(200, json.dumps(page.state()).encode(), "application/json", cookie)
+            elif path == "/events":
+                self._stream()
+            elif path == "/favicon.ico":
+                self._send(204, b"", "image/x-icon")
+            else:
+                self._send(404, b"not found\n", "text/plain")
+
+        def _send(self, status: int, body: bytes, kind: str, cookie: str | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            if cookie is not None:
+                self.send_header("Set-Cookie", cookie)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _stream(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            listener = page.subscribe()
+            try:
+                while True:
+                    try:
+                        item = listener.get(timeout=KEEPALIVE_S)
+                    except queue.Empty:
+                        self.wfile.write(b": still running\n\n")
+                        self.wfile.flush()
+                        continue
+                    if item is None:
+                        return
+                    name, data = item
+                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                    self.wfile.flush()
+            except OSError:  # the page went away
+                return
+            finally:
+                page.unsubscribe(listener)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return Handler
