@@ -13,7 +13,7 @@ import pytest
 # Measures time, rates or CPU: runs alone, after the parallel part of the suite.
 pytestmark = pytest.mark.serial
 
-STEPS = ["-l", "1", "-u", "7", "-s", "2", "-t", "2.5"]
+STEPS = ["-l", "1", "-u", "7", "-s", "2", "-t", "1.5"]
 
 
 def run_demo(runs_dir: Path, workers: int, upper: int = 7) -> Path:

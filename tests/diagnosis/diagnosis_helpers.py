@@ -20,7 +20,7 @@ from pinchpoint_lab.scenarios import Scenario
 
 # Short steps: 1, 3, 5, 7 users, 2.5 s each (the first half second of each is warm-up).
 USERS = (1, 7, 2)
-STEP_S = 2.5
+STEP_S = 1.5
 SCHEMA = Path(__file__).parent.parent.parent / "docs" / "verdict.schema.json"
 
 

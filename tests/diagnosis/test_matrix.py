@@ -19,7 +19,7 @@ from pinchpoint_lab.matrix.spec import CLASSES, Spec
 pytestmark = pytest.mark.serial
 
 SEED = 7
-STEP_S = 2.0
+STEP_S = 1.25
 # The neighbour changes the answer for these, or must not: a CPU hog on one core.
 NOISY = ("pool_wait", "pool_cpu", "host_cpu", "cpu_quota")
 
