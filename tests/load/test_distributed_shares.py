@@ -256,3 +256,23 @@ def test_the_generators_seconds_merge_into_one_histogram_and_one_count_by_class(
     assert both.total == 100 and 49.9 <= both.value_at_quantile(0.99) / 1000 <= 50.1
     assert merged["errors_by_class"] == {"http_5xx": 4, "timeout": 3}
     assert merged["requests"] == 200 and merged["errors"] == 7
+
+
+def test_the_generators_named_requests_merge_by_index_with_their_windows_added() -> None:
+    from pinchpoint.load.distributed.merge import merge_snapshots
+    from pinchpoint.load.hdr import Histogram, decode_v2
+
+    def endpoint(requests: int, errors: int, ms: list[float]) -> dict:
+        out: dict = {"requests": requests, "errors": errors}
+        if ms:
+            out["window_hdr_v2"] = Histogram.of([int(m * 1000) for m in ms]).v2()
+        return out
+
+    base = {"kind": "users", "requests": 0, "errors": 0, "step": 0, "users": 1}
+    one = {**base, "endpoints": [endpoint(10, 1, [5.0] * 9), endpoint(3, 0, [])]}
+    two = {**base, "endpoints": [endpoint(20, 2, [7.0] * 18)]}
+    merged = merge_snapshots([one, two, base])  # a generator with no endpoints yet
+    first, second = merged["endpoints"]
+    assert (first["requests"], first["errors"]) == (30, 3)
+    assert int(decode_v2(first["window_hdr_v2"]).sum()) == 27
+    assert second == {"requests": 3, "errors": 0}

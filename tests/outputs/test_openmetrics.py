@@ -26,7 +26,7 @@ import polars as pl
 import pytest
 
 from pinchpoint.load.hdr import Histogram
-from pinchpoint.outputs.openmetrics import BOUNDS_US, MetricsServer, parse_address
+from pinchpoint.outputs.openmetrics import BOUNDS_US, MAX_REQUESTS, MetricsServer, parse_address
 from pinchpoint.rundir import files
 from pinchpoint_lab.serving import serving
 
@@ -123,6 +123,43 @@ def test_without_classes_the_errors_are_one_series_and_cpu_is_a_rate() -> None:
     cpu = ("pinchpoint_generator_cpu_cores", frozenset({("run_id", "r1")}))
     assert samples[cpu] == 0.5
     assert not any(k[0].startswith("pinchpoint_latency") for k in samples)
+
+
+def _endpoint(requests: int, errors: int, ms: list[float]) -> dict[str, Any]:
+    out: dict[str, Any] = {"requests": requests, "errors": errors}
+    if ms:
+        out["window_hdr_v2"] = Histogram.of(np.array([int(m * 1000) for m in ms])).v2()
+    return out
+
+
+def test_each_named_request_has_its_counts_and_latencies_past_the_bound_as_other() -> None:
+    names = [f"GET /r{i}" for i in range(MAX_REQUESTS + 5)]
+    server = MetricsServer("127.0.0.1", 0, "r1", cpu_clock=lambda: 0.0, requests=names[:2])
+    try:
+        first = [_endpoint(4, 1, [2.0] * 3), _endpoint(2, 0, [30.0] * 2)]
+        server.update({**_snapshot(6, 1, 0, [], None), "endpoints": first}, now=1.0, cpu_s=0.0)
+        then = [_endpoint(9, 2, [2.0] * 4), _endpoint(2, 0, [])]
+        then += [_endpoint(1, 1, []) for _ in range(MAX_REQUESTS + 3)]
+        server.update({**_snapshot(11, 3, 0, [], None), "endpoints": then}, now=2.0, cpu_s=0.0)
+        samples = _samples(server.render())
+    finally:
+        server.close()
+
+    def value(name: str, request: str, **labels: str) -> float:
+        return samples[(name, frozenset({"run_id": "r1", "request": request, **labels}.items()))]
+
+    assert value("pinchpoint_named_requests_total", "GET /r0") == 9
+    assert value("pinchpoint_named_errors_total", "GET /r0") == 2
+    assert value("pinchpoint_named_requests_total", "GET /r1") == 2
+    assert value("pinchpoint_named_latency_seconds_count", "GET /r0") == 7
+    assert value("pinchpoint_named_latency_seconds_bucket", "GET /r1", le="0.025") == 0
+    assert value("pinchpoint_named_latency_seconds_bucket", "GET /r1", le="0.05") == 2
+    # Unnamed indexes are named by their number; past the bound they are summed as other.
+    assert value("pinchpoint_named_requests_total", "request 2") == 1
+    named = {dict(k[1])["request"] for k in samples if k[0] == "pinchpoint_named_requests_total"}
+    assert len(named) == MAX_REQUESTS
+    # 69 indexes: 0 to 62 named, 63 to 68 summed (a request each).
+    assert value("pinchpoint_named_requests_total", "other") == len(then) - (MAX_REQUESTS - 1) == 6
 
 
 def test_addresses() -> None:
@@ -359,6 +396,31 @@ def test_prometheus_totals_are_the_run_s_records(scraped: Scraped) -> None:
     assert scrapes >= 5 and first < total
     steps = scraped.query(f"max_over_time(pinchpoint_step{{{run}}}[1m])")
     assert float(steps[0]["value"][1]) == 1.0
+
+
+@pytest.mark.serial
+@pytest.mark.timeout(240)
+def test_prometheus_totals_per_named_request_are_the_run_s_records(scraped: Scraped) -> None:
+    requests = pl.read_parquet(scraped.run_dir / files.REQUESTS)
+    names = json.loads((scraped.run_dir / files.RUN).read_text())["endpoint_names"]
+    run = f'run_id="{scraped.run_id}"'
+    totals = scraped.query(f"last_over_time(pinchpoint_named_requests_total{{{run}}}[1m])")
+    errors = scraped.query(f"last_over_time(pinchpoint_named_errors_total{{{run}}}[1m])")
+    counted = scraped.query(f"last_over_time(pinchpoint_named_latency_seconds_count{{{run}}}[1m])")
+    by_name = {
+        what: {r["metric"]["request"]: float(r["value"][1]) for r in rows}
+        for what, rows in (("requests", totals), ("errors", errors), ("answered", counted))
+    }
+    expected: dict[str, dict[str, float]] = {"requests": {}, "errors": {}, "answered": {}}
+    for at, name in enumerate(names):
+        mine = requests.filter(pl.col("endpoint") == at)
+        failed = mine.filter(pl.col("error").is_not_null() | (pl.col("status") >= 400))
+        expected["requests"][name] = mine.height
+        expected["errors"][name] = failed.height
+        expected["answered"][name] = mine.filter(pl.col("error").is_null()).height
+    print(f"\nper request, Prometheus {by_name} and requests.parquet {expected}")
+    assert by_name == expected
+    assert set(names) == {"GET /fast", "GET /slow", "GET /fail"}
 
 
 @pytest.mark.serial

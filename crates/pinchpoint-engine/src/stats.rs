@@ -97,14 +97,30 @@ impl StepStats {
 }
 
 /// Latencies of the answered requests since the last time a watcher took them: the
-/// live view's window.
+/// live view's window, kept per request of the plan (the record's `endpoint`) with each
+/// one's requests and failures so far.
 pub struct LiveWindow {
-    histogram: Mutex<Histogram<u64>>,
+    endpoints: Mutex<Vec<LiveEndpoint>>,
+}
+
+/// One request of the plan, live: its window of latencies and its counts so far.
+#[derive(Clone)]
+pub struct LiveEndpoint {
+    pub window: Histogram<u64>,
+    pub requests: u64,
+    /// Failed, or answered with a status of 400 or more.
+    pub failed: u64,
+}
+
+impl LiveEndpoint {
+    fn new() -> Self {
+        Self { window: new_histogram(), requests: 0, failed: 0 }
+    }
 }
 
 impl Default for LiveWindow {
     fn default() -> Self {
-        Self { histogram: Mutex::new(new_histogram()) }
+        Self { endpoints: Mutex::new(Vec::new()) }
     }
 }
 
@@ -114,21 +130,41 @@ impl std::fmt::Debug for LiveWindow {
     }
 }
 
+/// Requests of a plan past this many share the last one's live counts (endpoint is u16).
+pub const MAX_LIVE_ENDPOINTS: usize = 1024;
+
 impl LiveWindow {
     fn add(&self, records: &[Record]) {
-        let mut h = self.histogram.lock().unwrap_or_else(|e| e.into_inner());
-        for r in records.iter().filter(|r| r.error.is_none()) {
-            let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
-            h.record(us).expect("latency clamped into the histogram's range");
+        let mut endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        for r in records {
+            let at = (r.endpoint as usize).min(MAX_LIVE_ENDPOINTS - 1);
+            if endpoints.len() <= at {
+                endpoints.resize_with(at + 1, LiveEndpoint::new);
+            }
+            let e = &mut endpoints[at];
+            e.requests += 1;
+            e.failed += u64::from(r.error.is_some() || r.status >= 400);
+            if r.error.is_none() {
+                let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
+                e.window.record(us).expect("latency clamped into the histogram's range");
+            }
         }
     }
 
-    /// The latencies recorded since the previous take, leaving the window empty.
-    pub fn take(&self) -> Histogram<u64> {
-        let mut h = self.histogram.lock().unwrap_or_else(|e| e.into_inner());
-        let taken = h.clone();
-        h.reset();
-        taken
+    /// The latencies recorded since the previous take, all requests together and per
+    /// request of the plan (with their counts so far), leaving the windows empty.
+    pub fn take(&self) -> (Histogram<u64>, Vec<LiveEndpoint>) {
+        let mut endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = endpoints.clone();
+        for e in endpoints.iter_mut() {
+            e.window.reset();
+        }
+        drop(endpoints);
+        let mut all = new_histogram();
+        for e in &taken {
+            all.add(&e.window).expect("windows share their bounds");
+        }
+        (all, taken)
     }
 }
 

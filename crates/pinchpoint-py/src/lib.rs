@@ -64,17 +64,26 @@ impl LoadRun {
         d.set_item("errors_by_class", live_classes(py, &self.live)?)?;
         // Latencies since the previous snapshot: the live view's last window, and whole
         // (V2) for those who want any percentile of it or to add windows up.
-        let window = self.live.window.take();
+        let (window, endpoints) = self.live.window.take();
         d.set_item("window_requests", window.len())?;
         if !window.is_empty() {
             d.set_item("window_p50_us", window.value_at_quantile(0.5))?;
             d.set_item("window_p99_us", window.value_at_quantile(0.99))?;
-            let mut hdr = Vec::new();
-            V2Serializer::new()
-                .serialize(&window, &mut hdr)
-                .map_err(|e| PyRuntimeError::new_err(format!("histogram serialization: {e:?}")))?;
-            d.set_item("window_hdr_v2", PyBytes::new(py, &hdr))?;
+            d.set_item("window_hdr_v2", PyBytes::new(py, &v2(&window)?))?;
         }
+        // Per request of the plan (by the records' `endpoint`): counts so far, and the
+        // window's latencies when it has any.
+        let list = PyList::empty(py);
+        for e in &endpoints {
+            let one = PyDict::new(py);
+            one.set_item("requests", e.requests)?;
+            one.set_item("errors", e.failed)?;
+            if !e.window.is_empty() {
+                one.set_item("window_hdr_v2", PyBytes::new(py, &v2(&e.window)?))?;
+            }
+            list.append(one)?;
+        }
+        d.set_item("endpoints", list)?;
         Ok(d)
     }
 
@@ -104,6 +113,14 @@ impl LoadRun {
             }
         }
     }
+}
+
+fn v2(histogram: &Histogram<u64>) -> PyResult<Vec<u8>> {
+    let mut hdr = Vec::new();
+    V2Serializer::new()
+        .serialize(histogram, &mut hdr)
+        .map_err(|e| PyRuntimeError::new_err(format!("histogram serialization: {e:?}")))?;
+    Ok(hdr)
 }
 
 fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyResult<Bound<'py, PyDict>> {

@@ -165,7 +165,7 @@ def run(
 
     console = Console(stderr=True) if as_json else Console()
     run_id = new_run_id()
-    server = _metrics_server(metrics, run_id)
+    server = _metrics_server(metrics, run_id, plan.endpoints())
     page = _live_page(serve, run_id, console)
     with (
         serving((server, metrics_linger), (page, serve_linger)),
@@ -209,7 +209,7 @@ def run(
         raise typer.Exit(1)
 
 
-def _metrics_server(address: str | None, run_id: str) -> MetricsServer | None:
+def _metrics_server(address: str | None, run_id: str, requests: list[str]) -> MetricsServer | None:
     """The --metrics server, listening before the run folder is made; exits 2 when the
     address cannot be listened on."""
     if address is None:
@@ -218,7 +218,7 @@ def _metrics_server(address: str | None, run_id: str) -> MetricsServer | None:
 
     try:
         host, port = parse_address(address)
-        return MetricsServer(host, port, run_id)
+        return MetricsServer(host, port, run_id, requests=requests)
     except ValueError as e:
         fail(f"--metrics {address}: {e}")
     except OSError as e:

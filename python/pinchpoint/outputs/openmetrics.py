@@ -43,6 +43,8 @@ _CUTS = index_for(np.array(BOUNDS_US, dtype=np.int64))
 MAX_STEPS = 256
 MAX_CLASSES = 32
 OTHER_CLASS = "other"
+# Named requests past this many are summed under `other` (a label each, kept bounded).
+MAX_REQUESTS = 64
 
 
 @dataclass
@@ -76,6 +78,15 @@ class State:
     level: float = 0.0
     cpu_cores: float | None = None
     steps: dict[int, StepLatency] = field(default_factory=dict)
+    # Per named request of the plan: its counts so far and its latencies over the run.
+    named: dict[str, NamedRequest] = field(default_factory=dict)
+
+
+@dataclass
+class NamedRequest:
+    requests: int = 0
+    errors: int = 0
+    latency: StepLatency = field(default_factory=StepLatency)
 
 
 class MetricsServer:
@@ -87,8 +98,11 @@ class MetricsServer:
         port: int,
         run_id: str,
         cpu_clock: Callable[[], float] = time.process_time,
+        requests: list[str] | None = None,
     ) -> None:
         self.run_id = run_id
+        # The names of the plan's requests, by the engine's `endpoint` index.
+        self.names = list(requests or [])
         self.cpu_clock = cpu_clock
         self.state = State()
         self.lock = threading.Lock()
@@ -128,6 +142,27 @@ class MetricsServer:
                 if s.step not in s.steps and len(s.steps) >= MAX_STEPS:
                     del s.steps[min(s.steps)]
                 s.steps.setdefault(s.step, StepLatency()).add(counts)
+            self._named(snapshot.get("endpoints") or [])
+
+    def _named(self, endpoints: list[dict[str, Any]]) -> None:
+        """Each named request's counts (so far, summed under `other` past MAX_REQUESTS)
+        and its window's latencies added to its histogram."""
+        totals: dict[str, tuple[int, int]] = {}
+        for at, endpoint in enumerate(endpoints):
+            name = self._name(at)
+            requests, errors = totals.get(name, (0, 0))
+            totals[name] = (requests + int(endpoint["requests"]), errors + int(endpoint["errors"]))
+            named = self.state.named.setdefault(name, NamedRequest())
+            if data := endpoint.get("window_hdr_v2"):
+                named.latency.add(decode_v2(bytes(data)))
+        for name, (requests, errors) in totals.items():
+            self.state.named[name].requests = requests
+            self.state.named[name].errors = errors
+
+    def _name(self, at: int) -> str:
+        if at >= MAX_REQUESTS - 1:
+            return OTHER_CLASS
+        return self.names[at] if at < len(self.names) else f"request {at}"
 
     def render(self) -> str:
         with self.lock:
@@ -194,6 +229,7 @@ def exposition(state: State, run_id: str) -> str:
         lines.append(f'pinchpoint_latency_seconds_bucket{{{labels},le="+Inf"}} {latency.count}')
         lines.append(f"pinchpoint_latency_seconds_sum{{{labels}}} {latency.sum_s!r}")
         lines.append(f"pinchpoint_latency_seconds_count{{{labels}}} {latency.count}")
+    _named_metrics(state, run, metric, lines)
     metric("pinchpoint_users", "gauge", "Users of the current step.")
     lines.append(f"pinchpoint_users{{{run}}} {state.users}")
     metric("pinchpoint_load_level", "gauge", "The current step's level: users, or requests/s.")
@@ -204,6 +240,40 @@ def exposition(state: State, run_id: str) -> str:
     if state.cpu_cores is not None:
         lines.append(f"pinchpoint_generator_cpu_cores{{{run}}} {state.cpu_cores!r}")
     return "\n".join(lines) + "\n"
+
+
+def _named_metrics(
+    state: State, run: str, metric: Callable[[str, str, str], None], lines: list[str]
+) -> None:
+    """The counts and latencies of each named request of the plan."""
+    named = sorted(state.named.items())
+    metric("pinchpoint_named_requests_total", "counter", "Requests ended so far, by request.")
+    for name, one in named:
+        lines.append(
+            f'pinchpoint_named_requests_total{{{run},request="{_escape(name)}"}} {one.requests}'
+        )
+    metric("pinchpoint_named_errors_total", "counter", "Failed requests so far, by request.")
+    for name, one in named:
+        lines.append(
+            f'pinchpoint_named_errors_total{{{run},request="{_escape(name)}"}} {one.errors}'
+        )
+    metric(
+        "pinchpoint_named_latency_seconds",
+        "histogram",
+        "Latency of answered requests over the run, by request.",
+    )
+    for name, one in named:
+        labels = f'{run},request="{_escape(name)}"'
+        latency = one.latency
+        for bound, n in zip(BOUNDS_US, latency.buckets, strict=True):
+            lines.append(
+                f'pinchpoint_named_latency_seconds_bucket{{{labels},le="{bound / 1e6:g}"}} {n}'
+            )
+        lines.append(
+            f'pinchpoint_named_latency_seconds_bucket{{{labels},le="+Inf"}} {latency.count}'
+        )
+        lines.append(f"pinchpoint_named_latency_seconds_sum{{{labels}}} {latency.sum_s!r}")
+        lines.append(f"pinchpoint_named_latency_seconds_count{{{labels}}} {latency.count}")
 
 
 def _escape(value: str) -> str:

@@ -130,6 +130,24 @@ def merge_snapshots(snapshots: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if windows:
         counts = sum((decode_v2(bytes(w)) for w in windows), np.zeros(COUNTS_LEN, np.int64))
         out["window_hdr_v2"] = Histogram.of_counts(counts).v2()
+    out["endpoints"] = _merge_live_endpoints([s.get("endpoints") or [] for s in snapshots])
+    return out
+
+
+def _merge_live_endpoints(lists: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each request's live counts summed over the generators, their windows added."""
+    out = []
+    for e in range(max((len(one) for one in lists), default=0)):
+        mine = [one[e] for one in lists if e < len(one)]
+        merged: dict[str, Any] = {
+            "requests": sum(m["requests"] for m in mine),
+            "errors": sum(m["errors"] for m in mine),
+        }
+        windows = [m["window_hdr_v2"] for m in mine if m.get("window_hdr_v2")]
+        if windows:
+            counts = sum((decode_v2(bytes(w)) for w in windows), np.zeros(COUNTS_LEN, np.int64))
+            merged["window_hdr_v2"] = Histogram.of_counts(counts).v2()
+        out.append(merged)
     return out
 
 
