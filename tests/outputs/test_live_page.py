@@ -274,3 +274,36 @@ def _answers(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/state", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_the_plan_s_output_table_serves_and_a_taken_address_is_named_with_the_plan(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (tmp_path / "plan.toml").write_text(
+            '[target]\nurl = "http://127.0.0.1:9"\n\n[load]\nusers = 1\nduration = "1s"\n\n'
+            f'[[request]]\npath = "/"\n\n[output]\nserve = "127.0.0.1:{port}"\n'
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert f"plan.toml: [output] serve 127.0.0.1:{port}: cannot listen" in done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_output_address_that_is_not_host_port_is_refused_with_its_line() -> None:
+    from pinchpoint.plan.errors import PlanError
+    from pinchpoint.plan.model import parse_plan
+
+    text = (
+        '[target]\nurl = "http://127.0.0.1:9"\n\n[load]\nusers = 1\nduration = "1s"\n\n'
+        '[[request]]\npath = "/"\n\n[output]\nmetrics = "9464"\n'
+    )
+    with pytest.raises(PlanError) as caught:
+        parse_plan(text, "plan.toml")
+    assert str(caught.value) == "plan.toml:12: output.metrics: '9464': expected HOST:PORT"

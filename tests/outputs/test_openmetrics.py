@@ -26,7 +26,8 @@ import polars as pl
 import pytest
 
 from pinchpoint.load.hdr import Histogram
-from pinchpoint.outputs.openmetrics import BOUNDS_US, MAX_REQUESTS, MetricsServer, parse_address
+from pinchpoint.outputs.openmetrics import BOUNDS_US, MAX_REQUESTS, MetricsServer
+from pinchpoint.plan.output import parse_address
 from pinchpoint.rundir import files
 from pinchpoint_lab.serving import serving
 

@@ -165,8 +165,19 @@ def run(
 
     console = Console(stderr=True) if as_json else Console()
     run_id = new_run_id()
-    server = _metrics_server(metrics, run_id, plan.endpoints())
-    page = _live_page(serve, run_id, console)
+    # A flag wins over the plan's [output].
+    server = _metrics_server(
+        metrics or plan.output.metrics,
+        run_id,
+        plan.endpoints(),
+        "--metrics" if metrics else f"{source}: [output] metrics",
+    )
+    page = _live_page(
+        serve or plan.output.serve,
+        run_id,
+        console,
+        "--serve" if serve else f"{source}: [output] serve",
+    )
     with (
         serving((server, metrics_linger), (page, serve_linger)),
         catching(say=lambda line: warn(line, console)) as caught,
@@ -209,38 +220,43 @@ def run(
         raise typer.Exit(1)
 
 
-def _metrics_server(address: str | None, run_id: str, requests: list[str]) -> MetricsServer | None:
+def _metrics_server(
+    address: str | None, run_id: str, requests: list[str], said: str
+) -> MetricsServer | None:
     """The --metrics server, listening before the run folder is made; exits 2 when the
     address cannot be listened on."""
     if address is None:
         return None
-    from pinchpoint.outputs.openmetrics import MetricsServer, parse_address
+    from pinchpoint.outputs.openmetrics import MetricsServer
+    from pinchpoint.plan.output import parse_address
 
     try:
         host, port = parse_address(address)
         return MetricsServer(host, port, run_id, requests=requests)
     except ValueError as e:
-        fail(f"--metrics {address}: {e}")
+        fail(f"{said} {address}: {e}")
     except OSError as e:
-        fail(f"--metrics {address}: cannot listen ({e.strerror or e})")
+        fail(f"{said} {address}: cannot listen ({e.strerror or e})")
     raise typer.Exit(2)
 
 
-def _live_page(address: str | None, run_id: str, console: RichConsole) -> LivePage | None:
+def _live_page(
+    address: str | None, run_id: str, console: RichConsole, said: str
+) -> LivePage | None:
     """The --serve page, listening before the run folder is made (its address printed);
     exits 2 when the address cannot be listened on."""
     if address is None:
         return None
     from pinchpoint.outputs.live_page import LivePage
-    from pinchpoint.outputs.openmetrics import parse_address
+    from pinchpoint.plan.output import parse_address
 
     try:
         host, port = parse_address(address)
         page = LivePage(host, port, run_id)
     except ValueError as e:
-        fail(f"--serve {address}: {e}")
+        fail(f"{said} {address}: {e}")
     except OSError as e:
-        fail(f"--serve {address}: cannot listen ({e.strerror or e})")
+        fail(f"{said} {address}: cannot listen ({e.strerror or e})")
     else:
         console.print(f"Live page: {page.url}")
         return page

@@ -297,11 +297,3 @@ def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
             return
 
     return Handler
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """HOST:PORT (or [IPv6]:PORT) as the host and port to listen on."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError("expected HOST:PORT")
-    return host.removeprefix("[").removesuffix("]"), int(port)

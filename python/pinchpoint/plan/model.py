@@ -36,6 +36,7 @@ from pinchpoint.plan.load_models import (
     ThinkTime,
 )
 from pinchpoint.plan.otlp import Otlp
+from pinchpoint.plan.output import Output
 from pinchpoint.plan.profile import Profile
 from pinchpoint.plan.prometheus import Prometheus, check_series_names
 from pinchpoint.plan.sla import Sla
@@ -222,6 +223,8 @@ class Plan(Strict):
     generators: Generators = Generators()
     # Hot functions of the Python tiers sampled during one step (plan/profile.py).
     profile: Profile | None = None
+    # What the run serves while it goes: live metrics and the live page (plan/output.py).
+    output: Output = Output()
 
     @model_validator(mode="after")
     def _check_weights(self) -> Plan:
