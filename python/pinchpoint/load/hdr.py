@@ -11,9 +11,9 @@ the same records, byte for byte.
 from __future__ import annotations
 
 import math
-from functools import cache
 import struct
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
