@@ -131,6 +131,7 @@ def test_the_template_scan_agrees_with_the_engine(text: str) -> None:
                     "captures": [],
                     "checks": [],
                     "hook": False,
+                    "on_fail": "restart",
                 }
             ],
         }

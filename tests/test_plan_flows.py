@@ -59,7 +59,7 @@ def test_a_flow_plan_names_each_step_and_feeds_the_engine(tmp_path: Path) -> Non
     assert [f["name"] for f in config["flows"]] == ["GET /healthz", "shop", "other"]
     orders = config["flows"][1]["steps"][1]
     assert orders["checks"] == [("status", "200,304", ""), ("json", "$.ok", "true")]
-    assert config["flows"][1]["steps"][0]["captures"] == [("token", "json", "$.token")]
+    assert config["flows"][1]["steps"][0]["captures"] == [("token", "json", "$.token", "first")]
 
 
 @pytest.mark.parametrize(
@@ -130,3 +130,51 @@ def test_json_lines_feeds_keep_strings_and_write_other_values_as_json(tmp_path: 
     lines.write_text('{"name": "a"}\nnot json\n')
     with pytest.raises(ValueError, match=rf"{lines}:2: not JSON"):
         read_feed(lines)
+
+
+def test_comparisons_headers_time_and_picks_reach_the_engine_as_checks(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        'check = { status = [200, 304], json = { "$.ok" = true } }',
+        'check = { json = { "$.ok" = true, "$.price" = { gt = 0, le = "${token}" },'
+        ' "$.tags" = { len = 2 }, "$.kind" = { in = ["a", 1, true], ne = "b" } },'
+        ' header = { Content-Type = "application/json" }, max_ms = 250 }\non_fail = "stop_user"',
+    ).replace('json = "$.token" }', 'json = "$.tokens[*]", pick = "random" }')
+    config = engine_config(parse_plan(text, "good.toml"), "r1", tmp_path / "records")
+    login, orders = config["flows"][1]["steps"]
+    assert login["captures"] == [("token", "json", "$.tokens[*]", "random")]
+    assert (login["on_fail"], orders["on_fail"]) == ("restart", "stop_user")
+    assert orders["checks"] == [
+        ("json", "$.ok", "true"),
+        ("json_gt", "$.price", "0.0"),
+        ("json_le", "$.price", "${token}"),
+        ("json_len", "$.tags", "2"),
+        ("json_ne", "$.kind", "b"),
+        ("json_in", "$.kind", '["a", "1", "true"]'),
+        ("header", "Content-Type", "application/json"),
+        ("max_ms", "250.0", ""),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (
+            ('json = "$.token" }', 'header = "x", pick = "random" }'),
+            "bad.toml:18: flow[0].step[0].capture[0].pick: pick = 'random' needs json or regex",
+        ),
+        (('"$.ok" = true', '"$.ok" = { }'), "bad.toml:23: flow[0].step[1].check.json.$.ok"),
+        (('"$.ok" = true', '"$.ok" = { len = -1 }'), "bad.toml:23: flow[0].step[1].check.json"),
+        (('"$.ok" = true', '"$.ok" = { gt = "${nope}" }'), "bad.toml:23: flow[0].step[1].check"),
+        (("[200, 304]", "[200], max_ms = 0"), "bad.toml:23: flow[0].step[1].check.max_ms"),
+        (
+            ('path = "/api/orders"', 'path = "/api/orders"\non_fail = "abort"'),
+            "bad.toml:22: flow[0].step[1].on_fail",
+        ),
+    ],
+)
+def test_a_bad_comparison_pick_or_policy_names_file_line_and_field(
+    change: tuple[str, str], where: str
+) -> None:
+    with pytest.raises(PlanError) as e:
+        parse_plan(GOOD.replace(*change, 1), "bad.toml")
+    assert str(e.value).startswith(where), str(e.value)

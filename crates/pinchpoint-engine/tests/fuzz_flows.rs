@@ -13,6 +13,8 @@ use pinchpoint_engine::flow::extract::{capture, check, json_path, Answer, Captur
 use pinchpoint_engine::flow::jar::Jar;
 use pinchpoint_engine::flow::jsonpath::{cut, Shape, MAX_NODES};
 use pinchpoint_engine::flow::template::{Into, Template};
+use pinchpoint_engine::config::flow::{Cmp, Pick};
+use pinchpoint_engine::rng::Rng;
 use pinchpoint_engine::{CaptureFrom, CaptureSpec, CheckSpec};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -195,15 +197,26 @@ proptest! {
         let mut answer = Answer::new(status, &k);
         let jar = Jar::default();
         let started = Instant::now();
-        let c = Capture::compile(&CaptureSpec { var: "v".into(), from: from.clone() }, 0).unwrap();
-        if let Err(why) = capture(&c, &mut answer, &jar) {
-            prop_assert!(why.starts_with("capture "), "{}", why);
+        let mut rng = Rng::new(u64::from(status));
+        for pick in [Pick::First, Pick::Random] {
+            let spec = CaptureSpec { var: "v".into(), from: from.clone(), pick };
+            let Ok(c) = Capture::compile(&spec, 0) else {
+                prop_assert!(pick == Pick::Random);  // a header or cookie picks the first
+                continue;
+            };
+            if let Err(why) = capture(&c, &mut answer, &jar, &mut rng) {
+                prop_assert!(why.starts_with("capture "), "{}", why);
+            }
         }
         let vars: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
         let mut scratch = Vec::new();
         let specs = [
             CheckSpec::Contains(expected.clone()),
-            CheckSpec::JsonEquals { path: "$..id".into(), expected },
+            CheckSpec::JsonEquals { path: "$..id".into(), expected: expected.clone() },
+            CheckSpec::JsonCompare { path: "$..id".into(), op: Cmp::Gt, expected: expected.clone() },
+            CheckSpec::JsonCompare { path: "$..id".into(), op: Cmp::In, expected: expected.clone() },
+            CheckSpec::JsonCompare { path: "$..id".into(), op: Cmp::Len, expected: expected.clone() },
+            CheckSpec::Header { name: "x".into(), expected },
             CheckSpec::Status(vec![200]),
         ];
         for spec in specs {

@@ -73,11 +73,14 @@ class EngineFeed(TypedDict):
 class EngineFlowStep(TypedDict):
     request: EngineRequest
     think: EngineThink | None
-    # (variable, kind, text): kind json, regex, header or cookie.
-    captures: list[tuple[str, str, str]]
-    # (kind, text, expected): kind status, contains, matches or json.
+    # (variable, kind, text, pick): kind json, regex, header or cookie; pick first or random.
+    captures: list[tuple[str, str, str, str]]
+    # (kind, text, expected): kind status, contains, matches, json, json_<gt|lt|ge|le|ne|
+    # in|len>, header or max_ms.
     checks: list[tuple[str, str, str]]
     hook: bool
+    # continue, restart or stop_user.
+    on_fail: str
 
 
 class EngineFlow(TypedDict):
@@ -176,6 +179,7 @@ def _single(request: EngineRequest, name: str) -> EngineFlow:
         "captures": [],
         "checks": [],
         "hook": False,
+        "on_fail": "continue",
     }
     return {"name": name, "weight": request["weight"], "steps": [step], "feed": None}
 
@@ -196,9 +200,10 @@ def _flow(flow: Flow, index: int, base: str) -> EngineFlow:
             {
                 "request": _request(s, base),
                 "think": _think(s.think_time) if s.think_time is not None else None,
-                "captures": [(c.name, *c.source()) for c in s.capture],
+                "captures": [(c.name, *c.source(), c.pick) for c in s.capture],
                 "checks": s.check.engine_checks() if s.check is not None else [],
                 "hook": s.hook,
+                "on_fail": s.on_fail,
             }
             for s in flow.step
         ],

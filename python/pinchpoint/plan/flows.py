@@ -20,6 +20,7 @@ steps after it, and check what its response says (`[flow.step.check]`). A flow's
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -70,13 +71,16 @@ def request_templates(path: str, headers: dict[str, str], body: str) -> list[tup
 class Capture(Strict):
     """Takes a value from a step's response into the variable `name`: the first node a
     JSONPath selects in the body, a regular expression's first group (or whole match),
-    a response header, or a cookie the user holds after the response."""
+    a response header, or a cookie the user holds after the response. With
+    `pick = "random"`, one of the nodes (or matches) at random, drawn from the user's
+    stream of the plan's seed."""
 
     name: str
     json_: str | None = Field(default=None, alias="json")
     regex: str | None = None
     header: str | None = None
     cookie: str | None = None
+    pick: Literal["first", "random"] = "first"
 
     @model_validator(mode="after")
     def _one_source(self) -> Capture:
@@ -90,6 +94,8 @@ class Capture(Strict):
         kind, text = given[0]
         if kind in ("json", "regex"):
             _compiles(kind, text)
+        elif self.pick != "first":
+            raise FieldError("pick", f"pick = {self.pick!r} needs json or regex, not {kind}")
         return self
 
     def _sources(self) -> list[tuple[str, str | None]]:
@@ -113,15 +119,58 @@ def _compiles(kind: str, text: str) -> None:
         raise FieldError(kind, error.replace("\n", " "))
 
 
+Scalar = str | int | float | bool
+COMPARISONS = ("gt", "lt", "ge", "le", "ne", "in", "len")
+
+
+class Compare(Strict):
+    """Comparisons of a JSON node: numbers (`gt`, `lt`, `ge`, `le`), its text (`ne`, `in`
+    a list of values) or its length (`len`, of an array, object or string)."""
+
+    gt: float | str | None = None
+    lt: float | str | None = None
+    ge: float | str | None = None
+    le: float | str | None = None
+    ne: Scalar | None = None
+    in_: list[Scalar] | None = Field(default=None, alias="in")
+    len_: int | None = Field(default=None, alias="len", ge=0)
+
+    def given(self) -> list[tuple[str, str]]:
+        """(comparison, expected text) of each one set."""
+        out = []
+        for name in COMPARISONS:
+            value = getattr(self, name + "_" if name in ("in", "len") else name)
+            if value is None:
+                continue
+            if name == "in":
+                out.append((name, json.dumps([_text(v) for v in value])))
+            else:
+                out.append((name, _text(value)))
+        return out
+
+    @model_validator(mode="after")
+    def _some(self) -> Compare:
+        if not self.given():
+            raise ValueError(f"set one of {', '.join(COMPARISONS)}")
+        return self
+
+
+def _text(value: Scalar | float) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 class Check(Strict):
     """What a step's response must say; a response that does not is an error of class
     `check`. `json` maps JSONPaths to the value their first node must equal (a string
-    node as it is, another as JSON; a template)."""
+    node as it is, another as JSON; a template) or to comparisons (`{ gt = 0 }`);
+    `header` maps header names to their value; `max_ms` bounds the response time."""
 
     status: list[int] | int | None = None
     contains: str | None = None
     matches: str | None = None
-    json_: dict[str, str | int | float | bool] = Field(default_factory=dict, alias="json")
+    json_: dict[str, Scalar | Compare] = Field(default_factory=dict, alias="json")
+    header: dict[str, str] = Field(default_factory=dict)
+    max_ms: float | None = Field(default=None, gt=0)
 
     @field_validator("status")
     @classmethod
@@ -153,15 +202,25 @@ class Check(Strict):
         if self.matches is not None:
             out.append(("matches", self.matches, ""))
         for path, value in self.json_.items():
-            expected = str(value).lower() if isinstance(value, bool) else str(value)
-            out.append(("json", path, expected))
+            if isinstance(value, Compare):
+                out += [(f"json_{name}", path, expected) for name, expected in value.given()]
+            else:
+                out.append(("json", path, _text(value)))
+        out += [("header", name, value) for name, value in self.header.items()]
+        if self.max_ms is not None:
+            out.append(("max_ms", repr(self.max_ms), ""))
         return out
 
     def templates(self) -> list[tuple[tuple, str]]:
         found: list[tuple[tuple, str]] = []
         if self.contains is not None:
             found.append((("contains",), self.contains))
-        found += [(("json", p), str(v)) for p, v in self.json_.items()]
+        for p, v in self.json_.items():
+            if isinstance(v, Compare):
+                found += [(("json", p, name), text) for name, text in v.given() if name != "in"]
+            else:
+                found.append((("json", p), str(v)))
+        found += [(("header", name), value) for name, value in self.header.items()]
         return found
 
 
@@ -224,6 +283,8 @@ class FlowStep(Strict):
     check: Check | None = None
     # Call the run's hook (`[load] hook`) with this step's request before it is sent.
     hook: bool = False
+    # When a check or capture of this step fails (or it got no response to read).
+    on_fail: Literal["continue", "restart", "stop_user"] = "restart"
 
     @model_validator(mode="after")
     def _request(self) -> FlowStep:

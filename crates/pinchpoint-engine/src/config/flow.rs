@@ -38,6 +38,45 @@ pub struct FlowStepSpec {
     pub checks: Vec<CheckSpec>,
     /// Call the run's hook with this step's request before it is sent.
     pub hook: bool,
+    /// What the user does when a check or a capture of this step fails (or the step got
+    /// no response to check or capture from).
+    pub on_fail: OnFail,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFail {
+    /// Go on to the next step (a failed capture leaves its variable as it was).
+    Continue,
+    /// Start a flow afresh.
+    Restart,
+    /// Send nothing more until the run ends.
+    StopUser,
+}
+
+/// Which of the nodes (or matches) a capture selects it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pick {
+    First,
+    /// One at random, from the user's own seeded stream.
+    Random,
+}
+
+/// A comparison of a JSON node with the expected value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// Numbers: the node is a JSON number (or a string holding one).
+    Gt,
+    Lt,
+    Ge,
+    Le,
+    /// The node's text differs from the expected text.
+    Ne,
+    /// The node's text is one of a JSON array's items (as text).
+    In,
+    /// The node (an array, object or string) has this many items or characters.
+    Len,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,9 +96,10 @@ pub enum CaptureFrom {
 pub struct CaptureSpec {
     pub var: String,
     pub from: CaptureFrom,
+    pub pick: Pick,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(try_from = "CheckFields")]
 pub enum CheckSpec {
     /// The status is one of these.
@@ -71,6 +111,12 @@ pub enum CheckSpec {
     /// The first node a JSONPath selects equals this text (a template): a string node
     /// as it is, any other node as JSON.
     JsonEquals { path: String, expected: String },
+    /// The first node a JSONPath selects compares so with this text (a template).
+    JsonCompare { path: String, op: Cmp, expected: String },
+    /// A response header's value equals this text (a template).
+    Header { name: String, expected: String },
+    /// The response came within this many milliseconds.
+    MaxMs(f64),
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -93,33 +139,44 @@ enum CaptureKind {
     Cookie,
 }
 
-/// A capture `(variable, kind, text)`.
+/// A capture `(variable, kind, text, pick)`.
 #[derive(Deserialize)]
-struct CaptureFields(String, CaptureKind, String);
+struct CaptureFields(String, CaptureKind, String, Pick);
 
 impl From<CaptureFields> for CaptureSpec {
-    fn from(CaptureFields(var, kind, text): CaptureFields) -> Self {
+    fn from(CaptureFields(var, kind, text, pick): CaptureFields) -> Self {
         let from = match kind {
             CaptureKind::Json => CaptureFrom::Json(text),
             CaptureKind::Regex => CaptureFrom::Regex(text),
             CaptureKind::Header => CaptureFrom::Header(text),
             CaptureKind::Cookie => CaptureFrom::Cookie(text),
         };
-        CaptureSpec { var, from }
+        CaptureSpec { var, from, pick }
     }
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 enum CheckKind {
     Status,
     Contains,
     Matches,
     Json,
+    JsonGt,
+    JsonLt,
+    JsonGe,
+    JsonLe,
+    JsonNe,
+    JsonIn,
+    JsonLen,
+    Header,
+    MaxMs,
 }
 
 /// A check `(kind, text, expected)`: status (text: codes separated by commas),
-/// contains, matches, or json (text: the JSONPath; expected: the value, a template).
+/// contains, matches, json and json_<cmp> (text: the JSONPath; expected: the value, a
+/// template), header (text: its name; expected: the value, a template), or max_ms
+/// (text: the milliseconds).
 #[derive(Deserialize)]
 struct CheckFields(CheckKind, String, String);
 
@@ -136,6 +193,18 @@ impl TryFrom<CheckFields> for CheckSpec {
             CheckKind::Contains => CheckSpec::Contains(text),
             CheckKind::Matches => CheckSpec::Matches(text),
             CheckKind::Json => CheckSpec::JsonEquals { path: text, expected },
+            CheckKind::JsonGt => CheckSpec::JsonCompare { path: text, op: Cmp::Gt, expected },
+            CheckKind::JsonLt => CheckSpec::JsonCompare { path: text, op: Cmp::Lt, expected },
+            CheckKind::JsonGe => CheckSpec::JsonCompare { path: text, op: Cmp::Ge, expected },
+            CheckKind::JsonLe => CheckSpec::JsonCompare { path: text, op: Cmp::Le, expected },
+            CheckKind::JsonNe => CheckSpec::JsonCompare { path: text, op: Cmp::Ne, expected },
+            CheckKind::JsonIn => CheckSpec::JsonCompare { path: text, op: Cmp::In, expected },
+            CheckKind::JsonLen => CheckSpec::JsonCompare { path: text, op: Cmp::Len, expected },
+            CheckKind::Header => CheckSpec::Header { name: text, expected },
+            CheckKind::MaxMs => match text.trim().parse::<f64>() {
+                Ok(ms) if ms.is_finite() && ms > 0.0 => CheckSpec::MaxMs(ms),
+                _ => return Err(format!("max_ms {text:?} is not a positive number")),
+            },
         })
     }
 }

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::client::http1::{Prepared, Tag, TagLevel};
 use crate::client::{Conn, Kept, Outgoing};
+use crate::config::flow::OnFail;
 use crate::config::RequestSpec;
 use crate::drive::closed::{
     flush, pause, unix_us, unpack_step, until, Shared, Unsent, BATCH_EVERY, BATCH_ROWS, CONNECT_BACKOFF,
@@ -46,10 +47,22 @@ struct State {
 /// How a step ended, for what the walk does next.
 enum Next {
     Go,
-    /// A capture failed: start a flow afresh.
+    /// A check or capture failed (or a step got no response to check or capture from)
+    /// and the step says `restart`: start a flow afresh.
     Restart,
     /// The user was parked or the run ended.
     Stop,
+    /// A check or capture failed and the step says `stop_user`: send nothing more.
+    StopUser,
+}
+
+/// What the step's `on_fail` makes of a failed check or capture.
+fn on_fail(step: &Step) -> Next {
+    match step.on_fail {
+        OnFail::Continue => Next::Go,
+        OnFail::Restart => Next::Restart,
+        OnFail::StopUser => Next::StopUser,
+    }
 }
 
 pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Record>>, mut done: watch::Receiver<bool>) {
@@ -83,9 +96,14 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
         let flow = &flows.flows[f];
         begin_walk(flow, &mut st.vars[f], index, iteration, &mut st.rng);
         iteration += 1;
+        let mut stopped = false;
         for step in &flow.steps {
             let next = send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await;
             if matches!(next, Next::Stop) || *done.borrow() {
+                break;
+            }
+            if matches!(next, Next::StopUser) {
+                stopped = true;
                 break;
             }
             let think = step.think.unwrap_or(shared.think).sample(&mut st.rng);
@@ -94,6 +112,14 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
             }
             if matches!(next, Next::Restart) {
                 break;
+            }
+        }
+        if stopped {
+            // The user sends nothing more: its records go now, and it waits for the end.
+            flush(&st.out.tx, &mut st.out.batch, &mut st.last_flush, Instant::now());
+            st.conn = None;
+            while !*done.borrow() {
+                pause(&mut done, PARKED_POLL).await;
             }
         }
     }
@@ -226,15 +252,15 @@ async fn send_step(
             if resp.closing {
                 st.conn = None;
             }
-            let (class, walk) = judge(flow, f, step, resp.status, st);
+            let (class, walk) = judge(flow, f, step, resp.status, record.latency_us, st);
             record.error = class;
             next = walk;
         }
         Err(class) => {
             record.error = Some(class);
             st.conn = None;
-            if !step.captures.is_empty() {
-                next = Next::Restart;
+            if !step.captures.is_empty() || !step.checks.is_empty() {
+                next = on_fail(step);
             }
             if matches!(class, ErrorClass::ConnectRefused | ErrorClass::ConnectError | ErrorClass::ConnectTimeout | ErrorClass::Tls) {
                 push(st, record);
@@ -335,7 +361,7 @@ fn refused(names: &[String], slot: usize, place: &str) -> String {
 
 /// Takes the response's cookies, runs the checks then the captures: the record's error
 /// class (the first that failed) and what the walk does next.
-fn judge(flow: &Flow, f: usize, step: &Step, status: u16, st: &mut State) -> (Option<ErrorClass>, Next) {
+fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) -> (Option<ErrorClass>, Next) {
     let jar = &mut st.jar;
     st.kept.each_header(|name, value| {
         if name.eq_ignore_ascii_case("set-cookie") {
@@ -344,7 +370,7 @@ fn judge(flow: &Flow, f: usize, step: &Step, status: u16, st: &mut State) -> (Op
             }
         }
     });
-    let mut answer = Answer::new(status, &st.kept);
+    let mut answer = Answer::new(status, &st.kept).with_latency(latency_us);
     let mut class = None;
     for check in &step.checks {
         if let Err(why) = extract::check(check, &mut answer, &st.vars[f], &mut st.scratch) {
@@ -354,15 +380,19 @@ fn judge(flow: &Flow, f: usize, step: &Step, status: u16, st: &mut State) -> (Op
         }
     }
     for capture in &step.captures {
-        match extract::capture(capture, &mut answer, &st.jar) {
+        match extract::capture(capture, &mut answer, &st.jar, &mut st.rng) {
             Ok(value) => st.vars[f][capture.var] = value,
             Err(why) => {
                 note(ErrorClass::Capture, || format!("{} step {}: {why} (status {status})", flow.name, step.endpoint));
-                return (class.or(Some(ErrorClass::Capture)), Next::Restart);
+                class = class.or(Some(ErrorClass::Capture));
+                if step.on_fail != OnFail::Continue {
+                    break;
+                }
             }
         }
     }
-    (class, Next::Go)
+    let next = if class.is_some() { on_fail(step) } else { Next::Go };
+    (class, next)
 }
 
 fn push(st: &mut State, record: Record) {
@@ -391,6 +421,7 @@ mod tests {
             captures: vec![],
             checks: vec![],
             hook: false,
+            on_fail: OnFail::Restart,
         };
         let spec = FlowSpec { name: "f".into(), weight: 1, steps: vec![step], feed: Some(feed) };
         crate::flow::compile(&[spec]).unwrap().flows.remove(0)

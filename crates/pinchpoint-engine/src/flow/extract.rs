@@ -8,9 +8,11 @@ use serde_json::Value;
 use crate::client::Kept;
 use crate::flow::jar::Jar;
 use crate::client::MAX_KEPT_BODY;
-use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec};
+use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec, Cmp, Pick};
+use crate::flow::compare::compare;
 use crate::flow::jsonpath::{Bounded, Shape};
 use crate::flow::template::{Into, Template};
+use crate::rng::Rng;
 
 pub enum Source {
     Json(Bounded),
@@ -22,6 +24,7 @@ pub enum Source {
 pub struct Capture {
     pub var: usize,
     pub source: Source,
+    pub pick: Pick,
     /// As the plan wrote it, for the reason a capture failed.
     pub text: String,
 }
@@ -31,6 +34,9 @@ pub enum Check {
     Contains(Template),
     Matches(Regex),
     JsonEquals { path: Bounded, text: String, expected: Template },
+    JsonCompare { path: Bounded, text: String, op: Cmp, expected: Template },
+    Header { name: String, expected: Template },
+    MaxMs(f64),
 }
 
 pub fn json_path(text: &str) -> Result<Bounded, String> {
@@ -53,7 +59,10 @@ impl Capture {
             CaptureFrom::Header(h) => (Source::Header(h.clone()), format!("header {h}")),
             CaptureFrom::Cookie(c) => (Source::Cookie(c.clone()), format!("cookie {c}")),
         };
-        Ok(Self { var, source, text })
+        if spec.pick == Pick::Random && matches!(source, Source::Header(_) | Source::Cookie(_)) {
+            return Err(format!("capture {text}: pick = \"random\" needs json or regex"));
+        }
+        Ok(Self { var, source, pick: spec.pick, text })
     }
 
     pub fn needs_json(&self) -> bool {
@@ -72,11 +81,26 @@ impl Check {
                 text: path.clone(),
                 expected: Template::parse(expected, index_of)?,
             },
+            CheckSpec::JsonCompare { path, op, expected } => Check::JsonCompare {
+                path: json_path(path)?,
+                text: path.clone(),
+                op: *op,
+                expected: Template::parse(expected, index_of)?,
+            },
+            CheckSpec::Header { name, expected } => {
+                Check::Header { name: name.clone(), expected: Template::parse(expected, index_of)? }
+            }
+            CheckSpec::MaxMs(ms) => Check::MaxMs(*ms),
         })
     }
 
     pub fn needs_json(&self) -> bool {
-        matches!(self, Check::JsonEquals { .. })
+        matches!(self, Check::JsonEquals { .. } | Check::JsonCompare { .. })
+    }
+
+    /// Whether it reads the body (not only the status, the headers or the time).
+    pub fn reads_body(&self) -> bool {
+        !matches!(self, Check::Status(_) | Check::Header { .. } | Check::MaxMs(_))
     }
 }
 
@@ -84,13 +108,20 @@ impl Check {
 pub struct Answer<'a> {
     pub status: u16,
     pub kept: &'a Kept,
+    /// How long the response took, in microseconds.
+    pub latency_us: i64,
     json: Option<Option<Value>>,
     shape: Option<Shape>,
 }
 
 impl<'a> Answer<'a> {
     pub fn new(status: u16, kept: &'a Kept) -> Self {
-        Self { status, kept, json: None, shape: None }
+        Self { status, kept, latency_us: 0, json: None, shape: None }
+    }
+
+    pub fn with_latency(mut self, latency_us: i64) -> Self {
+        self.latency_us = latency_us;
+        self
     }
 
     fn json(&mut self) -> Option<&Value> {
@@ -99,6 +130,11 @@ impl<'a> Answer<'a> {
     }
 
     fn first_node(&mut self, path: &Bounded) -> Result<String, String> {
+        self.node(path, None).map(node_text)
+    }
+
+    /// The node `path` selects: the first, or with `rng` one of them at random.
+    fn node(&mut self, path: &Bounded, rng: Option<&mut Rng>) -> Result<&Value, String> {
         let cut = self.kept.cut;
         if self.json().is_none() {
             return Err(if cut {
@@ -109,32 +145,47 @@ impl<'a> Answer<'a> {
         }
         let doc = self.json.as_ref().and_then(Option::as_ref).expect("parsed above");
         let shape = if path.needs_shape() { *self.shape.get_or_insert_with(|| Shape::of(doc)) } else { Shape::default() };
-        match path.first(doc, shape)? {
-            Some(node) => Ok(node_text(node)),
-            None => Err("selects nothing".to_string()),
-        }
+        let found = match rng {
+            None => path.first(doc, shape)?,
+            Some(rng) => {
+                let nodes = path.nodes(doc, shape)?;
+                let n = nodes.len() as u64;
+                (n > 0).then(|| nodes[(rng.next_u64() % n) as usize])
+            }
+        };
+        found.ok_or_else(|| "selects nothing".to_string())
     }
 }
 
 /// A JSON node as text: a string as it is, anything else as JSON.
-fn node_text(v: &Value) -> String {
+pub fn node_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
 }
 
-/// The value `capture` takes from `answer`, or why it found none.
-pub fn capture(capture: &Capture, answer: &mut Answer, jar: &Jar) -> Result<String, String> {
+/// The value `capture` takes from `answer` (with `pick = "random"`, drawn from `rng`),
+/// or why it found none.
+pub fn capture(capture: &Capture, answer: &mut Answer, jar: &Jar, rng: &mut Rng) -> Result<String, String> {
+    let random = capture.pick == Pick::Random;
     let found = match &capture.source {
-        Source::Json(path) => answer.first_node(path),
-        Source::Regex(re) => match re.captures(&answer.kept.body) {
-            Some(c) => {
+        Source::Json(path) => answer.node(path, random.then_some(rng)).map(node_text),
+        Source::Regex(re) => {
+            let group = |c: regex::bytes::Captures| {
                 let m = c.get(1).or_else(|| c.get(0)).expect("a match has group 0");
-                Ok(String::from_utf8_lossy(m.as_bytes()).into_owned())
-            }
-            None => Err("no match in the body".to_string()),
-        },
+                String::from_utf8_lossy(m.as_bytes()).into_owned()
+            };
+            let body = &answer.kept.body;
+            let chosen = if random {
+                let all: Vec<_> = re.captures_iter(body).take(MAX_MATCHES).collect();
+                let n = all.len() as u64;
+                (n > 0).then(|| all.into_iter().nth((rng.next_u64() % n) as usize)).flatten()
+            } else {
+                re.captures(body)
+            };
+            chosen.map(group).ok_or_else(|| "no match in the body".to_string())
+        }
         Source::Header(name) => answer.kept.header(name).ok_or_else(|| "no such header".into()),
         Source::Cookie(name) => jar.get(name).map(str::to_string).ok_or_else(|| "no such cookie".into()),
     };
@@ -164,6 +215,32 @@ pub fn check(check: &Check, answer: &mut Answer, vars: &[String], scratch: &mut 
             }
             Err(format!("check matches: {:?} does not match the body", re.as_str()))
         }
+        Check::JsonCompare { path, text, op, expected } => {
+            scratch.clear();
+            let _ = expected.render(vars, Into::Raw, scratch);
+            let want = String::from_utf8_lossy(scratch).into_owned();
+            match answer.node(path, None) {
+                Ok(got) => compare(got, *op, &want).map_err(|why| format!("check json {text}: {why}")),
+                Err(why) => Err(format!("check json {text}: {why}")),
+            }
+        }
+        Check::Header { name, expected } => {
+            scratch.clear();
+            let _ = expected.render(vars, Into::Raw, scratch);
+            let want = String::from_utf8_lossy(scratch);
+            match answer.kept.header(name) {
+                Some(got) if got == want => Ok(()),
+                Some(got) => Err(format!("check header {name}: {got:?}, expected {want:?}")),
+                None => Err(format!("check header {name}: no such header")),
+            }
+        }
+        Check::MaxMs(ms) => {
+            let took = answer.latency_us as f64 / 1000.0;
+            if took <= *ms {
+                return Ok(());
+            }
+            Err(format!("check max_ms: the response took {took:.1} ms, above {ms} ms"))
+        }
         Check::JsonEquals { path, text, expected } => {
             scratch.clear();
             let _ = expected.render(vars, Into::Raw, scratch);
@@ -176,6 +253,9 @@ pub fn check(check: &Check, answer: &mut Answer, vars: &[String], scratch: &mut 
         }
     }
 }
+
+/// Matches a random capture picks from, at most (the body is at most MAX_KEPT_BODY).
+const MAX_MATCHES: usize = 100_000;
 
 fn memfind(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
@@ -196,7 +276,11 @@ mod tests {
     }
 
     fn cap(from: CaptureFrom) -> Capture {
-        Capture::compile(&CaptureSpec { var: "x".into(), from }, 0).unwrap()
+        Capture::compile(&CaptureSpec { var: "x".into(), from, pick: Pick::First }, 0).unwrap()
+    }
+
+    fn random(from: CaptureFrom) -> Capture {
+        Capture::compile(&CaptureSpec { var: "x".into(), from, pick: Pick::Random }, 0).unwrap()
     }
 
     #[test]
@@ -205,12 +289,12 @@ mod tests {
         let mut a = Answer::new(200, &k);
         let mut jar = Jar::default();
         jar.set_from_header("session=s9; Path=/; HttpOnly");
-        assert_eq!(capture(&cap(CaptureFrom::Json("$.token".into())), &mut a, &jar).unwrap(), "t1");
-        assert_eq!(capture(&cap(CaptureFrom::Json("$.orders[*].id".into())), &mut a, &jar).unwrap(), "17");
-        assert_eq!(capture(&cap(CaptureFrom::Json("$.ok".into())), &mut a, &jar).unwrap(), "true");
-        assert_eq!(capture(&cap(CaptureFrom::Regex(r#""id":(\d+)"#.into())), &mut a, &jar).unwrap(), "17");
-        assert_eq!(capture(&cap(CaptureFrom::Header("location".into())), &mut a, &jar).unwrap(), "/o/17");
-        assert_eq!(capture(&cap(CaptureFrom::Cookie("session".into())), &mut a, &jar).unwrap(), "s9");
+        assert_eq!(capture(&cap(CaptureFrom::Json("$.token".into())), &mut a, &jar, &mut Rng::new(1)).unwrap(), "t1");
+        assert_eq!(capture(&cap(CaptureFrom::Json("$.orders[*].id".into())), &mut a, &jar, &mut Rng::new(1)).unwrap(), "17");
+        assert_eq!(capture(&cap(CaptureFrom::Json("$.ok".into())), &mut a, &jar, &mut Rng::new(1)).unwrap(), "true");
+        assert_eq!(capture(&cap(CaptureFrom::Regex(r#""id":(\d+)"#.into())), &mut a, &jar, &mut Rng::new(1)).unwrap(), "17");
+        assert_eq!(capture(&cap(CaptureFrom::Header("location".into())), &mut a, &jar, &mut Rng::new(1)).unwrap(), "/o/17");
+        assert_eq!(capture(&cap(CaptureFrom::Cookie("session".into())), &mut a, &jar, &mut Rng::new(1)).unwrap(), "s9");
     }
 
     #[test]
@@ -218,13 +302,13 @@ mod tests {
         let k = kept("<html>no json</html>", &[]);
         let mut a = Answer::new(200, &k);
         let jar = Jar::default();
-        let e = capture(&cap(CaptureFrom::Json("$.token".into())), &mut a, &jar).unwrap_err();
+        let e = capture(&cap(CaptureFrom::Json("$.token".into())), &mut a, &jar, &mut Rng::new(1)).unwrap_err();
         assert_eq!(e, "capture json $.token: the body is not JSON");
         let k = kept(r#"{"a":1}"#, &[]);
         let mut a = Answer::new(200, &k);
-        let e = capture(&cap(CaptureFrom::Json("$.token".into())), &mut a, &jar).unwrap_err();
+        let e = capture(&cap(CaptureFrom::Json("$.token".into())), &mut a, &jar, &mut Rng::new(1)).unwrap_err();
         assert_eq!(e, "capture json $.token: selects nothing");
-        assert!(capture(&cap(CaptureFrom::Cookie("s".into())), &mut a, &jar).unwrap_err().contains("no such cookie"));
+        assert!(capture(&cap(CaptureFrom::Cookie("s".into())), &mut a, &jar, &mut Rng::new(1)).unwrap_err().contains("no such cookie"));
     }
 
     #[test]
@@ -245,6 +329,63 @@ mod tests {
         let eq = |want: &str| CheckSpec::JsonEquals { path: "$.id".into(), expected: want.into() };
         assert!(run(eq("${id}"), 200).is_ok());
         assert_eq!(run(eq("18"), 200).unwrap_err(), r#"check json $.id: "17", expected "18""#);
+    }
+
+    #[test]
+    fn a_random_pick_draws_every_node_or_match_from_the_user_s_stream() {
+        let k = kept(r#"{"items":[{"id":1},{"id":2},{"id":3},{"id":4}]}"#, &[]);
+        let jar = Jar::default();
+        let mut rng = Rng::new(7);
+        for c in [random(CaptureFrom::Json("$.items[*].id".into())), random(CaptureFrom::Regex(r#""id":(\d)"#.into()))] {
+            let mut seen = std::collections::BTreeMap::<String, u32>::new();
+            for _ in 0..4000 {
+                let mut a = Answer::new(200, &k);
+                *seen.entry(capture(&c, &mut a, &jar, &mut rng).unwrap()).or_default() += 1;
+            }
+            assert_eq!(seen.keys().cloned().collect::<Vec<_>>(), ["1", "2", "3", "4"]);
+            assert!(seen.values().all(|&n| (850..1150).contains(&n)), "{seen:?}");
+        }
+        let same = |seed| {
+            let mut rng = Rng::new(seed);
+            let c = random(CaptureFrom::Json("$.items[*].id".into()));
+            (0..20).map(|_| capture(&c, &mut Answer::new(200, &k), &jar, &mut rng).unwrap()).collect::<Vec<_>>()
+        };
+        assert_eq!(same(3), same(3));
+        let e = capture(&random(CaptureFrom::Json("$.none[*]".into())), &mut Answer::new(200, &k), &jar, &mut rng);
+        assert_eq!(e.unwrap_err(), "capture json $.none[*]: selects nothing");
+        let header = CaptureSpec { var: "x".into(), from: CaptureFrom::Header("h".into()), pick: Pick::Random };
+        let refused = Capture::compile(&header, 0).err().expect("a random header capture is refused");
+        assert!(refused.contains("needs json or regex"), "{refused}");
+    }
+
+    #[test]
+    fn comparisons_headers_and_time_pass_and_fail_saying_what_they_found() {
+        let names = |n: &str| (n == "min").then_some(0);
+        let vars = vec!["10".to_string()];
+        let k = kept(r#"{"price":12.5,"name":"lamp","tags":["a","b"],"qty":"3"}"#, &[("Content-Type", "application/json")]);
+        let mut scratch = Vec::new();
+        let mut run = |spec: CheckSpec, latency_us: i64| {
+            let c = Check::compile(&spec, &names).unwrap();
+            check(&c, &mut Answer::new(200, &k).with_latency(latency_us), &vars, &mut scratch)
+        };
+        let cmp = |path: &str, op: Cmp, want: &str| CheckSpec::JsonCompare { path: path.into(), op, expected: want.into() };
+        assert!(run(cmp("$.price", Cmp::Gt, "0"), 0).is_ok());
+        assert!(run(cmp("$.price", Cmp::Gt, "${min}"), 0).is_ok());
+        assert_eq!(run(cmp("$.price", Cmp::Lt, "${min}"), 0).unwrap_err(), "check json $.price: 12.5 is not < 10");
+        assert!(run(cmp("$.price", Cmp::Ge, "12.5"), 0).is_ok());
+        assert!(run(cmp("$.price", Cmp::Le, "12.4"), 0).is_err());
+        assert!(run(cmp("$.qty", Cmp::Ge, "3"), 0).is_ok()); // a number in a string
+        assert_eq!(run(cmp("$.name", Cmp::Gt, "0"), 0).unwrap_err(), "check json $.name: lamp is not a number");
+        assert!(run(cmp("$.name", Cmp::Ne, "chair"), 0).is_ok());
+        assert!(run(cmp("$.name", Cmp::In, r#"["lamp","desk"]"#), 0).is_ok());
+        assert_eq!(run(cmp("$.name", Cmp::In, r#"["desk"]"#), 0).unwrap_err(), r#"check json $.name: lamp is not in ["desk"]"#);
+        assert!(run(cmp("$.tags", Cmp::Len, "2"), 0).is_ok());
+        assert_eq!(run(cmp("$.tags", Cmp::Len, "3"), 0).unwrap_err(), "check json $.tags: length 2, expected 3");
+        let header = |want: &str| CheckSpec::Header { name: "content-type".into(), expected: want.into() };
+        assert!(run(header("application/json"), 0).is_ok());
+        assert!(run(header("text/html"), 0).unwrap_err().contains(r#""application/json", expected "text/html""#));
+        assert!(run(CheckSpec::MaxMs(250.0), 249_000).is_ok());
+        assert_eq!(run(CheckSpec::MaxMs(250.0), 312_400).unwrap_err(), "check max_ms: the response took 312.4 ms, above 250 ms");
     }
 
     #[test]

@@ -112,16 +112,22 @@ impl Bounded {
     /// The first node the path selects in `doc` (None: none), or why it was not
     /// evaluated to its end.
     pub fn first<'a>(&self, doc: &'a Value, shape: Shape) -> Result<Option<&'a Value>, String> {
+        Ok(self.nodes(doc, shape)?.into_iter().next())
+    }
+
+    /// Every node the path selects in `doc`, in document order, or why it was not
+    /// evaluated to its end (the same bound on the nodes visited as `first`).
+    pub fn nodes<'a>(&self, doc: &'a Value, shape: Shape) -> Result<Vec<&'a Value>, String> {
         let Some(segments) = &self.segments else {
             return Err(over());
         };
         if self.singular && segments.len() as u64 <= MAX_NODES {
-            return Ok(self.whole.query(doc).first());
+            return Ok(self.whole.query(doc).all());
         }
         let costs = Costs { doc: shape, regex: REGEX_CALL.saturating_add(shape.longest_string.max(self.chars)) };
         let parts: Vec<Segment> = segments.iter().map(|(_, s)| s.clone()).collect();
         if cost_of(&parts, costs) <= MAX_NODES {
-            return Ok(self.whole.query(doc).first());
+            return Ok(self.whole.query(doc).all());
         }
         let mut list: Vec<&Value> = vec![doc];
         let mut spent = 0u64;
@@ -155,10 +161,10 @@ impl Bounded {
                 list.iter().flat_map(|n| path.query(n).all()).collect()
             };
             if list.is_empty() {
-                return Ok(None);
+                return Ok(list);
             }
         }
-        Ok(list.first().copied())
+        Ok(list)
     }
 }
 

@@ -4,6 +4,7 @@
 //! compiled once (`compile`) and walked by the users of `drive/walk.rs`; a Python hook
 //! (`hook.rs`) may change a request before it goes.
 
+pub mod compare;
 pub mod extract;
 pub mod hook;
 pub mod jar;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use crate::client::http1::Prepared;
 use crate::config::{RequestSpec, Think};
 use crate::flow::extract::{Capture, Check};
-use crate::config::flow::{FeedSpec, FlowSpec, BUILTIN_VARS};
+use crate::config::flow::{FeedSpec, FlowSpec, OnFail, BUILTIN_VARS};
 use crate::flow::template::Template;
 
 /// A flow step ready to render: templates resolved to variable slots.
@@ -39,6 +40,8 @@ pub struct Step {
     /// Captures or checks read the body: it is kept.
     pub reads_body: bool,
     pub hook: bool,
+    /// What the user does when a check or capture fails.
+    pub on_fail: OnFail,
 }
 
 pub struct Flow {
@@ -124,7 +127,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             .map_err(at)?;
         let checks = s.checks.iter().map(|c| Check::compile(c, &index_of)).collect::<Result<Vec<_>, _>>().map_err(at)?;
         let reads_body = captures.iter().any(|c| !matches!(c.source, extract::Source::Header(_) | extract::Source::Cookie(_)))
-            || checks.iter().any(|c| !matches!(c, Check::Status(_)));
+            || checks.iter().any(Check::reads_body);
         steps.push(Step {
             endpoint: u16::try_from(*endpoint).map_err(|_| at("too many flow steps".into()))?,
             method: r.method.clone(),
@@ -139,6 +142,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             checks,
             reads_body,
             hook: s.hook,
+            on_fail: s.on_fail,
         });
         *endpoint += 1;
     }
