@@ -119,6 +119,7 @@ def test_the_template_scan_agrees_with_the_engine(text: str) -> None:
             "feed": {"columns": ["user"], "rows": [["u"]], "per_user": False, "random": False},
             "steps": [
                 {
+                    "name": "f/GET /",
                     "request": {
                         "method": "POST",
                         "path": "/",

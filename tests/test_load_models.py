@@ -212,7 +212,7 @@ def test_the_step_plan_is_unchanged() -> None:
         ),
         (
             '[[load.phase]]\nname = "idle"',
-            "plan.toml:8: load.phase[0]: Value error, a phase needs arrival_rate",
+            "plan.toml:8: load.phase[0]: a phase needs arrival_rate",
         ),
         (
             '[[load.phase]]\nduration = "2s"\narrival_count = -4',
@@ -254,7 +254,7 @@ def test_the_step_plan_is_unchanged() -> None:
         ("[[load.stage]]\nusers = 3", "plan.toml:8: load.stage[0].hold: a stage needs a ramp"),
         ('[[load.stage]]\nusers = -3\nhold = "1s"', "plan.toml:9: load.stage[0].users"),
         ("users = 3", "plan.toml:8: load.users: users need a duration"),
-        ('duration = "3s"', "plan.toml:7: load: Value error, set lower, upper and duration"),
+        ('duration = "3s"', "plan.toml:7: load: set lower, upper and duration"),
         (
             '[[load.phase]]\nduration = "0.2s"\narrival_rate = 5',
             "load.warmup: warmup (0.5s) must be shorter than each phase: phase 0 lasts 0.2s",
@@ -275,9 +275,7 @@ def test_request_weight_and_timeout_are_checked() -> None:
             HEAD.replace('path = "/"', 'path = "/"\nweight = 0') + 'users = 1\nduration = "2s"',
             "plan.toml",
         )
-    with pytest.raises(
-        PlanError, match=r"plan.toml:6: request\[0\].timeout: Value error, a timeout"
-    ):
+    with pytest.raises(PlanError, match=r"plan.toml:6: request\[0\].timeout: a timeout"):
         parse_plan(
             HEAD.replace('path = "/"', 'path = "/"\ntimeout = "0s"') + 'users = 1\nduration = "2s"',
             "plan.toml",

@@ -85,7 +85,7 @@ def test_bad_durations_are_refused(bad: object) -> None:
         (
             'format = "nginx"',
             'format = "nginxx"',
-            "plan.toml:24: component[1].log.format: Value error, unknown log format 'nginxx'",
+            "plan.toml:24: component[1].log.format: unknown log format 'nginxx'",
         ),
         ("workers = 2", "workers = 0", "plan.toml:29: component[2].workers"),
         ('duration = "1.5s"', 'duration = "soon"', "plan.toml:8: load.duration"),

@@ -178,3 +178,44 @@ def test_a_bad_comparison_pick_or_policy_names_file_line_and_field(
     with pytest.raises(PlanError) as e:
         parse_plan(GOOD.replace(*change, 1), "bad.toml")
     assert str(e.value).startswith(where), str(e.value)
+
+
+def test_flows_beside_a_locustfile_are_refused_not_dropped(tmp_path: Path) -> None:
+    from pinchpoint.plan.model import Plan
+
+    locustfile = tmp_path / "shop.py"
+    locustfile.write_text("from locust import HttpUser\n\nclass Shop(HttpUser):\n    pass\n")
+    with pytest.raises(PlanError) as e:
+        Plan.with_locustfile(GOOD, "plan.toml", locustfile)
+    assert str(e.value).startswith("plan.toml:11: flow[0]: [[flow]] beside a locustfile"), str(
+        e.value
+    )
+    assert "the flows would never run" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            ("[200, 304]", '"created"'),
+            "bad.toml:23: flow[0].step[1].check.status: 'created' is not an HTTP "
+            "status: give a code or a list of codes",
+        ),
+        (
+            ("[200, 304]", "[200, 999]"),
+            "bad.toml:23: flow[0].step[1].check.status: 999 is not an HTTP status (100-599)",
+        ),
+        (
+            ('json = { "$.ok" = true }', 'matches = "(open"'),
+            "bad.toml:23: flow[0].step[1].check.matches: regular expression",
+        ),
+    ],
+)
+def test_a_check_mistake_is_one_line_naming_the_key_as_written(
+    change: tuple[str, str], said: str
+) -> None:
+    with pytest.raises(PlanError) as e:
+        parse_plan(GOOD.replace(*change, 1), "bad.toml")
+    message = str(e.value)
+    assert "\n" not in message, message
+    assert message.startswith(said), message

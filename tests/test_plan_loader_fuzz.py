@@ -659,7 +659,7 @@ def test_a_ca_file_that_is_not_a_file_is_a_plan_error(tmp_path: Path, kind: str)
             pass
     assert not thread.is_alive()
     assert errors == [
-        f"{SOURCE}:3: target.ca_file: Value error, {path} is not a file: a PEM file of certificates"
+        f"{SOURCE}:3: target.ca_file: {path} is not a file: a PEM file of certificates"
     ]
 
 

@@ -23,8 +23,8 @@ SECRET = 'sec"ret\\Tok\n-42'
 def test_a_secret_is_redacted_as_written_quoted_by_the_engine_or_json_escaped() -> None:
     redactor = Redactor.of([SECRET])
     for spelt in (SECRET, rust_quoted(SECRET), json.dumps(SECRET)[1:-1]):
-        message = f"f step 0: check contains: {spelt} is not in the body"
-        assert redactor.text(message) == f"f step 0: check contains: {REDACTED} is not in the body"
+        message = f"f/login: check contains: {spelt} is not in the body"
+        assert redactor.text(message) == f"f/login: check contains: {REDACTED} is not in the body"
 
 
 def test_a_short_secret_is_redacted_only_where_it_is_a_quoted_value() -> None:
@@ -44,9 +44,9 @@ def test_a_reason_cut_inside_a_secret_loses_the_part_kept() -> None:
 
 def test_the_reasons_of_a_flow_with_a_secret_variable_have_their_quoted_texts_redacted() -> None:
     redactor = Redactor.of([], frozenset({"shop"}))
-    got = redactor.text('shop step 3: check json $.t: "abc", expected "d\\"e')
-    assert got == f'shop step 3: check json $.t: "{REDACTED}", expected "{REDACTED}"'
-    other = 'cart step 3: check json $.t: "abc", expected "def"'
+    got = redactor.text('shop/GET /t: check json $.t: "abc", expected "d\\"e')
+    assert got == f'shop/GET /t: check json $.t: "{REDACTED}", expected "{REDACTED}"'
+    other = 'cart/GET /t: check json $.t: "abc", expected "def"'
     assert redactor.text(other) == other
 
 
@@ -103,9 +103,9 @@ _URL_CHARS = string.ascii_letters + string.digits + "-_.~!$&'()*+,;=:%"
 secrets = st.text(_SECRET_CHARS, min_size=6, max_size=60).filter(lambda s: s.strip() == s)
 url_parts = st.text(_URL_CHARS, min_size=6, max_size=30)
 FORMS = [
-    "{flow} step {n}: check contains: {q} is not in the body",
-    "{flow} step {n}: check json $.token: {q}, expected {q}",
-    "{flow} step {n}: hook: ValueError: bad header {raw}",
+    "{flow}/step {n}: check contains: {q} is not in the body",
+    "{flow}/step {n}: check json $.token: {q}, expected {q}",
+    "{flow}/step {n}: hook: ValueError: bad header {raw}",
     "agent b: {json} refused",
 ]
 

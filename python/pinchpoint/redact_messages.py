@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 REASON_CHARS = 200
 # A cut message's tail this long that begins a secret is taken for the secret, cut.
 MIN_TAIL = 3
-# A reason of a flow's step: `<flow> step <endpoint>: <why>`.
-_FLOW_REASON = re.compile(r"^([A-Za-z0-9_-]+) step \d+: ")
+# A reason of a flow's step: `<flow>/<step>: <why>`, the step as the run's tables name it.
+_FLOW_REASON = re.compile(r"^([A-Za-z0-9_-]+)/")
 # A quoted text in a reason, as Rust's `{:?}` writes it (its end may be cut off).
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?$)')
 

@@ -79,6 +79,7 @@ path = "/login"
 headers = {{ Authorization = "Bearer {STATIC}", X-Api-Key = "${{key}}" }}
 capture = [{{ name = "tok", json = "$.token" }}]
 check = {{ contains = "{STATIC}" }}
+on_fail = "continue"
 
 [[flow.step]]
 path = "/cart"
@@ -136,8 +137,8 @@ def test_a_run_writes_and_prints_no_secret_its_reasons_would_quote(tmp_path: Pat
     # Both checks failed, and their reasons are kept, redacted.
     run = json.loads((run_dir / "run.json").read_text())
     reasons = run["error_reasons"]["check"]
-    assert 'shop step 0: check contains: "<redacted>" is not in the body' in reasons
-    assert 'shop step 1: check json $.token: "<redacted>", expected "<redacted>"' in reasons
+    assert 'shop/GET /login: check contains: "<redacted>" is not in the body' in reasons
+    assert 'shop/GET /cart: check json $.token: "<redacted>", expected "<redacted>"' in reasons
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["error_reasons"]["check"] == reasons
     assert f"127.0.0.1:{port}" in (run_dir / "plan.toml").read_text()

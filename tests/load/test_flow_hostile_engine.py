@@ -101,7 +101,7 @@ def test_a_value_that_cannot_go_in_a_header_is_a_capture_error_and_the_run_ends(
     assert 50 <= summary["records"] <= 400, summary["records"]
     assert sum(s["errors"].get("capture", 0) for s in summary["steps"]) == summary["records"]
     assert summary["error_reasons"]["capture"] == [
-        "f step 0: ${token} in header Authorization holds a CR, LF or NUL: not sent"
+        "f/GET /a: ${token} in header Authorization holds a CR, LF or NUL: not sent"
     ]
 
 
@@ -129,6 +129,6 @@ path = "/after/${{v}}"
     assert sum(s["errors"].get("capture", 0) for s in summary["steps"]) == len(paths)
     reasons = summary["error_reasons"]["capture"]
     assert reasons == [
-        f"f step 0: capture json {STARS}: would visit more than 2000000 JSON nodes "
+        f"f/GET /nested: capture json {STARS}: would visit more than 2000000 JSON nodes "
         "of this body: stopped (status 200)"
     ]

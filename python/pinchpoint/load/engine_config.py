@@ -71,6 +71,8 @@ class EngineFeed(TypedDict):
 
 
 class EngineFlowStep(TypedDict):
+    # As the run's tables name it (`shop/login`); the engine's reasons begin with it.
+    name: str
     request: EngineRequest
     think: EngineThink | None
     # (variable, kind, text, pick): kind json, regex, header or cookie; pick first or random.
@@ -174,6 +176,7 @@ def _request(r: Request | FlowStep, base: str, weight: int = 1) -> EngineRequest
 
 def _single(request: EngineRequest, name: str) -> EngineFlow:
     step: EngineFlowStep = {
+        "name": name,
         "request": request,
         "think": None,
         "captures": [],
@@ -198,6 +201,7 @@ def _flow(flow: Flow, index: int, base: str) -> EngineFlow:
         "weight": flow.weight,
         "steps": [
             {
+                "name": label,
                 "request": _request(s, base),
                 "think": _think(s.think_time) if s.think_time is not None else None,
                 "captures": [(c.name, *c.source(), c.pick) for c in s.capture],
@@ -205,7 +209,7 @@ def _flow(flow: Flow, index: int, base: str) -> EngineFlow:
                 "hook": s.hook,
                 "on_fail": s.on_fail,
             }
-            for s in flow.step
+            for s, label in zip(flow.step, flow.labels(), strict=True)
         ],
         "feed": _feed(flow.feed, index) if flow.feed is not None else None,
     }

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
 from pinchpoint.plan.http import Request
@@ -111,12 +111,13 @@ class Capture(Strict):
         return next((k, v) for k, v in self._sources() if v is not None)
 
 
-def _compiles(kind: str, text: str) -> None:
+def _compiles(kind: str, text: str, field: str | None = None) -> None:
+    """FieldError on `field` (default: `kind`) when the engine cannot compile `text`."""
     from pinchpoint import _engine
 
     error = _engine.expression_error(kind, text)
     if error is not None:
-        raise FieldError(kind, error.replace("\n", " "))
+        raise FieldError(field or kind, error.replace("\n", " "))
 
 
 Scalar = str | int | float | bool
@@ -159,32 +160,37 @@ def _text(value: Scalar | float) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def _status_codes(value: object) -> list[int] | None:
+    """A status or a list of them, as a list; one message for any mistake."""
+    if value is None:
+        return None
+    codes: list[int] = []
+    for code in value if isinstance(value, list) else [value]:
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise ValueError(f"{code!r} is not an HTTP status: give a code or a list of codes")
+        if not 100 <= code <= 599:
+            raise ValueError(f"{code} is not an HTTP status (100-599)")
+        codes.append(code)
+    return codes
+
+
 class Check(Strict):
     """What a step's response must say; a response that does not is an error of class
     `check`. `json` maps JSONPaths to the value their first node must equal (a string
     node as it is, another as JSON; a template) or to comparisons (`{ gt = 0 }`);
     `header` maps header names to their value; `max_ms` bounds the response time."""
 
-    status: list[int] | int | None = None
+    status: Annotated[list[int] | None, BeforeValidator(_status_codes)] = None
     contains: str | None = None
     matches: str | None = None
     json_: dict[str, Scalar | Compare] = Field(default_factory=dict, alias="json")
     header: dict[str, str] = Field(default_factory=dict)
     max_ms: float | None = Field(default=None, gt=0)
 
-    @field_validator("status")
-    @classmethod
-    def _codes(cls, value: list[int] | int | None) -> list[int] | int | None:
-        codes = [value] if isinstance(value, int) else value or []
-        for code in codes:
-            if not 100 <= code <= 599:
-                raise ValueError(f"{code} is not an HTTP status (100-599)")
-        return value
-
     @model_validator(mode="after")
     def _compile(self) -> Check:
         if self.matches is not None:
-            _compiles("regex", self.matches)
+            _compiles("regex", self.matches, "matches")
         for path in self.json_:
             try:
                 _compiles("json", path)
@@ -195,8 +201,7 @@ class Check(Strict):
     def engine_checks(self) -> list[tuple[str, str, str]]:
         out: list[tuple[str, str, str]] = []
         if self.status is not None:
-            codes = [self.status] if isinstance(self.status, int) else self.status
-            out.append(("status", ",".join(str(c) for c in codes), ""))
+            out.append(("status", ",".join(str(c) for c in self.status), ""))
         if self.contains is not None:
             out.append(("contains", self.contains, ""))
         if self.matches is not None:

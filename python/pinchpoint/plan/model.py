@@ -229,7 +229,13 @@ class Plan(Strict):
     @model_validator(mode="after")
     def _check_weights(self) -> Plan:
         if self.load.locustfile is not None:
-            pass  # the locustfile's users send the requests
+            if self.flow:  # the locustfile's users send the requests: flows would not run
+                raise FieldError(
+                    ("flow", 0),
+                    "[[flow]] beside a locustfile ([load] locustfile or --locustfile): the "
+                    "locustfile's users send every request and the flows would never run; "
+                    "keep one of them",
+                )
         elif not self.request and not self.flow:
             raise ValueError("no [[request]] and no [[flow]]: nothing to send")
         elif not any(r.weight for r in self.request) and not any(f.weight for f in self.flow):

@@ -122,7 +122,8 @@ def validate_data(
         messages = []
         for err in e.errors():
             loc = tuple(err["loc"])
-            msg = err["msg"]
+            # pydantic's prefix for a validator's ValueError says nothing to a user.
+            msg = err["msg"].removeprefix("Value error, ")
             cause = err.get("ctx", {}).get("error")
             if isinstance(cause, FieldError):
                 loc, msg = loc + cause.loc, str(cause)

@@ -30,6 +30,8 @@ pub struct FlowSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowStepSpec {
+    /// The step as the run's tables name it (`shop/login`): its run-time reasons begin so.
+    pub name: String,
     /// The request; its weight is not used.
     pub request: RequestSpec,
     /// The pause after this step's response instead of the run's think time.

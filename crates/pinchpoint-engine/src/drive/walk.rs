@@ -202,7 +202,7 @@ async fn send_step(
         Ok(()) => {}
         Err(why) => {
             st.prepared = Some(prepared);
-            note(ErrorClass::Capture, || format!("{} step {}: {why}", flow.name, step.endpoint));
+            note(ErrorClass::Capture, || format!("{}: {why}", step.name));
             record.start_us = epoch_us + (started - epoch).as_micros() as i64;
             record.intended_us = record.start_us;
             record.error = Some(ErrorClass::Capture);
@@ -252,7 +252,7 @@ async fn send_step(
             if resp.closing {
                 st.conn = None;
             }
-            let (class, walk) = judge(flow, f, step, resp.status, record.latency_us, st);
+            let (class, walk) = judge(f, step, resp.status, record.latency_us, st);
             record.error = class;
             next = walk;
         }
@@ -361,7 +361,7 @@ fn refused(names: &[String], slot: usize, place: &str) -> String {
 
 /// Takes the response's cookies, runs the checks then the captures: the record's error
 /// class (the first that failed) and what the walk does next.
-fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) -> (Option<ErrorClass>, Next) {
+fn judge(f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) -> (Option<ErrorClass>, Next) {
     let jar = &mut st.jar;
     st.kept.each_header(|name, value| {
         if name.eq_ignore_ascii_case("set-cookie") {
@@ -374,7 +374,7 @@ fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &
     let mut class = None;
     for check in &step.checks {
         if let Err(why) = extract::check(check, &mut answer, &st.vars[f], &mut st.scratch) {
-            note(ErrorClass::Check, || format!("{} step {}: {why}", flow.name, step.endpoint));
+            note(ErrorClass::Check, || format!("{}: {why}", step.name));
             class = Some(ErrorClass::Check);
             break;
         }
@@ -383,7 +383,7 @@ fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &
         match extract::capture(capture, &mut answer, &st.jar, &mut st.rng) {
             Ok(value) => st.vars[f][capture.var] = value,
             Err(why) => {
-                note(ErrorClass::Capture, || format!("{} step {}: {why} (status {status})", flow.name, step.endpoint));
+                note(ErrorClass::Capture, || format!("{}: {why} (status {status})", step.name));
                 class = class.or(Some(ErrorClass::Capture));
                 if step.on_fail != OnFail::Continue {
                     break;
@@ -416,6 +416,7 @@ mod tests {
             random,
         };
         let step = FlowStepSpec {
+            name: "f/GET /${name}".into(),
             request: RequestSpec::get("/${name}"),
             think: None,
             captures: vec![],

@@ -24,6 +24,8 @@ use crate::flow::template::Template;
 pub struct Step {
     /// The record's `endpoint`: the step's index among every flow's steps.
     pub endpoint: u16,
+    /// As the run's tables name it; each run-time reason begins with it.
+    pub name: String,
     pub method: String,
     pub path: Template,
     pub headers: Vec<(String, Template)>,
@@ -106,7 +108,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
     let mut captured = captured.into_iter();
     let mut steps = Vec::with_capacity(spec.steps.len());
     for (i, s) in spec.steps.iter().enumerate() {
-        let at = |e: String| format!("step {i}: {e}");
+        let at = |e: String| format!("step {i} ({}): {e}", s.name);
         let index_of = |name: &str| vars.iter().position(|v| v == name);
         let r: &RequestSpec = &s.request;
         if !r.path.starts_with('/') {
@@ -130,6 +132,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             || checks.iter().any(Check::reads_body);
         steps.push(Step {
             endpoint: u16::try_from(*endpoint).map_err(|_| at("too many flow steps".into()))?,
+            name: s.name.clone(),
             method: r.method.clone(),
             path: Template::parse(&r.path, &index_of).map_err(at)?,
             body: Template::parse(&String::from_utf8_lossy(&r.body), &index_of).map_err(at)?,
