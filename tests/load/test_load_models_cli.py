@@ -7,7 +7,9 @@ import io
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from pinchpoint.load.engine import run_steps
 from pinchpoint.load.plain import _generator
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.report.load_summary import render_summary
+from pinchpoint_lab.serving import serving
 
 # Measures time, rates or CPU: runs alone, after the parallel part of the suite.
 pytestmark = [pytest.mark.serial, pytest.mark.timeout(90)]
@@ -195,3 +198,47 @@ def test_a_url_load_is_built_as_a_plan_without_toml_text_between() -> None:
     assert opened.load.open and opened.load.phase[0].arrival_rate == 250.0
     with pytest.raises(PlanError, match=r"command line: load\.threads"):
         url_plan(UrlLoad(url="http://127.0.0.1:9/", threads=-1))
+
+
+class _Slow(BaseHTTPRequestHandler):
+    """20 ms a request."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        time.sleep(0.02)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _ticks(text: str) -> list[dict]:
+    import tempfile
+
+    snapshots: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        run_steps(parse_plan(text, "t"), "live", Path(tmp), on_tick=snapshots.append)
+    return snapshots
+
+
+def test_snapshots_count_the_requests_in_flight_and_the_send_lag_of_their_second() -> None:
+    with serving(_Slow) as port:
+        head = f'[target]\nurl = "http://127.0.0.1:{port}"\n[[request]]\npath = "/"\n'
+        closed = _ticks(head + '[load]\nusers = 3\nduration = "2.5s"\n')
+        # 100 arrivals a second on one connection that serves 50: they wait, ever longer.
+        opened = _ticks(
+            head + "[load]\nmax_in_flight = 1\n[[load.phase]]\nduration = 2.5\narrival_rate = 100\n"
+        )
+    assert [s["in_flight"] for s in closed[:-1]] and all(
+        1 <= s["in_flight"] <= 3 for s in closed[:-1]
+    ), [s["in_flight"] for s in closed]
+    assert closed[-1]["in_flight"] == 0  # the run has ended
+    assert all(s["send_lag_max_us"] == 0 for s in closed)
+    assert all(s["in_flight"] <= 1 for s in opened)
+    lags = [s["send_lag_max_us"] for s in opened[:-1]]
+    # After one second, arrivals wait about half a second behind their times, and more.
+    assert lags[1] > 300_000 and lags[1] >= lags[0], lags

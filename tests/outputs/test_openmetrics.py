@@ -163,6 +163,21 @@ def test_each_named_request_has_its_counts_and_latencies_past_the_bound_as_other
     assert value("pinchpoint_named_requests_total", "other") == len(then) - (MAX_REQUESTS - 1) == 6
 
 
+def test_in_flight_and_the_send_lag_are_the_last_tick_s() -> None:
+    with _metrics() as server:
+        base = _snapshot(10, 0, 0, [], None)
+        server.update({**base, "in_flight": 7, "send_lag_max_us": 2500}, now=1.0, cpu_s=0.0)
+        server.update({**base, "in_flight": 3, "send_lag_max_us": 0}, now=2.0, cpu_s=0.0)
+        samples = _samples(server.render())
+    run = frozenset({("run_id", "r1")})
+    assert samples[("pinchpoint_in_flight", run)] == 3
+    assert samples[("pinchpoint_send_lag_seconds", run)] == 0.0
+    with _metrics() as server:  # a snapshot without them (Locust's): no sample
+        server.update(_snapshot(10, 0, 0, [], None), now=1.0, cpu_s=0.0)
+        samples = _samples(server.render())
+    assert not any(k[0] in ("pinchpoint_in_flight", "pinchpoint_send_lag_seconds") for k in samples)
+
+
 def test_addresses() -> None:
     assert parse_address("127.0.0.1:9464") == ("127.0.0.1", 9464)
     assert parse_address("[::1]:9464") == ("::1", 9464)
@@ -397,6 +412,10 @@ def test_prometheus_totals_are_the_run_s_records(scraped: Scraped) -> None:
     assert scrapes >= 5 and first < total
     steps = scraped.query(f"max_over_time(pinchpoint_step{{{run}}}[1m])")
     assert float(steps[0]["value"][1]) == 1.0
+    # At most the 2 users' requests are in flight at once; closed loop sends on time.
+    in_flight = _last(scraped, f"max_over_time(pinchpoint_in_flight{{{run}}}[1m])")
+    assert 1 <= in_flight <= 2
+    assert _last(scraped, f"max_over_time(pinchpoint_send_lag_seconds{{{run}}}[1m])") == 0
 
 
 @pytest.mark.serial

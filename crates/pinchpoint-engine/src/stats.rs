@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
 
@@ -186,15 +186,21 @@ pub struct Live {
     pub status_4xx: AtomicU64,
     pub status_5xx: AtomicU64,
     pub window: LiveWindow,
+    /// Requests sent and not yet answered, now.
+    pub in_flight: Arc<AtomicU64>,
+    /// The longest a request of the batches since the last take was sent after its
+    /// intended time, in µs (open loop; 0 in closed loop).
+    pub lag_max_us: AtomicU64,
 }
 
 impl Live {
     pub fn add(&self, records: &[Record]) {
         // One pass over the batch, one atomic add per counter.
         let mut classes = [0u64; ErrorClass::ALL.len()];
-        let (mut status_4xx, mut status_5xx, mut latency) = (0u64, 0u64, 0i64);
+        let (mut status_4xx, mut status_5xx, mut latency, mut lag) = (0u64, 0u64, 0i64, 0i64);
         for r in records {
             latency += r.latency_us.max(0);
+            lag = lag.max(r.start_us - r.intended_us);
             match r.error {
                 Some(e) => classes[e.index()] += 1,
                 None if r.status >= 500 => status_5xx += 1,
@@ -213,6 +219,9 @@ impl Live {
         }
         self.status_4xx.fetch_add(status_4xx, Ordering::Relaxed);
         self.status_5xx.fetch_add(status_5xx, Ordering::Relaxed);
+        if lag > 0 {
+            self.lag_max_us.fetch_max(lag as u64, Ordering::Relaxed);
+        }
         self.window.add(records);
     }
 }

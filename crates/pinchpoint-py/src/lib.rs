@@ -61,6 +61,9 @@ impl LoadRun {
         d.set_item("kind", if self.open_loop { "rate" } else { "users" })?;
         d.set_item("level", self.live.level_milli.load(Ordering::Relaxed) as f64 / 1000.0)?;
         d.set_item("late", self.live.late.load(Ordering::Relaxed))?;
+        d.set_item("in_flight", self.live.in_flight.load(Ordering::Relaxed))?;
+        // The longest send lag of the requests recorded since the previous snapshot.
+        d.set_item("send_lag_max_us", self.live.lag_max_us.swap(0, Ordering::Relaxed))?;
         d.set_item("errors_by_class", live_classes(py, &self.live)?)?;
         // Latencies since the previous snapshot: the live view's last window, and whole
         // (V2) for those who want any percentile of it or to add windows up.

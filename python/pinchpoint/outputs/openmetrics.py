@@ -77,6 +77,9 @@ class State:
     kind: str = "users"
     level: float = 0.0
     cpu_cores: float | None = None
+    # Requests in flight at the tick, and the longest send lag of its second (open loop).
+    in_flight: int | None = None
+    send_lag_s: float | None = None
     steps: dict[int, StepLatency] = field(default_factory=dict)
     # Per named request of the plan: its counts so far and its latencies over the run.
     named: dict[str, NamedRequest] = field(default_factory=dict)
@@ -135,6 +138,10 @@ class MetricsServer:
             s.users = int(snapshot.get("users", 0))
             s.kind = str(snapshot.get("kind", "users"))
             s.level = float(snapshot.get("level", 0.0))
+            if "in_flight" in snapshot:
+                s.in_flight = int(snapshot["in_flight"])
+            if "send_lag_max_us" in snapshot:
+                s.send_lag_s = int(snapshot["send_lag_max_us"]) / 1e6
             if now > self._cpu_at[0]:
                 s.cpu_cores = (cpu_s - self._cpu_at[1]) / (now - self._cpu_at[0])
             self._cpu_at = (now, cpu_s)
@@ -236,6 +243,16 @@ def exposition(state: State, run_id: str) -> str:
     lines.append(f'pinchpoint_load_level{{{run},kind="{_escape(state.kind)}"}} {state.level!r}')
     metric("pinchpoint_step", "gauge", "The current step, from 0.")
     lines.append(f"pinchpoint_step{{{run}}} {state.step}")
+    metric("pinchpoint_in_flight", "gauge", "Requests sent and not yet answered.")
+    if state.in_flight is not None:
+        lines.append(f"pinchpoint_in_flight{{{run}}} {state.in_flight}")
+    metric(
+        "pinchpoint_send_lag_seconds",
+        "gauge",
+        "The longest a request of the last second was sent after its intended time.",
+    )
+    if state.send_lag_s is not None:
+        lines.append(f"pinchpoint_send_lag_seconds{{{run}}} {state.send_lag_s!r}")
     metric("pinchpoint_generator_cpu_cores", "gauge", "CPU of the generator over the last second.")
     if state.cpu_cores is not None:
         lines.append(f"pinchpoint_generator_cpu_cores{{{run}}} {state.cpu_cores!r}")

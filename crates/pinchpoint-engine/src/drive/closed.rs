@@ -48,6 +48,8 @@ pub struct Shared {
     pub next_req_id: AtomicU64,
     /// Requests dropped in flight when the run ended (see [`Unsent`]).
     pub abandoned: Arc<AtomicU64>,
+    /// Requests in flight now (the live counters').
+    pub in_flight: Arc<AtomicU64>,
     /// Some: users walk these flows (`drive::walk`) instead of the plan's requests.
     pub flows: Option<Flows>,
     pub hook: Option<HookRunner>,
@@ -82,7 +84,7 @@ pub async fn run_user(
     mut done: watch::Receiver<bool>,
 ) {
     let mut conn: Option<Conn> = None;
-    let mut out = Unsent::new(tx, Vec::new(), shared.abandoned.clone());
+    let mut out = Unsent::new(tx, Vec::new(), shared.abandoned.clone(), shared.in_flight.clone());
     let mut last_flush = Instant::now();
     let mut request = Outgoing::default();
     let mut turn = index as usize;
@@ -122,7 +124,7 @@ pub async fn run_user(
         // Whether the request's time ran out while connecting: connect's own timeout is
         // the same length, so which of the two timers fires first is a matter of chance.
         let mut connecting = false;
-        out.in_flight = true;
+        out.begin();
         let outcome = until(timer.as_mut(), deadline, async {
             if conn.is_none() {
                 connecting = true;
@@ -133,7 +135,7 @@ pub async fn run_user(
         })
         .await
         .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));
-        out.in_flight = false;
+        out.end();
         let ended = Instant::now();
         let start_us = epoch_us + (started - epoch).as_micros() as i64;
         let latency_us = (ended - started).as_micros() as i64;
@@ -193,13 +195,33 @@ pub struct Unsent {
     pub tx: RecordTx<Vec<Record>>,
     pub batch: Vec<Record>,
     /// A request is in flight.
-    pub in_flight: bool,
+    in_flight: bool,
     abandoned: Arc<AtomicU64>,
+    /// The run's count of requests in flight (the live counters').
+    sending: Arc<AtomicU64>,
 }
 
 impl Unsent {
-    pub fn new(tx: RecordTx<Vec<Record>>, batch: Vec<Record>, abandoned: Arc<AtomicU64>) -> Self {
-        Self { tx, batch, in_flight: false, abandoned }
+    pub fn new(
+        tx: RecordTx<Vec<Record>>,
+        batch: Vec<Record>,
+        abandoned: Arc<AtomicU64>,
+        sending: Arc<AtomicU64>,
+    ) -> Self {
+        Self { tx, batch, in_flight: false, abandoned, sending }
+    }
+
+    /// A request goes out.
+    pub fn begin(&mut self) {
+        self.in_flight = true;
+        self.sending.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The request ended (answered, failed or timed out).
+    pub fn end(&mut self) {
+        if std::mem::take(&mut self.in_flight) {
+            self.sending.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -210,6 +232,7 @@ impl Drop for Unsent {
         }
         if self.in_flight {
             self.abandoned.fetch_add(1, Ordering::Relaxed);
+            self.sending.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

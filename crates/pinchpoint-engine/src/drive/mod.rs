@@ -168,6 +168,7 @@ pub fn run_until(
                 current: AtomicU64::new(pack_step(0, 0)),
                 next_req_id: AtomicU64::new(config.req_id_base),
                 abandoned: abandoned.clone(),
+                in_flight: live.in_flight.clone(),
                 flows,
                 hook,
                 tag_users: config.tag_levels.iter().map(|&l| l.round() as u32).collect(),
@@ -188,6 +189,7 @@ pub fn run_until(
                 base_unix_us,
             );
             open_shared.abandoned = abandoned.clone();
+            open_shared.in_flight = live.in_flight.clone();
             let shared = Arc::new(open_shared);
             let driven = open_loop::drive(
                 open,

@@ -57,6 +57,8 @@ pub struct OpenShared {
     pub base_unix_us: i64,
     /// Requests dropped in flight when the run ended (see [`Unsent`]).
     pub abandoned: Arc<AtomicU64>,
+    /// Requests in flight now (the live counters').
+    pub in_flight: Arc<AtomicU64>,
     pool: Mutex<Pool>,
 }
 
@@ -83,6 +85,7 @@ impl OpenShared {
             base,
             base_unix_us,
             abandoned: Arc::default(),
+            in_flight: Arc::default(),
             pool: Mutex::new(Pool::default()),
         }
     }
@@ -276,14 +279,14 @@ enum Next {
 async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record>>) {
     let (job_tx, mut job_rx) = unbounded_channel::<Option<Job>>();
     let mut conn: Option<Conn> = None;
-    let mut out = Unsent::new(tx, Vec::with_capacity(BATCH_ROWS), shared.abandoned.clone());
+    let mut out = Unsent::new(tx, Vec::with_capacity(BATCH_ROWS), shared.abandoned.clone(), shared.in_flight.clone());
     let mut last_flush = Instant::now();
     let mut request = Outgoing::default();
     let mut job = first;
     loop {
-        out.in_flight = true;
+        out.begin();
         let record = send(&shared, &mut conn, &job, &mut request).await;
-        out.in_flight = false;
+        out.end();
         out.batch.push(record);
         if out.batch.len() >= BATCH_ROWS || last_flush.elapsed() >= BATCH_EVERY {
             flush(&out.tx, &mut out.batch, &mut last_flush);

@@ -69,7 +69,7 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
     let flows = shared.flows.as_ref().expect("a flow user runs flows");
     let mut st = State {
         conn: None,
-        out: Unsent::new(tx, Vec::new(), shared.abandoned.clone()),
+        out: Unsent::new(tx, Vec::new(), shared.abandoned.clone(), shared.in_flight.clone()),
         last_flush: Instant::now(),
         request: Outgoing::default(),
         rng: Rng::stream(shared.seed, u64::from(index)),
@@ -221,7 +221,7 @@ async fn send_step(
     st.kept.clear();
     st.kept.want_body = step.reads_body;
     let mut connecting = false;
-    st.out.in_flight = true;
+    st.out.begin();
     let started = Instant::now();
     let deadline = (started + prepared.timeout).into();
     let outcome = {
@@ -238,7 +238,7 @@ async fn send_step(
         .await
         .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }))
     };
-    st.out.in_flight = false;
+    st.out.end();
     let ended = Instant::now();
     record.start_us = epoch_us + (started - epoch).as_micros() as i64;
     record.intended_us = record.start_us;

@@ -3,7 +3,6 @@
 use serde_json::Value;
 
 use crate::config::flow::Cmp;
-use crate::flow::extract::node_text;
 
 /// Ok if `got` compares so with `want`, else what it is instead.
 pub fn compare(got: &Value, op: Cmp, want: &str) -> Result<(), String> {
@@ -59,3 +58,10 @@ pub fn compare(got: &Value, op: Cmp, want: &str) -> Result<(), String> {
     Err(format!("{text} is not {sign} {want}"))
 }
 
+/// A JSON node as text: a string as it is, anything else as JSON.
+pub fn node_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

@@ -9,7 +9,7 @@ use crate::client::Kept;
 use crate::flow::jar::Jar;
 use crate::client::MAX_KEPT_BODY;
 use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec, Cmp, Pick};
-use crate::flow::compare::compare;
+use crate::flow::compare::{compare, node_text};
 use crate::flow::jsonpath::{Bounded, Shape};
 use crate::flow::template::{Into, Template};
 use crate::rng::Rng;
@@ -157,13 +157,6 @@ impl<'a> Answer<'a> {
     }
 }
 
-/// A JSON node as text: a string as it is, anything else as JSON.
-pub fn node_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
 
 /// The value `capture` takes from `answer` (with `pick = "random"`, drawn from `rng`),
 /// or why it found none.
