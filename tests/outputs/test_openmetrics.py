@@ -412,9 +412,10 @@ def test_prometheus_totals_are_the_run_s_records(scraped: Scraped) -> None:
     assert scrapes >= 5 and first < total
     steps = scraped.query(f"max_over_time(pinchpoint_step{{{run}}}[1m])")
     assert float(steps[0]["value"][1]) == 1.0
-    # At most the 2 users' requests are in flight at once; closed loop sends on time.
-    in_flight = _last(scraped, f"max_over_time(pinchpoint_in_flight{{{run}}}[1m])")
-    assert 1 <= in_flight <= 2
+    # Scraped each second, never more than the 2 users' requests in flight (the requests
+    # take 3 ms of every 13: most ticks see none); closed loop sends on time.
+    assert _last(scraped, f"count_over_time(pinchpoint_in_flight{{{run}}}[1m])") >= 5
+    assert _last(scraped, f"max_over_time(pinchpoint_in_flight{{{run}}}[1m])") <= 2
     assert _last(scraped, f"max_over_time(pinchpoint_send_lag_seconds{{{run}}}[1m])") == 0
 
 
