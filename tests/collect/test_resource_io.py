@@ -27,7 +27,10 @@ from pinchpoint.collect.resources.procs import ProcessTable, descendants, parse_
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler, conform
 from pinchpoint.rundir.schemas import OPTIONAL_RESOURCE_COLUMNS, RESOURCES_SCHEMA
 
+# Integrates sampled rates against known byte counts: runs alone, after the parallel part
+# (beside three busy workers the sampler's stamps lag its reads by a few percent).
 pytestmark = [
+    pytest.mark.serial,
     pytest.mark.timeout(60),
     pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux /proc"),
 ]
