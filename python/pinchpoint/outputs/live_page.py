@@ -16,18 +16,18 @@ import ipaddress
 import json
 import queue
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
 from functools import cache
 from http.cookies import SimpleCookie
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from pinchpoint.outputs.http_thread import start_server, stop_server
 from pinchpoint.outputs.live_state import LiveRun
 
 PAGE = Path(__file__).with_name("live_page.html")
@@ -56,12 +56,7 @@ class LivePage:
         self.listeners: list[queue.Queue[tuple[str, Any] | None]] = []
         self.report: Path | None = None
         self.token = token_for(host, token)
-        server = _Server6 if ":" in host else _Server
-        self.httpd = server((host, port), _handler(self))
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
-        )
-        self.thread.start()
+        self.httpd, self.thread = start_server(host, port, _handler(self))
 
     @property
     def port(self) -> int:
@@ -146,9 +141,7 @@ class LivePage:
             for listener in self.listeners:
                 _close(listener)
             self.listeners.clear()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+        stop_server(self.httpd, self.thread)
 
 
 def _close(listener: queue.Queue[tuple[str, Any] | None]) -> None:
@@ -176,14 +169,6 @@ def _plotly_js() -> bytes:
     from plotly.offline import get_plotlyjs
 
     return get_plotlyjs().encode()
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
 
 
 def _handler(page: LivePage) -> type[BaseHTTPRequestHandler]:

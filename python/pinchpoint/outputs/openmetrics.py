@@ -8,17 +8,17 @@ series is labelled by run id; the labels are few (steps and error classes are bo
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 
 from pinchpoint.load.hdr import Histogram, decode_v2, index_for
+from pinchpoint.outputs.http_thread import start_server, stop_server
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Upper bounds of the classic buckets, in µs (1 ms .. 10 s); +Inf is added.
@@ -111,12 +111,7 @@ class MetricsServer:
         self.lock = threading.Lock()
         # The CPU clock when last read, so that the first tick has a second to measure.
         self._cpu_at = (time.monotonic(), cpu_clock())
-        server = _Server6 if ":" in host else _Server
-        self.httpd = server((host, port), _handler(self))
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
-        )
-        self.thread.start()
+        self.httpd, self.thread = start_server(host, port, _handler(self))
 
     @property
     def port(self) -> int:
@@ -182,17 +177,7 @@ class MetricsServer:
         self.close()
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
+        stop_server(self.httpd, self.thread)
 
 
 def _window_counts(snapshot: dict[str, Any]) -> np.ndarray | None:
