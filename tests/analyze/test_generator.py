@@ -3,6 +3,8 @@ neighbour; each on steps where it must fire and where it must not."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from test_verdict_rules import CTX, pool_steps
 
 from pinchpoint.analyze.causes.generator import generator_check
@@ -81,3 +83,24 @@ def test_a_starved_generator_whose_latency_no_tier_saw_is_named() -> None:
     for s in steps:
         s["tiers"]["nginx"]["p50_ms"] = 0.38  # the tiers saw the time: not the generator's
     assert generator_check(steps, CTX)["starved"] is False
+
+
+def test_a_generator_whose_threads_ran_or_waited_for_a_core_all_the_time_is_saturated() -> None:
+    # Two threads on a host nginx shares: 1.0 core used, 0.85 waited for. The host's busy
+    # share is read a little low (1.7 of 2), so only the threads' demand shows the limit.
+    steps = _set(pool_steps(), "generator", cpu_cores=1.0, cpu_wait_cores=0.85)
+    for s in steps:
+        s["resources"]["host"]["cpu_cores"] = 1.6
+    ctx = replace(CTX, generator_threads=2)
+    check = generator_check(steps, ctx)
+    assert (check["saturated"], check["cpu_cores_max"], check["cpu_wanted_max"]) == (
+        True,
+        1.0,
+        1.85,
+    )
+    v = decide(steps, ctx)
+    assert v["bottleneck"]["component"] == "generator"
+    assert "its 2 threads wanted 1.85 cores" in v["headline"]
+    for s in steps:
+        s["resources"]["generator"]["cpu_wait_cores"] = 0.2  # it waited for answers instead
+    assert generator_check(steps, ctx)["saturated"] is False

@@ -9,9 +9,9 @@ from pinchpoint.analyze.causes.cause import Cause
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
+    CPU_SATURATED,
     GENERATOR_SATURATED,
     GENERATOR_SHARE,
-    HOST_SATURATED,
     MOSTLY_ANSWERED,
     OUTSIDE_SHARE,
     STARVED_CORES,
@@ -25,6 +25,9 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
     """Whether the generator, or the host it runs on, limited the run."""
     hosts = [host_use(s, ctx) for s in steps]
     peak = max((h.generator for h in hosts), default=0.0)
+    # Threads that ran or waited for a core all the time never waited for an answer: a
+    # closed loop that computes flat out, whether or not the host gave it the cores.
+    wanted = max((h.generator + (h.generator_wait or 0.0) for h in hosts), default=0.0)
     shares = [h.generator_wait_share or 0.0 for h in hosts]
     delayed = [
         share >= STARVED_SHARE
@@ -33,11 +36,12 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
         for h, s, share in zip(hosts, steps, shares, strict=True)
     ]
     check = {
-        "saturated": peak >= GENERATOR_SATURATED * ctx.generator_threads,
+        "saturated": wanted >= GENERATOR_SATURATED * ctx.generator_threads,
         "host_saturated": any(_busy_with_generator(h) for h in hosts),
         # At most of the steps: a generator delayed at one step is noise, not the run.
         "starved": bool(delayed) and sum(delayed) >= 0.5 * len(delayed),
         "cpu_cores_max": round(peak, 3),
+        "cpu_wanted_max": round(wanted, 3),
         "cpu_wait_share_max": round(max(shares, default=0.0), 3),
         "threads": ctx.generator_threads,
     }
@@ -120,7 +124,7 @@ def _outside_share(step: dict, ctx: Context) -> float:
 
 def _busy_with_generator(h: HostUse) -> bool:
     busy = h.busy or 0.0
-    return busy >= HOST_SATURATED * h.cores and h.generator >= GENERATOR_SHARE * busy
+    return busy >= CPU_SATURATED * h.cores and h.generator >= GENERATOR_SHARE * busy
 
 
 def generator_limits(generator: dict) -> bool:
@@ -160,7 +164,13 @@ def _why(generator: dict, h: HostUse, ctx: Context) -> str:
     if generator["starved"]:
         return "its threads waited for a CPU"
     if generator["saturated"]:
-        return f"it used {generator['cpu_cores_max']:.2f} cores of {generator['threads']} threads"
+        used, wanted = generator["cpu_cores_max"], generator.get("cpu_wanted_max", 0.0)
+        if wanted > used + 0.05:
+            return (
+                f"its {generator['threads']} threads wanted {wanted:.2f} cores (they used "
+                f"{used:.2f} and waited for a core the rest of the time)"
+            )
+        return f"it used {used:.2f} cores of {generator['threads']} threads"
     return f"the host it runs on was saturated ({h.busy or 0.0:.2f} of {ctx.cpu_count} cores)"
 
 
