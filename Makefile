@@ -16,7 +16,7 @@ test: system-deps-test build
 	$(VENV)/bin/ruff check python tests
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -n 2 --dist loadfile -m "not serial" --durations=25 -p no:cacheprovider
+	$(PY) -m pytest -n 4 --dist loadfile -m "not serial" --durations=25 -p no:cacheprovider
 	$(PY) -m pytest -m serial --durations=25 -p no:cacheprovider
 
 setup: system-deps build

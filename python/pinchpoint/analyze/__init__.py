@@ -14,6 +14,7 @@ from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.hot_code import add_hot_code, read_profile
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.pools import pool_sizes
+from pinchpoint.analyze.prediction import predict
 from pinchpoint.analyze.run_input import RunInput, read_input
 from pinchpoint.analyze.sla_record import SlaOutcome
 from pinchpoint.analyze.steps import step_table
@@ -121,6 +122,8 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
         **_curve(steps),
         "sla": _sla(data),
     }
+    if verdict.get("bottleneck") and (found := predict(verdict["bottleneck"], steps, ctx)):
+        verdict["bottleneck"]["prediction"] = found.as_json()
     if aborted := data.run.get("aborted"):
         verdict["aborted"] = aborted["reason"]
     if short := load_short(ctx.generators):

@@ -134,3 +134,8 @@ LOAD_RANGE = 2.0  # hand
 BOTTLENECK_SHARE = 25  # = EXPLAINS, in percent as the evidence prints it
 # ...and any further finding named for its time this much.
 FINDING_SHARE = 10  # = OTHER_TIER_SHARE
+
+# --- Predictions -----------------------------------------------------------------------------
+# The CPU's ceiling this close to the load's leaves the load (the users' own cycle) as what
+# bounds a change.
+LOAD_BOUND = 0.9  # hand

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pinchpoint.cli.app import FindKnee, Quiet, RunsDir, app, show_outcome
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.terminal import Console, fail, warn
+
+if TYPE_CHECKING:
+    from rich.console import Console as RichConsole
+
+    from pinchpoint.pipeline import RunOutcome
 
 
 @app.command()
@@ -32,6 +38,14 @@ def demo(
             "(its [target] url is replaced by the stack's; e.g. examples/shop_flow.toml).",
         ),
     ] = None,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="Then apply the verdict's advice to the demo stack (its gunicorn workers), "
+            "run again and print the predicted throughput against the measured.",
+        ),
+    ] = False,
 ) -> None:
     """Start nginx → gunicorn → Flask on loopback, step the load on it and name its bottleneck."""
     from pinchpoint.cli.arguments import check_demo_args
@@ -41,76 +55,126 @@ def demo(
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
+    from pinchpoint.demo import NginxNotFound, StackError
+    from pinchpoint.interrupts import catching
+
+    console = Console()
+    setup = _Setup(
+        lower, upper, step, seconds, cpu_ms, wait_ms, runs_dir, quiet, find_knee, plan_file
+    )
+    try:
+        with catching(say=lambda line: warn(line, console)) as caught:
+            outcome = _run_on_stack(setup, workers, console)
+            show_outcome(outcome, console)
+            advised = _advised_workers(outcome.verdict) if apply else None
+            if apply and advised is None:
+                console.print("Nothing to apply: the verdict advises no gunicorn worker count.")
+            if advised is not None and not (caught.signals or outcome.interrupted):
+                console.print(f"\nApplying the advice: gunicorn with {advised} workers.")
+                before = outcome.run_dir
+                prediction = outcome.verdict["bottleneck"]["prediction"]
+                outcome = _run_on_stack(setup, advised, console)
+                show_outcome(outcome, console)
+                _show_check(before, prediction, outcome.run_dir, console)
+    except NginxNotFound as e:
+        fail(e)
+        raise typer.Exit(3) from None
+    except StackError as e:
+        fail(f"The demo stack did not start: {e}")
+        raise typer.Exit(3) from None
+    except (PlanError, ValueError) as e:
+        fail(e)
+        raise typer.Exit(2) from None
+    if caught.signals or outcome.interrupted:
+        raise typer.Exit(caught.exit_code() or 130)
+
+
+@dataclass(frozen=True)
+class _Setup:
+    lower: int
+    upper: int
+    step: int
+    seconds: float
+    cpu_ms: float
+    wait_ms: float
+    runs_dir: Path
+    quiet: bool
+    find_knee: bool
+    plan_file: Path | None
+
+
+def _run_on_stack(setup: _Setup, workers: int, console: RichConsole) -> RunOutcome:
+    """Starts the demo stack with `workers` gunicorn workers, runs the demo plan (or the
+    user's) on it and stops it."""
     import tempfile
 
-    from pinchpoint.demo import DemoStack, NginxNotFound, StackError
+    from pinchpoint.demo import DemoStack
     from pinchpoint.demo.found import found_components
     from pinchpoint.demo.plan import demo_plan, plan_on_stack, probe_path
-    from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
     from pinchpoint.pipeline import execute
     from pinchpoint.plan.model import parse_plan, read_plan_text
 
-    console = Console()
     with tempfile.TemporaryDirectory(prefix="pinchpoint-demo-") as tmp:
-        try:
-            stack = DemoStack(Path(tmp), workers=workers)
-            with stack:
-                if plan_file is not None:
-                    source = str(plan_file)
-                    text = plan_on_stack(
-                        read_plan_text(plan_file), stack.url, stack.components(), source
-                    )
-                    how = f"Running {plan_file}"
-                else:
-                    source = "demo plan"
-                    components, said = found_components(
-                        stack.url + probe_path(cpu_ms, wait_ms), stack.components()
-                    )
-                    console.print(said, highlight=False)
-                    text = demo_plan(
-                        stack.url,
-                        components,
-                        lower,
-                        upper,
-                        step,
-                        seconds,
-                        cpu_ms,
-                        wait_ms,
-                        find_knee=find_knee,
-                    )
-                    how = (
-                        f"Searching {lower}→{upper} users for the knee"
-                        if find_knee
-                        else f"Stepping {lower}→{upper} users by {step}"
-                    )
-                plan = parse_plan(text, source)
-                per_step = (
-                    ""
-                    if plan_file is not None
-                    else f", {seconds:g}s each, {cpu_ms:g} ms CPU + {wait_ms:g} ms wait per request"
+        stack = DemoStack(Path(tmp), workers=workers)
+        with stack:
+            if setup.plan_file is not None:
+                source = str(setup.plan_file)
+                text = plan_on_stack(
+                    read_plan_text(setup.plan_file), stack.url, stack.components(), source
                 )
-                console.print(
-                    f"Demo stack up: nginx {stack.url} → gunicorn ({workers} workers) → Flask + probe. "
-                    f"{how}{per_step}.",
-                    highlight=False,
+                how = f"Running {setup.plan_file}"
+            else:
+                source = "demo plan"
+                components, said = found_components(
+                    stack.url + probe_path(setup.cpu_ms, setup.wait_ms), stack.components()
                 )
-                # As `pinchpoint run`: Ctrl-C or SIGTERM stops the load, the run folder is
-                # finished with what was measured, and the exit code says it was cut short.
-                with (
-                    catching(say=lambda line: warn(line, console)) as caught,
-                    LiveView(console, quiet) as view,
-                ):
-                    outcome = execute(plan, text, runs_dir, on_tick=view)
-        except NginxNotFound as e:
-            fail(e)
-            raise typer.Exit(3) from None
-        except StackError as e:
-            fail(f"The demo stack did not start: {e}")
-            raise typer.Exit(3) from None
-        except (PlanError, ValueError) as e:
-            fail(e)
-            raise typer.Exit(2) from None
-    show_outcome(outcome, console)
-    if caught.signals or outcome.interrupted:
-        raise typer.Exit(caught.exit_code() or 130)
+                console.print(said, highlight=False)
+                text = demo_plan(
+                    stack.url,
+                    components,
+                    setup.lower,
+                    setup.upper,
+                    setup.step,
+                    setup.seconds,
+                    setup.cpu_ms,
+                    setup.wait_ms,
+                    find_knee=setup.find_knee,
+                )
+                how = (
+                    f"Searching {setup.lower}→{setup.upper} users for the knee"
+                    if setup.find_knee
+                    else f"Stepping {setup.lower}→{setup.upper} users by {setup.step}"
+                )
+            plan = parse_plan(text, source)
+            per_step = (
+                ""
+                if setup.plan_file is not None
+                else f", {setup.seconds:g}s each, {setup.cpu_ms:g} ms CPU + "
+                f"{setup.wait_ms:g} ms wait per request"
+            )
+            console.print(
+                f"Demo stack up: nginx {stack.url} → gunicorn ({workers} workers) → Flask + "
+                f"probe. {how}{per_step}.",
+                highlight=False,
+            )
+            # As `pinchpoint run`: Ctrl-C or SIGTERM stops the load, the run folder is
+            # finished with what was measured, and the exit code says it was cut short.
+            with LiveView(console, setup.quiet) as view:
+                return execute(plan, text, setup.runs_dir, on_tick=view)
+
+
+def _advised_workers(verdict: dict) -> int | None:
+    """The gunicorn worker count the verdict's advice predicts for, if it names one."""
+    found = verdict.get("bottleneck") or {}
+    predicted = found.get("prediction") or {}
+    if predicted.get("component") == "gunicorn" and predicted.get("setting") == "workers":
+        return int(predicted["to"])
+    return None
+
+
+def _show_check(before: Path, prediction: dict, run_dir: Path, console: RichConsole) -> None:
+    from pinchpoint.compare.advice import check_run_advice
+
+    for line in check_run_advice(before, prediction, run_dir).lines():
+        console.print(line, style="bold", highlight=False)

@@ -124,6 +124,16 @@ def run(
             help="Keep serving the report this long after the run (Ctrl-C ends it).",
         ),
     ] = 60.0,
+    check_advice: Annotated[
+        Path | None,
+        typer.Option(
+            "--check-advice",
+            metavar="RUN",
+            help="After applying the advice of an earlier run (its run folder), print the "
+            "throughput it predicted against this run's (kept in advice_check.json).",
+            file_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Run a plan against a stack: step the load, collect every tier's records, find the bottleneck.
 
@@ -154,6 +164,7 @@ def run(
         from pinchpoint.load.preflight import check_run
 
         check_run(plan, text, source, runs_dir, locustfile is not None)
+        predicted = _prediction(check_advice)
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
@@ -201,6 +212,8 @@ def run(
             fail(f"Interrupted before {left} was complete: pinchpoint analyze {left} recovers it")
             raise typer.Exit(caught.exit_code() or 130) from None
         show_outcome(outcome, console)
+        if check_advice is not None and predicted is not None:
+            _advice_check(check_advice, predicted, outcome.run_dir, console)
         sla_met = sla_outcome(outcome, console, as_json)
         if page is not None:
             page.finish(outcome.run_dir / files.REPORT, str(outcome.verdict.get("headline", "")))
@@ -218,6 +231,30 @@ def run(
         raise typer.Exit(caught.exit_code() or 130)
     if not sla_met:
         raise typer.Exit(1)
+
+
+def _prediction(run_dir: Path | None) -> dict | None:
+    """The prediction of the run --check-advice names, read before any load."""
+    if run_dir is None:
+        return None
+    from pinchpoint.compare.advice import read_prediction
+
+    try:
+        return read_prediction(run_dir)
+    except (OSError, ValueError) as e:
+        raise PlanError(f"--check-advice {e}") from None
+
+
+def _advice_check(before: Path, predicted: dict, run_dir: Path, console: RichConsole) -> None:
+    from pinchpoint.compare.advice import check_run_advice
+
+    try:
+        checked = check_run_advice(before, predicted, run_dir)
+    except (OSError, ValueError) as e:
+        warn(f"--check-advice: {e}", console)
+        return
+    for line in checked.lines():
+        console.print(line, highlight=False)
 
 
 def _metrics_server(

@@ -161,6 +161,8 @@ def _verdict_section(data: ReportInput, run_id: str) -> str:
     text = summary.summary(verdict)
     if text:
         lines.append(f"<p>{escape(text)}</p>")
+    if predicted := summary.prediction(verdict):
+        lines.append(f'<p class="prediction">{escape(predicted)}</p>')
     facts = summary.facts(verdict)
     if facts:
         lines.append('<dl class="facts">')

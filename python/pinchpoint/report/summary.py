@@ -43,6 +43,14 @@ def summary(verdict: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
+def prediction(verdict: dict[str, Any]) -> str | None:
+    """What the advice would give, as predicted from the run: one line."""
+    found = bottleneck(verdict)
+    predicted = found.get("prediction") if found else None
+    line = predicted.get("line") if isinstance(predicted, dict) else None
+    return f"Predicted: {line}." if isinstance(line, str) and line else None
+
+
 def evidence(verdict: dict[str, Any]) -> list[str]:
     found = bottleneck(verdict)
     items = found.get("evidence") if found else None

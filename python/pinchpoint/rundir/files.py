@@ -18,6 +18,8 @@ runs/<run-id>/
     db_activity.parquet the database's backends sampled from inside: their state, wait,
                         statement, and the lock and statement that block them
     db_statements.parquet  pg_stat_statements read as the run went, where installed
+    advice_check.json   this run against the prediction of an earlier run's advice
+                        (`run --check-advice`)
     levels/             the knee search's probes, one run folder each
 """
 
@@ -49,6 +51,7 @@ SUMMARY = "summary.json"
 PROFILE = "profile.json"
 DB_ACTIVITY = "db_activity.parquet"
 DB_STATEMENTS = "db_statements.parquet"
+ADVICE_CHECK = "advice_check.json"
 LEVELS = "levels"
 
 # Rows per row group of requests.parquet (the engine's too: ROW_GROUP_ROWS in

@@ -73,6 +73,8 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
     text = summary.summary(verdict)
     if text:
         console.print(Text(text), highlight=False)
+    if predicted := summary.prediction(verdict):
+        console.print(Text(predicted, style="bold"), highlight=False)
     evidence = summary.evidence(verdict)
     if evidence:
         # A grid, so a long item wraps under its own text, not under the bullet.

@@ -36,6 +36,9 @@ def pool_or_cpu(
     computing = use.demand_per_worker is not None and use.demand_per_worker >= CPU_BOUND
     waited_on_neighbour = computing and neighbour_made_wait(host, ctx)
     computing = computing and not waited_on_neighbour
+    if _users_fit(use, top):
+        # No request can have waited for a worker: more workers would change nothing.
+        full = False
     if full and not computing and not pool_known(group, ctx):
         # Workers counted from processes, not found: an event loop or a thread pool may
         # hold many waiting requests each, so only computing ones say the pool is full.
@@ -55,7 +58,7 @@ def pool_or_cpu(
         return cpu_finding(tier, group, steps, onset, evidence, ctx)
     if host_saturated(steps, onset, ctx) and _computes(use) and stack_fills_cpu(use, host, ctx):
         return cpu_finding(tier, group, steps, onset, evidence, ctx)
-    if _processes_busy(use) and host.idle >= IDLE_CORE:
+    if _processes_busy(use) and host.idle >= IDLE_CORE and not _users_fit(use, top, processes=True):
         # Threads of one process share its interpreter lock: every process wanting a core
         # is a pool of processes too small, whatever its threads' occupancy says.
         evidence = [*_pool_lines(tier, use, steps, ctx), *evidence]
@@ -75,6 +78,13 @@ def _cpu_filled_first(group: str, steps: list[dict], onset: dict, ctx: Context) 
     if top is None or top[0] == group or filled is None:
         return False
     return position(steps, filled) < position(steps, _pool_onset(group, steps, ctx, onset))
+
+
+def _users_fit(use: GroupUse, step: dict, processes: bool = False) -> bool:
+    """Whether the pool has a slot (or a process) for every user of a closed-loop step:
+    its users have at most one request each in flight, so none waited for a worker."""
+    slots = (use.processes or use.workers) if processes else use.workers
+    return step.get("kind", "users") == "users" and bool(slots) and step["users"] <= (slots or 0)
 
 
 def _processes_busy(use: GroupUse) -> bool:

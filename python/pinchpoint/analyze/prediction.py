@@ -1,0 +1,184 @@
+"""What the verdict's advice would give: the throughput after the change it advises,
+predicted from the run itself, and what would limit next.
+
+Three ceilings bound a change at the heaviest load the plan tested:
+- the pool's: a pool of k workers serves k/N of what N served when each holds a request as
+  long as before (Little's law); a quota of q' cores serves q'/q of what q served;
+- the load's: a closed loop of U users sends at most U ÷ one user's shortest cycle (its
+  latency and think time at the lightest step), an open loop its target rate;
+- the CPU's: each request costs the stack, and the generator beside it, the cores·s D it
+  cost at the heaviest step, on the host's cores less what other processes used. In a
+  closed loop its users also wait for those cores as they fill: mean value analysis of
+  the users cycling through the cores (a queue, by Seidmann's approximation of c servers)
+  and the rest of their cycle (a delay), as in Lazowska et al., *Quantitative System
+  Performance*, ch. 6 and 8.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pinchpoint.analyze.context import Context, load_text, rate_of
+from pinchpoint.analyze.thresholds import CPU_BOUND, LOAD_BOUND
+from pinchpoint.analyze.usage import group_use, host_use, sampled
+
+
+@dataclass(frozen=True)
+class Prediction:
+    component: str
+    setting: str  # "workers", "processes" or "cpu_quota_cores"
+    now: float
+    to: float
+    measured_rps: float
+    predicted_rps: float
+    at_users: int
+    at: str  # the load in words: "15 users", "400 req/s"
+    limited_by: str  # "workers", "processes", "cpu_quota", "process_cpu", "cpu" or "load"
+    ceilings: dict[str, float]
+
+    def as_json(self) -> dict:
+        return {
+            "component": self.component,
+            "setting": self.setting,
+            "now": self.now,
+            "to": self.to,
+            "measured_rps": round(self.measured_rps, 1),
+            "predicted_rps": round(self.predicted_rps, 1),
+            "at_users": self.at_users,
+            "limited_by": self.limited_by,
+            "ceilings_rps": {k: round(v, 1) for k, v in self.ceilings.items()},
+            "line": self.line(),
+        }
+
+    def line(self) -> str:
+        then = {
+            "cpu": "where the host's CPU limits",
+            "load": "all the load offers: nothing limits before it",
+            "cpu_quota": "where the quota limits again",
+            "process_cpu": "where each process computes on its one core (its interpreter lock)",
+        }.get(self.limited_by, f"where the {self.to:g} {self.setting} limit again")
+        return (
+            f"{self.component} {self.setting.replace('_', ' ')} {self.now:g} → {self.to:g}: "
+            f"about {self.predicted_rps:.0f} req/s at {self.at} (now {self.measured_rps:.0f}), "
+            f"{then}"
+        )
+
+
+def predict(bottleneck: dict, steps: list[dict], ctx: Context) -> Prediction | None:
+    """The effect of the change the bottleneck's advice names, where a number says it: a
+    pool's workers or processes, a cgroup's CPU quota. None for the others."""
+    answered = [s for s in steps if s["throughput_rps"] > 0]
+    if not answered or bottleneck.get("component") is None:
+        return None
+    if bottleneck["resource"] == "worker_pool":
+        return _pool(bottleneck["component"], answered, ctx)
+    if bottleneck["resource"] == "cpu_quota":
+        return _quota(bottleneck["component"], answered, ctx)
+    return None
+
+
+def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
+    top = steps[-1]
+    use, host = group_use(group, top, ctx), host_use(top, ctx)
+    if not use.workers:
+        return None
+    computing = (use.demand_per_worker or 0.0) >= CPU_BOUND
+    locked = bool(use.processes and use.processes < use.workers) and computing
+    setting, now = ("processes", use.processes) if locked else ("workers", use.workers)
+    assert now is not None
+    x = top["throughput_rps"]
+    ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
+    threads = bool(use.processes and use.processes < use.workers) and setting == "workers"
+    if threads and use.cpu:
+        # More threads in the same processes: each process computes on one core at most
+        # (its interpreter lock), whatever its threads.
+        ceilings["process_cpu"] = (use.processes or 0) * x / use.cpu
+    if computing:
+        # One more worker per idle core: each computes about a core (the cause's advice).
+        to = now + max(1, int(host.idle + 0.25))
+    else:
+        # Enough waiting workers for the first of the other ceilings.
+        to = max(now + 1, math.ceil(now * min(ceilings.values()) / x))
+    return _limited(group, setting, now, to, top, {setting: x * to / now, **ceilings})
+
+
+def _quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
+    top, low = steps[-1], steps[0]
+    use, host = group_use(group, top, ctx), host_use(top, ctx)
+    if not use.quota or not use.cpu:
+        return None
+    x = top["throughput_rps"]
+    others = max(0.0, ctx.cpu_count - host.neighbours - (host.stack - use.cpu) - host.generator)
+    to = round(min(2 * use.quota, max(others, use.quota)), 2)
+    ceilings = {"cpu_quota": x * to / use.cpu, "cpu": _cpu_ceiling(steps, ctx)}
+    ceilings["load"] = _load_ceiling(steps)
+    low_use = group_use(group, low, ctx)
+    if use.workers and low_use.busy > 0:
+        # The pool, each worker as long as at the lightest load (before the throttling).
+        ceilings["workers"] = use.workers * low["throughput_rps"] / low_use.busy
+    return _limited(group, "cpu_quota_cores", use.quota, to, top, ceilings)
+
+
+def _limited(
+    group: str, setting: str, now: float, to: float, top: dict, ceilings: dict[str, float]
+) -> Prediction:
+    limited_by = min(ceilings, key=lambda k: ceilings[k])
+    if limited_by == "cpu" and ceilings["cpu"] >= LOAD_BOUND * ceilings["load"]:
+        limited_by = "load"  # the users wait little for a core: their own cycle bounds it
+    return Prediction(
+        component=group,
+        setting=setting,
+        now=now,
+        to=to,
+        measured_rps=top["throughput_rps"],
+        predicted_rps=ceilings[limited_by],
+        at_users=top["users"],
+        at=load_text(top),
+        limited_by=limited_by,
+        ceilings=ceilings,
+    )
+
+
+def _cpu_ceiling(steps: list[dict], ctx: Context) -> float:
+    """Requests per second the host's cores left by other processes would serve, each
+    costing the stack and the generator what it did at the heaviest step; in a closed
+    loop, what its users would send while waiting for those cores."""
+    top = steps[-1]
+    host = host_use(top, ctx)
+    x = top["throughput_rps"]
+    if sampled(top):
+        cost, cores = (host.stack + host.generator) / x, ctx.cpu_count - host.neighbours
+    else:  # no tier's processes known: the host's whole use is the stack's
+        cost, cores = (host.busy or 0.0) / x, float(ctx.cpu_count)
+    if cost <= 0 or cores <= 0:
+        return math.inf
+    if rate_of(top) is not None:
+        return cores / cost
+    cycle = 1 / max(s["throughput_rps"] / s["users"] for s in steps if s["users"] > 0)
+    return closed_loop_rate(top["users"], cycle, cost, cores)
+
+
+def closed_loop_rate(users: int, cycle_s: float, cpu_s: float, cores: float) -> float:
+    """Mean value analysis: the rate of `users` each cycling in `cycle_s` when alone, of
+    which `cpu_s` on `cores` shared cores (Seidmann: a queue of cpu_s/cores and a delay of
+    the rest), the users waiting for a core as it fills."""
+    queue_s = cpu_s / cores
+    delay_s = max(cycle_s - queue_s, 0.0)
+    rate, waiting = 0.0, 0.0
+    for n in range(1, users + 1):
+        at_cores = queue_s * (1 + waiting)
+        rate = n / (delay_s + at_cores)
+        waiting = rate * at_cores
+    return rate
+
+
+def _load_ceiling(steps: list[dict]) -> float:
+    """The most the heaviest step's load can send: its target rate in open loop; in closed
+    loop its users, each at the shortest cycle one user had (answer and think time)."""
+    top = steps[-1]
+    rate = rate_of(top)
+    if rate is not None:
+        return rate
+    per_user = max(s["throughput_rps"] / s["users"] for s in steps if s["users"] > 0)
+    return top["users"] * per_user

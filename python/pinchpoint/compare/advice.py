@@ -1,0 +1,114 @@
+"""A run made after the advice of an earlier run was applied, against what that advice
+predicted (`pinchpoint run PLAN --check-advice RUN`): the throughput measured at the load
+the prediction was made for, and whether the setting it named changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pinchpoint.rundir import files
+
+
+@dataclass(frozen=True)
+class AdviceCheck:
+    before_run: str
+    prediction: dict
+    measured_rps: float
+    at_users: int
+    # The setting as this run found it (a pool's size, a quota); None when not known.
+    found: float | None
+
+    @property
+    def error(self) -> float:
+        """Measured against predicted, as a share: -0.1 is 10% below the prediction."""
+        predicted = float(self.prediction["predicted_rps"])
+        return self.measured_rps / predicted - 1 if predicted > 0 else 0.0
+
+    @property
+    def applied(self) -> bool | None:
+        if self.found is None:
+            return None
+        return abs(self.found - float(self.prediction["to"])) < 1e-6
+
+    def as_json(self) -> dict:
+        return {
+            "before_run": self.before_run,
+            "prediction": self.prediction,
+            "measured_rps": round(self.measured_rps, 1),
+            "at_users": self.at_users,
+            "error": round(self.error, 3),
+            "found": self.found,
+            "applied": self.applied,
+        }
+
+    def lines(self) -> list[str]:
+        p = self.prediction
+        setting = str(p["setting"]).replace("_", " ")
+        out = [
+            f"Advice of {self.before_run}: {p['component']} {setting} {p['now']:g} → {p['to']:g}, "
+            f"predicted about {p['predicted_rps']:.0f} req/s at {p['at_users']} users "
+            f"(was {p['measured_rps']:.0f}); measured {self.measured_rps:.0f} req/s at "
+            f"{self.at_users} users ({100 * self.error:+.0f}%)."
+        ]
+        if self.applied is False and self.found is not None:
+            out.append(
+                f"{p['component']} has {setting} {self.found:g} in this run, not {p['to']:g}: "
+                "the prediction was for the advised setting."
+            )
+        return out
+
+
+def read_prediction(run_dir: Path) -> dict:
+    """The prediction of a run's verdict; ValueError naming the folder when it has none."""
+    verdict = files.RunFolder(run_dir).read_json(files.VERDICT)
+    found = verdict.get("bottleneck")
+    if not isinstance(found, dict):
+        raise ValueError(f"{run_dir}: its verdict names no bottleneck, so it gives no advice")
+    predicted = found.get("prediction")
+    if not isinstance(predicted, dict):
+        raise ValueError(
+            f"{run_dir}: its verdict ({found.get('component')} {found.get('resource')}) "
+            "predicts no change: only a pool's size and a CPU quota are predicted"
+        )
+    return predicted
+
+
+def check_advice(before_run: str, prediction: dict, after: dict) -> AdviceCheck:
+    """The run `after` (its verdict) against the prediction of `before_run`: throughput at
+    the heaviest step up to the users the prediction was made for."""
+    steps = [s for s in after.get("steps") or [] if s.get("throughput_rps") is not None]
+    if not steps:
+        raise ValueError("the run measured no step")
+    within = [s for s in steps if s["users"] <= int(prediction["at_users"])] or steps[:1]
+    step = within[-1]
+    return AdviceCheck(
+        before_run=before_run,
+        prediction=prediction,
+        measured_rps=float(step["throughput_rps"]),
+        at_users=int(step["users"]),
+        found=_setting(prediction, after, step),
+    )
+
+
+def _setting(prediction: dict, after: dict, step: dict) -> float | None:
+    component, setting = prediction["component"], prediction["setting"]
+    if setting == "workers":
+        pool = (after.get("pools") or {}).get(component)
+        return float(pool["slots"]) if isinstance(pool, dict) and not pool.get("most") else None
+    resources = (step.get("resources") or {}).get(component) or {}
+    if setting == "processes":
+        processes = resources.get("processes")
+        # A pre-fork master serves no request.
+        return float(processes - 1 if processes > 1 else processes) if processes else None
+    quota = resources.get("cpu_quota_cores")
+    return round(float(quota), 2) if quota is not None else None
+
+
+def check_run_advice(before_dir: Path, prediction: dict, after_dir: Path) -> AdviceCheck:
+    """Checks the run in `after_dir` against `prediction` (of `before_dir`) and keeps the
+    result in its folder (advice_check.json)."""
+    folder = files.RunFolder(after_dir)
+    checked = check_advice(before_dir.name, prediction, folder.read_json(files.VERDICT))
+    folder.write_json(files.ADVICE_CHECK, checked.as_json())
+    return checked

@@ -1,0 +1,91 @@
+"""The advice's predicted effect: each ceiling from the run's own numbers, the least of
+them named, and no prediction where the advice changes no setting."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from test_verdict_rules import CTX, pool_steps
+
+from pinchpoint.analyze import analyze
+from pinchpoint.analyze.prediction import closed_loop_rate, predict
+from pinchpoint.analyze.usage import host_use
+
+DATA = Path(__file__).parent.parent / "data" / "runs"
+
+
+def _verdict(name: str, tmp_path: Path) -> dict:
+    run = tmp_path / name
+    shutil.copytree(DATA / name, run)
+    (run / "verdict.json").unlink()
+    return analyze(run)
+
+
+def test_a_pool_of_waiting_workers_is_predicted_to_grow_until_the_next_ceiling(
+    tmp_path: Path,
+) -> None:
+    verdict = _verdict("demo-pool2", tmp_path)
+    p = verdict["bottleneck"]["prediction"]
+    top, steps = verdict["steps"][-1], verdict["steps"]
+    x = top["throughput_rps"]
+    load = top["users"] * max(s["throughput_rps"] / s["users"] for s in steps)
+    ceilings = p["ceilings_rps"]
+    assert (p["component"], p["setting"], p["now"]) == ("gunicorn", "workers", 2)
+    assert ceilings["load"] == pytest.approx(load, abs=0.1)
+    # Enough workers for the least of the other ceilings, each as busy as before.
+    assert p["to"] == math.ceil(2 * min(ceilings["cpu"], ceilings["load"]) / x)
+    assert ceilings["workers"] == pytest.approx(x * p["to"] / 2, abs=0.1)
+    assert p["predicted_rps"] == min(ceilings.values())
+    assert p["limited_by"] == min(ceilings, key=ceilings.__getitem__)
+    assert p["predicted_rps"] > 2 * x  # the pool held it well below the host
+    assert p["line"].startswith(f"gunicorn workers 2 → {p['to']}: about ")
+
+
+def test_one_computing_process_of_threads_is_predicted_with_a_process_per_idle_core(
+    tmp_path: Path,
+) -> None:
+    verdict = _verdict("gthread-one-process-computing", tmp_path)
+    p = verdict["bottleneck"]["prediction"]
+    assert (p["setting"], p["now"], p["to"]) == ("processes", 1, 2)
+    # Two processes serve twice what one did, unless the host's cores stop them first.
+    assert p["ceilings_rps"]["processes"] == pytest.approx(2 * p["measured_rps"], abs=0.2)
+    assert p["limited_by"] == "cpu" and p["predicted_rps"] < p["ceilings_rps"]["processes"]
+
+
+def test_a_quota_is_predicted_doubled_within_the_cores_the_others_leave() -> None:
+    steps = pool_steps()
+    for s in steps:
+        s["resources"]["gunicorn"].update(cpu_cores=0.5, cpu_quota_cores=0.5)
+    found = predict({"component": "gunicorn", "resource": "cpu_quota"}, steps, CTX)
+    assert found is not None
+    top = steps[-1]
+    assert (found.setting, found.now, found.to) == ("cpu_quota_cores", 0.5, 1.0)
+    assert found.ceilings["cpu_quota"] == pytest.approx(top["throughput_rps"] * 2)
+    host = host_use(top, CTX)
+    cost = (host.stack + host.generator) / top["throughput_rps"]
+    cycle = min(s["users"] / s["throughput_rps"] for s in steps)
+    cores = CTX.cpu_count - host.neighbours
+    assert found.ceilings["cpu"] == pytest.approx(
+        closed_loop_rate(top["users"], cycle, cost, cores)
+    )
+    assert found.ceilings["cpu"] < cores / cost  # its users wait for the cores as they fill
+    assert found.predicted_rps == min(found.ceilings.values())
+
+
+def test_advice_that_changes_no_setting_predicts_nothing(tmp_path: Path) -> None:
+    verdict = _verdict("demo-cpu24", tmp_path)
+    assert verdict["bottleneck"]["resource"] == "cpu"
+    assert "prediction" not in verdict["bottleneck"]
+    assert predict({"component": "postgres", "resource": "db_lock"}, pool_steps(), CTX) is None
+
+
+def test_users_sharing_cores_are_slowed_as_mean_value_analysis_says() -> None:
+    # One core, 5 ms of CPU and 5 ms elsewhere a cycle: one user alone cycles in 10 ms;
+    # two queue 7.5 ms at the core (5 × (1 + 0.5 waiting)): 2 / 12.5 ms.
+    assert closed_loop_rate(1, 0.010, 0.005, 1) == pytest.approx(100.0)
+    assert closed_loop_rate(2, 0.010, 0.005, 1) == pytest.approx(160.0)
+    rates = [closed_loop_rate(n, 0.010, 0.005, 2) for n in (1, 4, 16, 64)]
+    assert rates == sorted(rates) and rates[-1] == pytest.approx(400.0, rel=0.01)
