@@ -7,7 +7,7 @@ throughput at the heaviest step), starts the same stack again with the advised s
 runs the same plan and measures the throughput at that step, as
 `pinchpoint run PLAN --check-advice RUN` does.
 
-    .venv/bin/python bench/advice_accuracy.py --count 9 --seed 7
+    .venv/bin/python bench/advice_accuracy.py --count 9 --seed 401
 
 Needs root (cgroups), nginx, HAProxy, uWSGI, as `make test` installs them.
 """

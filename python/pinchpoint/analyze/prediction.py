@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 from pinchpoint.analyze.context import Context, load_text, rate_of
-from pinchpoint.analyze.thresholds import CPU_BOUND, LOAD_BOUND
+from pinchpoint.analyze.thresholds import CPU_BOUND, CPU_SATURATED, LOAD_BOUND
 from pinchpoint.analyze.usage import group_use, host_use, sampled
 
 
@@ -60,7 +60,8 @@ class Prediction:
         }.get(self.limited_by, f"where the {self.to:g} {self.setting} limit again")
         return (
             f"{self.component} {self.setting.replace('_', ' ')} {self.now:g} → {self.to:g}: "
-            f"about {self.predicted_rps:.0f} req/s at {self.at} (now {self.measured_rps:.0f}), "
+            f"about {round(self.predicted_rps, 1):.0f} req/s at {self.at} (now "
+            f"{round(self.measured_rps, 1):.0f}), "
             f"{then}"
         )
 
@@ -98,8 +99,13 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
         # One more worker per idle core: each computes about a core (the cause's advice).
         to = now + max(1, int(host.idle + 0.25))
     else:
-        # Enough waiting workers for the first of the other ceilings.
-        to = max(now + 1, math.ceil(now * min(ceilings.values()) / x))
+        # Enough waiting workers for the first of the other ceilings, busy at most
+        # CPU_SATURATED of the time there (past it a pool queues), and in a closed loop
+        # no more than one per user.
+        to = math.ceil(now * min(ceilings.values()) / (x * CPU_SATURATED))
+        if rate_of(top) is None:
+            to = min(to, top["users"])
+        to = max(now + 1, to)
     return _limited(group, setting, now, to, top, {setting: x * to / now, **ceilings})
 
 
