@@ -13,7 +13,7 @@ import psutil
 import pytest
 from flask.testing import FlaskClient
 
-from pinchpoint.demo import DemoStack, NginxNotFound, find_nginx
+from pinchpoint.demo import DemoStack
 from pinchpoint.demo.app import create_app
 from pinchpoint.demo.env import WRONG_EVERY_ENV
 from pinchpoint.demo.journey import (
@@ -23,6 +23,7 @@ from pinchpoint.demo.journey import (
     SESSION_COOKIE,
     order_ids,
 )
+from pinchpoint_lab.needs import nginx_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -159,15 +160,7 @@ def test_the_accounts_file_matches_the_seeded_accounts(client: FlaskClient) -> N
         assert answer.status_code == 200, row
 
 
-def _nginx_missing() -> str:
-    try:
-        find_nginx()
-    except NginxNotFound as exc:
-        return str(exc)
-    return ""
-
-
-_NGINX_MISSING = _nginx_missing()
+_NGINX_MISSING = nginx_missing()
 
 
 def _keep_workers_busy(url: str, stop: threading.Event) -> None:

@@ -14,11 +14,11 @@ from discover_helpers import HOST, free_port
 
 from pinchpoint import pipeline
 from pinchpoint.demo import DemoStack
-from pinchpoint.demo.nginx import NginxNotFound, find_nginx
 from pinchpoint.discover.init import init_plan
 from pinchpoint.discover.readers import READERS
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
+from pinchpoint_lab.needs import nginx_missing
 
 SHORT_LOAD = """[load]
 lower = 1
@@ -30,23 +30,15 @@ timeout = "10s"
 """
 
 
-def _nginx_missing() -> str:
-    try:
-        find_nginx()
-    except NginxNotFound as e:
-        return str(e)
-    return ""
-
-
 def _nginx_reader_missing() -> str:
     if READERS["nginx"].__module__ == "pinchpoint.discover.readers":
         return "the nginx reader (discover/nginx.py) is not registered in READERS yet"
-    return _nginx_missing()
+    return nginx_missing()
 
 
 pytestmark = [
     pytest.mark.timeout(180),
-    pytest.mark.skipif(bool(_nginx_missing()), reason=_nginx_missing()),
+    pytest.mark.skipif(bool(nginx_missing()), reason=nginx_missing()),
 ]
 
 

@@ -11,21 +11,13 @@ import polars as pl
 import pytest
 
 from pinchpoint import pipeline
-from pinchpoint.demo import DemoStack, NginxNotFound, find_nginx
+from pinchpoint.demo import DemoStack
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
+from pinchpoint_lab.needs import nginx_missing
 
-
-def _nginx_missing() -> str:
-    try:
-        find_nginx()
-    except NginxNotFound as e:
-        return str(e)
-    return ""
-
-
-pytestmark = pytest.mark.skipif(bool(_nginx_missing()), reason=_nginx_missing())
+pytestmark = pytest.mark.skipif(bool(nginx_missing()), reason=nginx_missing())
 
 HOOKS = """
 import hashlib

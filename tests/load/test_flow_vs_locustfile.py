@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from pinchpoint import pipeline
-from pinchpoint.demo import DemoStack, NginxNotFound, find_nginx
+from pinchpoint.demo import DemoStack
 from pinchpoint.demo.plan import component_lines
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.needs import nginx_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUSTFILE = Path(__file__).parent / "data" / "shop_walk_locustfile.py"
@@ -60,18 +61,10 @@ think_time = "20ms"
 """
 
 
-def _nginx_missing() -> str:
-    try:
-        find_nginx()
-    except NginxNotFound as e:
-        return str(e)
-    return ""
-
-
 # Measures time, rates or CPU: runs alone, after the parallel part of the suite.
 pytestmark = [
     pytest.mark.serial,
-    pytest.mark.skipif(bool(_nginx_missing()), reason=_nginx_missing()),
+    pytest.mark.skipif(bool(nginx_missing()), reason=nginx_missing()),
 ]
 
 

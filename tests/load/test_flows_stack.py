@@ -12,26 +12,19 @@ import polars as pl
 import pytest
 
 from pinchpoint import pipeline
-from pinchpoint.demo import DemoStack, NginxNotFound, find_nginx
+from pinchpoint.demo import DemoStack
 from pinchpoint.demo.env import WRONG_EVERY_ENV
 from pinchpoint.demo.plan import component_lines
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
+from pinchpoint_lab.needs import nginx_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "shop_flow.toml"
 STEPS = ["shop/login", "shop/orders", "shop/detail", "shop/note"]
 
 
-def _nginx_missing() -> str:
-    try:
-        find_nginx()
-    except NginxNotFound as e:
-        return str(e)
-    return ""
-
-
-pytestmark = pytest.mark.skipif(bool(_nginx_missing()), reason=_nginx_missing())
+pytestmark = pytest.mark.skipif(bool(nginx_missing()), reason=nginx_missing())
 
 
 def _example_plan(url: str, components: list[dict], load: str) -> str:

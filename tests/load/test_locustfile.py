@@ -20,7 +20,7 @@ import pytest
 from signal_helpers import finish, nginx, start, wait_until
 
 from pinchpoint import pipeline
-from pinchpoint.demo import DemoStack, NginxNotFound, find_nginx
+from pinchpoint.demo import DemoStack
 from pinchpoint.demo.env import WRONG_EVERY_ENV
 from pinchpoint.demo.plan import component_lines
 from pinchpoint.load.hdr import decode_v2
@@ -29,21 +29,14 @@ from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import REQUESTS_SCHEMA
+from pinchpoint_lab.needs import nginx_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = ROOT / "examples" / "shop_locustfile.py"
 NAMES = ["POST login", "GET orders", "GET detail", "POST note"]
 
 
-def _nginx_missing() -> str:
-    try:
-        find_nginx()
-    except NginxNotFound as e:
-        return str(e)
-    return ""
-
-
-needs_nginx = pytest.mark.skipif(bool(_nginx_missing()), reason=_nginx_missing())
+needs_nginx = pytest.mark.skipif(bool(nginx_missing()), reason=nginx_missing())
 
 
 def _plan(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint.rundir import files
+from pinchpoint.rundir.view import as_view
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,7 @@ class AdviceCheck:
 
 def read_prediction(run_dir: Path) -> dict:
     """The prediction of a run's verdict; ValueError naming the folder when it has none."""
-    verdict = files.RunFolder(run_dir).read_json(files.VERDICT)
-    found = verdict.get("bottleneck")
+    found = as_view(run_dir).verdict.get("bottleneck")
     if not isinstance(found, dict):
         raise ValueError(f"{run_dir}: its verdict names no bottleneck, so it gives no advice")
     predicted = found.get("prediction")
@@ -108,7 +108,7 @@ def _setting(prediction: dict, after: dict, step: dict) -> float | None:
 def check_run_advice(before_dir: Path, prediction: dict, after_dir: Path) -> AdviceCheck:
     """Checks the run in `after_dir` against `prediction` (of `before_dir`) and keeps the
     result in its folder (advice_check.json)."""
-    folder = files.RunFolder(after_dir)
-    checked = check_advice(before_dir.name, prediction, folder.read_json(files.VERDICT))
-    folder.write_json(files.ADVICE_CHECK, checked.as_json())
+    view = as_view(after_dir)
+    checked = check_advice(before_dir.name, prediction, view.verdict)
+    view.folder.write_json(files.ADVICE_CHECK, checked.as_json())
     return checked
