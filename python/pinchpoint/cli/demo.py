@@ -56,6 +56,7 @@ def demo(
         fail(e)
         raise typer.Exit(2) from None
     from pinchpoint.demo import NginxNotFound, StackError
+    from pinchpoint.demo.advice import advised_workers
     from pinchpoint.interrupts import catching
 
     console = Console()
@@ -66,7 +67,7 @@ def demo(
         with catching(say=lambda line: warn(line, console)) as caught:
             outcome = _run_on_stack(setup, workers, console)
             show_outcome(outcome, console)
-            advised = _advised_workers(outcome.verdict) if apply else None
+            advised = advised_workers(outcome.verdict) if apply else None
             if apply and advised is None:
                 console.print("Nothing to apply: the verdict advises no gunicorn worker count.")
             if advised is not None and not (caught.signals or outcome.interrupted):
@@ -162,15 +163,6 @@ def _run_on_stack(setup: _Setup, workers: int, console: RichConsole) -> RunOutco
             # finished with what was measured, and the exit code says it was cut short.
             with LiveView(console, setup.quiet) as view:
                 return execute(plan, text, setup.runs_dir, on_tick=view)
-
-
-def _advised_workers(verdict: dict) -> int | None:
-    """The gunicorn worker count the verdict's advice predicts for, if it names one."""
-    found = verdict.get("bottleneck") or {}
-    predicted = found.get("prediction") or {}
-    if predicted.get("component") == "gunicorn" and predicted.get("setting") == "workers":
-        return int(predicted["to"])
-    return None
 
 
 def _show_check(before: Path, prediction: dict, run_dir: Path, console: RichConsole) -> None:
