@@ -85,13 +85,13 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     if not use.workers:
         return None
     computing = (use.demand_per_worker or 0.0) >= CPU_BOUND
-    locked = bool(use.processes and use.processes < use.workers) and computing
+    threaded = bool(use.processes and use.processes < use.workers)
+    locked = threaded and computing
     setting, now = ("processes", use.processes) if locked else ("workers", use.workers)
     assert now is not None
     x = top["throughput_rps"]
     ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
-    threads = bool(use.processes and use.processes < use.workers) and setting == "workers"
-    if threads and use.cpu:
+    if threaded and not locked and use.cpu:
         # More threads in the same processes: each process computes on one core at most
         # (its interpreter lock), whatever its threads.
         ceilings["process_cpu"] = (use.processes or 0) * x / use.cpu
@@ -161,8 +161,7 @@ def _cpu_ceiling(steps: list[dict], ctx: Context) -> float:
         return math.inf
     if rate_of(top) is not None:
         return cores / cost
-    cycle = 1 / max(s["throughput_rps"] / s["users"] for s in steps if s["users"] > 0)
-    return closed_loop_rate(top["users"], cycle, cost, cores)
+    return closed_loop_rate(top["users"], 1 / _per_user_rate(steps), cost, cores)
 
 
 def closed_loop_rate(users: int, cycle_s: float, cpu_s: float, cores: float) -> float:
@@ -186,5 +185,9 @@ def _load_ceiling(steps: list[dict]) -> float:
     rate = rate_of(top)
     if rate is not None:
         return rate
-    per_user = max(s["throughput_rps"] / s["users"] for s in steps if s["users"] > 0)
-    return top["users"] * per_user
+    return top["users"] * _per_user_rate(steps)
+
+
+def _per_user_rate(steps: list[dict]) -> float:
+    """The most one user sent a second: at its shortest cycle (answer and think time)."""
+    return max(s["throughput_rps"] / s["users"] for s in steps if s["users"] > 0)

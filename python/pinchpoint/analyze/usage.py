@@ -133,11 +133,11 @@ def group_use(group: str, step: dict, ctx: Context) -> GroupUse:
         quota=resource_of(step, group, "cpu_quota_cores"),
         throttled=resource_of(step, group, "cpu_throttled_share"),
         lock_waits=resource_of(step, group, "lock_waits"),
-        processes=_serving(resource_of(step, group, "processes")),
+        processes=serving_processes(resource_of(step, group, "processes")),
     )
 
 
-def _serving(processes: float | None) -> int | None:
+def serving_processes(processes: float | None) -> int | None:
     """Worker processes: all but a pre-fork master when there are several."""
     if not processes:
         return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinchpoint.analyze.usage import serving_processes
 from pinchpoint.rundir import files
 from pinchpoint.rundir.view import as_view
 
@@ -98,9 +99,8 @@ def _setting(prediction: dict, after: dict, step: dict) -> float | None:
         return float(pool["slots"]) if isinstance(pool, dict) and not pool.get("most") else None
     resources = (step.get("resources") or {}).get(component) or {}
     if setting == "processes":
-        processes = resources.get("processes")
-        # A pre-fork master serves no request.
-        return float(processes - 1 if processes > 1 else processes) if processes else None
+        processes = serving_processes(resources.get("processes"))
+        return float(processes) if processes else None
     quota = resources.get("cpu_quota_cores")
     return round(float(quota), 2) if quota is not None else None
 

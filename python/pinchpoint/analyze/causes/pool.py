@@ -84,7 +84,7 @@ def _users_fit(use: GroupUse, step: dict, processes: bool = False) -> bool:
     """Whether the pool has a slot (or a process) for every user of a closed-loop step:
     its users have at most one request each in flight, so none waited for a worker."""
     slots = (use.processes or use.workers) if processes else use.workers
-    return step.get("kind", "users") == "users" and bool(slots) and step["users"] <= (slots or 0)
+    return step.get("kind", "users") == "users" and slots is not None and step["users"] <= slots
 
 
 def _processes_busy(use: GroupUse) -> bool:
