@@ -75,7 +75,8 @@ class EngineFlowStep(TypedDict):
     name: str
     request: EngineRequest
     think: EngineThink | None
-    # (variable, kind, text, pick): kind json, regex, header or cookie; pick first or random.
+    # (variable, kind, text, pick): kind json, regex, header or cookie; pick first, random
+    # or all.
     captures: list[tuple[str, str, str, str]]
     # (kind, text, expected): kind status, contains, matches, json, json_<gt|lt|ge|le|ne|
     # in|len>, header or max_ms.
@@ -83,6 +84,8 @@ class EngineFlowStep(TypedDict):
     hook: bool
     # continue, restart or stop_user.
     on_fail: str
+    # A list variable (a capture with pick all): the step is sent once per value.
+    foreach: str | None
 
 
 class EngineFlow(TypedDict):
@@ -183,6 +186,7 @@ def _single(request: EngineRequest, name: str) -> EngineFlow:
         "checks": [],
         "hook": False,
         "on_fail": "continue",
+        "foreach": None,
     }
     return {"name": name, "weight": request["weight"], "steps": [step], "feed": None}
 
@@ -208,6 +212,7 @@ def _flow(flow: Flow, index: int, base: str) -> EngineFlow:
                 "checks": s.check.engine_checks() if s.check is not None else [],
                 "hook": s.hook,
                 "on_fail": s.on_fail,
+                "foreach": s.foreach,
             }
             for s, label in zip(flow.step, flow.labels(), strict=True)
         ],

@@ -29,7 +29,7 @@ from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
 from pinchpoint.plan.http import Request
 from pinchpoint.plan.load_models import Think
-from pinchpoint.plan.templates import BUILTIN_VARS, is_name, scan
+from pinchpoint.plan.templates import BUILTIN_VARS, element, is_name, scan
 from pinchpoint.plan.toml import Duration, FieldError, Strict
 
 MAX_STEPS = 1000
@@ -48,17 +48,38 @@ _UNSET = (
 
 
 def template_fault(
-    templates: list[tuple[tuple, str]], usable: set[str], unset: str = _UNSET
+    templates: list[tuple[tuple, str]],
+    usable: set[str],
+    unset: str = _UNSET,
+    lists: frozenset[str] = frozenset(),
+    turn: str | None = None,
 ) -> tuple[tuple, str] | None:
     """The first template that cannot be read or uses a name not `usable`: (where, why),
-    `unset` saying why such a name is not."""
+    `unset` saying why such a name is not. A list's value (`${name[0]}`) is usable when
+    the list is one of `lists`; its turn (`${name[i]}`) only in a step whose foreach is
+    `turn`."""
     for loc, text in templates:
         found = scan(text)
         if found.error is not None:
             return loc, found.error
         for name in found.names:
-            if name not in usable:
-                return loc, f"${{{name}}} {unset}"
+            of_list = element(name)
+            why = (
+                _element_fault(of_list, lists, turn)
+                if of_list is not None
+                else (None if name in usable else unset)
+            )
+            if why is not None:
+                return loc, f"${{{name}}} {why}"
+    return None
+
+
+def _element_fault(of_list: tuple[str, str], lists: frozenset[str], turn: str | None) -> str | None:
+    base, index = of_list
+    if base not in lists:
+        return f'reads a list, but {base} is not captured with pick = "all" before this step'
+    if index == "i" and turn != base:
+        return f'is read outside a step with foreach = "{base}"'
     return None
 
 
@@ -73,14 +94,16 @@ class Capture(Strict):
     JSONPath selects in the body, a regular expression's first group (or whole match),
     a response header, or a cookie the user holds after the response. With
     `pick = "random"`, one of the nodes (or matches) at random, drawn from the user's
-    stream of the plan's seed."""
+    stream of the plan's seed. With `pick = "all"`, every one in order: a list variable,
+    read as `${name[0]}`, `${name[-1]}`, `${name[i]}` in a step with `foreach = "name"`,
+    or `${name}` (a JSON array of the values)."""
 
     name: str
     json_: str | None = Field(default=None, alias="json")
     regex: str | None = None
     header: str | None = None
     cookie: str | None = None
-    pick: Literal["first", "random"] = "first"
+    pick: Literal["first", "random", "all"] = "first"
 
     @model_validator(mode="after")
     def _one_source(self) -> Capture:
@@ -290,6 +313,9 @@ class FlowStep(Strict):
     hook: bool = False
     # When a check or capture of this step fails (or it got no response to read).
     on_fail: Literal["continue", "restart", "stop_user"] = "restart"
+    # A list an earlier step captured with pick = "all": the step is sent once per value,
+    # in order, `${name[i]}` the value of the turn.
+    foreach: str | None = None
 
     @model_validator(mode="after")
     def _request(self) -> FlowStep:
@@ -317,19 +343,32 @@ class Flow(Strict):
     @model_validator(mode="after")
     def _variables_known(self) -> Flow:
         """A variable is used only once something sets it: a feed column, a built-in,
-        or a capture of an earlier step (or of the same step, in its checks)."""
+        or a capture of an earlier step (or of the same step, in its checks); a list's
+        values only once a capture with pick = "all" sets it, its turn only in its
+        foreach."""
         if not is_name(self.name.replace("-", "_")):
             raise FieldError("name", f"{self.name!r}: a flow name is letters, digits, - and _")
         known = set(BUILTIN_VARS) | set(self.feed.columns() if self.feed else [])
+        lists: frozenset[str] = frozenset()
         for i, step in enumerate(self.step):
+            if step.foreach is not None and step.foreach not in lists:
+                raise FieldError(
+                    ("step", i, "foreach"),
+                    f'"{step.foreach}" is not a list an earlier step captures with pick = "all"',
+                )
             captured = {c.name for c in step.capture}
+            listed = lists | {c.name for c in step.capture if c.pick == "all"}
             checks = [(loc, t) for loc, t in step.templates() if loc[0] == "check"]
             requests = [(loc, t) for loc, t in step.templates() if loc[0] != "check"]
-            for templates, usable in ((requests, known), (checks, known | captured)):
-                fault = template_fault(templates, usable)
+            for templates, usable, readable in (
+                (requests, known, lists),
+                (checks, known | captured, listed),
+            ):
+                fault = template_fault(templates, usable, lists=readable, turn=step.foreach)
                 if fault is not None:
                     raise FieldError(("step", i, *fault[0]), fault[1])
             known |= captured
+            lists = listed
         if self.feed is not None:
             self.feed._in_headers = self._header_uses()
         return self

@@ -43,6 +43,10 @@ pub struct FlowStepSpec {
     /// What the user does when a check or a capture of this step fails (or the step got
     /// no response to check or capture from).
     pub on_fail: OnFail,
+    /// A list variable (a capture with `pick = "all"`): the step is sent once per value,
+    /// in order, with `${name[i]}` the value of this turn.
+    #[serde(default)]
+    pub foreach: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -63,6 +67,9 @@ pub enum Pick {
     First,
     /// One at random, from the user's own seeded stream.
     Random,
+    /// Every one, in order: a list variable, read as `${name[0]}`, `${name[-1]}` or, in a
+    /// step with `foreach`, `${name[i]}`; `${name}` is the list as a JSON array.
+    All,
 }
 
 /// A comparison of a JSON node with the expected value.

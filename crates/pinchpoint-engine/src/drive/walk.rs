@@ -1,7 +1,8 @@
 //! A closed-loop user walking flows: pick a flow by weight, send its steps in order
 //! (each rendered with the user's variables and cookies), check and capture from each
-//! response, think, and start again. A capture that finds nothing (or a step that got
-//! no response to capture from) ends the walk: the user starts a flow afresh.
+//! response, think, and start again. A step with `foreach` is sent once per value of its
+//! list. A capture that finds nothing (or a step that got no response to capture from)
+//! ends the walk unless the step says otherwise: the user starts a flow afresh.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender as RecordTx;
@@ -38,6 +39,8 @@ struct State {
     kept: Kept,
     /// Per flow, the value of each of its variables.
     vars: Vec<Vec<String>>,
+    /// Per flow, the values of each of its lists.
+    lists: Vec<Vec<Vec<String>>>,
     scratch: Vec<u8>,
     epoch: (Instant, i64),
     /// The step's request as last rendered: its buffers are reused, request after request.
@@ -76,6 +79,7 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
         jar: Jar::default(),
         kept: Kept::default(),
         vars: flows.flows.iter().map(|f| vec![String::new(); f.vars.len()]).collect(),
+        lists: flows.flows.iter().map(|f| vec![Vec::new(); f.lists.len()]).collect(),
         scratch: Vec::new(),
         epoch: (Instant::now(), unix_us(SystemTime::now())),
         prepared: None,
@@ -97,21 +101,31 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
         begin_walk(flow, &mut st.vars[f], index, iteration, &mut st.rng);
         iteration += 1;
         let mut stopped = false;
-        for step in &flow.steps {
-            let next = send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await;
-            if matches!(next, Next::Stop) || *done.borrow() {
-                break;
-            }
-            if matches!(next, Next::StopUser) {
-                stopped = true;
-                break;
-            }
-            let think = step.think.unwrap_or(shared.think).sample(&mut st.rng);
-            if !think.is_zero() {
-                pause(&mut done, think).await;
-            }
-            if matches!(next, Next::Restart) {
-                break;
+        'walk: for step in &flow.steps {
+            let turns = step.foreach.map_or(1, |list| st.lists[f][list].len());
+            for turn in 0..turns {
+                if let Some(list) = step.foreach {
+                    // A capture of the step itself may have shortened the list.
+                    let Some(value) = st.lists[f][list].get(turn).cloned() else { break };
+                    if let Some(slot) = flow.lists[list].turn {
+                        st.vars[f][slot] = value;
+                    }
+                }
+                let next = send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await;
+                if matches!(next, Next::Stop) || *done.borrow() {
+                    break 'walk;
+                }
+                if matches!(next, Next::StopUser) {
+                    stopped = true;
+                    break 'walk;
+                }
+                let think = step.think.unwrap_or(shared.think).sample(&mut st.rng);
+                if !think.is_zero() {
+                    pause(&mut done, think).await;
+                }
+                if matches!(next, Next::Restart) {
+                    break 'walk;
+                }
             }
         }
         if stopped {
@@ -252,7 +266,7 @@ async fn send_step(
             if resp.closing {
                 st.conn = None;
             }
-            let (class, walk) = judge(f, step, resp.status, record.latency_us, st);
+            let (class, walk) = judge(flow, f, step, resp.status, record.latency_us, st);
             record.error = class;
             next = walk;
         }
@@ -361,7 +375,7 @@ fn refused(names: &[String], slot: usize, place: &str) -> String {
 
 /// Takes the response's cookies, runs the checks then the captures: the record's error
 /// class (the first that failed) and what the walk does next.
-fn judge(f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) -> (Option<ErrorClass>, Next) {
+fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) -> (Option<ErrorClass>, Next) {
     let jar = &mut st.jar;
     st.kept.each_header(|name, value| {
         if name.eq_ignore_ascii_case("set-cookie") {
@@ -380,8 +394,12 @@ fn judge(f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) ->
         }
     }
     for capture in &step.captures {
-        match extract::capture(capture, &mut answer, &st.jar, &mut st.rng) {
-            Ok(value) => st.vars[f][capture.var] = value,
+        let taken = match capture.list {
+            Some(l) => flow.take_list(l, capture, &mut answer, &mut st.vars[f], &mut st.lists[f][l]),
+            None => extract::capture(capture, &mut answer, &st.jar, &mut st.rng).map(|v| st.vars[f][capture.var] = v),
+        };
+        match taken {
+            Ok(()) => {}
             Err(why) => {
                 note(ErrorClass::Capture, || format!("{}: {why} (status {status})", step.name));
                 class = class.or(Some(ErrorClass::Capture));
@@ -423,6 +441,7 @@ mod tests {
             checks: vec![],
             hook: false,
             on_fail: OnFail::Restart,
+            foreach: None,
         };
         let spec = FlowSpec { name: "f".into(), weight: 1, steps: vec![step], feed: Some(feed) };
         crate::flow::compile(&[spec]).unwrap().flows.remove(0)

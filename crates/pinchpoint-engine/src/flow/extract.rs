@@ -27,6 +27,8 @@ pub struct Capture {
     pub pick: Pick,
     /// As the plan wrote it, for the reason a capture failed.
     pub text: String,
+    /// With `pick = "all"`: the flow's list (an index into `Flow::lists`) it sets.
+    pub list: Option<usize>,
 }
 
 pub enum Check {
@@ -59,10 +61,11 @@ impl Capture {
             CaptureFrom::Header(h) => (Source::Header(h.clone()), format!("header {h}")),
             CaptureFrom::Cookie(c) => (Source::Cookie(c.clone()), format!("cookie {c}")),
         };
-        if spec.pick == Pick::Random && matches!(source, Source::Header(_) | Source::Cookie(_)) {
-            return Err(format!("capture {text}: pick = \"random\" needs json or regex"));
+        if spec.pick != Pick::First && matches!(source, Source::Header(_) | Source::Cookie(_)) {
+            let pick = if spec.pick == Pick::All { "all" } else { "random" };
+            return Err(format!("capture {text}: pick = \"{pick}\" needs json or regex"));
         }
-        Ok(Self { var, source, pick: spec.pick, text })
+        Ok(Self { var, source, pick: spec.pick, text, list: None })
     }
 
     pub fn needs_json(&self) -> bool {
@@ -133,8 +136,8 @@ impl<'a> Answer<'a> {
         self.node(path, None).map(node_text)
     }
 
-    /// The node `path` selects: the first, or with `rng` one of them at random.
-    fn node(&mut self, path: &Bounded, rng: Option<&mut Rng>) -> Result<&Value, String> {
+    /// The parsed body and its shape (when `path` needs it), or why it cannot be read.
+    fn doc(&mut self, path: &Bounded) -> Result<(&Value, Shape), String> {
         let cut = self.kept.cut;
         if self.json().is_none() {
             return Err(if cut {
@@ -145,6 +148,18 @@ impl<'a> Answer<'a> {
         }
         let doc = self.json.as_ref().and_then(Option::as_ref).expect("parsed above");
         let shape = if path.needs_shape() { *self.shape.get_or_insert_with(|| Shape::of(doc)) } else { Shape::default() };
+        Ok((doc, shape))
+    }
+
+    /// Every node `path` selects, in order.
+    fn nodes(&mut self, path: &Bounded) -> Result<Vec<&Value>, String> {
+        let (doc, shape) = self.doc(path)?;
+        path.nodes(doc, shape)
+    }
+
+    /// The node `path` selects: the first, or with `rng` one of them at random.
+    fn node(&mut self, path: &Bounded, rng: Option<&mut Rng>) -> Result<&Value, String> {
+        let (doc, shape) = self.doc(path)?;
         let found = match rng {
             None => path.first(doc, shape)?,
             Some(rng) => {
@@ -181,6 +196,24 @@ pub fn capture(capture: &Capture, answer: &mut Answer, jar: &Jar, rng: &mut Rng)
         }
         Source::Header(name) => answer.kept.header(name).ok_or_else(|| "no such header".into()),
         Source::Cookie(name) => jar.get(name).map(str::to_string).ok_or_else(|| "no such cookie".into()),
+    };
+    found.map_err(|why| format!("capture {}: {why}", capture.text))
+}
+
+/// Every value `capture` (json or regex) finds in `answer`, in order: none is a list of
+/// none, not a failure. Err: why the body could not be read.
+pub fn capture_all(capture: &Capture, answer: &mut Answer) -> Result<Vec<String>, String> {
+    let found = match &capture.source {
+        Source::Json(path) => answer.nodes(path).map(|nodes| nodes.into_iter().take(MAX_MATCHES).map(node_text).collect()),
+        Source::Regex(re) => Ok(re
+            .captures_iter(&answer.kept.body)
+            .take(MAX_MATCHES)
+            .map(|c| {
+                let m = c.get(1).or_else(|| c.get(0)).expect("a match has group 0");
+                String::from_utf8_lossy(m.as_bytes()).into_owned()
+            })
+            .collect()),
+        Source::Header(_) | Source::Cookie(_) => Err("pick = \"all\" needs json or regex".to_string()),
     };
     found.map_err(|why| format!("capture {}: {why}", capture.text))
 }
@@ -349,6 +382,23 @@ mod tests {
         let header = CaptureSpec { var: "x".into(), from: CaptureFrom::Header("h".into()), pick: Pick::Random };
         let refused = Capture::compile(&header, 0).err().expect("a random header capture is refused");
         assert!(refused.contains("needs json or regex"), "{refused}");
+    }
+
+    #[test]
+    fn pick_all_takes_every_node_or_match_in_order_and_none_is_an_empty_list() {
+        let k = kept(r#"{"items":[{"id":3,"n":"a b"},{"id":1},{"id":2}]}"#, &[]);
+        let all = |from| Capture::compile(&CaptureSpec { var: "x".into(), from, pick: Pick::All }, 0).unwrap();
+        let got = |c: &Capture| capture_all(c, &mut Answer::new(200, &k));
+        assert_eq!(got(&all(CaptureFrom::Json("$.items[*].id".into()))).unwrap(), ["3", "1", "2"]);
+        assert_eq!(got(&all(CaptureFrom::Regex(r#""id":(\d)"#.into()))).unwrap(), ["3", "1", "2"]);
+        assert_eq!(got(&all(CaptureFrom::Json("$.items[*].n".into()))).unwrap(), ["a b"]);
+        assert_eq!(got(&all(CaptureFrom::Json("$.none[*]".into()))).unwrap(), Vec::<String>::new());
+        let text = kept("not json", &[]);
+        let e = capture_all(&all(CaptureFrom::Json("$.items[*]".into())), &mut Answer::new(200, &text));
+        assert_eq!(e.unwrap_err(), "capture json $.items[*]: the body is not JSON");
+        let cookie = CaptureSpec { var: "x".into(), from: CaptureFrom::Cookie("c".into()), pick: Pick::All };
+        let refused = Capture::compile(&cookie, 0).err().expect("pick all of a cookie is refused");
+        assert_eq!(refused, "capture cookie c: pick = \"all\" needs json or regex");
     }
 
     #[test]

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use crate::client::http1::Prepared;
 use crate::config::{RequestSpec, Think};
-use crate::flow::extract::{Capture, Check};
-use crate::config::flow::{FeedSpec, FlowSpec, OnFail, BUILTIN_VARS};
-use crate::flow::template::Template;
+use crate::flow::extract::{Answer, Capture, Check};
+use crate::config::flow::{CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, OnFail, Pick, BUILTIN_VARS};
+use crate::flow::template::{element, Element, Template};
 
 /// A flow step ready to render: templates resolved to variable slots.
 pub struct Step {
@@ -44,6 +44,18 @@ pub struct Step {
     pub hook: bool,
     /// What the user does when a check or capture fails.
     pub on_fail: OnFail,
+    /// The list (an index into the flow's `lists`) the step is sent once per value of.
+    pub foreach: Option<usize>,
+}
+
+/// A list variable: what a capture with `pick = "all"` found.
+pub struct List {
+    /// The slot of `${name}`: the list as a JSON array.
+    pub slot: usize,
+    /// The slots of the `${name[k]}` the flow reads, each with its index.
+    pub elements: Vec<(usize, i64)>,
+    /// The slot of `${name[i]}`, set on each turn of a step with `foreach`.
+    pub turn: Option<usize>,
 }
 
 pub struct Flow {
@@ -52,6 +64,7 @@ pub struct Flow {
     /// Variable names; a user's values are kept in a vector of the same order.
     pub vars: Vec<String>,
     pub feed: Option<Feed>,
+    pub lists: Vec<List>,
 }
 
 pub struct Feed {
@@ -62,6 +75,24 @@ pub struct Feed {
     pub random: bool,
     /// The next row of a sequential feed per walk.
     pub next: AtomicU64,
+}
+
+impl Flow {
+    /// Sets the list `l` from every value `capture` found: `${name}` as a JSON
+    /// array and each `${name[k]}` the flow reads; Err when one of those has no value.
+    pub fn take_list(&self, l: usize, capture: &Capture, answer: &mut Answer, vars: &mut [String], values: &mut Vec<String>) -> Result<(), String> {
+        let list = &self.lists[l];
+        *values = extract::capture_all(capture, answer)?;
+        vars[list.slot] = serde_json::to_string(values).expect("a list of strings is JSON");
+        for &(slot, k) in &list.elements {
+            let at = if k < 0 { values.len() as i64 + k } else { k };
+            match usize::try_from(at).ok().and_then(|at| values.get(at)) {
+                Some(value) => vars[slot].clone_from(value),
+                None => return Err(format!("capture {}: {} values, none for ${{{}}}", capture.text, values.len(), self.vars[slot])),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Every flow of the run and the order users pick them in.
@@ -105,6 +136,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
     // its capture ran holds the value of the user's previous walk (empty at first).
     let captured: Vec<usize> =
         spec.steps.iter().flat_map(|s| &s.captures).map(|c| slot(&mut vars, &c.var)).collect();
+    let lists = compile_lists(spec, &mut vars, slot)?;
     let mut captured = captured.into_iter();
     let mut steps = Vec::with_capacity(spec.steps.len());
     for (i, s) in spec.steps.iter().enumerate() {
@@ -124,9 +156,14 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
         let captures = s
             .captures
             .iter()
-            .map(|c| Capture::compile(c, captured.next().expect("one slot per capture")))
-            .collect::<Result<Vec<_>, _>>()
+            .map(|c| {
+                let mut capture = Capture::compile(c, captured.next().expect("one slot per capture"))?;
+                capture.list = lists.iter().position(|l| l.slot == capture.var && c.pick == Pick::All);
+                Ok(capture)
+            })
+            .collect::<Result<Vec<_>, String>>()
             .map_err(at)?;
+        let foreach = foreach_of(s, &vars, &lists).map_err(at)?;
         let checks = s.checks.iter().map(|c| Check::compile(c, &index_of)).collect::<Result<Vec<_>, _>>().map_err(at)?;
         let reads_body = captures.iter().any(|c| !matches!(c.source, extract::Source::Header(_) | extract::Source::Cookie(_)))
             || checks.iter().any(Check::reads_body);
@@ -146,10 +183,66 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             reads_body,
             hook: s.hook,
             on_fail: s.on_fail,
+            foreach,
         });
         *endpoint += 1;
     }
-    Ok(Flow { name: spec.name.clone(), steps, vars, feed })
+    Ok(Flow { name: spec.name.clone(), steps, vars, feed, lists })
+}
+
+/// The texts of a step that may hold `${name}`.
+fn templates(s: &FlowStepSpec) -> Vec<&str> {
+    let r = &s.request;
+    let mut texts: Vec<&str> = vec![&r.path];
+    texts.extend(r.headers.iter().map(|(_, v)| v.as_str()));
+    texts.extend(std::str::from_utf8(&r.body));
+    texts.extend(s.checks.iter().filter_map(|c| match c {
+        CheckSpec::Contains(t) => Some(t.as_str()),
+        CheckSpec::JsonEquals { expected, .. } | CheckSpec::JsonCompare { expected, .. } | CheckSpec::Header { expected, .. } => {
+            Some(expected.as_str())
+        }
+        _ => None,
+    }));
+    texts
+}
+
+/// The flow's list variables (its captures with `pick = "all"`), with a slot for each
+/// `${name[k]}` and `${name[i]}` its steps read; Err names a value read of a variable
+/// that is not a list.
+fn compile_lists(spec: &FlowSpec, vars: &mut Vec<String>, slot: impl Fn(&mut Vec<String>, &str) -> usize) -> Result<Vec<List>, String> {
+    let mut lists: Vec<List> = Vec::new();
+    for c in spec.steps.iter().flat_map(|s| &s.captures).filter(|c| c.pick == Pick::All) {
+        let at = slot(vars, &c.var);
+        if lists.iter().all(|l| l.slot != at) {
+            lists.push(List { slot: at, elements: Vec::new(), turn: None });
+        }
+    }
+    for (i, s) in spec.steps.iter().enumerate() {
+        for name in templates(s).into_iter().flat_map(Template::names) {
+            let Some((base, which)) = element(&name) else { continue };
+            let Some(list) = vars.iter().position(|v| v == base).and_then(|b| lists.iter().position(|l| l.slot == b)) else {
+                return Err(format!("step {i} ({}): ${{{name}}} reads a list, but {base} is not captured with pick = \"all\"", s.name));
+            };
+            if which == Element::Turn && s.foreach.as_deref() != Some(base) {
+                return Err(format!("step {i} ({}): ${{{name}}} is read outside a step with foreach = {base:?}", s.name));
+            }
+            let at = slot(vars, &name);
+            let list = &mut lists[list];
+            match which {
+                Element::At(k) if list.elements.iter().all(|(s, _)| *s != at) => list.elements.push((at, k)),
+                Element::At(_) => {}
+                Element::Turn => list.turn = Some(at),
+            }
+        }
+    }
+    Ok(lists)
+}
+
+/// The list a step with `foreach` is sent once per value of.
+fn foreach_of(s: &FlowStepSpec, vars: &[String], lists: &[List]) -> Result<Option<usize>, String> {
+    let Some(name) = &s.foreach else { return Ok(None) };
+    let found = vars.iter().position(|v| v == name).and_then(|b| lists.iter().position(|l| l.slot == b));
+    found.map(Some).ok_or_else(|| format!("foreach = {name:?}: not a variable captured with pick = \"all\""))
 }
 
 fn compile_feed(
@@ -173,4 +266,71 @@ fn compile_feed(
         random: f.random,
         next: AtomicU64::new(0),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Kept;
+    use crate::config::flow::{CaptureFrom, CaptureSpec, FlowStepSpec};
+
+    fn step(path: &str, capture: Option<(&str, Pick)>, foreach: Option<&str>) -> FlowStepSpec {
+        let captures = capture
+            .map(|(var, pick)| CaptureSpec { var: var.into(), from: CaptureFrom::Json("$.items[*].id".into()), pick })
+            .into_iter()
+            .collect();
+        FlowStepSpec {
+            name: format!("f/{path}"),
+            request: RequestSpec::get(path),
+            think: None,
+            captures,
+            checks: vec![],
+            hook: false,
+            on_fail: OnFail::Restart,
+            foreach: foreach.map(str::to_string),
+        }
+    }
+
+    fn flow(steps: Vec<FlowStepSpec>) -> Result<Flow, String> {
+        let spec = FlowSpec { name: "f".into(), weight: 1, steps, feed: None };
+        compile(&[spec]).map(|mut f| f.flows.remove(0))
+    }
+
+    #[test]
+    fn a_list_gives_its_values_by_index_from_either_end_and_as_a_json_array() {
+        let f = flow(vec![
+            step("/list", Some(("ids", Pick::All)), None),
+            step("/first/${ids[0]}/last/${ids[-1]}", None, None),
+            step("/each/${ids[i]}", None, Some("ids")),
+        ])
+        .unwrap();
+        assert_eq!(f.steps[2].foreach, Some(0));
+        let list = &f.lists[0];
+        let turn = list.turn.expect("the foreach step reads ids[i]");
+        assert_eq!(f.vars[turn], "ids[i]");
+        let body = Kept { head: b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), body: br#"{"items":[{"id":7},{"id":"x y"},{"id":9}]}"#.to_vec(), cut: false, want_body: true };
+        let capture = &f.steps[0].captures[0];
+        assert_eq!(capture.list, Some(0));
+        let (mut vars, mut values) = (vec![String::new(); f.vars.len()], Vec::new());
+        f.take_list(0, capture, &mut Answer::new(200, &body), &mut vars, &mut values).unwrap();
+        assert_eq!(values, ["7", "x y", "9"]);
+        assert_eq!(vars[list.slot], r#"["7","x y","9"]"#);
+        let of = |name: &str| vars[f.vars.iter().position(|v| v == name).unwrap()].clone();
+        assert_eq!((of("ids[0]"), of("ids[-1]")), ("7".to_string(), "9".to_string()));
+
+        let short = Kept { body: br#"{"items":[]}"#.to_vec(), ..body };
+        let e = f.take_list(0, capture, &mut Answer::new(200, &short), &mut vars, &mut values).unwrap_err();
+        assert_eq!(e, "capture json $.items[*].id: 0 values, none for ${ids[0]}");
+    }
+
+    #[test]
+    fn a_value_of_a_list_is_read_only_from_a_list_and_its_turn_only_in_its_foreach() {
+        let e = |steps| flow(steps).err().expect("refused");
+        let first = e(vec![step("/list", Some(("ids", Pick::First)), None), step("/${ids[0]}", None, None)]);
+        assert_eq!(first, r#"flow "f": step 1 (f//${ids[0]}): ${ids[0]} reads a list, but ids is not captured with pick = "all""#);
+        let outside = e(vec![step("/list", Some(("ids", Pick::All)), None), step("/${ids[i]}", None, None)]);
+        assert_eq!(outside, r#"flow "f": step 1 (f//${ids[i]}): ${ids[i]} is read outside a step with foreach = "ids""#);
+        let not_list = e(vec![step("/list", Some(("ids", Pick::Random)), None), step("/x", None, Some("ids"))]);
+        assert_eq!(not_list, r#"flow "f": step 1 (f//x): foreach = "ids": not a variable captured with pick = "all""#);
+    }
 }

@@ -1,5 +1,6 @@
 //! Text with variables: `${name}` is replaced by the variable's value when the request
-//! is sent; `$${` stands for a literal `${`.
+//! is sent; `$${` stands for a literal `${`. A list variable's values are named
+//! `${name[0]}`, `${name[-1]}` (from the end) or `${name[i]}` (the turn of a `foreach`).
 
 /// A piece of a template: text as it is, or the variable at this index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,6 +56,16 @@ impl Template {
         Ok(Self { parts })
     }
 
+    /// The names `text` uses, in order (an unreadable template gives those before the fault).
+    pub fn names(text: &str) -> Vec<String> {
+        let seen = std::cell::RefCell::new(Vec::new());
+        let _ = Self::parse(text, &|name| {
+            seen.borrow_mut().push(name.to_string());
+            Some(0)
+        });
+        seen.into_inner()
+    }
+
     pub fn has_vars(&self) -> bool {
         self.parts.iter().any(|p| matches!(p, Part::Var(_)))
     }
@@ -82,6 +93,29 @@ impl Template {
         }
         Ok(())
     }
+}
+
+/// Which value of a list variable a name reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Element {
+    /// From the start (0 the first), or from the end when negative (-1 the last).
+    At(i64),
+    /// The value of the `foreach` turn.
+    Turn,
+}
+
+/// `name[0]`, `name[-1]` or `name[i]` as (name, which value); None for any other name.
+pub fn element(name: &str) -> Option<(&str, Element)> {
+    let (list, rest) = name.split_once('[')?;
+    let index = rest.strip_suffix(']')?;
+    let which = match index {
+        "i" => Element::Turn,
+        _ if index.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) && !index.is_empty() => {
+            Element::At(index.parse().ok()?)
+        }
+        _ => return None,
+    };
+    Some((list, which))
 }
 
 /// Bytes that may not stand on a request line (controls, space, non-ASCII, and `#`,
@@ -125,6 +159,17 @@ mod tests {
         assert_eq!(render("/q/${token}", Into::Path).unwrap(), "/q/a%20b%0D%0A");
         assert_eq!(render("Bearer ${token}", Into::Header), Err(0));
         assert_eq!(render("${token}", Into::Raw).unwrap(), "a b\r\n");
+    }
+
+    #[test]
+    fn a_list_value_is_named_by_its_index_or_the_turn() {
+        assert_eq!(element("ids[0]"), Some(("ids", Element::At(0))));
+        assert_eq!(element("ids[-1]"), Some(("ids", Element::At(-1))));
+        assert_eq!(element("ids[i]"), Some(("ids", Element::Turn)));
+        for not in ["ids", "ids[]", "ids[-]", "ids[j]", "ids[1", "ids[1]x", "ids[--1]", "ids[99999999999999999999]"] {
+            assert_eq!(element(not), None, "{not}");
+        }
+        assert_eq!(Template::names("/a/${ids[0]}/${ x }?${"), ["ids[0]", "x"]);
     }
 
     #[test]
