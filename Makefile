@@ -6,12 +6,18 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
-.PHONY: demo test setup system-deps system-deps-test build lint clean
+.PHONY: demo test check setup system-deps system-deps-test build lint clean
 
 demo: system-deps build
 	$(PY) -m pinchpoint demo
 
+# The tests' own time is printed at the end, setup (installs, builds) excluded.
 test: system-deps-test build
+	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet --no-run
+	@start=$$(date +%s); $(MAKE) --no-print-directory check; status=$$?; \
+	echo "make test: the tests took $$(( $$(date +%s) - start )) s, setup excluded"; exit $$status
+
+check:
 	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
 	$(VENV)/bin/ruff check python tests
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
