@@ -1,6 +1,7 @@
 """The demo app as ASGI (Starlette), for gunicorn's uvicorn workers, with the probe mounted.
 
-The same endpoints and database as the Flask app (`app.py`) but `/api/hot`. The probe
+The same endpoints and database as the Flask app (`app.py`) but `/api/hot`, and the
+WebSockets of `ws_app.py` (`/ws/echo`, `/ws/chat`). The probe
 (`ProbeASGI`) burns its CPU on the event loop and awaits its wait, so one process holds
 any number of waiting probe requests. The other endpoints are plain functions, which
 Starlette runs in anyio's thread pool (40 threads a process): `/api/fsync` blocks a
@@ -24,8 +25,9 @@ from typing import Any, ClassVar
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
+from pinchpoint.demo import ws_app
 from pinchpoint.demo.app import (
     FSYNC_FILE,
     MAX_FSYNC_KB,
@@ -100,6 +102,8 @@ def create_asgi_app(db_path: Path | str, probe_log: Path | str) -> ASGIApp:
             Route("/api/items", add_item, methods=["POST"]),
             Route("/api/items/{item_id:int}", get_item),
             Route("/api/fsync", fsync, methods=["GET", "POST"]),
+            WebSocketRoute("/ws/echo", ws_app.echo),
+            WebSocketRoute("/ws/chat", ws_app.chat),
         ]
     )
     return ProbeASGI(app, log_path=str(probe_log))

@@ -135,6 +135,22 @@ def _pass_lines(options: ProxyOptions, upstream_port: int, keepalive: bool) -> s
             proxy_read_timeout {PROXY_READ_TIMEOUT_S}s;"""
 
 
+def _ws_location(options: ProxyOptions, upstream_port: int) -> str:
+    """`/ws/` passed on as WebSocket upgrades: HTTP/1.1 with the client's Upgrade."""
+    return f"""\
+        location /ws/ {{
+            proxy_pass http://{options.upstream_host}:{upstream_port};
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection "upgrade";
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Pinchpoint $http_x_pinchpoint;
+            proxy_read_timeout {PROXY_READ_TIMEOUT_S}s;
+        }}
+
+"""
+
+
 def _limit_lines(options: ProxyOptions) -> tuple[str, str]:
     """The http-level and location-level lines of the connection limit."""
     if options.limit_conn is None:
@@ -179,6 +195,7 @@ def render_config(
         if static
         else ""
     )
+    ws_location = _ws_location(options, upstream_port) if options.protocol == "http" else ""
     temp = paths.temp_dir
     temp_paths = "\n".join(
         f"    {kind}_temp_path {temp / kind};"
@@ -209,7 +226,7 @@ http {{
     server {{
         listen {HOST}:{port} backlog=4096;
 
-{static_location}        location / {{
+{static_location}{ws_location}        location / {{
 {limit}{_pass_lines(options, upstream_port, keepalive)}
         }}
     }}

@@ -17,6 +17,7 @@ from pinchpoint.load.hook_box import HookBox, HookError
 from pinchpoint.plan.flows import Feed, Flow, FlowStep
 from pinchpoint.plan.load_models import ThinkTime
 from pinchpoint.plan.model import Level, Plan, PlanError, Request, Target
+from pinchpoint.plan.websocket import Message
 
 
 class EngineRequest(TypedDict):
@@ -70,6 +71,16 @@ class EngineFeed(TypedDict):
     random: bool
 
 
+class EngineMessage(TypedDict):
+    # As the run's tables name it (`chat/room/hello`).
+    name: str
+    send: str | None
+    binary: bool
+    receive: bool
+    captures: list[tuple[str, str, str, str]]
+    checks: list[tuple[str, str, str]]
+
+
 class EngineFlowStep(TypedDict):
     # As the run's tables name it (`shop/login`); the engine's reasons begin with it.
     name: str
@@ -86,6 +97,9 @@ class EngineFlowStep(TypedDict):
     on_fail: str
     # A list variable (a capture with pick all): the step is sent once per value.
     foreach: str | None
+    # A WebSocket step: the request is the upgrade, then the messages.
+    ws: bool
+    messages: list[EngineMessage]
 
 
 class EngineFlow(TypedDict):
@@ -169,7 +183,7 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
 def _request(r: Request | FlowStep, base: str, weight: int = 1) -> EngineRequest:
     return {
         "method": r.method,
-        "path": base + r.path,
+        "path": base + (r.target() if isinstance(r, FlowStep) else r.path),
         "headers": list(r.headers.items()),
         "body": r.body.encode(),
         "weight": r.weight if isinstance(r, Request) else weight,
@@ -187,6 +201,8 @@ def _single(request: EngineRequest, name: str) -> EngineFlow:
         "hook": False,
         "on_fail": "continue",
         "foreach": None,
+        "ws": False,
+        "messages": [],
     }
     return {"name": name, "weight": request["weight"], "steps": [step], "feed": None}
 
@@ -213,10 +229,23 @@ def _flow(flow: Flow, index: int, base: str) -> EngineFlow:
                 "hook": s.hook,
                 "on_fail": s.on_fail,
                 "foreach": s.foreach,
+                "ws": s.ws is not None,
+                "messages": [_message(m, f"{label}/{m.label(k)}") for k, m in enumerate(s.message)],
             }
             for s, label in zip(flow.step, flow.labels(), strict=True)
         ],
         "feed": _feed(flow.feed, index) if flow.feed is not None else None,
+    }
+
+
+def _message(m: Message, name: str) -> EngineMessage:
+    return {
+        "name": name,
+        "send": m.send,
+        "binary": m.binary,
+        "receive": m.receive,
+        "captures": [(c.name, *c.source(), c.pick) for c in m.capture],
+        "checks": m.check.engine_checks() if m.check is not None else [],
     }
 
 

@@ -20,17 +20,18 @@ steps after it, and check what its response says (`[flow.step.check]`). A flow's
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
+from pinchpoint.plan.answers import Capture, Check
 from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
 from pinchpoint.plan.http import Request
 from pinchpoint.plan.load_models import Think
 from pinchpoint.plan.templates import BUILTIN_VARS, element, is_name, scan
 from pinchpoint.plan.toml import Duration, FieldError, Strict
+from pinchpoint.plan.websocket import Message
 
 MAX_STEPS = 1000
 
@@ -89,169 +90,6 @@ def request_templates(path: str, headers: dict[str, str], body: str) -> list[tup
     ]
 
 
-class Capture(Strict):
-    """Takes a value from a step's response into the variable `name`: the first node a
-    JSONPath selects in the body, a regular expression's first group (or whole match),
-    a response header, or a cookie the user holds after the response. With
-    `pick = "random"`, one of the nodes (or matches) at random, drawn from the user's
-    stream of the plan's seed. With `pick = "all"`, every one in order: a list variable,
-    read as `${name[0]}`, `${name[-1]}`, `${name[i]}` in a step with `foreach = "name"`,
-    or `${name}` (a JSON array of the values)."""
-
-    name: str
-    json_: str | None = Field(default=None, alias="json")
-    regex: str | None = None
-    header: str | None = None
-    cookie: str | None = None
-    pick: Literal["first", "random", "all"] = "first"
-
-    @model_validator(mode="after")
-    def _one_source(self) -> Capture:
-        if not is_name(self.name):
-            raise FieldError("name", f"{self.name!r} is not a variable name (letters, digits, _)")
-        if self.name in BUILTIN_VARS:
-            raise FieldError("name", f"{self.name!r} is a built-in variable")
-        given = [(k, v) for k, v in self._sources() if v is not None]
-        if len(given) != 1:
-            raise ValueError("set one of json, regex, header or cookie")
-        kind, text = given[0]
-        if kind in ("json", "regex"):
-            _compiles(kind, text)
-        elif self.pick != "first":
-            raise FieldError("pick", f"pick = {self.pick!r} needs json or regex, not {kind}")
-        return self
-
-    def _sources(self) -> list[tuple[str, str | None]]:
-        return [
-            ("json", self.json_),
-            ("regex", self.regex),
-            ("header", self.header),
-            ("cookie", self.cookie),
-        ]
-
-    def source(self) -> tuple[str, str]:
-        """(kind, text) of the one source set."""
-        return next((k, v) for k, v in self._sources() if v is not None)
-
-
-def _compiles(kind: str, text: str, field: str | None = None) -> None:
-    """FieldError on `field` (default: `kind`) when the engine cannot compile `text`."""
-    from pinchpoint import _engine
-
-    error = _engine.expression_error(kind, text)
-    if error is not None:
-        raise FieldError(field or kind, error.replace("\n", " "))
-
-
-Scalar = str | int | float | bool
-COMPARISONS = ("gt", "lt", "ge", "le", "ne", "in", "len")
-
-
-class Compare(Strict):
-    """Comparisons of a JSON node: numbers (`gt`, `lt`, `ge`, `le`), its text (`ne`, `in`
-    a list of values) or its length (`len`, of an array, object or string)."""
-
-    gt: float | str | None = None
-    lt: float | str | None = None
-    ge: float | str | None = None
-    le: float | str | None = None
-    ne: Scalar | None = None
-    in_: list[Scalar] | None = Field(default=None, alias="in")
-    len_: int | None = Field(default=None, alias="len", ge=0)
-
-    def given(self) -> list[tuple[str, str]]:
-        """(comparison, expected text) of each one set."""
-        out = []
-        for name in COMPARISONS:
-            value = getattr(self, name + "_" if name in ("in", "len") else name)
-            if value is None:
-                continue
-            if name == "in":
-                out.append((name, json.dumps([_text(v) for v in value])))
-            else:
-                out.append((name, _text(value)))
-        return out
-
-    @model_validator(mode="after")
-    def _some(self) -> Compare:
-        if not self.given():
-            raise ValueError(f"set one of {', '.join(COMPARISONS)}")
-        return self
-
-
-def _text(value: Scalar | float) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _status_codes(value: object) -> list[int] | None:
-    """A status or a list of them, as a list; one message for any mistake."""
-    if value is None:
-        return None
-    codes: list[int] = []
-    for code in value if isinstance(value, list) else [value]:
-        if isinstance(code, bool) or not isinstance(code, int):
-            raise ValueError(f"{code!r} is not an HTTP status: give a code or a list of codes")
-        if not 100 <= code <= 599:
-            raise ValueError(f"{code} is not an HTTP status (100-599)")
-        codes.append(code)
-    return codes
-
-
-class Check(Strict):
-    """What a step's response must say; a response that does not is an error of class
-    `check`. `json` maps JSONPaths to the value their first node must equal (a string
-    node as it is, another as JSON; a template) or to comparisons (`{ gt = 0 }`);
-    `header` maps header names to their value; `max_ms` bounds the response time."""
-
-    status: Annotated[list[int] | None, BeforeValidator(_status_codes)] = None
-    contains: str | None = None
-    matches: str | None = None
-    json_: dict[str, Scalar | Compare] = Field(default_factory=dict, alias="json")
-    header: dict[str, str] = Field(default_factory=dict)
-    max_ms: float | None = Field(default=None, gt=0)
-
-    @model_validator(mode="after")
-    def _compile(self) -> Check:
-        if self.matches is not None:
-            _compiles("regex", self.matches, "matches")
-        for path in self.json_:
-            try:
-                _compiles("json", path)
-            except FieldError as e:
-                raise FieldError(("json", path), str(e)) from None
-        return self
-
-    def engine_checks(self) -> list[tuple[str, str, str]]:
-        out: list[tuple[str, str, str]] = []
-        if self.status is not None:
-            out.append(("status", ",".join(str(c) for c in self.status), ""))
-        if self.contains is not None:
-            out.append(("contains", self.contains, ""))
-        if self.matches is not None:
-            out.append(("matches", self.matches, ""))
-        for path, value in self.json_.items():
-            if isinstance(value, Compare):
-                out += [(f"json_{name}", path, expected) for name, expected in value.given()]
-            else:
-                out.append(("json", path, _text(value)))
-        out += [("header", name, value) for name, value in self.header.items()]
-        if self.max_ms is not None:
-            out.append(("max_ms", repr(self.max_ms), ""))
-        return out
-
-    def templates(self) -> list[tuple[tuple, str]]:
-        found: list[tuple[tuple, str]] = []
-        if self.contains is not None:
-            found.append((("contains",), self.contains))
-        for p, v in self.json_.items():
-            if isinstance(v, Compare):
-                found += [(("json", p, name), text) for name, text in v.given() if name != "in"]
-            else:
-                found.append((("json", p), str(v)))
-        found += [(("header", name), value) for name, value in self.header.items()]
-        return found
-
-
 class Feed(Strict):
     """Test data: a CSV file with a header row, or JSON lines (`.jsonl`), each row's
     columns becoming variables; a row per user (`per = "user"`) or per walk through the
@@ -300,7 +138,7 @@ _CONTROL = {"\r": "a CR", "\n": "an LF", "\0": "a NUL"}
 
 class FlowStep(Strict):
     name: str | None = None
-    path: str
+    path: str = ""
     method: str = "GET"
     headers: dict[str, str] = Field(default_factory=dict)
     body: str = ""
@@ -317,18 +155,55 @@ class FlowStep(Strict):
     # in order, `${name[i]}` the value of the turn.
     foreach: str | None = None
 
+    # A WebSocket step: the request is the upgrade to `ws` (a path, as `path` is), and
+    # the connection then carries the messages (plan/websocket.py).
+    ws: str | None = None
+    message: list[Message] = Field(default_factory=list, max_length=MAX_STEPS)
+
     @model_validator(mode="after")
     def _request(self) -> FlowStep:
-        Request.model_validate(
-            {"path": self.path, "method": self.method, "headers": self.headers, "body": self.body}
-        )
+        if (self.ws is None) == (not self.path):
+            raise FieldError(
+                "path",
+                "set path, or ws for a WebSocket"
+                if self.ws is None
+                else "set path or ws, not both",
+            )
+        if self.ws is not None:
+            if self.method != "GET":
+                raise FieldError("method", f"a WebSocket upgrade is a GET, not {self.method}")
+            if self.body:
+                raise FieldError("body", "a WebSocket upgrade has no body: send it as a message")
+        elif self.message:
+            raise FieldError(
+                "message", 'messages travel on a WebSocket: set ws = "/path", not path'
+            )
+        try:
+            Request.model_validate(
+                {
+                    "path": self.target(),
+                    "method": self.method,
+                    "headers": self.headers,
+                    "body": self.body,
+                }
+            )
+        except ValidationError as e:
+            if self.ws is None:
+                raise
+            raise FieldError("ws", e.errors()[0]["msg"].removeprefix("Value error, ")) from None
         return self
 
+    def target(self) -> str:
+        """The path requested: the upgrade's for a WebSocket."""
+        return self.path if self.ws is None else self.ws
+
     def label(self) -> str:
-        return self.name or f"{self.method} {self.path}"
+        return self.name or (f"{self.method} {self.path}" if self.ws is None else f"WS {self.ws}")
 
     def templates(self) -> list[tuple[tuple, str]]:
-        found = request_templates(self.path, self.headers, self.body)
+        found = request_templates(self.target(), self.headers, self.body)
+        if self.ws is not None:
+            found = [(("ws",) if loc == ("path",) else loc, t) for loc, t in found]
         if self.check is not None:
             found += [(("check", *loc), t) for loc, t in self.check.templates()]
         return found
@@ -356,19 +231,12 @@ class Flow(Strict):
                     ("step", i, "foreach"),
                     f'"{step.foreach}" is not a list an earlier step captures with pick = "all"',
                 )
-            captured = {c.name for c in step.capture}
-            listed = lists | {c.name for c in step.capture if c.pick == "all"}
-            checks = [(loc, t) for loc, t in step.templates() if loc[0] == "check"]
-            requests = [(loc, t) for loc, t in step.templates() if loc[0] != "check"]
-            for templates, usable, readable in (
-                (requests, known, lists),
-                (checks, known | captured, listed),
-            ):
-                fault = template_fault(templates, usable, lists=readable, turn=step.foreach)
-                if fault is not None:
-                    raise FieldError(("step", i, *fault[0]), fault[1])
-            known |= captured
-            lists = listed
+            readers = [(("step", i), step.templates(), step.capture)] + [
+                (("step", i, "message", k), m.templates(), m.capture)
+                for k, m in enumerate(step.message)
+            ]
+            for where, templates, capture in readers:
+                known, lists = _known_after(where, templates, capture, known, lists, step.foreach)
         if self.feed is not None:
             self.feed._in_headers = self._header_uses()
         return self
@@ -385,3 +253,34 @@ class Flow(Strict):
     def labels(self) -> list[str]:
         """Each step's name in the run's tables: `<flow>/<step name or METHOD path>`."""
         return [f"{self.name}/{s.label()}" for s in self.step]
+
+    def endpoint_labels(self) -> list[str]:
+        """The name of each of the flow's records: each step's, each WebSocket step
+        followed by its messages' (`<flow>/<step>/<message name or #number>`)."""
+        return [
+            name
+            for step, label in zip(self.step, self.labels(), strict=True)
+            for name in [label] + [f"{label}/{m.label(k)}" for k, m in enumerate(step.message)]
+        ]
+
+
+def _known_after(
+    where: tuple,
+    templates: list[tuple[tuple, str]],
+    capture: list[Capture],
+    known: set[str],
+    lists: frozenset[str],
+    turn: str | None,
+) -> tuple[set[str], frozenset[str]]:
+    """The variables and lists known after a step (or message) that reads `templates`
+    and captures `capture`; FieldError at `where` for a template it cannot read. Its
+    checks may read its own captures."""
+    captured = {c.name for c in capture}
+    listed = lists | {c.name for c in capture if c.pick == "all"}
+    checks = [(loc, t) for loc, t in templates if loc[0] == "check"]
+    requests = [(loc, t) for loc, t in templates if loc[0] != "check"]
+    for read, usable, readable in ((requests, known, lists), (checks, known | captured, listed)):
+        fault = template_fault(read, usable, lists=readable, turn=turn)
+        if fault is not None:
+            raise FieldError((*where, *fault[0]), fault[1])
+    return known | captured, listed

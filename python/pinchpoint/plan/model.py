@@ -250,6 +250,15 @@ class Plan(Strict):
             _check_request_templates(self.request)
         if self.load.hook is not None and not any(s.hook for f in self.flow for s in f.step):
             raise FieldError(("load", "hook"), "no flow step has hook = true to call it")
+        ws = next(
+            ((i, j) for i, f in enumerate(self.flow) for j, s in enumerate(f.step) if s.ws),
+            None,
+        )
+        if ws is not None and self.target.http != "1.1":
+            raise FieldError(
+                ("flow", ws[0], "step", ws[1], "ws"),
+                'a WebSocket upgrade is an HTTP/1.1 request: [target] http = "1.1"',
+            )
         return self
 
     @model_validator(mode="after")
@@ -289,7 +298,7 @@ class Plan(Strict):
         """The name of each request in the run's records (their `endpoint` index): the
         plan's requests as `METHOD path`, then each flow's steps as `flow/step`."""
         names = [f"{r.method} {r.path}" for r in self.request]
-        return names + [label for f in self.flow for label in f.labels()]
+        return names + [label for f in self.flow for label in f.endpoint_labels()]
 
     def tiers(self) -> list[str]:
         """Component names ordered from the entry tier to the leaves."""

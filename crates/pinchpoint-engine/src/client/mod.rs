@@ -6,6 +6,7 @@
 pub mod http1;
 pub mod http2;
 pub mod tls;
+pub mod ws;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -174,12 +175,13 @@ impl Target {
                 })
                 .await
             }
-            (Some(pool), _) => Box::pin(pool.connect(self.h2_stream(timeout))).await.map(Conn::H2),
+            (Some(pool), _) => Box::pin(pool.connect(self.stream(timeout))).await.map(Conn::H2),
         }
     }
 
-    /// The byte stream under a new HTTP/2 connection.
-    async fn h2_stream(&self, timeout: Duration) -> Result<Box<dyn http2::Io>, ErrorClass> {
+    /// A new connection's byte stream, over TLS if the target is: under an HTTP/2
+    /// connection, or a WebSocket.
+    pub async fn stream(&self, timeout: Duration) -> Result<Box<dyn http2::Io>, ErrorClass> {
         let tcp = http1::connect_tcp(self.addr, timeout).await?;
         Ok(match &self.tls {
             None => Box::new(tcp),
@@ -217,7 +219,7 @@ impl Target {
                     let again = http2::copy(&request);
                     match http2::exchange(c, request, keep.as_deref_mut()).await {
                         Err(Failure::Refused) => {
-                            pool.reconnect(c, self.h2_stream(prepared.timeout)).await?;
+                            pool.reconnect(c, self.stream(prepared.timeout)).await?;
                             if let Some(kept) = keep.as_deref_mut() {
                                 kept.clear();
                             }

@@ -218,6 +218,7 @@ mod tests {
                 "flows[]",
                 "flows[].feed",
                 "flows[].steps[]",
+                "flows[].steps[].messages[]",
                 "flows[].steps[].request",
                 "flows[].steps[].think",
                 "open",

@@ -47,6 +47,29 @@ pub struct FlowStepSpec {
     /// in order, with `${name[i]}` the value of this turn.
     #[serde(default)]
     pub foreach: Option<String>,
+    /// The request is a WebSocket upgrade: the connection then carries `messages`, and
+    /// is closed after them.
+    #[serde(default)]
+    pub ws: bool,
+    #[serde(default)]
+    pub messages: Vec<MessageSpec>,
+}
+
+/// A message of a WebSocket step: a frame sent, the next one received, or both; what is
+/// received is checked and captured from as a response body is.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageSpec {
+    /// As the run's tables name it (`chat/echo#1`).
+    pub name: String,
+    /// The frame to send (a template), if any.
+    pub send: Option<String>,
+    /// Send it as a binary frame (its text's UTF-8 bytes), not a text frame.
+    pub binary: bool,
+    /// Wait for the next frame from the server: the message's time is until it came.
+    pub receive: bool,
+    pub captures: Vec<CaptureSpec>,
+    pub checks: Vec<CheckSpec>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

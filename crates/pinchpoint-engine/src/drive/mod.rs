@@ -6,6 +6,7 @@ pub mod closed;
 pub mod open;
 pub mod schedule;
 pub mod walk;
+pub mod ws;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;

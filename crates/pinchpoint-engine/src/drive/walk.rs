@@ -19,7 +19,8 @@ use crate::drive::closed::{
     flush, pause, unix_us, unpack_step, until, Shared, Unsent, BATCH_EVERY, BATCH_ROWS, CONNECT_BACKOFF,
     PARKED_POLL,
 };
-use crate::flow::extract::{self, Answer};
+use crate::flow::extract::Answer;
+use crate::flow::judge::{self, Values};
 use crate::flow::jar::Jar;
 use crate::flow::template::Into;
 use crate::flow::{Flow, Step, ITERATION_VAR, USER_VAR};
@@ -29,26 +30,26 @@ use crate::record::Record;
 use crate::rng::Rng;
 
 /// What a user keeps from one request to the next.
-struct State {
-    conn: Option<Conn>,
-    out: Unsent,
-    last_flush: Instant,
-    request: Outgoing,
-    rng: Rng,
-    jar: Jar,
-    kept: Kept,
+pub(super) struct State {
+    pub(super) conn: Option<Conn>,
+    pub(super) out: Unsent,
+    pub(super) last_flush: Instant,
+    pub(super) request: Outgoing,
+    pub(super) rng: Rng,
+    pub(super) jar: Jar,
+    pub(super) kept: Kept,
     /// Per flow, the value of each of its variables.
-    vars: Vec<Vec<String>>,
+    pub(super) vars: Vec<Vec<String>>,
     /// Per flow, the values of each of its lists.
-    lists: Vec<Vec<Vec<String>>>,
-    scratch: Vec<u8>,
-    epoch: (Instant, i64),
+    pub(super) lists: Vec<Vec<Vec<String>>>,
+    pub(super) scratch: Vec<u8>,
+    pub(super) epoch: (Instant, i64),
     /// The step's request as last rendered: its buffers are reused, request after request.
-    prepared: Option<Prepared>,
+    pub(super) prepared: Option<Prepared>,
 }
 
 /// How a step ended, for what the walk does next.
-enum Next {
+pub(super) enum Next {
     Go,
     /// A check or capture failed (or a step got no response to check or capture from)
     /// and the step says `restart`: start a flow afresh.
@@ -60,7 +61,7 @@ enum Next {
 }
 
 /// What the step's `on_fail` makes of a failed check or capture.
-fn on_fail(step: &Step) -> Next {
+pub(super) fn on_fail(step: &Step) -> Next {
     match step.on_fail {
         OnFail::Continue => Next::Go,
         OnFail::Restart => Next::Restart,
@@ -111,7 +112,10 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
                         st.vars[f][slot] = value;
                     }
                 }
-                let next = send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await;
+                let next = match &step.ws {
+                    Some(messages) => super::ws::send_ws_step(&shared, flow, f, step, messages, index, &mut st).await,
+                    None => send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await,
+                };
                 if matches!(next, Next::Stop) || *done.borrow() {
                     break 'walk;
                 }
@@ -311,7 +315,7 @@ async fn prepare(
 /// The step's request with the user's variables and cookies, written into the buffers
 /// of `p` (no allocation once they have grown); what rendering does not change comes
 /// from the step's checked `base`.
-fn render_into(
+pub(super) fn render_into(
     step: &Step,
     names: &[String],
     vars: &[String],
@@ -385,35 +389,14 @@ fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &
         }
     });
     let mut answer = Answer::new(status, &st.kept).with_latency(latency_us);
-    let mut class = None;
-    for check in &step.checks {
-        if let Err(why) = extract::check(check, &mut answer, &st.vars[f], &mut st.scratch) {
-            note(ErrorClass::Check, || format!("{}: {why}", step.name));
-            class = Some(ErrorClass::Check);
-            break;
-        }
-    }
-    for capture in &step.captures {
-        let taken = match capture.list {
-            Some(l) => flow.take_list(l, capture, &mut answer, &mut st.vars[f], &mut st.lists[f][l]),
-            None => extract::capture(capture, &mut answer, &st.jar, &mut st.rng).map(|v| st.vars[f][capture.var] = v),
-        };
-        match taken {
-            Ok(()) => {}
-            Err(why) => {
-                note(ErrorClass::Capture, || format!("{}: {why} (status {status})", step.name));
-                class = class.or(Some(ErrorClass::Capture));
-                if step.on_fail != OnFail::Continue {
-                    break;
-                }
-            }
-        }
-    }
+    let values = Values { vars: &mut st.vars[f], lists: &mut st.lists[f], jar: &st.jar, rng: &mut st.rng, scratch: &mut st.scratch };
+    let keep_going = step.on_fail == OnFail::Continue;
+    let class = judge::judge(flow, &step.name, &step.checks, &step.captures, keep_going, &mut answer, values, Some(status));
     let next = if class.is_some() { on_fail(step) } else { Next::Go };
     (class, next)
 }
 
-fn push(st: &mut State, record: Record) {
+pub(super) fn push(st: &mut State, record: Record) {
     st.out.batch.push(record);
     let now = Instant::now();
     if st.out.batch.len() >= BATCH_ROWS || now - st.last_flush >= BATCH_EVERY {
@@ -442,6 +425,8 @@ mod tests {
             hook: false,
             on_fail: OnFail::Restart,
             foreach: None,
+            ws: false,
+            messages: vec![],
         };
         let spec = FlowSpec { name: "f".into(), weight: 1, steps: vec![step], feed: Some(feed) };
         crate::flow::compile(&[spec]).unwrap().flows.remove(0)

@@ -8,8 +8,10 @@ pub mod compare;
 pub mod extract;
 pub mod hook;
 pub mod jar;
+pub mod judge;
 pub mod jsonpath;
 pub mod template;
+pub mod ws;
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -17,7 +19,7 @@ use std::time::Duration;
 use crate::client::http1::Prepared;
 use crate::config::{RequestSpec, Think};
 use crate::flow::extract::{Answer, Capture, Check};
-use crate::config::flow::{CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, OnFail, Pick, BUILTIN_VARS};
+use crate::config::flow::{CaptureSpec, CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, OnFail, Pick, BUILTIN_VARS};
 use crate::flow::template::{element, Element, Template};
 
 /// A flow step ready to render: templates resolved to variable slots.
@@ -46,6 +48,8 @@ pub struct Step {
     pub on_fail: OnFail,
     /// The list (an index into the flow's `lists`) the step is sent once per value of.
     pub foreach: Option<usize>,
+    /// A WebSocket step: the request is the upgrade, and the connection carries these.
+    pub ws: Option<Vec<ws::Message>>,
 }
 
 /// A list variable: what a capture with `pick = "all"` found.
@@ -134,10 +138,12 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
     let feed = spec.feed.as_ref().map(|f| compile_feed(f, &mut vars, slot)).transpose()?;
     // Every name a capture sets is known from the first step: a variable used before
     // its capture ran holds the value of the user's previous walk (empty at first).
-    let captured: Vec<usize> =
-        spec.steps.iter().flat_map(|s| &s.captures).map(|c| slot(&mut vars, &c.var)).collect();
+    for s in &spec.steps {
+        for c in s.captures.iter().chain(s.messages.iter().flat_map(|m| &m.captures)) {
+            slot(&mut vars, &c.var);
+        }
+    }
     let lists = compile_lists(spec, &mut vars, slot)?;
-    let mut captured = captured.into_iter();
     let mut steps = Vec::with_capacity(spec.steps.len());
     for (i, s) in spec.steps.iter().enumerate() {
         let at = |e: String| format!("step {i} ({}): {e}", s.name);
@@ -153,16 +159,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             .map(|(k, v)| Template::parse(v, &index_of).map(|t| (k.clone(), t)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(at)?;
-        let captures = s
-            .captures
-            .iter()
-            .map(|c| {
-                let mut capture = Capture::compile(c, captured.next().expect("one slot per capture"))?;
-                capture.list = lists.iter().position(|l| l.slot == capture.var && c.pick == Pick::All);
-                Ok(capture)
-            })
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(at)?;
+        let captures = compile_captures(&s.captures, &vars, &lists).map_err(at)?;
         let foreach = foreach_of(s, &vars, &lists).map_err(at)?;
         let checks = s.checks.iter().map(|c| Check::compile(c, &index_of)).collect::<Result<Vec<_>, _>>().map_err(at)?;
         let reads_body = captures.iter().any(|c| !matches!(c.source, extract::Source::Header(_) | extract::Source::Cookie(_)))
@@ -184,10 +181,30 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             hook: s.hook,
             on_fail: s.on_fail,
             foreach,
+            ws: None,
         });
         *endpoint += 1;
+        if s.ws {
+            let messages = ws::compile(s, &vars, &lists, endpoint).map_err(at)?;
+            steps.last_mut().expect("pushed above").ws = Some(messages);
+        } else if !s.messages.is_empty() {
+            return Err(at("messages without ws".into()));
+        }
     }
     Ok(Flow { name: spec.name.clone(), steps, vars, feed, lists })
+}
+
+/// The captures of a step or message, each with its variable's slot and its list.
+pub(crate) fn compile_captures(specs: &[CaptureSpec], vars: &[String], lists: &[List]) -> Result<Vec<Capture>, String> {
+    specs
+        .iter()
+        .map(|c| {
+            let var = vars.iter().position(|v| *v == c.var).expect("every capture has a slot");
+            let mut capture = Capture::compile(c, var)?;
+            capture.list = lists.iter().position(|l| l.slot == var && c.pick == Pick::All);
+            Ok(capture)
+        })
+        .collect()
 }
 
 /// The texts of a step that may hold `${name}`.
@@ -196,14 +213,23 @@ fn templates(s: &FlowStepSpec) -> Vec<&str> {
     let mut texts: Vec<&str> = vec![&r.path];
     texts.extend(r.headers.iter().map(|(_, v)| v.as_str()));
     texts.extend(std::str::from_utf8(&r.body));
-    texts.extend(s.checks.iter().filter_map(|c| match c {
+    texts.extend(expected(&s.checks));
+    for m in &s.messages {
+        texts.extend(m.send.as_deref());
+        texts.extend(expected(&m.checks));
+    }
+    texts
+}
+
+/// The expected values of `checks` (templates).
+fn expected(checks: &[CheckSpec]) -> impl Iterator<Item = &str> {
+    checks.iter().filter_map(|c| match c {
         CheckSpec::Contains(t) => Some(t.as_str()),
         CheckSpec::JsonEquals { expected, .. } | CheckSpec::JsonCompare { expected, .. } | CheckSpec::Header { expected, .. } => {
             Some(expected.as_str())
         }
         _ => None,
-    }));
-    texts
+    })
 }
 
 /// The flow's list variables (its captures with `pick = "all"`), with a slot for each
@@ -288,6 +314,8 @@ mod tests {
             hook: false,
             on_fail: OnFail::Restart,
             foreach: foreach.map(str::to_string),
+            ws: false,
+            messages: vec![],
         }
     }
 
