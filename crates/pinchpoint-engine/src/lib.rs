@@ -15,7 +15,7 @@ pub mod stats;
 pub mod weights;
 
 pub use config::{HookHandle, HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
-pub use config::flow::{CaptureFrom, CaptureSpec, CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, Hook};
+pub use config::flow::{CaptureFrom, CaptureSpec, CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, Hook, MessageSpec, OnFail, Pick};
 pub use outcome::ErrorClass;
 pub use drive::{records_to_parquet, run, run_until, Level, RunSummary};
 pub use stats::Window;

@@ -7,12 +7,12 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as Frame};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::client::http2::Io;
-use crate::client::Target;
+use crate::client::{Target, MAX_KEPT_BODY};
 use crate::outcome::{classify_io, note, ErrorClass};
 
 pub type Socket = WebSocketStream<Box<dyn Io>>;
@@ -70,7 +70,9 @@ pub async fn open(target: &Target, request: &[u8], key: &str, timeout: Duration)
         return Ok(Upgrade::Refused(status, "the upgrade's Sec-WebSocket-Accept does not answer its key".into()));
     }
     let rest = buf[head..].to_vec();
-    Ok(Upgrade::Open(Box::new(WebSocketStream::from_partially_read(io, rest, Role::Client, None).await)))
+    // A frame is kept as a response body is: a longer one is an error, not held whole.
+    let config = WebSocketConfig::default().max_message_size(Some(MAX_KEPT_BODY)).max_frame_size(Some(MAX_KEPT_BODY));
+    Ok(Upgrade::Open(Box::new(WebSocketStream::from_partially_read(io, rest, Role::Client, Some(config)).await)))
 }
 
 /// Sends one frame: text, or binary.

@@ -113,7 +113,7 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
                     }
                 }
                 let next = match &step.ws {
-                    Some(messages) => super::ws::send_ws_step(&shared, flow, f, step, messages, index, &mut st).await,
+                    Some(messages) => super::ws::send_ws_step(&shared, (flow, f), step, messages, index, &mut st, &done).await,
                     None => send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await,
                 };
                 if matches!(next, Next::Stop) || *done.borrow() {

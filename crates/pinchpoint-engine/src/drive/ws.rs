@@ -6,6 +6,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use tokio::sync::watch;
+
 use crate::client::http1::{self, Tag, TagLevel};
 use crate::client::ws::{self, Upgrade};
 use crate::config::flow::OnFail;
@@ -22,8 +24,36 @@ use crate::record::Record;
 /// The status a WebSocket's records carry: the upgrade's.
 const SWITCHED: u16 = 101;
 
-pub(super) async fn send_ws_step(shared: &Shared, flow: &Flow, f: usize, step: &Step, messages: &[Message], index: u32, st: &mut State) -> Next {
-    let Some(mut conn) = new_record(shared, step.endpoint, index, st) else { return Next::Stop };
+/// The step's connection, its messages and its close; the messages stop when the run
+/// ends (`done`). The connection is the request in flight meanwhile: a run abandoned
+/// during it counts it abandoned, and keeps the messages that ended.
+pub(super) async fn send_ws_step(
+    shared: &Shared,
+    (flow, f): (&Flow, usize),
+    step: &Step,
+    messages: &[Message],
+    index: u32,
+    st: &mut State,
+    done: &watch::Receiver<bool>,
+) -> Next {
+    let Some(conn) = new_record(shared, step.endpoint, index, st) else { return Next::Stop };
+    st.out.begin();
+    let next = connection(shared, (flow, f), step, messages, index, st, done, conn).await;
+    st.out.end();
+    next
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn connection(
+    shared: &Shared,
+    (flow, f): (&Flow, usize),
+    step: &Step,
+    messages: &[Message],
+    index: u32,
+    st: &mut State,
+    done: &watch::Receiver<bool>,
+    mut conn: Record,
+) -> Next {
     let started = Instant::now();
     let mut prepared = step.base.clone();
     if let Err(why) = render_into(step, &flow.vars, &st.vars[f], &st.jar, false, shared.timeout, &mut prepared) {
@@ -61,6 +91,10 @@ pub(super) async fn send_ws_step(shared: &Shared, flow: &Flow, f: usize, step: &
     let mut next = Next::Go;
     let mut broken = None;
     for m in messages {
+        if *done.borrow() {
+            next = Next::Stop;
+            break;
+        }
         let Some(mut record) = new_record(shared, m.endpoint, index, st) else {
             next = Next::Stop;
             break;
