@@ -45,8 +45,9 @@ def test_a_websocket_step_reaches_the_engine_with_its_messages(tmp_path: Path) -
     plan = parse_plan(PLAN, "plan.toml")
     assert plan.endpoints() == ["chat/room", "chat/room/welcome", "chat/room/#2", "chat/room/#3"]
     (step,) = engine_config(plan, "r1", tmp_path / "records")["flows"][0]["steps"]
-    assert step["ws"] and step["request"]["path"] == "/ws/chat?room=${user_index}"
-    welcome, say, bye = step["messages"]
+    request = step["request"]
+    assert request["ws"] and request["path"] == "/ws/chat?room=${user_index}"
+    welcome, say, bye = request["messages"]
     assert welcome == {
         "name": "chat/room/welcome",
         "send": None,
@@ -111,3 +112,74 @@ def test_a_websocket_mistake_names_file_line_and_field(change: tuple[str, str], 
     message = str(e.value)
     assert "\n" not in message, message
     assert message.startswith(said), message
+
+
+OPEN = """[target]
+url = "http://127.0.0.1:8080"
+
+[load]
+phase = [{ duration = "2s", arrival_rate = 50 }]
+
+[[request]]
+ws = "/ws/echo"
+message = [{ name = "hi", send = "hi", check = { contains = "hi" } }, { send = "again" }]
+
+[[request]]
+path = "/healthz"
+"""
+
+
+def test_a_websocket_request_goes_as_itself_in_open_loop_and_as_a_flow_in_closed_loop(
+    tmp_path: Path,
+) -> None:
+    plan = parse_plan(OPEN, "plan.toml")
+    assert plan.endpoints() == ["WS /ws/echo", "WS /ws/echo/hi", "WS /ws/echo/#2", "GET /healthz"]
+    config = engine_config(plan, "r1", tmp_path / "records")
+    ws, plain = config["requests"]
+    assert config["flows"] == []
+    assert (ws["ws"], [m["name"] for m in ws["messages"]]) == (
+        True,
+        ["WS /ws/echo/hi", "WS /ws/echo/#2"],
+    )
+    assert (plain["ws"], plain["messages"]) == (False, [])
+    closed = OPEN.replace(
+        'phase = [{ duration = "2s", arrival_rate = 50 }]', 'users = 2\nduration = "1s"'
+    )
+    config = engine_config(parse_plan(closed, "plan.toml"), "r1", tmp_path / "records")
+    assert config["requests"] == []
+    assert [f["name"] for f in config["flows"]] == ["WS /ws/echo", "GET /healthz"]
+    assert config["flows"][0]["steps"][0]["request"]["messages"] == ws["messages"]
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            ('message = [{ name = "hi"', 'path = "/x"\nmessage = [{ name = "hi"'),
+            "bad.toml:9: request[0].path: set path or ws, not both",
+        ),
+        (
+            ('ws = "/ws/echo"', 'ws = "/ws/echo"\nbody = "x"'),
+            "bad.toml:9: request[0].body: a WebSocket upgrade has no body",
+        ),
+        (
+            ('path = "/healthz"', 'path = "/healthz"\nmessage = [{ send = "x" }]'),
+            "bad.toml:13: request[1].message: messages travel on a WebSocket",
+        ),
+        (
+            ('send = "again"', 'send = "${user_index}"'),
+            "bad.toml:9: request[0].message[1].send: ${user_index} is not set: an open-loop "
+            "arrival has no variables",
+        ),
+        (
+            ('send = "hi",', 'send = "hi", capture = [{ name = "x", json = "$.x" }],'),
+            "bad.toml:9: request[0].message[0].capture: an open-loop arrival keeps no variables",
+        ),
+    ],
+)
+def test_a_websocket_request_mistake_names_file_line_and_field(
+    change: tuple[str, str], said: str
+) -> None:
+    with pytest.raises(PlanError) as e:
+        parse_plan(OPEN.replace(*change, 1), "bad.toml")
+    assert str(e.value).startswith(said), str(e.value)

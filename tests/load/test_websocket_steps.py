@@ -1,10 +1,12 @@
-"""WebSocket steps against the demo's ASGI app under gunicorn's uvicorn workers, behind
-real nginx: frames sent and received with their own latency, checks and captures on
-what came back, and each connection's upgrade tagged, logged by nginx and matched."""
+"""WebSockets against the demo's ASGI app under gunicorn's uvicorn workers, behind real
+nginx, in closed loop (flow steps) and open loop (requests): frames sent and received
+with their own latency, checks and captures on what came back, and each connection's
+upgrade tagged, logged by nginx and matched."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +15,7 @@ import pytest
 from pinchpoint import pipeline
 from pinchpoint.demo import DemoStack
 from pinchpoint.demo.plan import component_lines
+from pinchpoint.pipeline import RunOutcome
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 from pinchpoint_lab.needs import nginx_missing
@@ -70,12 +73,30 @@ NAMES = [
 ]
 
 
-def test_frames_are_timed_checked_and_each_connection_is_matched_in_nginx(tmp_path: Path) -> None:
-    with DemoStack(tmp_path / "stack", workers=1, worker_class="uvicorn") as stack:
-        text = PLAN.replace("URL", stack.url) + "\n".join(component_lines(stack.components()))
-        outcome = pipeline.execute(parse_plan(text, "plan.toml"), text, tmp_path / "runs")
-        log = stack.nginx_access_log.read_text()
-        refused = _not_a_websocket(stack, tmp_path)
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoStack]:
+    with DemoStack(tmp_path_factory.mktemp("stack"), workers=1, worker_class="uvicorn") as s:
+        yield s
+
+
+def _new_lines(log: Path, run: Callable[[], RunOutcome]) -> tuple[RunOutcome, str]:
+    """What `run` returns, and the lines nginx logged meanwhile."""
+    before = log.stat().st_size if log.exists() else 0
+    outcome = run()
+    with log.open("rb") as f:
+        f.seek(before)
+        return outcome, f.read().decode()
+
+
+def test_frames_are_timed_checked_and_each_connection_is_matched_in_nginx(
+    stack: DemoStack, tmp_path: Path
+) -> None:
+    text = PLAN.replace("URL", stack.url) + "\n".join(component_lines(stack.components()))
+    outcome, log = _new_lines(
+        stack.nginx_access_log,
+        lambda: pipeline.execute(parse_plan(text, "plan.toml"), text, tmp_path / "runs"),
+    )
+    refused = _not_a_websocket(stack, tmp_path)
     requests = pl.read_parquet(outcome.run_dir / files.REQUESTS)
     run = json.loads((outcome.run_dir / files.RUN).read_text())
     assert run["endpoint_names"] == NAMES
@@ -118,3 +139,51 @@ def _not_a_websocket(stack: DemoStack, tmp_path: Path) -> tuple[set[int], list[s
     assert requests["error"].to_list() == ["check"] * requests.height
     assert set(requests["endpoint"].to_list()) == {0}
     return set(requests["status"].to_list()), run["error_reasons"]["check"]
+
+
+OPEN = f"""
+[target]
+url = "URL"
+
+[load]
+phase = [{{ duration = "1.5s", arrival_rate = 40 }}, {{ duration = "1.5s", arrival_rate = 80 }}]
+
+[[request]]
+ws = "/ws/echo?delay_ms={DELAY_MS}"
+message = [{{ name = "hi", send = "hi", check = {{ contains = "hi" }} }}, {{ send = "again" }}]
+"""
+
+
+def test_open_loop_arrivals_each_open_a_connection_at_their_rate(
+    stack: DemoStack, tmp_path: Path
+) -> None:
+    text = OPEN.replace("URL", stack.url) + "\n".join(component_lines(stack.components()))
+    outcome, log = _new_lines(
+        stack.nginx_access_log,
+        lambda: pipeline.execute(parse_plan(text, "plan.toml"), text, tmp_path / "open"),
+    )
+    requests = pl.read_parquet(outcome.run_dir / files.REQUESTS)
+    run = json.loads((outcome.run_dir / files.RUN).read_text())
+    assert run["endpoint_names"] == [
+        "WS /ws/echo?delay_ms=20",
+        "WS /ws/echo?delay_ms=20/hi",
+        "WS /ws/echo?delay_ms=20/#2",
+    ]
+    assert requests["error"].null_count() == requests.height, run["error_reasons"]
+    connections = requests.filter(pl.col("endpoint") == 0)
+    # 40/s then 80/s for 1.5 s each: the connections arrive at the plan's rates.
+    per_step = dict(connections.group_by("step").len().iter_rows())
+    assert abs(per_step[0] - 60) <= 3 and abs(per_step[1] - 120) <= 3, per_step
+    for e in (1, 2):
+        answered = requests.filter(pl.col("endpoint") == e)
+        assert answered.height == connections.height
+        assert answered["latency_us"].min() >= DELAY_MS * 1000
+    # A connection's life counts from its arrival's intended time, as a request's does.
+    assert (connections["latency_us"] >= connections["service_us"]).all()
+    assert connections["service_us"].median() >= 2 * DELAY_MS * 1000
+    upgrades = [line for line in log.splitlines() if "GET /ws/echo" in line]
+    assert len(upgrades) == connections.height
+    assert all(" 101 " in line and "pp_rate=" in line for line in upgrades)
+    named = {e["endpoint"]: e for e in outcome.verdict["endpoints"]}
+    top = named["WS /ws/echo?delay_ms=20"]["steps"][-1]
+    assert top["tiers"]["nginx"]["count"] >= top["requests"] * 0.9

@@ -386,6 +386,8 @@ fn method_body_and_plan_headers_reach_the_server() {
         body: br#"{"a": 1}"#.to_vec(),
         weight: 1,
         timeout: None,
+        ws: false,
+        messages: vec![],
     }];
     let s = run(&cfg);
     let received = server.received();

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{config, parquet_rows, run, steps, Row};
 use futures_util::{SinkExt, StreamExt};
-use pinchpoint_engine::{CheckSpec, FlowSpec, FlowStepSpec, MessageSpec, OnFail, RequestSpec, RunConfig};
+use pinchpoint_engine::{Arrivals, CheckSpec, FlowSpec, FlowStepSpec, MessageSpec, OnFail, Phase, RequestSpec, RunConfig};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::Message;
@@ -79,26 +79,27 @@ async fn behave(path: &str, ws: &mut tokio_tungstenite::WebSocketStream<tokio::n
     }
 }
 
-fn ws_config(dir: &Path, port: u16, path: &str, on_fail: OnFail) -> RunConfig {
-    let message = |name: &str, send: &str| MessageSpec {
+fn message(name: &str, send: &str) -> MessageSpec {
+    MessageSpec {
         name: format!("w/s/{name}"),
         send: Some(send.into()),
         binary: false,
         receive: true,
         captures: vec![],
         checks: vec![CheckSpec::Contains(send.into())],
-    };
+    }
+}
+
+fn ws_config(dir: &Path, port: u16, path: &str, on_fail: OnFail) -> RunConfig {
     let step = FlowStepSpec {
         name: "w/s".into(),
-        request: RequestSpec::get(path),
+        request: RequestSpec { ws: true, messages: vec![message("a", "one ${user_index}"), message("b", "two")], ..RequestSpec::get(path) },
         think: None,
         captures: vec![],
         checks: vec![],
         hook: false,
         on_fail,
         foreach: None,
-        ws: true,
-        messages: vec![message("a", "one ${user_index}"), message("b", "two")],
     };
     let mut c = config(dir, port, &[], steps(&[(2, 600)]));
     c.timeout = Duration::from_millis(300);
@@ -186,4 +187,37 @@ fn a_refused_upgrade_is_a_failed_check_with_its_status() {
     assert_eq!(by[&0].1.keys().cloned().collect::<Vec<_>>(), ["check"]);
     assert_eq!(by[&0].2.keys().copied().collect::<Vec<_>>(), [403]);
     assert!(reasons(&summary).iter().any(|r| r == "w/s: the upgrade was answered 403, not 101 Switching Protocols"));
+}
+
+#[test]
+fn open_loop_arrivals_each_open_a_session_timed_from_their_intended_time() {
+    let _one_at_a_time = common::serial();
+    let (port, seen) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let phases = vec![Phase::rate(200.0, Duration::from_millis(500))];
+    let mut c = common::open_config(dir.path(), port, &[], phases, Arrivals::Uniform, 16);
+    let two = RequestSpec { ws: true, messages: vec![message("a", "one"), message("b", "two")], ..RequestSpec::get("/ping") };
+    let one = RequestSpec { ws: true, messages: vec![message("c", "three")], ..RequestSpec::get("/echo") };
+    c.requests = vec![two, one];
+    let summary = run(&c);
+    let rows = parquet_rows(&c);
+    let by = by_endpoint(&rows);
+    // Endpoints: the first request, its two messages, the second, its message.
+    assert_eq!(by.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3, 4], "{by:?}");
+    assert!(rows.iter().all(|r| r.error.is_none()), "{:?}", reasons(&summary));
+    let (first, second) = (by[&0].0, by[&3].0);
+    assert!(first + second >= 95 && first.abs_diff(second) <= 1, "{by:?}");
+    assert_eq!((by[&1].0, by[&2].0, by[&4].0), (first, first, second));
+    let mut ids: Vec<u64> = rows.iter().map(|r| r.req_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), rows.len(), "every record has its own request id");
+    // A connection's life counts from its intended time; its messages from their sends.
+    for conn in rows.iter().filter(|r| r.endpoint == 0) {
+        assert!(conn.latency_us >= conn.service_us && conn.start_us >= conn.intended_us);
+        let messages = rows.iter().filter(|r| r.req_id > conn.req_id && r.req_id <= conn.req_id + 2);
+        assert!(messages.map(|m| m.latency_us).sum::<i64>() <= conn.service_us);
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().all(|p| p.contains("pp_run=test-run_1.a&pp_rate=200&pp_req=")), "{seen:?}");
 }

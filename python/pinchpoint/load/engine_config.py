@@ -20,6 +20,16 @@ from pinchpoint.plan.model import Level, Plan, PlanError, Request, Target
 from pinchpoint.plan.websocket import Message
 
 
+class EngineMessage(TypedDict):
+    # As the run's tables name it (`chat/room/hello`).
+    name: str
+    send: str | None
+    binary: bool
+    receive: bool
+    captures: list[tuple[str, str, str, str]]
+    checks: list[tuple[str, str, str]]
+
+
 class EngineRequest(TypedDict):
     method: str
     path: str
@@ -27,6 +37,9 @@ class EngineRequest(TypedDict):
     body: bytes
     weight: int
     timeout_s: float | None
+    # A WebSocket upgrade: the connection then carries the messages.
+    ws: bool
+    messages: list[EngineMessage]
 
 
 class EngineStep(TypedDict):
@@ -71,16 +84,6 @@ class EngineFeed(TypedDict):
     random: bool
 
 
-class EngineMessage(TypedDict):
-    # As the run's tables name it (`chat/room/hello`).
-    name: str
-    send: str | None
-    binary: bool
-    receive: bool
-    captures: list[tuple[str, str, str, str]]
-    checks: list[tuple[str, str, str]]
-
-
 class EngineFlowStep(TypedDict):
     # As the run's tables name it (`shop/login`); the engine's reasons begin with it.
     name: str
@@ -97,9 +100,6 @@ class EngineFlowStep(TypedDict):
     on_fail: str
     # A list variable (a capture with pick all): the step is sent once per value.
     foreach: str | None
-    # A WebSocket step: the request is the upgrade, then the messages.
-    ws: bool
-    messages: list[EngineMessage]
 
 
 class EngineFlow(TypedDict):
@@ -140,11 +140,12 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
     base = plan.target.base_path
     load = plan.load
     levels = load.levels()
-    requests = [_request(r, base) for r in plan.request]
+    names = [r.label() for r in plan.request]
+    requests = [_request(r, base, name) for r, name in zip(plan.request, names, strict=True)]
     flows = [_flow(f, i, base) for i, f in enumerate(plan.flow)]
-    if flows:
+    # In closed loop a WebSocket's messages are a user's: it goes as a flow of one step.
+    if flows or (not load.open and any(r.ws is not None for r in plan.request)):
         # A request beside flows is a flow of one step, named as the request.
-        names = plan.endpoints()[: len(requests)]
         flows = [_single(r, name) for r, name in zip(requests, names, strict=True)] + flows
         requests = []
     return {
@@ -180,14 +181,16 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
     }
 
 
-def _request(r: Request | FlowStep, base: str, weight: int = 1) -> EngineRequest:
+def _request(r: Request | FlowStep, base: str, label: str, weight: int = 1) -> EngineRequest:
     return {
         "method": r.method,
-        "path": base + (r.target() if isinstance(r, FlowStep) else r.path),
+        "path": base + r.target(),
         "headers": list(r.headers.items()),
         "body": r.body.encode(),
         "weight": r.weight if isinstance(r, Request) else weight,
         "timeout_s": r.timeout,
+        "ws": r.ws is not None,
+        "messages": [_message(m, f"{label}/{m.label(k)}") for k, m in enumerate(r.message)],
     }
 
 
@@ -201,8 +204,6 @@ def _single(request: EngineRequest, name: str) -> EngineFlow:
         "hook": False,
         "on_fail": "continue",
         "foreach": None,
-        "ws": False,
-        "messages": [],
     }
     return {"name": name, "weight": request["weight"], "steps": [step], "feed": None}
 
@@ -222,15 +223,13 @@ def _flow(flow: Flow, index: int, base: str) -> EngineFlow:
         "steps": [
             {
                 "name": label,
-                "request": _request(s, base),
+                "request": _request(s, base, label),
                 "think": _think(s.think_time) if s.think_time is not None else None,
                 "captures": [(c.name, *c.source(), c.pick) for c in s.capture],
                 "checks": s.check.engine_checks() if s.check is not None else [],
                 "hook": s.hook,
                 "on_fail": s.on_fail,
                 "foreach": s.foreach,
-                "ws": s.ws is not None,
-                "messages": [_message(m, f"{label}/{m.label(k)}") for k, m in enumerate(s.message)],
             }
             for s, label in zip(flow.step, flow.labels(), strict=True)
         ],

@@ -31,7 +31,7 @@ from pinchpoint.plan.http import Request
 from pinchpoint.plan.load_models import Think
 from pinchpoint.plan.templates import BUILTIN_VARS, element, is_name, scan
 from pinchpoint.plan.toml import Duration, FieldError, Strict
-from pinchpoint.plan.websocket import Message
+from pinchpoint.plan.websocket import Message, upgrade_fault
 
 MAX_STEPS = 1000
 
@@ -162,35 +162,17 @@ class FlowStep(Strict):
 
     @model_validator(mode="after")
     def _request(self) -> FlowStep:
-        if (self.ws is None) == (not self.path):
-            raise FieldError(
-                "path",
-                "set path, or ws for a WebSocket"
-                if self.ws is None
-                else "set path or ws, not both",
-            )
-        if self.ws is not None:
-            if self.method != "GET":
-                raise FieldError("method", f"a WebSocket upgrade is a GET, not {self.method}")
-            if self.body:
-                raise FieldError("body", "a WebSocket upgrade has no body: send it as a message")
-        elif self.message:
-            raise FieldError(
-                "message", 'messages travel on a WebSocket: set ws = "/path", not path'
-            )
+        fault = upgrade_fault(self.path, self.ws, self.method, self.body, self.message)
+        if fault is not None:
+            raise FieldError(*fault)
+        request = {"path": self.path, "ws": self.ws, "method": self.method}
         try:
-            Request.model_validate(
-                {
-                    "path": self.target(),
-                    "method": self.method,
-                    "headers": self.headers,
-                    "body": self.body,
-                }
-            )
+            Request.model_validate({**request, "headers": self.headers, "body": self.body})
         except ValidationError as e:
-            if self.ws is None:
-                raise
-            raise FieldError("ws", e.errors()[0]["msg"].removeprefix("Value error, ")) from None
+            cause = e.errors()[0].get("ctx", {}).get("error")
+            if isinstance(cause, FieldError):  # a field of the step's own, named alike
+                raise cause from None
+            raise
         return self
 
     def target(self) -> str:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from pinchpoint.plan.toml import Duration, FieldError, Strict
+from pinchpoint.plan.websocket import Message, upgrade_fault
 
 # The most of a ca_file read to find a certificate in: bundles are a few hundred KB.
 MAX_CA_BYTES = 16 << 20
@@ -135,7 +136,7 @@ class Target(Strict):
 
 
 class Request(Strict):
-    path: str
+    path: str = ""
     method: str = "GET"
     headers: dict[str, str] = Field(default_factory=dict)
     body: str = ""
@@ -143,6 +144,9 @@ class Request(Strict):
     weight: int = Field(default=1, ge=0, le=10_000)
     # This request's own timeout, instead of [load] timeout.
     timeout: Duration | None = None
+    # A WebSocket upgrade to this path instead, carrying the messages (plan/websocket.py).
+    ws: str | None = None
+    message: list[Message] = Field(default_factory=list, max_length=1000)
 
     @field_validator("timeout")
     @classmethod
@@ -153,12 +157,16 @@ class Request(Strict):
 
     @model_validator(mode="after")
     def _check_path(self) -> Request:
-        if not self.path.startswith("/"):
-            raise FieldError("path", f"path {self.path!r} must start with '/'")
+        fault = upgrade_fault(self.path, self.ws, self.method, self.body, self.message)
+        if fault is not None:
+            raise FieldError(*fault)
+        field, path = ("path", self.path) if self.ws is None else ("ws", self.ws)
+        if not path.startswith("/"):
+            raise FieldError(field, f"path {path!r} must start with '/'")
         try:
-            _unsafe(_NOT_IN_URL, self.path, "the path")
+            _unsafe(_NOT_IN_URL, path, "the path")
         except ValueError as e:
-            raise FieldError("path", str(e)) from None
+            raise FieldError(field, str(e)) from None
         if not _TOKEN.match(self.method):
             raise FieldError(
                 "method", f"{self.method!r} is not an HTTP method: letters, no space (GET, POST)"
@@ -174,3 +182,15 @@ class Request(Strict):
             except ValueError as e:
                 raise FieldError(("headers", name), str(e)) from None
         return self
+
+    def target(self) -> str:
+        """The path requested: the upgrade's for a WebSocket."""
+        return self.path if self.ws is None else self.ws
+
+    def label(self) -> str:
+        """As the run's tables name it: `METHOD path`, or `WS path`."""
+        return f"{self.method} {self.path}" if self.ws is None else f"WS {self.ws}"
+
+    def endpoint_labels(self, label: str) -> list[str]:
+        """The names of its records, its own `label` first, then its messages'."""
+        return [label] + [f"{label}/{m.label(k)}" for k, m in enumerate(self.message)]

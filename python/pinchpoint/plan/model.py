@@ -204,6 +204,28 @@ def _check_request_templates(requests: list[Request]) -> None:
             raise FieldError(("request", i, *fault[0]), fault[1])
 
 
+def _check_messages(requests: list[Request], open_loop: bool) -> None:
+    """A WebSocket request's messages: in open loop an arrival has no variables, so its
+    frames hold none and nothing would read a capture; in closed loop it is a flow of
+    one step, with the built-ins."""
+    usable = set() if open_loop else set(BUILTIN_VARS)
+    unset = (
+        "is not set: an open-loop arrival has no variables (`$${` is a literal `${`)"
+        if open_loop
+        else "is not a built-in (user_index, iteration): a request's message is a template"
+    )
+    for i, r in enumerate(requests):
+        for k, m in enumerate(r.message):
+            fault = template_fault(m.templates(), usable, unset)
+            if fault is not None:
+                raise FieldError(("request", i, "message", k, *fault[0]), fault[1])
+            if open_loop and m.capture:
+                raise FieldError(
+                    ("request", i, "message", k, "capture"),
+                    "an open-loop arrival keeps no variables: nothing would read a capture",
+                )
+
+
 class Plan(Strict):
     target: Target
     load: Load
@@ -248,16 +270,21 @@ class Plan(Strict):
             )
         if self.flow:
             _check_request_templates(self.request)
+        _check_messages(self.request, self.load.open)
         if self.load.hook is not None and not any(s.hook for f in self.flow for s in f.step):
             raise FieldError(("load", "hook"), "no flow step has hook = true to call it")
-        ws = next(
-            ((i, j) for i, f in enumerate(self.flow) for j, s in enumerate(f.step) if s.ws),
-            None,
-        )
-        if ws is not None and self.target.http != "1.1":
+        ws: list[tuple[str | int, ...]] = [
+            ("request", i) for i, r in enumerate(self.request) if r.ws
+        ]
+        ws += [
+            ("flow", i, "step", j)
+            for i, f in enumerate(self.flow)
+            for j, s in enumerate(f.step)
+            if s.ws
+        ]
+        if ws and self.target.http != "1.1":
             raise FieldError(
-                ("flow", ws[0], "step", ws[1], "ws"),
-                'a WebSocket upgrade is an HTTP/1.1 request: [target] http = "1.1"',
+                (*ws[0], "ws"), 'a WebSocket upgrade is an HTTP/1.1 request: [target] http = "1.1"'
             )
         return self
 
@@ -297,7 +324,7 @@ class Plan(Strict):
     def endpoints(self) -> list[str]:
         """The name of each request in the run's records (their `endpoint` index): the
         plan's requests as `METHOD path`, then each flow's steps as `flow/step`."""
-        names = [f"{r.method} {r.path}" for r in self.request]
+        names = [name for r in self.request for name in r.endpoint_labels(r.label())]
         return names + [label for f in self.flow for label in f.endpoint_labels()]
 
     def tiers(self) -> list[str]:

@@ -22,6 +22,26 @@ from pinchpoint.plan.answers import Capture, Check
 from pinchpoint.plan.toml import FieldError, Strict
 
 
+def upgrade_fault(
+    path: str, ws: str | None, method: str, body: str, messages: list[Message]
+) -> tuple[str, str] | None:
+    """(field, why) when a request's `path`, `ws` and messages do not make one request:
+    a path, or a WebSocket upgrade (a GET without a body) carrying the messages."""
+    if ws is None and not path:
+        return "path", "set path, or ws for a WebSocket"
+    if ws is not None and path:
+        return "path", "set path or ws, not both"
+    if ws is None:
+        if messages:
+            return "message", 'messages travel on a WebSocket: set ws = "/path", not path'
+        return None
+    if method != "GET":
+        return "method", f"a WebSocket upgrade is a GET, not {method}"
+    if body:
+        return "body", "a WebSocket upgrade has no body: send it as a message"
+    return None
+
+
 class Message(Strict):
     name: str | None = None
     send: str | None = None

@@ -408,6 +408,8 @@ mod tests {
             body: Vec::new(),
             weight: 1,
             timeout: None,
+            ws: false,
+            messages: vec![],
         };
         Prepared::new(&spec, Duration::from_secs(1)).expect("a valid request")
     }

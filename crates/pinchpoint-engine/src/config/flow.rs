@@ -47,12 +47,6 @@ pub struct FlowStepSpec {
     /// in order, with `${name[i]}` the value of this turn.
     #[serde(default)]
     pub foreach: Option<String>,
-    /// The request is a WebSocket upgrade: the connection then carries `messages`, and
-    /// is closed after them.
-    #[serde(default)]
-    pub ws: bool,
-    #[serde(default)]
-    pub messages: Vec<MessageSpec>,
 }
 
 /// A message of a WebSocket step: a frame sent, the next one received, or both; what is

@@ -30,6 +30,12 @@ pub struct RequestSpec {
     /// This request's own timeout, instead of the run's.
     #[serde(rename = "timeout_s", deserialize_with = "wire::seconds_or_none")]
     pub timeout: Option<Duration>,
+    /// The request is a WebSocket upgrade: the connection then carries `messages`, and
+    /// is closed after them.
+    #[serde(default)]
+    pub ws: bool,
+    #[serde(default)]
+    pub messages: Vec<flow::MessageSpec>,
 }
 
 impl RequestSpec {
@@ -42,6 +48,8 @@ impl RequestSpec {
             body: vec![],
             weight: 1,
             timeout: None,
+            ws: false,
+            messages: vec![],
         }
     }
 }
@@ -272,6 +280,9 @@ impl RunConfig {
             if r.timeout.is_some_and(|t| t.is_zero()) {
                 return Err(format!("request {:?}: timeout must be above zero", r.path));
             }
+        }
+        if self.open.is_none() && self.requests.iter().any(|r| r.ws) {
+            return Err("in closed loop a WebSocket request is sent as a flow of one step".into());
         }
         let total: u64 = self.requests.iter().map(|r| u64::from(r.weight)).sum();
         if total == 0 {

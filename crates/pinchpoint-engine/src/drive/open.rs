@@ -25,6 +25,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::config::OpenLoop;
+use crate::drive::open_ws::{self, Sessions};
 use crate::client::{Conn, Outgoing, Target};
 use crate::client::http1::{trace_run_half, Prepared, Tag, TagLevel};
 use crate::outcome::ErrorClass;
@@ -50,6 +51,10 @@ pub struct OpenShared {
     pub tag: bool,
     pub requests: Vec<Prepared>,
     pub cycle: Vec<u32>,
+    /// Each request's record `endpoint`: its index, past the messages of the WebSocket
+    /// requests before it.
+    pub endpoints: Vec<u16>,
+    pub sessions: Sessions,
     /// Each phase's load level as it appears in the tag (`pp_rate=`).
     pub rates: Vec<String>,
     /// The start of the schedule, and the same moment in unix microseconds.
@@ -79,6 +84,8 @@ impl OpenShared {
             trace_half: trace_run_half(&run_id),
             run_id,
             tag,
+            endpoints: (0..requests.len() as u16).collect(),
+            sessions: requests.iter().map(|_| None).collect(),
             requests,
             cycle,
             rates: levels.iter().map(|&r| rate_text(r)).collect(),
@@ -104,6 +111,8 @@ pub fn rate_text(rate: f64) -> String {
 #[derive(Clone, Copy, Debug)]
 struct Job {
     req_id: u64,
+    /// The request it sends (an index into `requests`).
+    index: u32,
     phase: u32,
     intended: Instant,
     intended_us: i64,
@@ -160,6 +169,7 @@ pub fn drive(
     let mut began = 0usize;
     let mut interrupted = false;
     let mut next_id = first_req_id;
+    let mut arrivals = 0u64;
     loop {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -183,8 +193,11 @@ pub fn drive(
         }
         let Some(Arrival { phase: p, at }) = schedule.next() else { continue };
         let intended = shared.base + Duration::from_secs_f64(at);
-        let job = Job { req_id: next_id, phase: p, intended, intended_us: shared.unix_us(intended) };
-        next_id += 1;
+        let index = shared.cycle[(arrivals % shared.cycle.len() as u64) as usize];
+        arrivals += 1;
+        let job = Job { req_id: next_id, index, phase: p, intended, intended_us: shared.unix_us(intended) };
+        // A WebSocket's messages take the ids after its connection's.
+        next_id += 1 + shared.sessions[index as usize].as_ref().map_or(0, |m| m.len() as u64);
         let c = &mut counts[p as usize];
         c.intended += 1;
         match dispatch(&shared, job, open.max_in_flight) {
@@ -285,9 +298,15 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
     let mut job = first;
     loop {
         out.begin();
-        let record = send(&shared, &mut conn, &job, &mut request).await;
+        let index = job.index as usize;
+        match &shared.sessions[index] {
+            Some(messages) => open_ws::arrive(arrival(&shared, &job, index), messages, &mut out.batch).await,
+            None => {
+                let record = send(&shared, &mut conn, &job, index, &mut request).await;
+                out.batch.push(record);
+            }
+        }
         out.end();
-        out.batch.push(record);
         if out.batch.len() >= BATCH_ROWS || last_flush.elapsed() >= BATCH_EVERY {
             flush(&out.tx, &mut out.batch, &mut last_flush);
         }
@@ -328,9 +347,8 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
     flush(&out.tx, &mut out.batch, &mut last_flush);
 }
 
-async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: &mut Outgoing) -> Record {
-    let endpoint = shared.cycle[(job.req_id % shared.cycle.len() as u64) as usize];
-    let prepared = &shared.requests[endpoint as usize];
+async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, index: usize, request: &mut Outgoing) -> Record {
+    let prepared = &shared.requests[index];
     let rate = &shared.rates[job.phase as usize];
     let tag = Tag {
         run_id: &shared.run_id,
@@ -359,7 +377,7 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: 
         req_id: job.req_id,
         step: job.phase,
         users: 0,
-        endpoint: endpoint as u16,
+        endpoint: shared.endpoints[index],
         start_us: shared.unix_us(sent),
         intended_us: job.intended_us,
         latency_us: done.saturating_duration_since(job.intended).as_micros() as i64,
@@ -382,6 +400,33 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, request: 
         }
     }
     record
+}
+
+/// What `job`'s WebSocket session needs of the run.
+fn arrival<'a>(shared: &'a OpenShared, job: &Job, index: usize) -> open_ws::Arrival<'a> {
+    let rate = &shared.rates[job.phase as usize];
+    let tag = Tag { run_id: &shared.run_id, trace_half: shared.trace_half, level: TagLevel::Rate(rate), req_id: job.req_id };
+    let conn = Record {
+        req_id: job.req_id,
+        step: job.phase,
+        users: 0,
+        endpoint: shared.endpoints[index],
+        start_us: 0,
+        intended_us: job.intended_us,
+        latency_us: 0,
+        service_us: 0,
+        status: 0,
+        error: None,
+        bytes: 0,
+    };
+    open_ws::Arrival {
+        target: &shared.target,
+        request: &shared.requests[index],
+        tag: shared.tag.then_some(tag),
+        conn,
+        intended: job.intended,
+        clock: (shared.base, shared.base_unix_us),
+    }
 }
 
 fn flush(tx: &RecordTx<Vec<Record>>, batch: &mut Vec<Record>, last_flush: &mut Instant) {

@@ -113,7 +113,7 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
                     }
                 }
                 let next = match &step.ws {
-                    Some(messages) => super::ws::send_ws_step(&shared, (flow, f), step, messages, index, &mut st, &done).await,
+                    Some(messages) => super::walk_ws::send_ws_step(&shared, (flow, f), step, messages, index, &mut st, &done).await,
                     None => send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await,
                 };
                 if matches!(next, Next::Stop) || *done.borrow() {
@@ -182,7 +182,7 @@ fn render(step: &Step, names: &[String], vars: &[String], jar: &Jar, scratch: &m
     }
     let mut body = Vec::new();
     let _ = step.body.render(vars, Into::Raw, &mut body);
-    Ok(RequestSpec { method: step.method.clone(), path, headers, body, weight: 1, timeout: step.timeout })
+    Ok(RequestSpec { method: step.method.clone(), path, headers, body, weight: 1, timeout: step.timeout, ws: false, messages: vec![] })
 }
 
 async fn send_step(
@@ -425,8 +425,6 @@ mod tests {
             hook: false,
             on_fail: OnFail::Restart,
             foreach: None,
-            ws: false,
-            messages: vec![],
         };
         let spec = FlowSpec { name: "f".into(), weight: 1, steps: vec![step], feed: Some(feed) };
         crate::flow::compile(&[spec]).unwrap().flows.remove(0)

@@ -139,7 +139,7 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
     // Every name a capture sets is known from the first step: a variable used before
     // its capture ran holds the value of the user's previous walk (empty at first).
     for s in &spec.steps {
-        for c in s.captures.iter().chain(s.messages.iter().flat_map(|m| &m.captures)) {
+        for c in s.captures.iter().chain(s.request.messages.iter().flat_map(|m| &m.captures)) {
             slot(&mut vars, &c.var);
         }
     }
@@ -184,11 +184,8 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             ws: None,
         });
         *endpoint += 1;
-        if s.ws {
-            let messages = ws::compile(s, &vars, &lists, endpoint).map_err(at)?;
+        if let Some(messages) = ws::compile(r, &vars, &lists, endpoint).map_err(at)? {
             steps.last_mut().expect("pushed above").ws = Some(messages);
-        } else if !s.messages.is_empty() {
-            return Err(at("messages without ws".into()));
         }
     }
     Ok(Flow { name: spec.name.clone(), steps, vars, feed, lists })
@@ -199,7 +196,8 @@ pub(crate) fn compile_captures(specs: &[CaptureSpec], vars: &[String], lists: &[
     specs
         .iter()
         .map(|c| {
-            let var = vars.iter().position(|v| *v == c.var).expect("every capture has a slot");
+            // A flow gives each capture a slot; an open-loop request has no variables.
+            let var = vars.iter().position(|v| *v == c.var).ok_or_else(|| format!("capture {}: no flow to keep it in", c.var))?;
             let mut capture = Capture::compile(c, var)?;
             capture.list = lists.iter().position(|l| l.slot == var && c.pick == Pick::All);
             Ok(capture)
@@ -214,7 +212,7 @@ fn templates(s: &FlowStepSpec) -> Vec<&str> {
     texts.extend(r.headers.iter().map(|(_, v)| v.as_str()));
     texts.extend(std::str::from_utf8(&r.body));
     texts.extend(expected(&s.checks));
-    for m in &s.messages {
+    for m in &r.messages {
         texts.extend(m.send.as_deref());
         texts.extend(expected(&m.checks));
     }
@@ -314,8 +312,6 @@ mod tests {
             hook: false,
             on_fail: OnFail::Restart,
             foreach: foreach.map(str::to_string),
-            ws: false,
-            messages: vec![],
         }
     }
 

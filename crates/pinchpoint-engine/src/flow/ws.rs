@@ -4,7 +4,8 @@
 //! response body is; each message is a record of its own (its own endpoint), and the
 //! step's record is the connection's whole life.
 
-use crate::config::flow::{CheckSpec, FlowStepSpec};
+use crate::config::flow::CheckSpec;
+use crate::config::RequestSpec;
 use crate::flow::extract::{Capture, Check, Source};
 use crate::flow::template::Template;
 use crate::flow::{compile_captures, List};
@@ -21,18 +22,21 @@ pub struct Message {
     pub checks: Vec<Check>,
 }
 
-/// The messages of the WebSocket step `s`, numbered from `endpoint` on (which is left
-/// past them).
-pub fn compile(s: &FlowStepSpec, vars: &[String], lists: &[List], endpoint: &mut usize) -> Result<Vec<Message>, String> {
-    if s.request.method != "GET" {
-        return Err(format!("a WebSocket upgrade is a GET, not {}", s.request.method));
+/// The messages of `request` if it is a WebSocket upgrade, numbered from `endpoint` on
+/// (which is left past them).
+pub fn compile(request: &RequestSpec, vars: &[String], lists: &[List], endpoint: &mut usize) -> Result<Option<Vec<Message>>, String> {
+    if !request.ws {
+        return if request.messages.is_empty() { Ok(None) } else { Err("messages without ws".into()) };
     }
-    if !s.request.body.is_empty() {
+    if request.method != "GET" {
+        return Err(format!("a WebSocket upgrade is a GET, not {}", request.method));
+    }
+    if !request.body.is_empty() {
         return Err("a WebSocket upgrade has no body".into());
     }
     let index_of = |name: &str| vars.iter().position(|v| v == name);
-    let mut messages = Vec::with_capacity(s.messages.len());
-    for (k, m) in s.messages.iter().enumerate() {
+    let mut messages = Vec::with_capacity(request.messages.len());
+    for (k, m) in request.messages.iter().enumerate() {
         let at = |e: String| format!("message {k} ({}): {e}", m.name);
         if m.send.is_none() && !m.receive {
             return Err(at("sends nothing and receives nothing".into()));
@@ -60,7 +64,7 @@ pub fn compile(s: &FlowStepSpec, vars: &[String], lists: &[List], endpoint: &mut
         });
         *endpoint += 1;
     }
-    Ok(messages)
+    Ok(Some(messages))
 }
 
 #[cfg(test)]
@@ -76,15 +80,13 @@ mod tests {
     fn ws_step(messages: Vec<MessageSpec>) -> FlowStepSpec {
         FlowStepSpec {
             name: "f/ws".into(),
-            request: RequestSpec::get("/ws"),
+            request: RequestSpec { ws: true, messages, ..RequestSpec::get("/ws") },
             think: None,
             captures: vec![],
             checks: vec![],
             hook: false,
             on_fail: OnFail::Restart,
             foreach: None,
-            ws: true,
-            messages,
         }
     }
 
@@ -95,7 +97,7 @@ mod tests {
     #[test]
     fn each_message_is_an_endpoint_after_its_step_and_before_the_next_step() {
         let mut after = ws_step(vec![]);
-        after.ws = false;
+        after.request.ws = false;
         let f = flow(vec![ws_step(vec![message(Some("a ${user_index}"), true), message(None, true)]), after]).unwrap();
         let messages = f.steps[0].ws.as_ref().unwrap();
         assert_eq!((f.steps[0].endpoint, messages[0].endpoint, messages[1].endpoint, f.steps[1].endpoint), (0, 1, 2, 3));
@@ -120,7 +122,7 @@ mod tests {
         post.request.method = "POST".into();
         assert!(flow(vec![post]).err().unwrap().ends_with("a WebSocket upgrade is a GET, not POST"));
         let mut plain = ws_step(vec![message(Some("x"), true)]);
-        plain.ws = false;
+        plain.request.ws = false;
         assert!(flow(vec![plain]).err().unwrap().ends_with("messages without ws"));
     }
 }

@@ -16,6 +16,8 @@ fn spec(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Requ
         body: body.to_vec(),
         weight: 1,
         timeout: None,
+        ws: false,
+        messages: vec![],
     }
 }
 
