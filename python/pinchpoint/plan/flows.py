@@ -154,7 +154,6 @@ class FlowStep(Strict):
     # A list an earlier step captured with pick = "all": the step is sent once per value,
     # in order, `${name[i]}` the value of the turn.
     foreach: str | None = None
-
     # A WebSocket step: the request is the upgrade to `ws` (a path, as `path` is), and
     # the connection then carries the messages (plan/websocket.py).
     ws: str | None = None
@@ -165,9 +164,9 @@ class FlowStep(Strict):
         fault = upgrade_fault(self.path, self.ws, self.method, self.body, self.message)
         if fault is not None:
             raise FieldError(*fault)
-        request = {"path": self.path, "ws": self.ws, "method": self.method}
+        fields = ("path", "ws", "method", "headers", "body")
         try:
-            Request.model_validate({**request, "headers": self.headers, "body": self.body})
+            Request.model_validate({name: getattr(self, name) for name in fields})
         except ValidationError as e:
             cause = e.errors()[0].get("ctx", {}).get("error")
             if isinstance(cause, FieldError):  # a field of the step's own, named alike
