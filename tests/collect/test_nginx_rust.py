@@ -359,3 +359,35 @@ def test_free_text_then_a_word_gives_the_same_records_on_runs_full_of_the_litera
     rows, counts = both(log_format, write(tmp_path / "access.log", lines))
     assert counts.matched == 3 and counts.lines == 5
     assert {row.status for row in rows} == {200, 404}
+
+
+def test_the_collector_writes_the_rust_parser_s_tables_as_the_python_rows_would_be(
+    tmp_path: Path,
+) -> None:
+    import pyarrow.parquet as pq
+
+    from pinchpoint.collect.gather import TierWriter
+
+    good = render(NGINX_FORMAT, BASE)
+    other = render(NGINX_FORMAT, {**BASE, **tagged("pp_run=r1&pp_users=9&pp_req=1")})
+    lines = [*crafted_lines(NGINX_FORMAT), other.replace("GET", "G\xe9T"), good, other]
+    log = write(tmp_path / "access.log", lines * 3)
+    offsets = {4: 1000, 9: 5}
+    expected = FileCounts("nginx", str(log))
+    with TierWriter(tmp_path / "python.parquet", req_id_offsets=offsets) as reference:
+        parser = parser_for(NGINX_FORMAT)
+        reference.add(list(match_lines("nginx", read_from(log, 0), parser, "r1", expected)))
+    collector = LocalCollector([Component(name="nginx", log=Log(path=str(log), format="nginx"))])
+    collector.read_whole_logs("r1")
+    batches: list[object] = []
+    with TierWriter(tmp_path / "rust.parquet", req_id_offsets=offsets) as writer:
+        counts = collector.collect_logs(lambda b: (batches.append(type(b).__name__), writer.add(b)))
+    python, rust = (
+        pq.read_table(tmp_path / "python.parquet"),
+        pq.read_table(tmp_path / "rust.parquet"),
+    )
+    assert rust.num_rows == python.num_rows > 30
+    assert rust.equals(python)
+    # The Rust parser's records came as tables, the non-ASCII line it handed back as a row.
+    assert {"Table", "list"} <= set(batches)
+    assert counts == [expected] and expected.matched == python.num_rows

@@ -13,10 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pinchpoint.collect.logs.reader import FileCounts, TierRow, collection_json
+from pinchpoint.collect.logs.reader import FileCounts, TierBatch, TierRow, collection_json
 from pinchpoint.collect.resources.sampler import conform
 from pinchpoint.lifecycle import Closing
 from pinchpoint.rundir import files
@@ -38,7 +40,7 @@ class Collector(Protocol):
 
     def resources(self) -> pa.Table: ...
 
-    def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]: ...
+    def collect_logs(self, sink: Callable[[TierBatch], None]) -> list[FileCounts]: ...
 
     def report(self) -> dict[str, Any] | None: ...
 
@@ -73,18 +75,38 @@ class TierWriter(Closing):
         self._pending: list[TierRow] = []
         self.rows = 0
 
-    def add(self, rows: Sequence[TierRow]) -> None:
+    def add(self, rows: Sequence[TierRow] | pa.Table) -> None:
+        """Rows, or a table of tiers.parquet's columns (written as it is, its ids shifted
+        as rows' are)."""
+        if isinstance(rows, pa.Table):
+            self._flush()
+            self.rows += rows.num_rows
+            self._writer.write_table(self._shifted(rows))
+            return
         self._pending.extend(rows)
         self.rows += len(rows)
         if len(self._pending) >= self._group_rows:
             self._flush()
 
+    def _shifted(self, table: pa.Table) -> pa.Table:
+        if not self._offsets:
+            return table
+        users = table.column("users").to_numpy()
+        shift = np.zeros(len(users), dtype=np.uint64)
+        for level, offset in self._offsets.items():
+            shift[users == level] = offset
+        ids = pc.add(table.column("req_id"), pa.array(shift))
+        return table.set_column(table.schema.get_field_index("req_id"), "req_id", ids)
+
     def close(self) -> None:
-        if self._pending or self.rows == 0:
-            self._flush()
+        if self.rows == 0:
+            self._writer.write_table(TIERS_SCHEMA.empty_table())
+        self._flush()
         self._writer.close()
 
     def _flush(self) -> None:
+        if not self._pending:
+            return
         columns: dict[str, list[Any]] = {name: [] for name in TIERS_SCHEMA.names}
         for row in self._pending:
             for name, values in columns.items():

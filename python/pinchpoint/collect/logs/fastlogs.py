@@ -18,10 +18,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import numpy as np
+import pyarrow as pa
+
 from pinchpoint.collect.logs import reader as logs
 from pinchpoint.collect.logs.reader import FileCounts, TierRow, match_lines
 from pinchpoint.logformats import LineParser
 from pinchpoint.logformats.nginx import NginxParser
+from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
 if TYPE_CHECKING:
     from pinchpoint import _engine
@@ -108,6 +112,59 @@ def _add_counts(counts: FileCounts, batch: dict[str, Any]) -> None:
     for number in batch["unparseable_lines"]:
         if len(counts.unparseable_lines) < logs._EXAMPLES:
             counts.unparseable_lines.append(first + number)
+
+
+def match_file_batches(
+    name: str, path: str | Path, offset: int, parser: LineParser, run_id: str, counts: FileCounts
+) -> Iterator[pa.Table | list[TierRow]] | None:
+    """As `match_file`, the records in batches: the Rust parser's as tables of
+    tiers.parquet's columns (no object per record), a line it handed back as a row.
+    None if it cannot read this log."""
+    if NginxScanner is None or not isinstance(parser, NginxParser):
+        return None
+    return _match_batches(name, path, offset, parser, run_id, counts)
+
+
+def _match_batches(
+    name: str, path: str | Path, offset: int, parser: NginxParser, run_id: str, counts: FileCounts
+) -> Iterator[pa.Table | list[TierRow]]:
+    scanner = cast("type[_engine.NginxScanner]", NginxScanner)(
+        str(path), offset, parser.log_format, run_id, logs.MAX_LINE_BYTES, _COMPENSATED_SUM
+    )
+    while True:
+        batch = scanner.next_batch(BATCH_LINES)
+        _add_counts(counts, batch)
+        if batch["rows"]:
+            yield batch_table(name, batch)
+        deferred = batch["deferred"]
+        if deferred is not None:
+            line = deferred.decode("utf-8", errors="replace").rstrip("\r\n")
+            yield list(match_lines(name, [line], parser, run_id, counts))
+        if batch["done"]:
+            return
+
+
+def batch_table(name: str, batch: dict[str, Any]) -> pa.Table:
+    """One batch of the Rust parser's columns as a table of tiers.parquet's columns."""
+    n = batch["rows"]
+
+    def column(key: str, dtype: type[np.generic], kind: pa.DataType) -> pa.Array:
+        values = np.frombuffer(batch[key], dtype=dtype)
+        valid = batch.get(key + "_valid")
+        mask = None if valid is None else np.frombuffer(valid, dtype=np.uint8) == 0
+        return pa.array(values, type=kind, mask=mask)
+
+    columns = {
+        "component": pa.array([name] * n, pa.string()),
+        "users": column("users", np.uint32, pa.uint32()),
+        "req_id": column("req_id", np.uint64, pa.uint64()),
+        "ts": column("ts", np.float64, pa.float64()),
+        "duration_s": column("duration_s", np.float64, pa.float64()),
+        "upstream_s": column("upstream_s", np.float64, pa.float64()),
+        "status": column("status", np.int32, pa.int32()),
+    }
+    nulls = {f.name: pa.nulls(n, f.type) for f in TIERS_SCHEMA if f.name not in columns}
+    return pa.Table.from_pydict({**columns, **nulls}, schema=TIERS_SCHEMA)
 
 
 def batch_rows(name: str, batch: dict[str, Any]) -> Iterator[TierRow]:

@@ -129,6 +129,11 @@ class TierRow:
     parent: str | None = None
 
 
+# What a collector hands the run's tiers.parquet at once: rows, or a table of its
+# columns (the Rust nginx parser's records, with no object per record).
+TierBatch = list[TierRow] | pa.Table
+
+
 @dataclass
 class FileCounts:
     """What collection found in one log file.

@@ -11,11 +11,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from pinchpoint.collect.logs.fastlogs import match_file
-from pinchpoint.collect.logs.logset import LogMark, log_sources, mark_logs
-from pinchpoint.collect.logs.reader import FileCounts, TierRow, match_lines, read_from
+from pinchpoint.collect.logs.fastlogs import match_file, match_file_batches
+from pinchpoint.collect.logs.logset import LogMark, Source, log_sources, mark_logs
+from pinchpoint.collect.logs.reader import FileCounts, TierBatch, TierRow, match_lines, read_from
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
-from pinchpoint.logformats import get_parser
+from pinchpoint.logformats import LineParser, get_parser
 from pinchpoint.logformats.tag import check_run_id
 from pinchpoint.plan.model import Component
 from pinchpoint.rundir.schemas import RESOURCES_SCHEMA
@@ -109,8 +109,37 @@ class LocalCollector:
         Each file read adds its FileCounts to `counts_out` (complete once the iterator is
         exhausted); `tick` is called every TICK_LINES lines read, matched or not.
         """
-        if self.run_id is None:
-            raise RuntimeError("the collector was not started")
+        for source, parser, counts in self._log_files(name, counts_out):
+            # nginx logs are read by the Rust parser when it is built.
+            rows = match_file(
+                name, source.path, source.offset, parser, self._run_id(), counts, tick
+            )
+            if rows is None:
+                rows = self._python_rows(name, source, parser, counts, tick)
+            yield from rows
+
+    def collect_logs(self, sink: Callable[[TierBatch], None]) -> list[FileCounts]:
+        """Sends the run's records of every component to `sink` in batches; the counts.
+        nginx logs go as the Rust parser's tables (no object per record) when it is
+        built."""
+        counts: list[FileCounts] = []
+        for name in self.components:
+            for source, parser, found in self._log_files(name, counts):
+                tables = match_file_batches(
+                    name, source.path, source.offset, parser, self._run_id(), found
+                )
+                if tables is None:
+                    _batched(self._python_rows(name, source, parser, found, None), sink)
+                    continue
+                for batch in tables:
+                    sink(batch)
+        return counts
+
+    def _log_files(
+        self, name: str, counts_out: list[FileCounts]
+    ) -> Iterator[tuple[Source, LineParser, FileCounts]]:
+        """Each file of component `name`'s log from its mark, with a parser of its own
+        and its counts (added to `counts_out`; a log with no file counts as missing)."""
         component = self.components[name]
         if component.log is None:
             return
@@ -122,23 +151,25 @@ class LocalCollector:
             counts_out.append(counts)
             # A parser may hold a record across lines (csvlog): a fresh one for each file,
             # and for each reader when several read at once (the agent).
-            parser = get_parser(component.log.format, component.log.log_format)
-            # nginx logs are read by the Rust parser when it is built.
-            rows = match_file(name, source.path, source.offset, parser, self.run_id, counts, tick)
-            if rows is None:
-                lines = read_from(source.path, source.offset)
-                if tick is not None:
-                    lines = _ticking(lines, tick)
-                rows = match_lines(name, lines, parser, self.run_id, counts)
-            yield from rows
+            yield source, get_parser(component.log.format, component.log.log_format), counts
 
-    def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
-        """Sends the run's records of every component to `sink` in batches; the counts."""
-        counts: list[FileCounts] = []
-        for name, component in self.components.items():
-            if component.log is not None:
-                _batched(self.component_rows(name, counts), sink)
-        return counts
+    def _python_rows(
+        self,
+        name: str,
+        source: Source,
+        parser: LineParser,
+        counts: FileCounts,
+        tick: Callable[[], None] | None,
+    ) -> Iterator[TierRow]:
+        lines = read_from(source.path, source.offset)
+        if tick is not None:
+            lines = _ticking(lines, tick)
+        return match_lines(name, lines, parser, self._run_id(), counts)
+
+    def _run_id(self) -> str:
+        if self.run_id is None:
+            raise RuntimeError("the collector was not started")
+        return self.run_id
 
     def report(self) -> dict[str, Any] | None:
         """What collection.json says about this collector beyond its counts: its problems

@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pinchpoint.collect.logs.reader import FileCounts, TierRow
+from pinchpoint.collect.logs.reader import FileCounts, TierBatch
 from pinchpoint.collect.sources.otlp_file import FileSource
 from pinchpoint.collect.sources.otlp_http import MAX_BODY, MAX_CONNECTIONS, Receiver
 from pinchpoint.collect.sources.otlp_received import KeptBytes, Received
@@ -70,7 +70,7 @@ class OtlpCollector:
     def resources(self) -> pa.Table:
         return RESOURCES_SCHEMA.empty_table()
 
-    def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
+    def collect_logs(self, sink: Callable[[TierBatch], None]) -> list[FileCounts]:
         if self.run_id is None:
             return []
         settle = max((c.settle for c in self.configs), default=0.0)

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pyarrow as pa
 
-from pinchpoint.collect.logs.reader import FileCounts, TierRow
+from pinchpoint.collect.logs.reader import FileCounts, TierBatch
 from pinchpoint.collect.resources.sampler import conform
 from pinchpoint.collect.sources.promql import (
     QueryError,
@@ -211,7 +211,7 @@ class PrometheusCollector:
             self.problems.append(f"prometheus: its rows could not be laid over: {e}")
             return sampled
 
-    def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
+    def collect_logs(self, sink: Callable[[TierBatch], None]) -> list[FileCounts]:
         return []
 
     def report(self) -> dict[str, Any]:

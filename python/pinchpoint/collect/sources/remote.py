@@ -17,7 +17,7 @@ import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pinchpoint.collect.logs.reader import FileCounts, TierRow
+from pinchpoint.collect.logs.reader import FileCounts, TierBatch, TierRow
 from pinchpoint.collect.resources.sampler import GENERATOR, HOST, conform
 from pinchpoint.collect.sources.protocol import AGENT_SELF, ARROW_STREAM, COMPONENTS, run_path
 from pinchpoint.plan.errors import PlanError
@@ -121,7 +121,7 @@ class RemoteCollector:
             return RESOURCES_SCHEMA.empty_table()
         return self._relabel(table)
 
-    def collect_logs(self, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
+    def collect_logs(self, sink: Callable[[TierBatch], None]) -> list[FileCounts]:
         counts: list[FileCounts] = []
         for name in self._watched:
             if self._lost or not self._started:
@@ -193,7 +193,7 @@ class RemoteCollector:
             table = table.set_column(0, "ts", pc.subtract(table.column("ts"), self._offset_s))
         return table
 
-    def _component_logs(self, name: str, sink: Callable[[list[TierRow]], None]) -> list[FileCounts]:
+    def _component_logs(self, name: str, sink: Callable[[TierBatch], None]) -> list[FileCounts]:
         path = run_path(self._run_id(), "logs", name)
         received = 0
         try:
