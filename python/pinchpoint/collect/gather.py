@@ -111,12 +111,7 @@ class TierWriter(Closing):
         for row in self._pending:
             for name, values in columns.items():
                 values.append(getattr(row, name))
-        if self._offsets:
-            users, ids = columns["users"], columns["req_id"]
-            for i, req_id in enumerate(ids):
-                if req_id is not None:
-                    ids[i] = req_id + self._offsets.get(users[i], 0)
-        self._writer.write_table(pa.Table.from_pydict(columns, schema=TIERS_SCHEMA))
+        self._writer.write_table(self._shifted(pa.Table.from_pydict(columns, schema=TIERS_SCHEMA)))
         self._pending = []
 
 

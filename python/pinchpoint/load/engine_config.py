@@ -17,7 +17,7 @@ from pinchpoint.load.hook_box import HookBox, HookError
 from pinchpoint.plan.flows import Feed, Flow, FlowStep
 from pinchpoint.plan.load_models import ThinkTime
 from pinchpoint.plan.model import Level, Plan, PlanError, Request, Target
-from pinchpoint.plan.websocket import Message
+from pinchpoint.plan.websocket import Message, message_names
 
 
 class EngineMessage(TypedDict):
@@ -190,7 +190,9 @@ def _request(r: Request | FlowStep, base: str, label: str, weight: int = 1) -> E
         "weight": r.weight if isinstance(r, Request) else weight,
         "timeout_s": r.timeout,
         "ws": r.ws is not None,
-        "messages": [_message(m, f"{label}/{m.label(k)}") for k, m in enumerate(r.message)],
+        "messages": [
+            _message(m, n) for m, n in zip(r.message, message_names(label, r.message), strict=True)
+        ],
     }
 
 

@@ -31,7 +31,7 @@ from pinchpoint.plan.http import Request
 from pinchpoint.plan.load_models import Think
 from pinchpoint.plan.templates import BUILTIN_VARS, element, is_name, scan
 from pinchpoint.plan.toml import Duration, FieldError, Strict
-from pinchpoint.plan.websocket import Message, upgrade_fault
+from pinchpoint.plan.websocket import Message, message_names, request_label, upgrade_fault
 
 MAX_STEPS = 1000
 
@@ -179,7 +179,7 @@ class FlowStep(Strict):
         return self.path if self.ws is None else self.ws
 
     def label(self) -> str:
-        return self.name or (f"{self.method} {self.path}" if self.ws is None else f"WS {self.ws}")
+        return self.name or request_label(self.method, self.path, self.ws)
 
     def templates(self) -> list[tuple[tuple, str]]:
         found = request_templates(self.target(), self.headers, self.body)
@@ -241,7 +241,7 @@ class Flow(Strict):
         return [
             name
             for step, label in zip(self.step, self.labels(), strict=True)
-            for name in [label] + [f"{label}/{m.label(k)}" for k, m in enumerate(step.message)]
+            for name in [label, *message_names(label, step.message)]
         ]
 
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from pinchpoint.plan.toml import Duration, FieldError, Strict
-from pinchpoint.plan.websocket import Message, upgrade_fault
+from pinchpoint.plan.websocket import Message, message_names, request_label, upgrade_fault
 
 # The most of a ca_file read to find a certificate in: bundles are a few hundred KB.
 MAX_CA_BYTES = 16 << 20
@@ -189,8 +189,8 @@ class Request(Strict):
 
     def label(self) -> str:
         """As the run's tables name it: `METHOD path`, or `WS path`."""
-        return f"{self.method} {self.path}" if self.ws is None else f"WS {self.ws}"
+        return request_label(self.method, self.path, self.ws)
 
     def endpoint_labels(self, label: str) -> list[str]:
         """The names of its records, its own `label` first, then its messages'."""
-        return [label] + [f"{label}/{m.label(k)}" for k, m in enumerate(self.message)]
+        return [label, *message_names(label, self.message)]

@@ -42,6 +42,16 @@ def upgrade_fault(
     return None
 
 
+def request_label(method: str, path: str, ws: str | None) -> str:
+    """A request as the run's tables name it: `METHOD path`, or `WS path`."""
+    return f"{method} {path}" if ws is None else f"WS {ws}"
+
+
+def message_names(label: str, messages: list[Message]) -> list[str]:
+    """The names of the records of messages sent on the request named `label`."""
+    return [f"{label}/{m.label(k)}" for k, m in enumerate(messages)]
+
+
 class Message(Strict):
     name: str | None = None
     send: str | None = None

@@ -11,6 +11,7 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as Frame};
 use tokio_tungstenite::WebSocketStream;
 
+use crate::client::http1::{self, Prepared, Tag};
 use crate::client::http2::Io;
 use crate::client::{Target, MAX_KEPT_BODY};
 use crate::outcome::{classify_io, note, ErrorClass};
@@ -20,12 +21,16 @@ pub type Socket = WebSocketStream<Box<dyn Io>>;
 /// The longest answer head to an upgrade that is read.
 const MAX_HEAD: usize = 64 << 10;
 
-/// The headers that make a GET an upgrade to a WebSocket, with `key`.
-pub fn upgrade_headers(key: &str, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n");
-    out.extend_from_slice(b"Sec-WebSocket-Key: ");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\r\n");
+/// `prepared` (a GET) as an upgrade to a WebSocket, laid out with `tag` as every request
+/// is: its bytes, and the key its answer must echo.
+pub fn upgrade_request(prepared: &Prepared, host: &str, tag: Option<&Tag>) -> (Vec<u8>, String) {
+    let key = tokio_tungstenite::tungstenite::handshake::client::generate_key();
+    let mut upgrade = prepared.clone();
+    upgrade.headers.extend_from_slice(b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n");
+    upgrade.headers.extend_from_slice(format!("Sec-WebSocket-Key: {key}\r\n").as_bytes());
+    let mut request = Vec::new();
+    http1::build(&upgrade, host, tag, &mut request);
+    (request, key)
 }
 
 /// How an upgrade was answered.

@@ -54,7 +54,7 @@ pub struct FlowStepSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MessageSpec {
-    /// As the run's tables name it (`chat/echo#1`).
+    /// As the run's tables name it (`chat/echo/#1`).
     pub name: String,
     /// The frame to send (a template), if any.
     pub send: Option<String>,

@@ -4,12 +4,14 @@
 use std::time::Instant;
 
 use crate::client::http1::{Prepared, Tag};
+use crate::client::ws::upgrade_request;
 use crate::client::{Kept, Target};
 use crate::config::RequestSpec;
 use crate::drive::ws::{session, Side, SWITCHED};
-use crate::flow::extract::{self, Answer};
+use crate::flow::extract::Answer;
+use crate::flow::judge::check_all;
 use crate::flow::ws::Message;
-use crate::outcome::{note, ErrorClass};
+use crate::outcome::ErrorClass;
 use crate::record::Record;
 
 /// Each request's messages if it is a WebSocket upgrade.
@@ -43,9 +45,14 @@ pub struct Arrival<'a> {
     pub clock: (Instant, i64),
 }
 
+/// Now in unix microseconds, by `clock` (an instant and the same moment in unix µs).
+fn unix_now(clock: (Instant, i64)) -> i64 {
+    clock.1 + clock.0.elapsed().as_micros() as i64
+}
+
 /// A record like `conn`'s for `endpoint` with `req_id`, starting now.
 fn record_now(conn: &Record, clock: (Instant, i64), req_id: u64, endpoint: u16) -> Record {
-    let now = clock.1 + clock.0.elapsed().as_micros() as i64;
+    let now = unix_now(clock);
     Record { req_id, endpoint, start_us: now, intended_us: now, latency_us: 0, service_us: 0, status: 0, error: None, bytes: 0, ..*conn }
 }
 
@@ -70,14 +77,7 @@ impl Side for Arriving<'_> {
     fn judge(&mut self, m: &Message, payload: &[u8], latency_us: i64) -> Option<ErrorClass> {
         let kept = Kept { head: Vec::new(), body: payload.to_vec(), cut: false, want_body: true };
         let mut answer = Answer::new(SWITCHED, &kept).with_latency(latency_us);
-        let mut scratch = Vec::new();
-        for check in &m.checks {
-            if let Err(why) = extract::check(check, &mut answer, &[], &mut scratch) {
-                note(ErrorClass::Check, || format!("{}: {why}", m.name));
-                return Some(ErrorClass::Check);
-            }
-        }
-        None
+        check_all(&m.name, &m.checks, &mut answer, &[], &mut Vec::new())
     }
 
     fn push(&mut self, record: Record) {
@@ -88,14 +88,9 @@ impl Side for Arriving<'_> {
 /// The arrival's session, its records into `out`: the connection's life counts from
 /// the intended time, as a request's does.
 pub async fn arrive(a: Arrival<'_>, messages: &[Message], out: &mut Vec<Record>) {
-    let mut prepared = a.request.clone();
-    let key = tokio_tungstenite::tungstenite::handshake::client::generate_key();
-    crate::client::ws::upgrade_headers(&key, &mut prepared.headers);
-    let mut request = Vec::new();
-    crate::client::http1::build(&prepared, &a.target.host, a.tag.as_ref(), &mut request);
-    let mut conn = record_now(&a.conn, a.clock, a.conn.req_id, a.conn.endpoint);
-    conn.intended_us = a.conn.intended_us;
-    let name = format!("{} {}", prepared.method, a.request.path);
+    let (request, key) = upgrade_request(a.request, &a.target.host, a.tag.as_ref());
+    let conn = Record { start_us: unix_now(a.clock), ..a.conn };
+    let name = format!("WS {}", a.request.path);
     let mut side = Arriving { conn: a.conn, clock: a.clock, out, next_id: a.conn.req_id };
-    session(&mut side, a.target, (&request, &key), prepared.timeout, &name, messages, conn, a.intended).await;
+    session(&mut side, a.target, (&request, &key), a.request.timeout, &name, messages, conn, a.intended).await;
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use crate::client::http1::{self, Tag, TagLevel};
+use crate::client::http1::{Tag, TagLevel};
 use crate::client::ws;
 use crate::config::flow::OnFail;
 use crate::drive::closed::{unpack_step, Shared, CONNECT_BACKOFF};
@@ -79,11 +79,8 @@ pub(super) async fn send_ws_step(
         tokio::time::sleep(CONNECT_BACKOFF).await;
         return Next::Restart;
     }
-    let key = tokio_tungstenite::tungstenite::handshake::client::generate_key();
-    ws::upgrade_headers(&key, &mut prepared.headers);
     let tag = Tag { run_id: &shared.run_id, trace_half: shared.trace_half, level: TagLevel::Users(conn.users), req_id: conn.req_id };
-    let mut request = Vec::new();
-    http1::build(&prepared, &shared.target.host, shared.tag.then_some(&tag), &mut request);
+    let (request, key) = ws::upgrade_request(&prepared, &shared.target.host, shared.tag.then_some(&tag));
     st.out.begin();
     let keep_going = step.on_fail == OnFail::Continue;
     let mut user = User { shared, flow, f, index, st, done, keep_going };

@@ -31,14 +31,7 @@ pub fn judge(
     v: Values,
     status: Option<u16>,
 ) -> Option<ErrorClass> {
-    let mut class = None;
-    for check in checks {
-        if let Err(why) = extract::check(check, answer, v.vars, v.scratch) {
-            note(ErrorClass::Check, || format!("{name}: {why}"));
-            class = Some(ErrorClass::Check);
-            break;
-        }
-    }
+    let mut class = check_all(name, checks, answer, v.vars, v.scratch);
     for capture in captures {
         let taken = match capture.list {
             Some(l) => flow.take_list(l, capture, answer, v.vars, &mut v.lists[l]),
@@ -56,4 +49,15 @@ pub fn judge(
         }
     }
     class
+}
+
+/// `Check` if one of `checks` of `name` fails on `answer` (the first's reason noted).
+pub fn check_all(name: &str, checks: &[Check], answer: &mut Answer, vars: &[String], scratch: &mut Vec<u8>) -> Option<ErrorClass> {
+    for check in checks {
+        if let Err(why) = extract::check(check, answer, vars, scratch) {
+            note(ErrorClass::Check, || format!("{name}: {why}"));
+            return Some(ErrorClass::Check);
+        }
+    }
+    None
 }

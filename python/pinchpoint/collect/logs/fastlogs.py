@@ -81,6 +81,22 @@ def _match_file(
     tick: Callable[[], None] | None,
     batch_lines: int,
 ) -> Iterator[TierRow]:
+    for batch in _scan(name, path, offset, parser, run_id, counts, tick, batch_lines):
+        yield from batch_rows(name, batch) if isinstance(batch, dict) else batch
+
+
+def _scan(
+    name: str,
+    path: str | Path,
+    offset: int,
+    parser: NginxParser,
+    run_id: str,
+    counts: FileCounts,
+    tick: Callable[[], None] | None,
+    batch_lines: int,
+) -> Iterator[dict[str, Any] | list[TierRow]]:
+    """The Rust parser's batches of columns, each line it hands back parsed here as a
+    row in its place; `counts` complete once exhausted."""
     # Only reached when the scanner is there: the caller checks.
     scanner = cast("type[_engine.NginxScanner]", NginxScanner)(
         str(path), offset, parser.log_format, run_id, logs.MAX_LINE_BYTES, _COMPENSATED_SUM
@@ -89,11 +105,12 @@ def _match_file(
     while True:
         batch = scanner.next_batch(batch_lines)
         _add_counts(counts, batch)
-        yield from batch_rows(name, batch)
+        if batch["rows"]:
+            yield batch
         deferred = batch["deferred"]
         if deferred is not None:
             line = deferred.decode("utf-8", errors="replace").rstrip("\r\n")
-            yield from match_lines(name, [line], parser, run_id, counts)
+            yield list(match_lines(name, [line], parser, run_id, counts))
         since_tick += batch["read"]
         if tick is not None and since_tick >= batch_lines:
             tick()
@@ -122,26 +139,8 @@ def match_file_batches(
     None if it cannot read this log."""
     if NginxScanner is None or not isinstance(parser, NginxParser):
         return None
-    return _match_batches(name, path, offset, parser, run_id, counts)
-
-
-def _match_batches(
-    name: str, path: str | Path, offset: int, parser: NginxParser, run_id: str, counts: FileCounts
-) -> Iterator[pa.Table | list[TierRow]]:
-    scanner = cast("type[_engine.NginxScanner]", NginxScanner)(
-        str(path), offset, parser.log_format, run_id, logs.MAX_LINE_BYTES, _COMPENSATED_SUM
-    )
-    while True:
-        batch = scanner.next_batch(BATCH_LINES)
-        _add_counts(counts, batch)
-        if batch["rows"]:
-            yield batch_table(name, batch)
-        deferred = batch["deferred"]
-        if deferred is not None:
-            line = deferred.decode("utf-8", errors="replace").rstrip("\r\n")
-            yield list(match_lines(name, [line], parser, run_id, counts))
-        if batch["done"]:
-            return
+    scanned = _scan(name, path, offset, parser, run_id, counts, None, BATCH_LINES)
+    return (batch_table(name, b) if isinstance(b, dict) else b for b in scanned)
 
 
 def batch_table(name: str, batch: dict[str, Any]) -> pa.Table:
