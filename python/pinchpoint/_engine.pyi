@@ -12,11 +12,13 @@ __all__ = [
     "config_records",
     "expression_error",
     "flows_error",
+    "grpc_method",
     "records_to_parquet",
     "start",
 ]
 
-# The engine's error classes (connect_refused, ..., timeout, io), in its order.
+# The engine's error classes (connect_refused, ..., timeout, io, check, capture, then
+# grpc_<status> and grpc_protocol), in its order.
 ERROR_CLASSES: list[str]
 
 @final
@@ -58,6 +60,12 @@ def expression_error(kind: str, text: str) -> str | None:
 
 def flows_error(flows: list[EngineFlow]) -> str | None:
     """None if the engine compiles `flows` (as in the config of `start`), else why not."""
+
+def grpc_method(method: str, proto: str, import_paths: list[str], data: str) -> bool:
+    """Whether the gRPC `method` (`package.Service/Method`) of `proto` answers with a
+    stream, once `data` (its request message as JSON, strings possibly templates) is
+    checked against it. A ValueError's args are the plan's field at fault (`proto`,
+    `grpc` or `data`) and why."""
 
 def start(config: EngineConfig) -> LoadRun:
     """Starts a run on background threads and returns at once. A ValueError names the

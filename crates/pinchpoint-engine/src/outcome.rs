@@ -24,10 +24,31 @@ pub enum ErrorClass {
     /// A flow's capture found nothing in the response, or no response came to capture
     /// from: the user starts its flow again.
     Capture,
+    /// A gRPC call ended with a status other than OK (its code's name after `grpc_`),
+    /// from the server's `grpc-status` or, when an answer has none, from its HTTP status.
+    GrpcCancelled,
+    GrpcUnknown,
+    GrpcInvalidArgument,
+    GrpcDeadlineExceeded,
+    GrpcNotFound,
+    GrpcAlreadyExists,
+    GrpcPermissionDenied,
+    GrpcResourceExhausted,
+    GrpcFailedPrecondition,
+    GrpcAborted,
+    GrpcOutOfRange,
+    GrpcUnimplemented,
+    GrpcInternal,
+    GrpcUnavailable,
+    GrpcDataLoss,
+    GrpcUnauthenticated,
+    /// A gRPC answer that breaks the protocol: a bad length prefix, a message cut short,
+    /// no `grpc-status`, a message that does not decode as the method's output.
+    GrpcProtocol,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 10] = [
+    pub const ALL: [ErrorClass; 27] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -38,6 +59,23 @@ impl ErrorClass {
         ErrorClass::Io,
         ErrorClass::Check,
         ErrorClass::Capture,
+        ErrorClass::GrpcCancelled,
+        ErrorClass::GrpcUnknown,
+        ErrorClass::GrpcInvalidArgument,
+        ErrorClass::GrpcDeadlineExceeded,
+        ErrorClass::GrpcNotFound,
+        ErrorClass::GrpcAlreadyExists,
+        ErrorClass::GrpcPermissionDenied,
+        ErrorClass::GrpcResourceExhausted,
+        ErrorClass::GrpcFailedPrecondition,
+        ErrorClass::GrpcAborted,
+        ErrorClass::GrpcOutOfRange,
+        ErrorClass::GrpcUnimplemented,
+        ErrorClass::GrpcInternal,
+        ErrorClass::GrpcUnavailable,
+        ErrorClass::GrpcDataLoss,
+        ErrorClass::GrpcUnauthenticated,
+        ErrorClass::GrpcProtocol,
     ];
 
     pub fn name(self) -> &'static str {
@@ -52,6 +90,32 @@ impl ErrorClass {
             ErrorClass::Io => "io",
             ErrorClass::Check => "check",
             ErrorClass::Capture => "capture",
+            ErrorClass::GrpcCancelled => "grpc_cancelled",
+            ErrorClass::GrpcUnknown => "grpc_unknown",
+            ErrorClass::GrpcInvalidArgument => "grpc_invalid_argument",
+            ErrorClass::GrpcDeadlineExceeded => "grpc_deadline_exceeded",
+            ErrorClass::GrpcNotFound => "grpc_not_found",
+            ErrorClass::GrpcAlreadyExists => "grpc_already_exists",
+            ErrorClass::GrpcPermissionDenied => "grpc_permission_denied",
+            ErrorClass::GrpcResourceExhausted => "grpc_resource_exhausted",
+            ErrorClass::GrpcFailedPrecondition => "grpc_failed_precondition",
+            ErrorClass::GrpcAborted => "grpc_aborted",
+            ErrorClass::GrpcOutOfRange => "grpc_out_of_range",
+            ErrorClass::GrpcUnimplemented => "grpc_unimplemented",
+            ErrorClass::GrpcInternal => "grpc_internal",
+            ErrorClass::GrpcUnavailable => "grpc_unavailable",
+            ErrorClass::GrpcDataLoss => "grpc_data_loss",
+            ErrorClass::GrpcUnauthenticated => "grpc_unauthenticated",
+            ErrorClass::GrpcProtocol => "grpc_protocol",
+        }
+    }
+
+    /// The class of a gRPC status code other than 0 (OK); a code beyond 16 is unknown.
+    pub fn grpc(code: u32) -> ErrorClass {
+        let first = ErrorClass::GrpcCancelled.index();
+        match code {
+            1..=16 => ErrorClass::ALL[first + code as usize - 1],
+            _ => ErrorClass::GrpcUnknown,
         }
     }
 
@@ -181,6 +245,15 @@ mod tests {
         for (i, class) in ErrorClass::ALL.iter().enumerate() {
             assert_eq!(class.index(), i, "{}", class.name());
         }
+    }
+
+    #[test]
+    fn grpc_codes_have_their_classes() {
+        assert_eq!(ErrorClass::grpc(1), ErrorClass::GrpcCancelled);
+        assert_eq!(ErrorClass::grpc(4).name(), "grpc_deadline_exceeded");
+        assert_eq!(ErrorClass::grpc(14).name(), "grpc_unavailable");
+        assert_eq!(ErrorClass::grpc(16), ErrorClass::GrpcUnauthenticated);
+        assert_eq!(ErrorClass::grpc(99), ErrorClass::GrpcUnknown);
     }
 
     #[test]

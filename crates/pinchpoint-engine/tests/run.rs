@@ -388,6 +388,7 @@ fn method_body_and_plan_headers_reach_the_server() {
         timeout: None,
         ws: false,
         messages: vec![],
+        grpc: None,
     }];
     let s = run(&cfg);
     let received = server.received();

@@ -2,7 +2,10 @@
 //! JSONPath or regular expression, or of whole flows, for the plan to refuse before
 //! the run.
 
-use pinchpoint_engine::flow::extract;
+use std::path::PathBuf;
+
+use pinchpoint_engine::config::GrpcSpec;
+use pinchpoint_engine::flow::{extract, grpc};
 use pinchpoint_engine::{Hook, RequestSpec};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -63,4 +66,16 @@ pub fn expression_error(kind: &str, text: &str) -> PyResult<Option<String>> {
 pub fn flows_error(flows: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     let specs = crate::config::flow_specs(flows)?;
     Ok(pinchpoint_engine::flow::compile(&specs).err())
+}
+
+/// Whether the gRPC method `method` (`package.Service/Method`) of `proto` answers with
+/// a stream, after checking that `data` (the request message as JSON, its strings
+/// possibly templates) is one of its messages. A ValueError's args name the plan's
+/// field at fault (`proto`, `grpc` or `data`) and why.
+#[pyfunction]
+pub fn grpc_method(method: String, proto: PathBuf, import_paths: Vec<PathBuf>, data: &str) -> PyResult<bool> {
+    let spec = GrpcSpec { method, proto, import_paths };
+    let found = grpc::method(&spec).map_err(|(field, why)| PyValueError::new_err((field, why)))?;
+    grpc::check_data(&found.input(), data).map_err(|why| PyValueError::new_err(("data", why)))?;
+    Ok(found.is_server_streaming())
 }

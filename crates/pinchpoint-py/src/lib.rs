@@ -265,6 +265,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records_to_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(flows::expression_error, m)?)?;
     m.add_function(wrap_pyfunction!(flows::flows_error, m)?)?;
+    m.add_function(wrap_pyfunction!(flows::grpc_method, m)?)?;
     m.add_function(wrap_pyfunction!(config::config_records, m)?)?;
     m.add_class::<LoadRun>()?;
     m.add_class::<logs::NginxScanner>()?;

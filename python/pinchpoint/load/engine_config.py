@@ -30,6 +30,14 @@ class EngineMessage(TypedDict):
     checks: list[tuple[str, str, str]]
 
 
+class EngineGrpc(TypedDict):
+    # `package.Service/Method`, declared in `proto` (its imports found in `import_paths`,
+    # then in its own folder).
+    method: str
+    proto: str
+    import_paths: list[str]
+
+
 class EngineRequest(TypedDict):
     method: str
     path: str
@@ -40,6 +48,8 @@ class EngineRequest(TypedDict):
     # A WebSocket upgrade: the connection then carries the messages.
     ws: bool
     messages: list[EngineMessage]
+    # A gRPC call: the path is the method's, the body its request message as JSON.
+    grpc: EngineGrpc | None
 
 
 class EngineStep(TypedDict):
@@ -193,6 +203,7 @@ def _request(r: Request | FlowStep, base: str, label: str, weight: int = 1) -> E
         "messages": [
             _message(m, n) for m, n in zip(r.message, message_names(label, r.message), strict=True)
         ],
+        "grpc": None,
     }
 
 

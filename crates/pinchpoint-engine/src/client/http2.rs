@@ -24,6 +24,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::{Builder, SendRequest};
 use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
+use hyper::body::Incoming;
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -184,6 +185,18 @@ pub fn build(
     authority: &str,
     tag: Option<&Tag>,
 ) -> Result<Request<Full<Bytes>>, ErrorClass> {
+    build_with(prepared, scheme, authority, (tag, true), Bytes::copy_from_slice(&prepared.body))
+}
+
+/// As [`build`], with `body`; the tag in the query too unless `in_query` is false (a
+/// gRPC path names the method, and nothing may follow it).
+pub fn build_with(
+    prepared: &Prepared,
+    scheme: &str,
+    authority: &str,
+    (tag, in_query): (Option<&Tag>, bool),
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, ErrorClass> {
     let authority = prepared
         .fields
         .iter()
@@ -194,7 +207,7 @@ pub fn build(
     uri.extend_from_slice(b"://");
     uri.extend_from_slice(authority.as_bytes());
     uri.extend_from_slice(prepared.path.as_bytes());
-    if let Some(tag) = tag {
+    if let (Some(tag), true) = (tag, in_query) {
         uri.push(prepared.query_sep as u8);
         push_tag_values(&mut uri, b"pp_run=", b"&pp_", tag);
     }
@@ -229,9 +242,7 @@ pub fn build(
         }
     }
     headers.remove(HOST);
-    request
-        .body(Full::new(Bytes::copy_from_slice(&prepared.body)))
-        .map_err(|_| ErrorClass::Io)
+    request.body(Full::new(body)).map_err(|_| ErrorClass::Io)
 }
 
 /// Why an exchange failed.
@@ -258,20 +269,7 @@ pub async fn exchange(
     request: Request<Full<Bytes>>,
     mut keep: Option<&mut Kept>,
 ) -> Result<Response, Failure> {
-    let response = match conn.sender.send_request(request).await {
-        Ok(response) => response,
-        Err(e) => {
-            let seen = inspect(&e);
-            if seen.go_away {
-                conn.retire().await;
-            }
-            return Err(if seen.refused {
-                Failure::Refused
-            } else {
-                Failure::Failed(seen.class)
-            });
-        }
-    };
+    let response = open(conn, request).await?;
     let status = response.status().as_u16();
     let length = response
         .headers()
@@ -317,6 +315,34 @@ pub async fn exchange(
         bytes,
         closing: false,
     })
+}
+
+/// Sends `request` on a stream of its own: the response's head, its body to be read.
+pub async fn open(conn: &mut Conn, request: Request<Full<Bytes>>) -> Result<hyper::Response<Incoming>, Failure> {
+    match conn.sender.send_request(request).await {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            let seen = inspect(&e);
+            if seen.go_away {
+                conn.retire().await;
+            }
+            Err(if seen.refused {
+                Failure::Refused
+            } else {
+                Failure::Failed(seen.class)
+            })
+        }
+    }
+}
+
+/// The class of an error while a response's body is read; a connection that said
+/// GOAWAY takes no new stream.
+pub async fn body_error(conn: &Conn, e: &hyper::Error) -> ErrorClass {
+    let seen = inspect(e);
+    if seen.go_away {
+        conn.retire().await;
+    }
+    seen.class
 }
 
 /// The same request again (its body and URI are shared, not copied).
@@ -410,6 +436,7 @@ mod tests {
             timeout: None,
             ws: false,
             messages: vec![],
+            grpc: None,
         };
         Prepared::new(&spec, Duration::from_secs(1)).expect("a valid request")
     }

@@ -3,6 +3,7 @@
 //! path: the engine's own client in `http1/`), HTTP/1.1 over TLS (`tls.rs`, the same
 //! client), or a share of an HTTP/2 connection (`http2.rs`).
 
+pub mod grpc;
 pub mod http1;
 pub mod http2;
 pub mod tls;

@@ -36,6 +36,22 @@ pub struct RequestSpec {
     pub ws: bool,
     #[serde(default)]
     pub messages: Vec<flow::MessageSpec>,
+    /// A gRPC call instead: `path` is `/package.Service/Method`, `body` the request
+    /// message as JSON (a template), `headers` its metadata.
+    #[serde(default)]
+    pub grpc: Option<GrpcSpec>,
+}
+
+/// Where a gRPC request's method is declared.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcSpec {
+    /// `package.Service/Method`.
+    pub method: String,
+    /// The .proto file that declares it, compiled when the run is configured.
+    pub proto: PathBuf,
+    /// Folders its imports are found in, besides its own folder.
+    pub import_paths: Vec<PathBuf>,
 }
 
 impl RequestSpec {
@@ -50,6 +66,7 @@ impl RequestSpec {
             timeout: None,
             ws: false,
             messages: vec![],
+            grpc: None,
         }
     }
 }
@@ -221,6 +238,11 @@ impl std::fmt::Debug for HookHandle {
 
 impl RunConfig {
     pub fn validate(&self) -> Result<(), String> {
+        let grpc = self.requests.iter().any(|r| r.grpc.is_some())
+            || self.flows.iter().flat_map(|f| &f.steps).any(|s| s.request.grpc.is_some());
+        if grpc && self.protocol.http != HttpVersion::Http2 {
+            return Err("gRPC runs over HTTP/2: the protocol must be HTTP/2".into());
+        }
         if !self.flows.is_empty() {
             return self.validate_flows();
         }
@@ -283,6 +305,9 @@ impl RunConfig {
         }
         if self.open.is_none() && self.requests.iter().any(|r| r.ws) {
             return Err("in closed loop a WebSocket request is sent as a flow of one step".into());
+        }
+        if self.open.is_none() && self.requests.iter().any(|r| r.grpc.is_some()) {
+            return Err("in closed loop a gRPC request is sent as a flow of one step".into());
         }
         let total: u64 = self.requests.iter().map(|r| u64::from(r.weight)).sum();
         if total == 0 {

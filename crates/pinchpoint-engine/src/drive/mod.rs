@@ -3,10 +3,13 @@
 //! (`schedule.rs`); then collects.
 
 pub mod closed;
+pub mod grpc;
 pub mod open;
+pub mod open_grpc;
 pub mod open_ws;
 pub mod schedule;
 pub mod walk;
+pub mod walk_grpc;
 pub mod walk_ws;
 pub mod ws;
 
@@ -191,7 +194,7 @@ pub fn run_until(
                 base,
                 base_unix_us,
             );
-            (open_shared.endpoints, open_shared.sessions) = open_ws::sessions(&config.requests)?;
+            (open_shared.endpoints, open_shared.sessions, open_shared.calls) = open_ws::sessions(&config.requests)?;
             open_shared.abandoned = abandoned.clone();
             open_shared.in_flight = live.in_flight.clone();
             let shared = Arc::new(open_shared);

@@ -25,7 +25,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::config::OpenLoop;
-use crate::drive::open_ws::{self, Sessions};
+use crate::drive::open_grpc;
+use crate::drive::open_ws::{self, Calls, Sessions};
 use crate::client::{Conn, Outgoing, Target};
 use crate::client::http1::{trace_run_half, Prepared, Tag, TagLevel};
 use crate::outcome::ErrorClass;
@@ -55,6 +56,10 @@ pub struct OpenShared {
     /// requests before it.
     pub endpoints: Vec<u16>,
     pub sessions: Sessions,
+    pub calls: Calls,
+    /// The next request id: the scheduler's arrivals take theirs in order, and each
+    /// message a gRPC call streams takes one as it comes.
+    pub next_id: AtomicU64,
     /// Each phase's load level as it appears in the tag (`pp_rate=`).
     pub rates: Vec<String>,
     /// The start of the schedule, and the same moment in unix microseconds.
@@ -86,6 +91,8 @@ impl OpenShared {
             tag,
             endpoints: (0..requests.len() as u16).collect(),
             sessions: requests.iter().map(|_| None).collect(),
+            calls: requests.iter().map(|_| None).collect(),
+            next_id: AtomicU64::new(0),
             requests,
             cycle,
             rates: levels.iter().map(|&r| rate_text(r)).collect(),
@@ -168,7 +175,7 @@ pub fn drive(
     // Phases whose start time has come.
     let mut began = 0usize;
     let mut interrupted = false;
-    let mut next_id = first_req_id;
+    shared.next_id.store(first_req_id, Ordering::Relaxed);
     let mut arrivals = 0u64;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -195,9 +202,10 @@ pub fn drive(
         let intended = shared.base + Duration::from_secs_f64(at);
         let index = shared.cycle[(arrivals % shared.cycle.len() as u64) as usize];
         arrivals += 1;
-        let job = Job { req_id: next_id, index, phase: p, intended, intended_us: shared.unix_us(intended) };
         // A WebSocket's messages take the ids after its connection's.
-        next_id += 1 + shared.sessions[index as usize].as_ref().map_or(0, |m| m.len() as u64);
+        let ids = 1 + shared.sessions[index as usize].as_ref().map_or(0, |m| m.len() as u64);
+        let req_id = shared.next_id.fetch_add(ids, Ordering::Relaxed);
+        let job = Job { req_id, index, phase: p, intended, intended_us: shared.unix_us(intended) };
         let c = &mut counts[p as usize];
         c.intended += 1;
         match dispatch(&shared, job, open.max_in_flight) {
@@ -299,9 +307,13 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
     loop {
         out.begin();
         let index = job.index as usize;
-        match &shared.sessions[index] {
-            Some(messages) => open_ws::arrive(arrival(&shared, &job, index), messages, &mut out.batch).await,
-            None => {
+        match (&shared.sessions[index], &shared.calls[index]) {
+            (Some(messages), _) => open_ws::arrive(arrival(&shared, &job, index), messages, &mut out.batch).await,
+            (_, Some(call)) => {
+                let ids = &shared.next_id;
+                open_grpc::arrive(arrival(&shared, &job, index), call, &mut conn, ids, &mut out.batch).await;
+            }
+            _ => {
                 let record = send(&shared, &mut conn, &job, index, &mut request).await;
                 out.batch.push(record);
             }

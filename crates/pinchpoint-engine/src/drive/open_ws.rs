@@ -17,18 +17,25 @@ use crate::record::Record;
 /// Each request's messages if it is a WebSocket upgrade.
 pub type Sessions = Vec<Option<Vec<Message>>>;
 
-/// Each request's record endpoint and its messages if it is a WebSocket upgrade (whose
-/// messages take the endpoints after its own). Open-loop requests have no variables.
-pub fn sessions(requests: &[RequestSpec]) -> Result<(Vec<u16>, Sessions), String> {
+/// Each request's call if it is a gRPC call.
+pub type Calls = Vec<Option<crate::flow::grpc::Call>>;
+
+/// Each request's record endpoint, its messages if it is a WebSocket upgrade and its
+/// call if it is a gRPC call (whose messages, or streamed answers, take the endpoints
+/// after its own). Open-loop requests have no variables.
+pub fn sessions(requests: &[RequestSpec]) -> Result<(Vec<u16>, Sessions, Calls), String> {
     let mut endpoint = 0usize;
     let mut endpoints = Vec::with_capacity(requests.len());
     let mut sessions = Vec::with_capacity(requests.len());
+    let mut calls = Vec::with_capacity(requests.len());
     for r in requests {
         endpoints.push(u16::try_from(endpoint).map_err(|_| "too many requests and messages".to_string())?);
         endpoint += 1;
-        sessions.push(crate::flow::ws::compile(r, &[], &[], &mut endpoint).map_err(|e| format!("request {:?}: {e}", r.path))?);
+        let at = |e: String| format!("request {:?}: {e}", r.path);
+        sessions.push(crate::flow::ws::compile(r, &[], &[], &mut endpoint).map_err(at)?);
+        calls.push(crate::flow::grpc::compile(r, &mut endpoint).map_err(at)?);
     }
-    Ok((endpoints, sessions))
+    Ok((endpoints, sessions, calls))
 }
 
 /// An arrival that opens a WebSocket: what its session needs of the run.

@@ -112,9 +112,10 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
                         st.vars[f][slot] = value;
                     }
                 }
-                let next = match &step.ws {
-                    Some(messages) => super::walk_ws::send_ws_step(&shared, (flow, f), step, messages, index, &mut st, &done).await,
-                    None => send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await,
+                let next = match (&step.ws, &step.grpc) {
+                    (Some(messages), _) => super::walk_ws::send_ws_step(&shared, (flow, f), step, messages, index, &mut st, &done).await,
+                    (_, Some(call)) => super::walk_grpc::send_grpc_step(&shared, (flow, f), step, call, index, &mut st).await,
+                    _ => send_step(&shared, flow, f, step, index, &mut st, timer.as_mut()).await,
                 };
                 if matches!(next, Next::Stop) || *done.borrow() {
                     break 'walk;
@@ -182,7 +183,7 @@ fn render(step: &Step, names: &[String], vars: &[String], jar: &Jar, scratch: &m
     }
     let mut body = Vec::new();
     let _ = step.body.render(vars, Into::Raw, &mut body);
-    Ok(RequestSpec { method: step.method.clone(), path, headers, body, weight: 1, timeout: step.timeout, ws: false, messages: vec![] })
+    Ok(RequestSpec { method: step.method.clone(), path, headers, body, weight: 1, timeout: step.timeout, ws: false, messages: vec![], grpc: None })
 }
 
 async fn send_step(
@@ -294,7 +295,7 @@ async fn send_step(
 }
 
 /// The step's request rendered into `out`; through the hook if it has one.
-async fn prepare(
+pub(super) async fn prepare(
     shared: &Shared,
     flow: &Flow,
     f: usize,
@@ -357,7 +358,7 @@ pub(super) fn render_into(
         }
     }
     p.body.clear();
-    let _ = step.body.render(vars, Into::Raw, &mut p.body);
+    let _ = step.body.render(vars, if step.grpc.is_some() { Into::Json } else { Into::Raw }, &mut p.body);
     p.length_header.clear();
     if !base.length_header.is_empty() {
         p.length_header.extend_from_slice(format!("Content-Length: {}\r\n", p.body.len()).as_bytes());
@@ -379,7 +380,7 @@ fn refused(names: &[String], slot: usize, place: &str) -> String {
 
 /// Takes the response's cookies, runs the checks then the captures: the record's error
 /// class (the first that failed) and what the walk does next.
-fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) -> (Option<ErrorClass>, Next) {
+pub(super) fn judge(flow: &Flow, f: usize, step: &Step, status: u16, latency_us: i64, st: &mut State) -> (Option<ErrorClass>, Next) {
     let jar = &mut st.jar;
     st.kept.each_header(|name, value| {
         if name.eq_ignore_ascii_case("set-cookie") {

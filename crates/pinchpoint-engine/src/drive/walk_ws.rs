@@ -99,7 +99,7 @@ pub(super) async fn send_ws_step(
 }
 
 /// A record for `endpoint` at the run's current step; None once the user is parked.
-fn new_record(shared: &Shared, endpoint: u16, index: u32, st: &State) -> Option<Record> {
+pub(super) fn new_record(shared: &Shared, endpoint: u16, index: u32, st: &State) -> Option<Record> {
     let (step, active) = unpack_step(shared.current.load(Ordering::Acquire));
     if index >= active {
         return None;

@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod extract;
+pub mod grpc;
 pub mod hook;
 pub mod jar;
 pub mod judge;
@@ -50,6 +51,8 @@ pub struct Step {
     pub foreach: Option<usize>,
     /// A WebSocket step: the request is the upgrade, and the connection carries these.
     pub ws: Option<Vec<ws::Message>>,
+    /// A gRPC call: the body is its request message as JSON.
+    pub grpc: Option<grpc::Call>,
 }
 
 /// A list variable: what a capture with `pick = "all"` found.
@@ -182,11 +185,12 @@ fn compile_flow(spec: &FlowSpec, endpoint: &mut usize) -> Result<Flow, String> {
             on_fail: s.on_fail,
             foreach,
             ws: None,
+            grpc: None,
         });
         *endpoint += 1;
-        if let Some(messages) = ws::compile(r, &vars, &lists, endpoint).map_err(at)? {
-            steps.last_mut().expect("pushed above").ws = Some(messages);
-        }
+        let step = steps.last_mut().expect("pushed above");
+        step.ws = ws::compile(r, &vars, &lists, endpoint).map_err(at)?;
+        step.grpc = grpc::compile(r, endpoint).map_err(at)?;
     }
     Ok(Flow { name: spec.name.clone(), steps, vars, feed, lists })
 }

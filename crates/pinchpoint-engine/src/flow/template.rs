@@ -23,6 +23,8 @@ pub enum Into {
     Header,
     /// A body or an expected value: any bytes.
     Raw,
+    /// Inside a JSON string (a gRPC request message): escaped as JSON escapes it.
+    Json,
 }
 
 impl Template {
@@ -87,6 +89,10 @@ impl Template {
                             out.extend_from_slice(value);
                         }
                         Into::Path => percent_encode(value, out),
+                        Into::Json => {
+                            let quoted = serde_json::to_string(&vars[*i]).expect("a string is JSON");
+                            out.extend_from_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
+                        }
                     }
                 }
             }
@@ -159,6 +165,7 @@ mod tests {
         assert_eq!(render("/q/${token}", Into::Path).unwrap(), "/q/a%20b%0D%0A");
         assert_eq!(render("Bearer ${token}", Into::Header), Err(0));
         assert_eq!(render("${token}", Into::Raw).unwrap(), "a b\r\n");
+        assert_eq!(render(r#"{"t": "${token}"}"#, Into::Json).unwrap(), r#"{"t": "a b\r\n"}"#);
     }
 
     #[test]

@@ -18,6 +18,7 @@ fn spec(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Requ
         timeout: None,
         ws: false,
         messages: vec![],
+        grpc: None,
     }
 }
 

@@ -1,0 +1,57 @@
+//! gRPC in open loop: a request with `grpc` sends its call (`grpc.rs`) at each arrival
+//! on the sender's HTTP/2 connection; the call's latency counts from the arrival's
+//! intended time, as a request's does, and each streamed message takes a request id as
+//! it comes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::client::Conn;
+use crate::drive::grpc::{exchange, settle};
+use crate::drive::open_ws::Arrival;
+use crate::flow::grpc::{encode, Call};
+use crate::outcome::{note, ErrorClass};
+use crate::record::Record;
+
+/// The arrival's call on `conn`, its records into `out`; streamed messages take their
+/// ids from `ids`.
+pub async fn arrive(a: Arrival<'_>, call: &Call, conn: &mut Option<Conn>, ids: &AtomicU64, out: &mut Vec<Record>) {
+    let name = format!("gRPC {}", a.request.path);
+    let mut record = a.conn;
+    let message = match &call.fixed {
+        Some(message) => Ok(message.clone()),
+        None => encode(&call.method, &a.request.body),
+    };
+    let request = match message {
+        Ok(message) => a.target.grpc_request(a.request, a.tag.as_ref(), message),
+        Err(why) => {
+            note(ErrorClass::Capture, || format!("{name}: {why}"));
+            Err(ErrorClass::Capture)
+        }
+    };
+    let unix_now = |t: Instant| a.clock.1 + t.saturating_duration_since(a.clock.0).as_micros() as i64;
+    let sent = Instant::now();
+    record.start_us = unix_now(sent);
+    let mut outcome = match request {
+        Ok(request) => exchange(a.target, conn, request, false, a.request.timeout).await,
+        Err(class) => Err(class),
+    };
+    let done = Instant::now();
+    record.latency_us = done.saturating_duration_since(a.intended).as_micros() as i64;
+    record.service_us = done.saturating_duration_since(sent).as_micros() as i64;
+    let base = record;
+    let more = move |endpoint: u16, start_us: i64, took: i64| Record {
+        req_id: ids.fetch_add(1, Ordering::Relaxed),
+        endpoint,
+        start_us,
+        intended_us: start_us,
+        latency_us: took,
+        service_us: took,
+        error: None,
+        ..base
+    };
+    let mut messages = Vec::new();
+    settle(call, &name, &mut outcome, &mut record, (sent, base.start_us), more, &mut messages);
+    out.push(record);
+    out.append(&mut messages);
+}
