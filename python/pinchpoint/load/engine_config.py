@@ -15,6 +15,7 @@ from typing import Literal, TypedDict
 
 from pinchpoint.load.hook_box import HookBox, HookError
 from pinchpoint.plan.flows import Feed, Flow, FlowStep
+from pinchpoint.plan.grpc import data_text
 from pinchpoint.plan.load_models import ThinkTime
 from pinchpoint.plan.model import Level, Plan, PlanError, Request, Target
 from pinchpoint.plan.websocket import Message, message_names
@@ -153,8 +154,11 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
     names = [r.label() for r in plan.request]
     requests = [_request(r, base, name) for r, name in zip(plan.request, names, strict=True)]
     flows = [_flow(f, i, base) for i, f in enumerate(plan.flow)]
-    # In closed loop a WebSocket's messages are a user's: it goes as a flow of one step.
-    if flows or (not load.open and any(r.ws is not None for r in plan.request)):
+    # In closed loop a WebSocket's messages are a user's, as a gRPC call's connection is:
+    # such a request goes as a flow of one step.
+    if flows or (
+        not load.open and any(r.ws is not None or r.grpc is not None for r in plan.request)
+    ):
         # A request beside flows is a flow of one step, named as the request.
         flows = [_single(r, name) for r, name in zip(requests, names, strict=True)] + flows
         requests = []
@@ -192,19 +196,27 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
 
 
 def _request(r: Request | FlowStep, base: str, label: str, weight: int = 1) -> EngineRequest:
+    call = _grpc(r)
     return {
-        "method": r.method,
-        "path": base + r.target(),
+        "method": "POST" if call is not None else r.method,
+        # A gRPC path names the method: the target URL's path does not prefix it.
+        "path": r.target() if call is not None else base + r.target(),
         "headers": list(r.headers.items()),
-        "body": r.body.encode(),
+        "body": data_text(r.data).encode() if call is not None else r.body.encode(),
         "weight": r.weight if isinstance(r, Request) else weight,
         "timeout_s": r.timeout,
         "ws": r.ws is not None,
         "messages": [
             _message(m, n) for m, n in zip(r.message, message_names(label, r.message), strict=True)
         ],
-        "grpc": None,
+        "grpc": call,
     }
+
+
+def _grpc(r: Request | FlowStep) -> EngineGrpc | None:
+    if r.grpc is None or r.proto is None:
+        return None
+    return {"method": r.grpc, "proto": r.proto, "import_paths": list(r.import_paths)}
 
 
 def _single(request: EngineRequest, name: str) -> EngineFlow:

@@ -27,6 +27,7 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from pinchpoint.plan.answers import Capture, Check
 from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
+from pinchpoint.plan.grpc import STREAM_RECORD, data_text, grpc_label
 from pinchpoint.plan.http import Request
 from pinchpoint.plan.load_models import Think
 from pinchpoint.plan.templates import BUILTIN_VARS, element, is_name, scan
@@ -158,31 +159,63 @@ class FlowStep(Strict):
     # the connection then carries the messages (plan/websocket.py).
     ws: str | None = None
     message: list[Message] = Field(default_factory=list, max_length=MAX_STEPS)
+    # A gRPC call (plan/grpc.py): its method, the .proto declaring it, the request message.
+    grpc: str | None = None
+    proto: str | None = None
+    import_paths: list[str] = Field(default_factory=list, max_length=100)
+    data: dict | str | None = None
+    _streams: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _request(self) -> FlowStep:
-        fault = upgrade_fault(self.path, self.ws, self.method, self.body, self.message)
-        if fault is not None:
-            raise FieldError(*fault)
-        fields = ("path", "ws", "method", "headers", "body")
+        fields = ["path", "ws", "headers", "body", "grpc", "proto", "import_paths", "data"]
+        if self.grpc is None:
+            fault = upgrade_fault(self.path, self.ws, self.method, self.body, self.message)
+            if fault is not None:
+                raise FieldError(*fault)
+        else:
+            fields.append("message")
+            if self.check is not None and self.check.status is not None:
+                raise FieldError(
+                    ("check", "status"),
+                    "a gRPC call's status is its grpc-status: one other than OK is an error "
+                    "of class grpc_<status>",
+                )
+        if "method" in self.model_fields_set:
+            fields.append("method")
         try:
-            Request.model_validate({name: getattr(self, name) for name in fields})
+            request = Request.model_validate({name: getattr(self, name) for name in fields})
         except ValidationError as e:
             cause = e.errors()[0].get("ctx", {}).get("error")
             if isinstance(cause, FieldError):  # a field of the step's own, named alike
                 raise cause from None
             raise
+        self._streams = request.streams()
         return self
 
     def target(self) -> str:
-        """The path requested: the upgrade's for a WebSocket."""
+        """The path requested: the upgrade's for a WebSocket, the method's for gRPC."""
+        if self.grpc is not None:
+            return "/" + self.grpc
         return self.path if self.ws is None else self.ws
 
     def label(self) -> str:
+        if self.grpc is not None:
+            return self.name or grpc_label(self.grpc)
         return self.name or request_label(self.method, self.path, self.ws)
 
+    def streamed(self, label: str) -> list[str]:
+        """The record of a gRPC stream's messages after the step's own `label`."""
+        return [f"{label}/{STREAM_RECORD}"] if self._streams else []
+
     def templates(self) -> list[tuple[tuple, str]]:
-        found = request_templates(self.target(), self.headers, self.body)
+        found: list[tuple[tuple, str]]
+        if self.grpc is not None:
+            found = [(("data",), data_text(self.data))] + [
+                (("headers", k), v) for k, v in self.headers.items()
+            ]
+        else:
+            found = request_templates(self.target(), self.headers, self.body)
         if self.ws is not None:
             found = [(("ws",) if loc == ("path",) else loc, t) for loc, t in found]
         if self.check is not None:
@@ -241,7 +274,7 @@ class Flow(Strict):
         return [
             name
             for step, label in zip(self.step, self.labels(), strict=True)
-            for name in [label, *message_names(label, step.message)]
+            for name in [label, *message_names(label, step.message), *step.streamed(label)]
         ]
 
 

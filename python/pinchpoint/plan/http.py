@@ -8,8 +8,16 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
 
+from pinchpoint.plan.grpc import (
+    STREAM_RECORD,
+    check_call,
+    data_text,
+    grpc_fault,
+    grpc_label,
+    without_grpc,
+)
 from pinchpoint.plan.toml import Duration, FieldError, Strict
 from pinchpoint.plan.websocket import Message, message_names, request_label, upgrade_fault
 
@@ -147,6 +155,14 @@ class Request(Strict):
     # A WebSocket upgrade to this path instead, carrying the messages (plan/websocket.py).
     ws: str | None = None
     message: list[Message] = Field(default_factory=list, max_length=1000)
+    # A gRPC call of this method instead, declared in `proto`, with `data` its request
+    # message (plan/grpc.py).
+    grpc: str | None = None
+    proto: str | None = None
+    import_paths: list[str] = Field(default_factory=list, max_length=100)
+    data: dict | str | None = None
+    # The call answers with a stream: each message is a record of its own.
+    _streams: bool = PrivateAttr(default=False)
 
     @field_validator("timeout")
     @classmethod
@@ -157,6 +173,13 @@ class Request(Strict):
 
     @model_validator(mode="after")
     def _check_path(self) -> Request:
+        if self.grpc is not None:
+            return self._check_grpc(self.grpc)
+        stray = without_grpc(self.grpc, self.proto, self.import_paths, self.data)
+        if stray is not None:
+            raise FieldError(
+                stray, f'{stray} applies to a gRPC call: set grpc = "package.Service/Method"'
+            )
         fault = upgrade_fault(self.path, self.ws, self.method, self.body, self.message)
         if fault is not None:
             raise FieldError(*fault)
@@ -171,26 +194,54 @@ class Request(Strict):
             raise FieldError(
                 "method", f"{self.method!r} is not an HTTP method: letters, no space (GET, POST)"
             )
-        for name, value in self.headers.items():
-            if not _TOKEN.match(name):
-                raise FieldError(
-                    ("headers", name), f"{name!r} is not a header name: no space, colon or CR/LF"
-                )
-            try:
-                fix = "a CR or LF would end the header"
-                _unsafe(_NOT_IN_HEADER, value, f"header {name}:", fix, quote=False)
-            except ValueError as e:
-                raise FieldError(("headers", name), str(e)) from None
+        _check_headers(self.headers)
         return self
 
+    def _check_grpc(self, grpc: str) -> Request:
+        method = self.method if "method" in self.model_fields_set else None
+        fault = grpc_fault(grpc, self.ws, self.path, method)
+        if fault is not None:
+            raise FieldError(*fault)
+        if self.message:
+            raise FieldError("message", "messages travel on a WebSocket: a gRPC call sends data")
+        if self.body:
+            raise FieldError("body", "a gRPC call's request message is data, not body")
+        _check_headers(self.headers)
+        self._streams = check_call(grpc, self.proto, self.import_paths, data_text(self.data))
+        return self
+
+    def streams(self) -> bool:
+        """A gRPC call answered with a stream of messages."""
+        return self._streams
+
     def target(self) -> str:
-        """The path requested: the upgrade's for a WebSocket."""
+        """The path requested: the upgrade's for a WebSocket, the method's for gRPC."""
+        if self.grpc is not None:
+            return "/" + self.grpc
         return self.path if self.ws is None else self.ws
 
     def label(self) -> str:
-        """As the run's tables name it: `METHOD path`, or `WS path`."""
+        """As the run's tables name it: `METHOD path`, `WS path` or `gRPC method`."""
+        if self.grpc is not None:
+            return grpc_label(self.grpc)
         return request_label(self.method, self.path, self.ws)
 
     def endpoint_labels(self, label: str) -> list[str]:
-        """The names of its records, its own `label` first, then its messages'."""
-        return [label, *message_names(label, self.message)]
+        """The names of its records, its own `label` first, then its messages' (a
+        stream's: `<label>/message`)."""
+        streamed = [f"{label}/{STREAM_RECORD}"] if self._streams else []
+        return [label, *message_names(label, self.message), *streamed]
+
+
+def _check_headers(headers: dict[str, str]) -> None:
+    """FieldError on a header whose name or value could not be sent as written."""
+    for name, value in headers.items():
+        if not _TOKEN.match(name):
+            raise FieldError(
+                ("headers", name), f"{name!r} is not a header name: no space, colon or CR/LF"
+            )
+        try:
+            fix = "a CR or LF would end the header"
+            _unsafe(_NOT_IN_HEADER, value, f"header {name}:", fix, quote=False)
+        except ValueError as e:
+            raise FieldError(("headers", name), str(e)) from None

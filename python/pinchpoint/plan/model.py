@@ -21,6 +21,7 @@ from pinchpoint.plan.database import Database
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.flows import Flow, request_templates, template_fault
 from pinchpoint.plan.generators import Generators
+from pinchpoint.plan.grpc import data_text
 from pinchpoint.plan.http import Request, Target, check_url
 from pinchpoint.plan.load_models import (
     MAX_COUNT,
@@ -196,9 +197,28 @@ def _check_request_templates(requests: list[Request]) -> None:
     """Beside flows, a request is sent as a flow of one step: its `${...}` are templates."""
     for i, r in enumerate(requests):
         fault = template_fault(
-            request_templates(r.path, r.headers, r.body),
+            _templates(r),
             set(BUILTIN_VARS),
             "is not a built-in (user_index, iteration): beside flows, a request is a template",
+        )
+        if fault is not None:
+            raise FieldError(("request", i, *fault[0]), fault[1])
+
+
+def _templates(r: Request) -> list[tuple[tuple, str]]:
+    """A request's texts that may hold `${name}`: a gRPC call's are its data's."""
+    if r.grpc is None:
+        return request_templates(r.path, r.headers, r.body)
+    return [(("data",), data_text(r.data))] + [(("headers", k), v) for k, v in r.headers.items()]
+
+
+def _check_open_calls(requests: list[Request]) -> None:
+    """An open-loop arrival has no variables: a gRPC call's data is sent as written."""
+    for i, r in enumerate(requests):
+        if r.grpc is None:
+            continue
+        fault = template_fault(
+            _templates(r), set(), "is not set: an open-loop arrival has no variables"
         )
         if fault is not None:
             raise FieldError(("request", i, *fault[0]), fault[1])
@@ -271,6 +291,10 @@ class Plan(Strict):
         if self.flow:
             _check_request_templates(self.request)
         _check_messages(self.request, self.load.open)
+        if self.load.open:
+            _check_open_calls(self.request)
+        else:
+            _check_request_templates([r for r in self.request if r.grpc is not None])
         if self.load.hook is not None and not any(s.hook for f in self.flow for s in f.step):
             raise FieldError(("load", "hook"), "no flow step has hook = true to call it")
         ws: list[tuple[str | int, ...]] = [
@@ -286,6 +310,17 @@ class Plan(Strict):
             raise FieldError(
                 (*ws[0], "ws"), 'a WebSocket upgrade is an HTTP/1.1 request: [target] http = "1.1"'
             )
+        calls: list[tuple[str | int, ...]] = [
+            ("request", i) for i, r in enumerate(self.request) if r.grpc
+        ]
+        calls += [
+            ("flow", i, "step", j)
+            for i, f in enumerate(self.flow)
+            for j, s in enumerate(f.step)
+            if s.grpc
+        ]
+        if calls and self.target.http != "2":
+            raise FieldError((*calls[0], "grpc"), 'gRPC runs over HTTP/2: [target] http = "2"')
         return self
 
     @model_validator(mode="after")

@@ -1,0 +1,202 @@
+"""gRPC calls against a real grpcio server (its stubs generated from the .proto in the
+test), in closed loop (flow steps) and open loop (requests): unary calls and each
+message of a server stream counted and timed against the server's known delay, checks
+and captures on the answer's JSON, and the run's tag in every call's metadata."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import grpc
+import polars as pl
+import pytest
+from grpc_reflection.v1alpha import reflection
+from grpc_tools import protoc
+
+from pinchpoint import pipeline
+from pinchpoint.plan.model import parse_plan
+from pinchpoint.rundir import files
+
+DELAY_MS = 20
+PROTO = """syntax = "proto3";
+package test;
+message Ask { string id = 1; int32 n = 2; }
+message Item { string id = 1; string name = 2; int32 index = 3; }
+service Shop {
+  rpc Echo(Ask) returns (Item);
+  rpc Count(Ask) returns (stream Item);
+}
+"""
+
+
+class Server:
+    """The Shop service: Echo answers after DELAY_MS, Count sends `n` items DELAY_MS
+    apart; the tags of the calls it served are kept."""
+
+    def __init__(self, pb: ModuleType) -> None:
+        self.pb = pb
+        self.tags: list[str] = []
+        self.lock = threading.Lock()
+
+    def _seen(self, context: grpc.ServicerContext) -> None:
+        tag = dict(context.invocation_metadata()).get("x-pinchpoint", "")
+        with self.lock:
+            self.tags.append(str(tag))
+
+    def Echo(self, ask: Any, context: grpc.ServicerContext) -> Any:
+        self._seen(context)
+        time.sleep(DELAY_MS / 1000)
+        return self.pb.Item(id=ask.id, name=f"item {ask.id}", index=0)
+
+    def Count(self, ask: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        self._seen(context)
+        for i in range(ask.n):
+            time.sleep(DELAY_MS / 1000)
+            yield self.pb.Item(id=ask.id, name=f"item {ask.id}", index=i + 1)
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, Server]]:
+    folder = tmp_path_factory.mktemp("grpc")
+    proto = folder / "shop.proto"
+    proto.write_text(PROTO)
+    args = ["protoc", f"-I{folder}", f"--python_out={folder}", f"--grpc_python_out={folder}"]
+    assert protoc.main([*args, str(proto)]) == 0
+    sys.path.insert(0, str(folder))
+    try:
+        pb = importlib.import_module("shop_pb2")
+        pb_grpc = importlib.import_module("shop_pb2_grpc")
+    finally:
+        sys.path.remove(str(folder))
+    servicer = Server(pb)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    pb_grpc.add_ShopServicer_to_server(servicer, server)
+    names = (pb.DESCRIPTOR.services_by_name["Shop"].full_name, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield port, proto, servicer
+    server.stop(grace=None)
+
+
+def _run(text: str, out: Path) -> tuple[pl.DataFrame, dict]:
+    outcome = pipeline.execute(parse_plan(text, "plan.toml"), text, out)
+    requests = pl.read_parquet(outcome.run_dir / files.REQUESTS)
+    run = json.loads((outcome.run_dir / files.RUN).read_text())
+    return requests, run
+
+
+CLOSED = """
+[target]
+url = "http://127.0.0.1:PORT"
+http = "2"
+
+[load]
+users = 2
+duration = "2s"
+warmup = "0s"
+
+[[flow]]
+name = "shop"
+
+[[flow.step]]
+name = "echo"
+grpc = "test.Shop/Echo"
+proto = "PROTO"
+data = { id = "u${user_index}" }
+capture = [{ name = "name", json = "$.name" }]
+check = { json = { "$.id" = "u${user_index}" } }
+
+[[flow.step]]
+name = "count"
+grpc = "test.Shop/Count"
+proto = "PROTO"
+data = { id = "${name}", n = 3 }
+check = { json = { "$" = { len = 3 }, "$[2].index" = 3, "$[0].id" = "${name}" } }
+"""
+
+
+def test_closed_loop_calls_and_streamed_messages_are_counted_and_timed(
+    shop: tuple[int, Path, Server], tmp_path: Path
+) -> None:
+    port, proto, server = shop
+    text = CLOSED.replace("PORT", str(port)).replace("PROTO", str(proto))
+    requests, run = _run(text, tmp_path / "runs")
+    assert run["endpoint_names"] == ["shop/echo", "shop/count", "shop/count/message"]
+    assert requests["error"].null_count() == requests.height, run.get("error_reasons")
+    assert set(requests["status"].to_list()) == {200}
+    by = {e: requests.filter(pl.col("endpoint") == e) for e in range(3)}
+    echoes, streams, messages = (by[e].height for e in range(3))
+    # A walk takes the echo's delay and the stream's three: about 80 ms, 25 walks a user.
+    assert 20 <= echoes <= 60, (echoes, streams)
+    assert streams in (echoes, echoes - 1, echoes - 2)
+    assert messages == 3 * streams
+    delay_us = DELAY_MS * 1000
+    assert by[0]["latency_us"].min() >= delay_us
+    assert by[0]["latency_us"].median() < 4 * delay_us
+    assert by[2]["latency_us"].min() >= 0.9 * delay_us
+    assert by[2]["latency_us"].median() < 2 * delay_us
+    assert by[1]["latency_us"].min() >= 3 * delay_us
+    ids = requests["req_id"]
+    assert ids.n_unique() == requests.height
+    tags = [t for t in server.tags if f"run={run['run_id']}" in t]
+    assert len(tags) == echoes + streams
+    assert all("; users=2; req=" in t for t in tags)
+
+
+OPEN = """
+[target]
+url = "http://127.0.0.1:PORT"
+http = "2"
+
+[load]
+phase = [{ duration = "1.5s", arrival_rate = 40 }, { duration = "1.5s", arrival_rate = 80 }]
+
+[[request]]
+grpc = "test.Shop/Echo"
+proto = "PROTO"
+data = { id = "open" }
+
+[[request]]
+grpc = "test.Shop/Count"
+proto = "PROTO"
+data = '{"id": "open", "n": 2}'
+"""
+
+
+def test_open_loop_calls_arrive_at_their_rate_timed_from_their_intended_time(
+    shop: tuple[int, Path, Server], tmp_path: Path
+) -> None:
+    port, proto, _ = shop
+    text = OPEN.replace("PORT", str(port)).replace("PROTO", str(proto))
+    requests, run = _run(text, tmp_path / "open")
+    assert run["endpoint_names"] == [
+        "gRPC test.Shop/Echo",
+        "gRPC test.Shop/Count",
+        "gRPC test.Shop/Count/message",
+    ]
+    assert requests["error"].null_count() == requests.height, run.get("error_reasons")
+    calls = requests.filter(pl.col("endpoint") < 2)
+    # 40/s then 80/s for 1.5 s each, shared by the two requests.
+    per_step = dict(calls.group_by("step").len().iter_rows())
+    assert abs(per_step[0] - 60) <= 3 and abs(per_step[1] - 120) <= 3, per_step
+    echoes = requests.filter(pl.col("endpoint") == 0)
+    streams = requests.filter(pl.col("endpoint") == 1)
+    messages = requests.filter(pl.col("endpoint") == 2)
+    assert abs(echoes.height - streams.height) <= 1
+    assert messages.height == 2 * streams.height
+    delay_us = DELAY_MS * 1000
+    assert echoes["service_us"].min() >= delay_us
+    assert streams["service_us"].min() >= 2 * delay_us
+    assert messages["latency_us"].min() >= 0.9 * delay_us
+    assert (calls["latency_us"] >= calls["service_us"]).all()
+    assert requests["req_id"].n_unique() == requests.height
