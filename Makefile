@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
-.PHONY: demo test check setup system-deps system-deps-test build lint clean
+.PHONY: demo test check static parallel-tests setup system-deps system-deps-test build lint clean
 
 demo: system-deps build
 	$(PY) -m pinchpoint demo
@@ -17,13 +17,20 @@ test: system-deps-test build
 	@start=$$(date +%s); $(MAKE) --no-print-directory check; status=$$?; \
 	echo "make test: the tests took $$(( $$(date +%s) - start )) s, setup excluded"; exit $$status
 
+# The static checks share the parallel tests' time (those tests do not measure time, and
+# leave part of the cores idle); the tests that do measure run alone after both.
 check:
 	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
+	$(MAKE) --no-print-directory -j2 --output-sync=target static parallel-tests
+	$(PY) -m pytest -m serial --durations=25 -p no:cacheprovider
+
+static:
 	$(VENV)/bin/ruff check python tests
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 	$(VENV)/bin/mypy
+
+parallel-tests:
 	$(PY) -m pytest -n 4 --dist loadfile -m "not serial" --durations=25 -p no:cacheprovider
-	$(PY) -m pytest -m serial --durations=25 -p no:cacheprovider
 
 setup: system-deps build
 

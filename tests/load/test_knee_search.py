@@ -25,9 +25,6 @@ from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir.schemas import TIERS_SCHEMA
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
-
 Curve = Callable[[int], Point]
 
 
