@@ -199,6 +199,27 @@ def test_the_crates_modules_form_no_cycle() -> None:
         assert _cycles(graph) == [], crate
 
 
+def _folders(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph of the crate's top-level modules: each folder one node."""
+    out: dict[str, set[str]] = {}
+    for module, used in graph.items():
+        top = module.split("::")[0]
+        out.setdefault(top, set()).update(u.split("::")[0] for u in used)
+    return {m: used - {m} for m, used in out.items()}
+
+
+def test_the_crates_folders_form_no_cycle() -> None:
+    for crate in ("pinchpoint-engine", "pinchpoint-logs"):
+        folders = _folders(_crate_graph(CRATES / crate / "src"))
+        assert _cycles(folders) == [], crate
+
+
+def test_a_cycle_between_two_folders_is_found() -> None:
+    graph = {"config": {"drive::schedule"}, "drive::open": {"config"}, "drive::schedule": set()}
+    assert _cycles(graph) == []
+    assert _cycles(_folders(graph)) == [["config", "drive"]]
+
+
 def test_a_cycle_between_two_modules_is_found() -> None:
     assert _cycles({"run": {"open_loop"}, "open_loop": {"run", "stats"}, "stats": set()}) == [
         ["open_loop", "run"]

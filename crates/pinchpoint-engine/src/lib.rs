@@ -11,6 +11,7 @@ pub mod outcome;
 pub mod record;
 pub mod recorder;
 pub mod rng;
+pub mod schedule;
 pub mod stats;
 pub mod weights;
 
@@ -19,5 +20,5 @@ pub use config::flow::{CaptureFrom, CaptureSpec, CheckSpec, FeedSpec, FlowSpec, 
 pub use outcome::ErrorClass;
 pub use drive::{records_to_parquet, run, run_until, Level, RunSummary};
 pub use stats::Window;
-pub use drive::schedule::{Arrivals, Phase, PhaseKind};
+pub use schedule::{Arrivals, Phase, PhaseKind};
 pub use stats::{EndpointStats, Live, StepStats};

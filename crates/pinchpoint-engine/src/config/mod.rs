@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use self::flow::{FlowSpec, Hook};
 use crate::rng::Rng;
-use crate::drive::schedule::{Arrivals, Phase};
+use crate::schedule::{Arrivals, Phase};
 use crate::weights::MAX_CYCLE;
 
 /// One request of the plan. The path may carry its own query; the tag is appended.

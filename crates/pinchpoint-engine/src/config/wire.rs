@@ -11,7 +11,7 @@ use serde::de::{Error, IgnoredAny, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::config::{HookHandle, HttpVersion, Protocol, Think, TlsOptions};
-use crate::drive::schedule::{Arrivals, Phase};
+use crate::schedule::{Arrivals, Phase};
 
 fn duration(name: &str, value: f64) -> Result<Duration, String> {
     in_seconds(value).map_err(|e| format!("{name}: {e}"))

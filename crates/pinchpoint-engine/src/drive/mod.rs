@@ -7,7 +7,6 @@ pub mod grpc;
 pub mod open;
 pub mod open_grpc;
 pub mod open_ws;
-pub mod schedule;
 pub mod walk;
 pub mod walk_grpc;
 pub mod walk_ws;

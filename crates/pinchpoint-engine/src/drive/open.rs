@@ -31,7 +31,7 @@ use crate::client::{Conn, Outgoing, Target};
 use crate::client::http1::{trace_run_half, Prepared, Tag, TagLevel};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
-use crate::drive::schedule::{Arrival, Schedule};
+use crate::schedule::{Arrival, Schedule};
 use crate::stats::{Live, Window};
 use crate::drive::closed::Unsent;
 
