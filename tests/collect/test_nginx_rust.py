@@ -15,7 +15,12 @@ from pinchpoint.collect.logs.reader import FileCounts, TierRow, match_lines, rea
 from pinchpoint.collect.sources.local import LocalCollector
 from pinchpoint.logformats import get_parser
 from pinchpoint.logformats.base import parse_clf_time
-from pinchpoint.logformats.nginx import COMBINED_FORMAT, NGINX_FORMAT, parser_for
+from pinchpoint.logformats.nginx import (
+    COMBINED_FORMAT,
+    NGINX_FORMAT,
+    NGINX_GRPC_FORMAT,
+    parser_for,
+)
 from pinchpoint.plan.model import Component, Log
 
 pytestmark = pytest.mark.skipif(not fastlogs.available(), reason="the Rust module is not built")
@@ -32,6 +37,7 @@ REAL_FORMAT = (
 )
 FORMATS = {
     "pinchpoint": NGINX_FORMAT,
+    "grpc": NGINX_GRPC_FORMAT,
     "real": REAL_FORMAT,
     "combined": COMBINED_FORMAT + ' rt=$request_time urt="$upstream_response_time"',
     "custom": '${remote_addr}|$time_local|"$request"|$status|${request_time}s|'
@@ -216,6 +222,27 @@ def test_crafted_values_in_the_pinchpoint_format(tmp_path: Path) -> None:
     rows, counts = both(NGINX_FORMAT, write(tmp_path / "access.log", lines))
     assert counts == FileCounts("nginx", str(tmp_path / "access.log"), lines=6, matched=6)
     assert [r.upstream_s for r in rows] == [0.010, 0.030, 0.030, 0.1 + 0.2 + 0.3, 0.020, None]
+    assert rows[0] == TierRow("nginx", 4, 17, 1795338900.123, 0.012, 0.010, 200)
+
+
+def test_grpc_calls_are_matched_by_their_logged_metadata(tmp_path: Path) -> None:
+    """A gRPC call's path takes no query: its tag is the `X-Pinchpoint` metadata nginx
+    logs (`$http_x_pinchpoint`), read alike by both parsers; a request line's tag first."""
+    echo = {"request": "POST /test.Shop/Echo HTTP/2.0", "request_uri": "/test.Shop/Echo"}
+    lines = [
+        render(NGINX_GRPC_FORMAT, {**BASE, **echo, "http_x_pinchpoint": tag})
+        for tag in (
+            "run=r1; users=4; req=17",
+            "run=r1; rate=7.5; req=3",
+            "run=r2; users=4; req=18",
+            "-",
+            "run=r1; users=x",
+        )
+    ]
+    lines.append(render(NGINX_GRPC_FORMAT, {**BASE, "http_x_pinchpoint": "run=r1; users=9"}))
+    rows, counts = both(NGINX_GRPC_FORMAT, write(tmp_path / "access.log", lines))
+    assert (counts.matched, counts.other_run, counts.untagged, counts.unparseable) == (3, 1, 2, 0)
+    assert [(r.users, r.req_id) for r in rows] == [(4, 17), (0, 3), (4, 17)]
     assert rows[0] == TierRow("nginx", 4, 17, 1795338900.123, 0.012, 0.010, 200)
 
 

@@ -5,87 +5,24 @@ and captures on the answer's JSON, and the run's tag in every call's metadata.""
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
-import threading
-import time
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
-import grpc
 import polars as pl
 import pytest
-from grpc_reflection.v1alpha import reflection
-from grpc_tools import protoc
+from grpc_helpers import DELAY_MS, Server
+from grpc_helpers import shop as start_shop
 
 from pinchpoint import pipeline
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 
-DELAY_MS = 20
-PROTO = """syntax = "proto3";
-package test;
-message Ask { string id = 1; int32 n = 2; }
-message Item { string id = 1; string name = 2; int32 index = 3; }
-service Shop {
-  rpc Echo(Ask) returns (Item);
-  rpc Count(Ask) returns (stream Item);
-}
-"""
-
-
-class Server:
-    """The Shop service: Echo answers after DELAY_MS, Count sends `n` items DELAY_MS
-    apart; the tags of the calls it served are kept."""
-
-    def __init__(self, pb: ModuleType) -> None:
-        self.pb = pb
-        self.tags: list[str] = []
-        self.lock = threading.Lock()
-
-    def _seen(self, context: grpc.ServicerContext) -> None:
-        tag = dict(context.invocation_metadata()).get("x-pinchpoint", "")
-        with self.lock:
-            self.tags.append(str(tag))
-
-    def Echo(self, ask: Any, context: grpc.ServicerContext) -> Any:
-        self._seen(context)
-        time.sleep(DELAY_MS / 1000)
-        return self.pb.Item(id=ask.id, name=f"item {ask.id}", index=0)
-
-    def Count(self, ask: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        self._seen(context)
-        for i in range(ask.n):
-            time.sleep(DELAY_MS / 1000)
-            yield self.pb.Item(id=ask.id, name=f"item {ask.id}", index=i + 1)
-
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, Server]]:
-    folder = tmp_path_factory.mktemp("grpc")
-    proto = folder / "shop.proto"
-    proto.write_text(PROTO)
-    args = ["protoc", f"-I{folder}", f"--python_out={folder}", f"--grpc_python_out={folder}"]
-    assert protoc.main([*args, str(proto)]) == 0
-    sys.path.insert(0, str(folder))
-    try:
-        pb = importlib.import_module("shop_pb2")
-        pb_grpc = importlib.import_module("shop_pb2_grpc")
-    finally:
-        sys.path.remove(str(folder))
-    servicer = Server(pb)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
-    pb_grpc.add_ShopServicer_to_server(servicer, server)
-    names = (pb.DESCRIPTOR.services_by_name["Shop"].full_name, reflection.SERVICE_NAME)
-    reflection.enable_server_reflection(names, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield port, proto, servicer
-    server.stop(grace=None)
+    with start_shop(tmp_path_factory.mktemp("grpc")) as s:
+        yield s.port, s.proto, s.server
 
 
 def _run(text: str, out: Path) -> tuple[pl.DataFrame, dict]:

@@ -229,3 +229,42 @@ impl<R: Read> Scanner<R> {
         Ok(batch)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// pinchpoint's nginx format with the `X-Pinchpoint` header logged, as for gRPC.
+    const GRPC_FORMAT: &str = concat!(
+        r#"$remote_addr [$time_local] "$request" $status $body_bytes_sent "#,
+        "rt=$request_time urt=$upstream_response_time uct=$upstream_connect_time ",
+        r#"uht=$upstream_header_time msec=$msec tag="$http_x_pinchpoint""#
+    );
+
+    fn line(request: &str, tag: &str) -> String {
+        format!(
+            r#"127.0.0.1 [27/Nov/2026:11:40:00 +0000] "{request}" 200 17 rt=0.021 urt=0.020 uct=0.000 uht=0.020 msec=1795779600.250 tag="{tag}""#
+        )
+    }
+
+    #[test]
+    fn a_grpc_call_is_matched_by_the_tag_of_its_logged_metadata() {
+        let parser = Parser::new(Format::compile(GRPC_FORMAT).unwrap(), "r1", false);
+        let mut rows = Rows::default();
+        let echo = "POST /test.Shop/Echo HTTP/2.0";
+        assert_eq!(parser.classify(line(echo, "run=r1; users=4; req=17").as_bytes(), &mut rows), Class::Matched);
+        assert_eq!(parser.classify(line(echo, "run=r1; rate=7.5; req=3").as_bytes(), &mut rows), Class::Matched);
+        assert_eq!(parser.classify(line(echo, "run=r2; users=4; req=18").as_bytes(), &mut rows), Class::OtherRun);
+        // No metadata logged (`-`), or none that makes a tag: the path takes no query.
+        assert_eq!(parser.classify(line(echo, "-").as_bytes(), &mut rows), Class::Untagged);
+        assert_eq!(parser.classify(line(echo, "run=r1; users=x").as_bytes(), &mut rows), Class::Untagged);
+        // A tag in the request line comes first, as for HTTP requests.
+        let get = "GET /a?pp_run=r1&pp_users=2&pp_req=5 HTTP/1.1";
+        assert_eq!(parser.classify(line(get, "run=r1; users=9; req=6").as_bytes(), &mut rows), Class::Matched);
+        assert_eq!(rows.users, [4, 0, 2]);
+        assert_eq!(rows.req_id, [Some(17), Some(3), Some(5)]);
+        assert_eq!(rows.duration_s, [0.021; 3]);
+        assert_eq!(rows.upstream_s, [Some(0.020); 3]);
+        assert_eq!(rows.status, [Some(200); 3]);
+    }
+}

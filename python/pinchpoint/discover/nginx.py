@@ -24,7 +24,12 @@ from pinchpoint.discover.nginx_conf import Directive, Disk, Dump, Loader, Source
 from pinchpoint.discover.nginx_routes import locations_for, next_hops, server_for
 from pinchpoint.discover.tier import Address, Tier
 from pinchpoint.logformats.base import FormatError
-from pinchpoint.logformats.nginx import COMBINED_FORMAT, NGINX_FORMAT, compile_format
+from pinchpoint.logformats.nginx import (
+    COMBINED_FORMAT,
+    NGINX_FORMAT,
+    NGINX_GRPC_FORMAT,
+    compile_format,
+)
 
 NAME = "nginx"
 ROLE = "proxy"
@@ -155,6 +160,7 @@ def describe(config: Config, address: Address, path: str, tier: Tier) -> None:
     locations = locations_for(server, path)
     scopes = [*reversed(locations), server, http]
     _access_log(scopes, http, config, tier)
+    _grpc_tag(locations, tier)
     _limits(scopes, tier)
     next_hops(locations, server, http, path, tier)
 
@@ -384,6 +390,21 @@ def _set_log(
         f"log_format {name} has no {', '.join(missing)}, which pinchpoint needs to time each "
         f"request: add `log_format pinchpoint '{NGINX_FORMAT}';` to the http block "
         f"({http.where}), {fix}, reload nginx and run init again"
+    )
+
+
+def _grpc_tag(locations: list[Directive], tier: Tier) -> None:
+    """A location passing gRPC calls needs their `X-Pinchpoint` metadata logged: a gRPC
+    path takes no query, so the request line holds no tag."""
+    block = locations[-1].block or [] if locations else []
+    passing = next((d for d in block if d.name == "grpc_pass"), None)
+    text = tier.log_format_string
+    if passing is None or text is None or "http_x_pinchpoint" in _variables(text):
+        return
+    tier.warnings.append(
+        f"grpc_pass at {passing.where}: a gRPC call carries the run's tag in its metadata "
+        f"only, which this log_format does not log: use `log_format pinchpoint "
+        f"'{NGINX_GRPC_FORMAT}';` (it adds $http_x_pinchpoint)"
     )
 
 

@@ -41,6 +41,9 @@ NGINX_FORMAT = (
     "rt=$request_time urt=$upstream_response_time uct=$upstream_connect_time "
     "uht=$upstream_header_time msec=$msec"
 )
+# The same with the X-Pinchpoint header logged: gRPC calls carry the tag in their
+# metadata only (a gRPC path takes no query), so a gRPC location needs this one.
+NGINX_GRPC_FORMAT = f'{NGINX_FORMAT} tag="$http_x_pinchpoint"'
 
 # nginx's predefined format; it logs no duration, so pinchpoint cannot use it alone.
 COMBINED_FORMAT = (
