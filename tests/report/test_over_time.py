@@ -83,7 +83,7 @@ def test_time_buckets_give_each_seconds_percentiles() -> None:
 def test_latency_over_time_draws_percentile_lines_over_the_sample() -> None:
     fig = time_charts.latency_over_time(_requests(), 0.0, [], (0.0, 10.0))
     assert fig is not None
-    names = [t.name for t in fig.data]
+    names = [t["name"] for t in fig.data]
     assert names == ["responses", "errors and 5xx", "p50 per 1 s", "p99 per 1 s"]
-    assert sum(len(t.x) for t in fig.data[:2]) == time_charts.MAX_POINTS
-    assert "per 1 s" in fig.layout.title.text
+    assert sum(len(t["x"]) for t in fig.data[:2]) == time_charts.MAX_POINTS
+    assert "per 1 s" in fig.layout["title"]["text"]

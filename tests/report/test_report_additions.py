@@ -68,9 +68,9 @@ def test_percentiles_per_step_are_the_successful_responses(run_dir: Path) -> Non
     assert got.row(0) == pytest.approx(tuple(expected))
     fig = users_charts.percentiles_vs_users(table, [("SLA p99 60 ms", 60.0)])
     assert fig is not None
-    assert [t.name for t in fig.data] == ["p50", "p90", "p95", "p99", "p99.9", "p99.99"]
-    assert fig.layout.yaxis.type == "log"
-    assert [s.label.text for s in fig.layout.shapes] == ["SLA p99 60 ms"]
+    assert [t["name"] for t in fig.data] == ["p50", "p90", "p95", "p99", "p99.9", "p99.99"]
+    assert fig.axes["yaxis"]["type"] == "log"
+    assert [s["label"]["text"] for s in fig.layout["shapes"]] == ["SLA p99 60 ms"]
 
 
 def test_report_has_the_percentiles_section(run_dir: Path) -> None:
@@ -94,14 +94,14 @@ def test_errors_over_time_by_class_per_second(run_dir: Path) -> None:
     )
     fig = time_charts.errors_over_time(requests, 0.0, [], None)
     assert fig is not None
-    bars = {t.name: (list(t.x), list(t.y)) for t in fig.data}
+    bars = {t["name"]: (list(t["x"]), list(t["y"])) for t in fig.data}
     # Transport errors first, then statuses in order.
     assert list(bars) == ["timeout", "connect_refused", "HTTP 404", "HTTP 503"]
     assert bars["HTTP 503"] == ([0.5, 1.5], [1, 1])
     assert bars["timeout"] == ([1.5], [1])
     assert bars["connect_refused"] == ([2.5], [1])
-    assert fig.layout.barmode == "stack"
-    assert "5 failed of 6 requests" in fig.layout.title.text
+    assert fig.layout["barmode"] == "stack"
+    assert "5 failed of 6 requests" in fig.layout["title"]["text"]
     ok = requests.filter(pl.col("status") == 200)
     assert time_charts.errors_over_time(ok, 0.0, [], None) is None
 
@@ -130,13 +130,14 @@ def test_knee_and_usl_curve_on_the_charts(verdict: dict[str, Any]) -> None:
     throughput = users_charts.throughput_vs_users(verdict)
     assert latency is not None and throughput is not None
     for fig in (latency, throughput):
-        labels = [s.label.text for s in fig.layout.shapes if s.label and s.label.text]
+        shapes = fig.layout["shapes"]
+        labels = [s["label"]["text"] for s in shapes if s.get("label", {}).get("text")]
         assert "knee 4.0 users" in labels
-        band = [s for s in fig.layout.shapes if s.type == "rect"]
-        assert [(s.x0, s.x1) for s in band] == [(3.96, 4.15)]
-    curve = next(t for t in throughput.data if t.name.startswith("USL fit"))
-    assert curve.name == "USL fit (R² 0.80)"
-    n, x = np.asarray(curve.x), np.asarray(curve.y)
+        band = [s for s in shapes if s["type"] == "rect"]
+        assert [(s["x0"], s["x1"]) for s in band] == [(3.96, 4.15)]
+    curve = next(t for t in throughput.data if t["name"].startswith("USL fit"))
+    assert curve["name"] == "USL fit (R² 0.80)"
+    n, x = np.asarray(curve["x"]), np.asarray(curve["y"])
     assert (n.min(), n.max()) == pytest.approx((2, 32))
     usl = verdict["scalability"]
     lam, sigma, kappa = usl["lambda"], usl["sigma"], usl["kappa"]
@@ -149,9 +150,9 @@ def test_no_knee_no_curve(verdict: dict[str, Any]) -> None:
     verdict["scalability"] = None
     throughput = users_charts.throughput_vs_users(verdict)
     assert throughput is not None
-    assert [t.name for t in throughput.data] == ["throughput", "error rate"]
-    assert throughput.layout.title.text == "Throughput vs users"
-    assert not [s for s in throughput.layout.shapes if s.type == "rect"]
+    assert [t["name"] for t in throughput.data] == ["throughput", "error rate"]
+    assert throughput.layout["title"]["text"] == "Throughput vs users"
+    assert not [s for s in throughput.layout.get("shapes", []) if s["type"] == "rect"]
 
 
 def _keep_sla(run_dir: Path, table: str) -> None:

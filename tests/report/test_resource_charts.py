@@ -42,9 +42,9 @@ def test_the_report_draws_backlog_and_host_io(run_dir: Path) -> None:
 
     figure = backlog_over_time(frame, make_verdict(), float(frame["ts"].min()), [], None)
     assert figure is not None
-    lines = {trace.name: trace for trace in figure.data}
+    lines = {trace["name"]: trace for trace in figure.data}
     assert set(lines) == {"nginx", "gunicorn"}  # not the host, not the generator
-    assert max(lines["gunicorn"].y) == int(frame["listen_backlog"].max())
+    assert max(lines["gunicorn"]["y"]) == int(frame["listen_backlog"].max())
 
 
 def test_old_samples_have_no_such_charts(run_dir: Path) -> None:

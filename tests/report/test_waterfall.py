@@ -22,7 +22,7 @@ def test_the_slowest_requests_of_the_heaviest_step_are_drawn_with_their_tiers() 
     fig = waterfall(data.requests, data.tiers, data.verdict, data.run, count=3)
     assert fig is not None
     assert data.requests is not None and data.tiers is not None
-    bars = {trace.y[0]: (trace.base[0], trace.x[0]) for trace in fig.data}
+    bars = {trace["y"][0]: (trace["base"][0], trace["x"][0]) for trace in fig.data}
     clients = {label: bar for label, bar in bars.items() if label.endswith("· client")}
     assert len(clients) == 3
     slowest = (

@@ -5,12 +5,11 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-import plotly.graph_objects as go
-
 from pinchpoint.compare.charts import ladder, over_time, qq
 from pinchpoint.compare.fmt import interval, ms, p_value, ratio, share
 from pinchpoint.compare.result import UNRESOLVED, ComparisonResult, SideSummary
 from pinchpoint.report import shell
+from pinchpoint.report.figure import Figure
 
 THIN = ' class="thin"'
 
@@ -52,7 +51,7 @@ def render_page(result: ComparisonResult) -> str:
     return shell.page(title, "pinchpoint compare", sections, CSS)
 
 
-def _figure(fig: go.Figure) -> str:
+def _figure(fig: Figure) -> str:
     return shell.figure(fig)
 
 

@@ -166,9 +166,9 @@ def _is_loopback(host: str) -> bool:
 
 @cache
 def _plotly_js() -> bytes:
-    from plotly.offline import get_plotlyjs
+    from pinchpoint.report.plotly_files import plotly_js
 
-    return get_plotlyjs().encode()
+    return plotly_js().encode()
 
 
 def _handler(page: LivePage) -> type[BaseHTTPRequestHandler]:

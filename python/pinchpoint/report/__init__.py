@@ -4,4 +4,4 @@ tables, are in `pinchpoint.terminal.verdict`).
 
 It reads the run folder and the verdict only, never the engine or the analysis code.
 This package's `__init__` imports nothing, so that a light module here (`fmt`, `load`)
-does not pull in plotly."""
+does not pull in the charts."""

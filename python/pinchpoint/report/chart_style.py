@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import plotly.graph_objects as go
-
+from pinchpoint.report.figure import Figure
+from pinchpoint.report.plotly_files import plotly_white
 from pinchpoint.report.table import tiers
 
 CLIENT = "client"
@@ -48,19 +48,27 @@ def colors(verdict: dict[str, Any]) -> dict[str, str]:
     return mapping
 
 
-def layout(fig: go.Figure, title: str | None, height: int = 420) -> go.Figure:
+def layout(fig: Figure, title: str | None, height: int = 420) -> Figure:
     """The one look of every chart, run and compare pages alike; without a title (the
     page's section heading names the chart) the legend moves up."""
     if title is not None:
-        fig.update_layout(title={"text": title, "x": 0, "xanchor": "left"})
-    fig.update_layout(
-        template="plotly_white",
-        height=height,
-        # Legend under the title, not beside the plot: every time chart keeps the same
-        # plot width, so their x axes line up.
-        margin={"l": 70, "r": 30, "t": 100 if title is not None else 50, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
-        hovermode="closest",
+        fig.layout["title"] = {"text": title, "x": 0, "xanchor": "left"}
+    fig.layout.update(
+        {
+            "template": plotly_white(),
+            "height": height,
+            # Legend under the title, not beside the plot: every time chart keeps the same
+            # plot width, so their x axes line up.
+            "margin": {"l": 70, "r": 30, "t": 100 if title is not None else 50, "b": 50},
+            "legend": {
+                "orientation": "h",
+                "yanchor": "bottom",
+                "y": 1.02,
+                "x": 0,
+                "xanchor": "left",
+            },
+            "hovermode": "closest",
+        }
     )
     return fig
 

@@ -7,12 +7,11 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, cast
 
-import plotly.graph_objects as go
-
 from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.sla_record import SlaOutcome, percentile_limits, stored_sla
 from pinchpoint.redact import private_files
 from pinchpoint.report import fmt, resource_charts, shell, summary, time_charts, users_charts
+from pinchpoint.report.figure import Figure
 from pinchpoint.report.load import ReportInput, load_run
 from pinchpoint.report.profile_section import CSS as PROFILE_CSS
 from pinchpoint.report.profile_section import profile_section
@@ -123,7 +122,7 @@ def _run_id(data: ReportInput) -> str:
     return data.run_dir.name
 
 
-def _figure(fig: go.Figure | None, missing: str, div_id: str | None = None) -> str:
+def _figure(fig: Figure | None, missing: str, div_id: str | None = None) -> str:
     if fig is None:
         return f'<p class="note">{escape(missing)}</p>'
     return shell.figure(fig, div_id)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import plotly.graph_objects as go
 import polars as pl
 
 from pinchpoint.report.chart_style import PALETTE, colors, layout
+from pinchpoint.report.figure import Figure
 from pinchpoint.report.time_charts import Window, component_order, headroom, shade_steps, time_axis
 
 # Host columns drawn in MB/s, with their legend names.
@@ -31,7 +31,7 @@ def more_over_time(
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
-) -> list[tuple[str, go.Figure]]:
+) -> list[tuple[str, Figure]]:
     """The charts of this module that the samples have data for, with their div ids."""
     figures = (
         backlog_over_time(resources, verdict, t0, windows, x_range),
@@ -52,7 +52,7 @@ def backlog_over_time(
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
-) -> go.Figure | None:
+) -> Figure | None:
     """One line per component: connections waiting in its listening sockets' accept
     queues, not yet taken by a worker. None when no component's backlog was sampled."""
     if resources is None or "listen_backlog" not in resources.columns:
@@ -66,25 +66,26 @@ def backlog_over_time(
     if not names:
         return None
     palette = colors(verdict)
-    fig = go.Figure()
+    fig = Figure()
     top = 0.0
     for i, name in enumerate(component_order(names, verdict)):
         part = frame.filter(pl.col("component") == name)
         top = max(top, float(cast(float, part["listen_backlog"].max()) or 0))
-        fig.add_trace(
-            go.Scatter(
-                x=(part["ts"] - t0).to_numpy(),
-                y=part["listen_backlog"].to_numpy(),
-                name=name,
-                mode="lines",
-                line={"color": palette.get(name, PALETTE[(i + 3) % len(PALETTE)])},
-                hovertemplate=f"{name}: %{{y}} waiting at %{{x:.1f}} s<extra></extra>",
-            )
+        fig.add(
+            {
+                "type": "scatter",
+                "x": (part["ts"] - t0).to_numpy(),
+                "y": part["listen_backlog"].to_numpy(),
+                "name": name,
+                "mode": "lines",
+                "line": {"color": palette.get(name, PALETTE[(i + 3) % len(PALETTE)])},
+                "hovertemplate": f"{name}: %{{y}} waiting at %{{x:.1f}} s<extra></extra>",
+            }
         )
     shade_steps(fig, windows)
     time_axis(fig, x_range)
     headroom(fig, max(top, 1.0) * 1.15)
-    fig.update_yaxes(title_text="connections waiting", rangemode="tozero")
+    fig.axis("yaxis").update({"title": {"text": "connections waiting"}, "rangemode": "tozero"})
     return layout(fig, "Accept backlog over time: connections waiting for a worker", 380)
 
 
@@ -93,7 +94,7 @@ def host_io_over_time(
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
-) -> go.Figure | None:
+) -> Figure | None:
     """The host's disk and network bytes per second. None when none was sampled."""
     if resources is None:
         return None
@@ -101,7 +102,7 @@ def host_io_over_time(
     hosts = sorted(
         {str(n) for n in resources["component"].unique().to_list() if n and _is_host(str(n))}
     )
-    fig = go.Figure()
+    fig = Figure()
     top = 0.0
     for host in hosts:
         part = resources.filter(pl.col("component") == host).sort("ts")
@@ -111,20 +112,21 @@ def host_io_over_time(
                 continue
             top = max(top, cast(float, values.max()) or 0.0)
             name = label if host == "host" else f"{host} {label}"
-            fig.add_trace(
-                go.Scatter(
-                    x=(part["ts"] - t0).to_numpy(),
-                    y=values.to_numpy(),
-                    name=name,
-                    mode="lines",
-                    line={"color": PALETTE[i % len(PALETTE)]},
-                    hovertemplate=f"{name}: %{{y:.2f}} MB/s at %{{x:.1f}} s<extra></extra>",
-                )
+            fig.add(
+                {
+                    "type": "scatter",
+                    "x": (part["ts"] - t0).to_numpy(),
+                    "y": values.to_numpy(),
+                    "name": name,
+                    "mode": "lines",
+                    "line": {"color": PALETTE[i % len(PALETTE)]},
+                    "hovertemplate": f"{name}: %{{y:.2f}} MB/s at %{{x:.1f}} s<extra></extra>",
+                }
             )
     if not fig.data:
         return None
     shade_steps(fig, windows)
     time_axis(fig, x_range)
     headroom(fig, max(top, 0.01) * 1.15)
-    fig.update_yaxes(title_text="MB/s", rangemode="tozero")
+    fig.axis("yaxis").update({"title": {"text": "MB/s"}, "rangemode": "tozero"})
     return layout(fig, "Host disk and network over time", 380)

@@ -4,14 +4,18 @@ file written whole or not at all."""
 
 from __future__ import annotations
 
+import json
 import os
+from functools import cache
 from html import escape
 from pathlib import Path
+from uuid import uuid4
 
-import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
+from pinchpoint.report.figure import Figure, dumps
+from pinchpoint.report.plotly_files import plotly_js
 
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+_CONFIG_JSON = json.dumps(PLOT_CONFIG)
 
 # The look of every page; a page adds the rules of its own sections.
 BASE_CSS = """
@@ -38,7 +42,6 @@ td.text, th.text { text-align: left; }
 
 def page(title: str, brand: str, sections: list[str], css: str = "", script: str = "") -> str:
     """A whole self-contained page: the shell around the page's sections."""
-    plotly_js = get_plotlyjs().replace("</script", "<\\/script")
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -48,7 +51,7 @@ def page(title: str, brand: str, sections: list[str], css: str = "", script: str
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>{escape(title)}</title>",
             f"<style>{BASE_CSS}{css}</style>",
-            f'<script type="text/javascript">{plotly_js}</script>',
+            f'<script type="text/javascript">{_inline_plotly_js()}</script>',
             "</head>",
             "<body>",
             "<main>",
@@ -62,17 +65,25 @@ def page(title: str, brand: str, sections: list[str], css: str = "", script: str
     )
 
 
-def figure(fig: go.Figure, div_id: str | None = None) -> str:
-    """A chart as a div of the page (plotly.js is the shell's, once)."""
-    height = fig.layout.height or 450
-    div = fig.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        config=PLOT_CONFIG,
-        div_id=div_id,
-        default_height=f"{height}px",
+@cache
+def _inline_plotly_js() -> str:
+    return plotly_js().replace("</script", "<\\/script")
+
+
+def figure(fig: Figure, div_id: str | None = None) -> str:
+    """A chart as a div of the page (plotly.js is the shell's, once): the div plotly's
+    `to_html(full_html=False)` writes, drawn by `Plotly.newPlot` when the page loads."""
+    plot = fig.to_json()
+    height = fig.layout.get("height") or 450
+    div_id = div_id or str(uuid4())
+    return (
+        f'<div class="chart"><div style="height:{height}px; width:100%;">'
+        f'<div id="{div_id}" class="plotly-graph-div" style="height:100%; width:100%;"></div>'
+        "<script>window.PLOTLYENV=window.PLOTLYENV || {};"
+        f'if (document.getElementById("{div_id}")) {{'
+        f'Plotly.newPlot("{div_id}", {dumps(plot["data"])}, {dumps(plot["layout"])}, '
+        f"{_CONFIG_JSON})}};</script></div></div>"
     )
-    return f'<div class="chart">{div}</div>'
 
 
 def write_page(out: Path, text: str) -> Path:

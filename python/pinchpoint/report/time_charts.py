@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-import plotly.graph_objects as go
 import polars as pl
 
 from pinchpoint.report import fmt
@@ -20,6 +19,7 @@ from pinchpoint.report.chart_style import (
     layout,
     log_ticks,
 )
+from pinchpoint.report.figure import Figure, horizontal, vertical
 from pinchpoint.report.over_time import (
     MAX_POINTS,
     Tails,
@@ -91,31 +91,35 @@ def _width(requests: Frame, x_range: tuple[float, float] | None) -> float:
     return bucket_width(extent[1] - extent[0] if extent else None)
 
 
-def shade_steps(fig: go.Figure, windows: list[Window]) -> None:
+def shade_steps(fig: Figure, windows: list[Window]) -> None:
     for i, window in enumerate(windows):
-        fig.add_vrect(
-            x0=window.start,
-            x1=window.end,
-            fillcolor="#4c78a8" if i % 2 == 0 else "#9ecae9",
-            opacity=0.08,
-            line_width=0,
-            layer="below",
-            label={
-                "text": f"{window.users} users",
-                "textposition": "top left",
-                "font": {"size": 11, "color": "#555"},
-            },
+        fig.shape(
+            {
+                **vertical("rect", window.start, window.end, col=1),
+                "fillcolor": "#4c78a8" if i % 2 == 0 else "#9ecae9",
+                "opacity": 0.08,
+                "line": {"width": 0},
+                "layer": "below",
+                "label": {
+                    "text": f"{window.users} users",
+                    "textposition": "top left",
+                    "font": {"size": 11, "color": "#555"},
+                },
+            }
         )
 
 
-def headroom(fig: go.Figure, top: float) -> None:
+def headroom(fig: Figure, top: float) -> None:
     """Room above the data for the step labels; still autoranged when traces are toggled."""
     if top > 0:
-        fig.update_yaxes(autorangeoptions={"include": [top]})
+        fig.axis("yaxis")["autorangeoptions"] = {"include": [top]}
 
 
-def time_axis(fig: go.Figure, x_range: tuple[float, float] | None) -> None:
-    fig.update_xaxes(title_text="seconds since the run started", range=x_range)
+def time_axis(fig: Figure, x_range: tuple[float, float] | None) -> None:
+    axis = fig.axis("xaxis")
+    axis["title"] = {"text": "seconds since the run started"}
+    if x_range is not None:
+        axis["range"] = list(x_range)
 
 
 def latency_over_time(
@@ -123,7 +127,7 @@ def latency_over_time(
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
-) -> go.Figure | None:
+) -> Figure | None:
     """The successful responses' p50 and p99 per time bucket as lines, over a sample of the
     requests (at most MAX_POINTS, errors and the slowest first) as points: latency against
     send time."""
@@ -140,7 +144,7 @@ def latency_over_time(
         .otherwise(pl.col("status").cast(pl.String))
         .alias("outcome"),
     )
-    fig = go.Figure()
+    fig = Figure()
     failed = pl.col("error").is_not_null() | (pl.col("status") >= 500)
     for name, part, color, size in (
         ("responses", shown.filter(~failed), "#4c78a8", 3),
@@ -148,44 +152,48 @@ def latency_over_time(
     ):
         if part.height == 0:
             continue
-        fig.add_trace(
-            go.Scatter(
-                x=part["t"].to_numpy(),
-                y=part["ms"].to_numpy(),
-                name=name,
-                mode="markers",
-                marker={"color": color, "size": size, "opacity": 0.5},
-                customdata=np.column_stack(
+        fig.add(
+            {
+                "type": "scatter",
+                "x": part["t"].to_numpy(),
+                "y": part["ms"].to_numpy(),
+                "name": name,
+                "mode": "markers",
+                "marker": {"color": color, "size": size, "opacity": 0.5},
+                "customdata": np.column_stack(
                     [part["users"].to_numpy(), part["outcome"].to_numpy().astype(object)]
                 ),
-                hovertemplate=(
+                "hovertemplate": (
                     "%{y:.3g} ms at %{x:.2f} s<br>%{customdata[0]} users,"
                     " %{customdata[1]}<extra></extra>"
                 ),
-            )
+            }
         )
     lines = timeline.lines((50, 99))
     per = f"{timeline.width:g} s"
     for q, color in ((50, "#1b3a5c"), (99, "#e45756")):
-        fig.add_trace(
-            go.Scatter(
-                x=lines["t"].to_numpy(),
-                y=lines[f"p{q}"].clip(lower_bound=0.001).to_numpy(),
-                name=f"p{q} per {per}",
-                mode="lines",
-                line={"color": color, "width": 2},
-                customdata=np.column_stack([lines["n"].to_numpy(), lines["users"].to_numpy()]),
-                hovertemplate=(
+        fig.add(
+            {
+                "type": "scatter",
+                "x": lines["t"].to_numpy(),
+                "y": lines[f"p{q}"].clip(lower_bound=0.001).to_numpy(),
+                "name": f"p{q} per {per}",
+                "mode": "lines",
+                "line": {"color": color, "width": 2},
+                "customdata": np.column_stack([lines["n"].to_numpy(), lines["users"].to_numpy()]),
+                "hovertemplate": (
                     f"p{q} %{{y:.3g}} ms of %{{customdata[0]:,}} responses around %{{x:.0f}} s"
                     " (%{customdata[1]} users)<extra></extra>"
                 ),
-            )
+            }
         )
     shade_steps(fig, windows)
     time_axis(fig, x_range)
     values = pl.concat([shown["ms"].cast(pl.Float64), lines["p50"], lines["p99"]]).drop_nulls()
     low, high = float(cast(float, values.min())), float(cast(float, values.max()))
-    fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=log_ticks(low, high))
+    fig.axis("yaxis").update(
+        {"title": {"text": "latency (ms, log)"}, "type": "log", "tickvals": log_ticks(low, high)}
+    )
     headroom(fig, high * 2.5)
     title = f"Latency over time: p50 and p99 of the responses per {per}, over {note}"
     return layout(fig, title, 460)
@@ -206,14 +214,14 @@ def resource_over_time(
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
-) -> go.Figure | None:
+) -> Figure | None:
     """One line per component (and host, generator) of `cpu_cores` or `rss_bytes`."""
     if resources is None or resources.height == 0:
         return None
     palette = colors(verdict)
     memory = metric == "rss_bytes"
     frame = resources.sort("ts")
-    fig = go.Figure()
+    fig = Figure()
     names = [str(n) for n in frame["component"].unique().to_list() if n is not None]
     top = 0.0
     for i, name in enumerate(component_order(names, verdict)):
@@ -224,38 +232,47 @@ def resource_over_time(
         hidden = memory and name == "host"
         if not hidden:
             top = max(top, cast(float, values.fill_nan(None).max()) or 0.0)
-        fig.add_trace(
-            go.Scatter(
-                x=(part["ts"] - t0).to_numpy(),
-                y=values.to_numpy(),
-                name=name,
-                mode="lines",
-                line={"color": palette.get(name, PALETTE[(i + 3) % len(PALETTE)])},
+        fig.add(
+            {
+                "type": "scatter",
+                "x": (part["ts"] - t0).to_numpy(),
+                "y": values.to_numpy(),
+                "name": name,
+                "mode": "lines",
+                "line": {"color": palette.get(name, PALETTE[(i + 3) % len(PALETTE)])},
                 # The host's used memory dwarfs every process: shown on demand.
-                visible="legendonly" if hidden else True,
-                hovertemplate=(
+                "visible": "legendonly" if hidden else True,
+                "hovertemplate": (
                     f"{name}: %{{y:.1f}} {'MiB' if memory else 'cores'}"
                     " at %{x:.1f} s<extra></extra>"
                 ),
-            )
+            }
         )
     if not memory:
         host = frame.filter(pl.col("component") == "host")["processes"].drop_nulls()
         if host.len():
             cpus = int(cast(float, host.max()))
             top = max(top, cpus)
-            fig.add_hline(
-                y=cpus,
-                line={"color": "#7f7f7f", "dash": "dash", "width": 1},
-                label={"text": f"{cpus} host CPUs", "textposition": "end", "yanchor": "top"},
+            fig.shape(
+                {
+                    **horizontal(cpus),
+                    "line": {"color": "#7f7f7f", "dash": "dash", "width": 1},
+                    "label": {
+                        "text": f"{cpus} host CPUs",
+                        "textposition": "end",
+                        "yanchor": "top",
+                    },
+                }
             )
     shade_steps(fig, windows)
     time_axis(fig, x_range)
     headroom(fig, top * 1.15)
     if memory:
-        fig.update_yaxes(title_text="resident memory (MiB)", rangemode="tozero")
+        fig.axis("yaxis").update(
+            {"title": {"text": "resident memory (MiB)"}, "rangemode": "tozero"}
+        )
         return layout(fig, "Memory over time", 380)
-    fig.update_yaxes(title_text="CPU (cores)", rangemode="tozero")
+    fig.axis("yaxis").update({"title": {"text": "CPU (cores)"}, "rangemode": "tozero"})
     return layout(fig, "CPU over time (1.0 = one core busy)", 420)
 
 
@@ -289,7 +306,7 @@ def errors_over_time(
     t0: float,
     windows: list[Window],
     x_range: tuple[float, float] | None,
-) -> go.Figure | None:
+) -> Figure | None:
     """Failed requests per second by class (error or HTTP status), stacked, by send time in
     buckets of a second (longer runs: of a round number of seconds). None when no request
     failed."""
@@ -309,31 +326,32 @@ def errors_over_time(
         return None
     counts = counts.with_columns((pl.col("bucket") * width).alias("second"))
     classes = _class_order([str(c) for c in counts["class"].unique().to_list()])
-    fig = go.Figure()
+    fig = Figure()
     for i, name in enumerate(classes):
         part = counts.filter(pl.col("class") == name)
-        fig.add_trace(
-            go.Bar(
-                x=(part["second"] + width / 2).to_numpy(),
-                y=(part["n"] / width).to_numpy(),
-                width=width,
-                name=name,
-                marker={"color": ERROR_PALETTE[i % len(ERROR_PALETTE)], "line": {"width": 0}},
-                customdata=np.column_stack(
+        fig.add(
+            {
+                "type": "bar",
+                "x": (part["second"] + width / 2).to_numpy(),
+                "y": (part["n"] / width).to_numpy(),
+                "width": width,
+                "name": name,
+                "marker": {"color": ERROR_PALETTE[i % len(ERROR_PALETTE)], "line": {"width": 0}},
+                "customdata": np.column_stack(
                     [part["second"].to_numpy(), part["users"].to_numpy(), part["n"].to_numpy()]
                 ),
-                hovertemplate=(
+                "hovertemplate": (
                     f"{name}: %{{customdata[2]}} from second %{{customdata[0]:.0f}}"
                     f" for {width:g} s (%{{customdata[1]}} users)<extra></extra>"
                 ),
-            )
+            }
         )
     # A legend even for one class: it names the class.
-    fig.update_layout(barmode="stack", bargap=0, showlegend=True)
+    fig.layout.update({"barmode": "stack", "bargap": 0, "showlegend": True})
     shade_steps(fig, windows)
     time_axis(fig, x_range)
     top = counts.group_by("second").agg(pl.col("n").sum())["n"].max()
     headroom(fig, float(cast(float, top) or 0) / width * 1.25)
-    fig.update_yaxes(title_text="failed requests / s", rangemode="tozero")
+    fig.axis("yaxis").update({"title": {"text": "failed requests / s"}, "rangemode": "tozero"})
     failures = int(counts["n"].sum())
     return layout(fig, f"Errors over time by class: {failures:,} failed of {total:,} requests", 380)

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
 import polars as pl
-from plotly.subplots import make_subplots
 
 from pinchpoint.report import fmt
 from pinchpoint.report.chart_style import (
@@ -26,6 +24,16 @@ from pinchpoint.report.chart_style import (
     layout,
     log_ticks,
 )
+from pinchpoint.report.figure import (
+    Figure,
+    Scalar,
+    Trace,
+    cell,
+    horizontal,
+    secondary_y,
+    subplots,
+    vertical,
+)
 from pinchpoint.report.table import bottleneck_users, steps, tier_stats, tiers
 from pinchpoint.rundir.digest import OK, Digest
 from pinchpoint.rundir.scan import Frame
@@ -36,34 +44,31 @@ def _log_users(users: Sequence[float]) -> bool:
     return len(users) > 2 and min(users) > 0 and max(users) / min(users) >= 16
 
 
-def _users_axis(fig: go.Figure, users: Sequence[float], title: str = "users") -> None:
+def _users_axis(fig: Figure, users: Sequence[float], title: str = "users") -> None:
     """Users on x, on a log scale when the steps grow geometrically."""
-    log = _log_users(users)
-    ticks = list(users) if len(users) <= 12 else None
-    fig.update_xaxes(title_text=title, type="log" if log else "linear", tickvals=ticks)
+    axis = fig.axis("xaxis")
+    axis.update({"title": {"text": title}, "type": "log" if _log_users(users) else "linear"})
+    if len(users) <= 12:
+        axis["tickvals"] = list(users)
 
 
-def _mark(fig: go.Figure, x: float, text: str, **where: Any) -> None:
+def _mark(fig: Figure, x: float, text: str, col: int | None = None) -> None:
     # A shape with its own label: plain annotations need log10 positions on log axes.
-    fig.add_shape(
-        type="line",
-        x0=x,
-        x1=x,
-        y0=0,
-        y1=1,
-        yref="y domain",
-        line={"color": BOTTLENECK_COLOR, "dash": "dot", "width": 2},
-        # Horizontal, inside the plot just right of the line's top: along the line it
-        # would run up into the legend.
-        label={
-            "text": text,
-            "textangle": 0,
-            "textposition": "end",
-            "xanchor": "left",
-            "yanchor": "top",
-            "font": {"color": BOTTLENECK_COLOR},
-        },
-        **where,
+    fig.shape(
+        {
+            **vertical("line", x, x, col),
+            "line": {"color": BOTTLENECK_COLOR, "dash": "dot", "width": 2},
+            # Horizontal, inside the plot just right of the line's top: along the line it
+            # would run up into the legend.
+            "label": {
+                "text": text,
+                "textangle": 0,
+                "textposition": "end",
+                "xanchor": "left",
+                "yanchor": "top",
+                "font": {"color": BOTTLENECK_COLOR},
+            },
+        }
     )
 
 
@@ -72,7 +77,7 @@ def _knee(verdict: dict[str, Any]) -> dict[str, Any] | None:
     return knee if isinstance(knee, dict) and fmt.is_number(knee.get("load")) else None
 
 
-def _mark_knee(fig: go.Figure, verdict: dict[str, Any]) -> None:
+def _mark_knee(fig: Figure, verdict: dict[str, Any]) -> None:
     """The knee as a dashed line, its confidence interval as a shaded band."""
     knee = _knee(verdict)
     if knee is None:
@@ -80,39 +85,33 @@ def _mark_knee(fig: go.Figure, verdict: dict[str, Any]) -> None:
     load = float(knee["load"])
     low, high = _num(knee.get("ci_low")), _num(knee.get("ci_high"))
     if low is not None and high is not None and high > low:
-        fig.add_shape(
-            type="rect",
-            x0=low,
-            x1=high,
-            y0=0,
-            y1=1,
-            yref="y domain",
-            fillcolor=KNEE_COLOR,
-            opacity=0.15,
-            line_width=0,
-            layer="below",
+        fig.shape(
+            {
+                **vertical("rect", low, high),
+                "fillcolor": KNEE_COLOR,
+                "opacity": 0.15,
+                "line": {"width": 0},
+                "layer": "below",
+            }
         )
-    fig.add_shape(
-        type="line",
-        x0=load,
-        x1=load,
-        y0=0,
-        y1=1,
-        yref="y domain",
-        line={"color": KNEE_COLOR, "dash": "dash", "width": 2},
-        # At the bottom, so it never meets the bottleneck's label at the top.
-        label={
-            "text": f"knee {load:.1f} users",
-            "textangle": 0,
-            "textposition": "start",
-            "xanchor": "left",
-            "yanchor": "bottom",
-            "font": {"color": KNEE_COLOR},
-        },
+    fig.shape(
+        {
+            **vertical("line", load, load),
+            "line": {"color": KNEE_COLOR, "dash": "dash", "width": 2},
+            # At the bottom, so it never meets the bottleneck's label at the top.
+            "label": {
+                "text": f"knee {load:.1f} users",
+                "textangle": 0,
+                "textposition": "start",
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "font": {"color": KNEE_COLOR},
+            },
+        }
     )
 
 
-def _usl_curve(verdict: dict[str, Any], users: Sequence[float], log: bool) -> go.Scatter | None:
+def _usl_curve(verdict: dict[str, Any], users: Sequence[float], log: bool) -> Trace | None:
     """X(N) = λN / (1 + σ(N − 1) + κN(N − 1)) over the tested users."""
     usl = verdict.get("scalability")
     if not isinstance(usl, dict):
@@ -126,14 +125,15 @@ def _usl_curve(verdict: dict[str, Any], users: Sequence[float], log: bool) -> go
     x = lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
     r2 = _num(usl.get("r_squared"))
     fit = f" (R² {r2:.2f})" if r2 is not None else ""
-    return go.Scatter(
-        x=n,
-        y=x,
-        name=f"USL fit{fit}",
-        mode="lines",
-        line={"color": USL_COLOR, "dash": "dot", "width": 2},
-        hovertemplate="USL: %{y:.1f} req/s at %{x:.1f} users<extra></extra>",
-    )
+    return {
+        "type": "scatter",
+        "x": n,
+        "y": x,
+        "name": f"USL fit{fit}",
+        "mode": "lines",
+        "line": {"color": USL_COLOR, "dash": "dot", "width": 2},
+        "hovertemplate": "USL: %{y:.1f} req/s at %{x:.1f} users<extra></extra>",
+    }
 
 
 def _bottleneck_text(verdict: dict[str, Any]) -> str:
@@ -157,14 +157,14 @@ def _load_title(verdict: dict[str, Any]) -> str:
     return "target req/s" if any(s.get("kind") == "rate" for s in steps(verdict)) else "users"
 
 
-def latency_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
+def latency_vs_users(verdict: dict[str, Any]) -> Figure | None:
     """p50 (solid) and p95 (dashed) of the client and of each tier against users."""
     step_list = steps(verdict)
     if not step_list:
         return None
     users = _users(verdict)
     palette = colors(verdict)
-    fig = go.Figure()
+    fig = Figure()
     series: list[tuple[str, list[float | None], list[float | None]]] = [
         (
             CLIENT,
@@ -183,19 +183,20 @@ def latency_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
     for name, p50, p95 in series:
         color = palette.get(name, CLIENT_COLOR)
         for label, values, dash in (("p50", p50, "solid"), ("p95", p95, "dash")):
-            fig.add_trace(
-                go.Scatter(
-                    x=users,
-                    y=values,
-                    name=f"{name} {label}",
-                    legendgroup=name,
-                    mode="lines+markers",
-                    line={"color": color, "dash": dash, "width": 3 if name == CLIENT else 2},
-                    hovertemplate=f"{name} {label}: %{{y:.3g}} ms at %{{x}} users<extra></extra>",
-                )
+            fig.add(
+                {
+                    "type": "scatter",
+                    "x": users,
+                    "y": values,
+                    "name": f"{name} {label}",
+                    "legendgroup": name,
+                    "mode": "lines+markers",
+                    "line": {"color": color, "dash": dash, "width": 3 if name == CLIENT else 2},
+                    "hovertemplate": f"{name} {label}: %{{y:.3g}} ms at %{{x}} users<extra></extra>",
+                }
             )
     _users_axis(fig, users, _load_title(verdict))
-    fig.update_yaxes(title_text="latency (ms)", rangemode="tozero")
+    fig.axis("yaxis").update({"title": {"text": "latency (ms)"}, "rangemode": "tozero"})
     _mark_knee(fig, verdict)
     start = bottleneck_users(verdict)
     if start is not None:
@@ -203,7 +204,7 @@ def latency_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
     return layout(fig, "Latency vs users: client and each tier (p50 solid, p95 dashed)", 480)
 
 
-def self_queue_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
+def self_queue_vs_users(verdict: dict[str, Any]) -> Figure | None:
     """Per tier, self time and queue time p50 stacked, one small chart per tier."""
     step_list = steps(verdict)
     tier_list = tiers(verdict)
@@ -211,50 +212,47 @@ def self_queue_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
         return None
     users = _users(verdict)
     index = list(range(len(step_list)))
-    fig = make_subplots(
-        rows=1,
-        cols=len(tier_list),
-        shared_yaxes=True,
-        subplot_titles=tier_list,
-        horizontal_spacing=0.04,
-    )
+    fig = subplots(len(tier_list), tier_list, spacing=0.04, shared_y=True)
     for col, tier in enumerate(tier_list, start=1):
         stats = [tier_stats(s, tier) for s in step_list]
         parts = [("self", "self_p50_ms", "self_p95_ms", SELF_COLOR)]
         if any(fmt.is_number(st.get("queue_p50_ms")) for st in stats):
             parts.append(("queue", "queue_p50_ms", "queue_p95_ms", QUEUE_COLOR))
         for part, p50_key, p95_key, color in parts:
-            p95 = [fmt.ms(st.get(p95_key)) for st in stats]
-            fig.add_trace(
-                go.Bar(
-                    x=index,
-                    y=[_num(st.get(p50_key)) for st in stats],
-                    name=f"{part} time p50",
-                    legendgroup=part,
-                    marker_color=color,
-                    customdata=[[u, v] for u, v in zip(users, p95, strict=True)],
-                    hovertemplate=(
+            # Each step's users and p95, for the hover.
+            hover: list[list[Scalar]] = [
+                [u, fmt.ms(st.get(p95_key))] for u, st in zip(users, stats, strict=True)
+            ]
+            fig.add(
+                {
+                    "type": "bar",
+                    "x": index,
+                    "y": [_num(st.get(p50_key)) for st in stats],
+                    "name": f"{part} time p50",
+                    "legendgroup": part,
+                    "marker": {"color": color},
+                    "customdata": hover,
+                    "hovertemplate": (
                         f"{tier} {part} time at %{{customdata[0]}} users:"
                         " p50 %{y:.3g} ms, p95 %{customdata[1]} ms<extra></extra>"
                     ),
-                ),
-                row=1,
-                col=col,
+                },
+                cell(col),
             )
-        fig.update_xaxes(
-            tickvals=index,
-            ticktext=[f"{u:g}" for u in users],
-            title_text=_load_title(verdict),
-            row=1,
-            col=col,
+        fig.axis("xaxis", col).update(
+            {
+                "tickvals": index,
+                "ticktext": [f"{u:g}" for u in users],
+                "title": {"text": _load_title(verdict)},
+            }
         )
     # One legend entry per part, however many tiers have a queue.
     seen: set[str] = set()
     for trace in fig.data:
-        trace.showlegend = trace.legendgroup not in seen
-        seen.add(trace.legendgroup)
-    fig.update_layout(barmode="stack")
-    fig.update_yaxes(title_text="ms (p50)", row=1, col=1)
+        trace["showlegend"] = trace["legendgroup"] not in seen
+        seen.add(trace["legendgroup"])
+    fig.layout["barmode"] = "stack"
+    fig.axis("yaxis")["title"] = {"text": "ms (p50)"}
     start = bottleneck_users(verdict)
     at = next((i for i, u in enumerate(users) if u >= start), None) if start else None
     if at is not None:
@@ -262,60 +260,66 @@ def self_queue_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
         for col, tier in enumerate(tier_list, start=1):
             # Between the last step before the bottleneck and the first step in it.
             text = f"from {start} users" if tier == component else ""
-            _mark(fig, at - 0.5, text, row=1, col=col)
+            _mark(fig, at - 0.5, text, col)
     layout(fig, "Self time and queue time per tier vs users (p50, stacked)", 420)
     # Above the tier names, which sit where the legend would.
-    fig.update_layout(legend_y=1.14, margin_t=120)
+    fig.layout["legend"]["y"] = 1.14
+    fig.layout["margin"]["t"] = 120
     return fig
 
 
-def throughput_vs_users(verdict: dict[str, Any]) -> go.Figure | None:
+def throughput_vs_users(verdict: dict[str, Any]) -> Figure | None:
     """Requests per second against users, error rate on a second axis."""
     step_list = steps(verdict)
     if not step_list:
         return None
     users = _users(verdict)
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(
-        go.Scatter(
-            x=users,
-            y=[_num(s.get("throughput_rps")) for s in step_list],
-            name="throughput",
-            mode="lines+markers",
-            line={"color": CLIENT_COLOR, "width": 3},
-            hovertemplate="%{y:.1f} req/s at %{x} users<extra></extra>",
-        ),
-        secondary_y=False,
+    fig = secondary_y()
+    fig.add(
+        {
+            "type": "scatter",
+            "x": users,
+            "y": [_num(s.get("throughput_rps")) for s in step_list],
+            "name": "throughput",
+            "mode": "lines+markers",
+            "line": {"color": CLIENT_COLOR, "width": 3},
+            "hovertemplate": "%{y:.1f} req/s at %{x} users<extra></extra>",
+        },
+        ("x", "y"),
     )
     curve = _usl_curve(verdict, users, _log_users(users))
     if curve is not None:
-        fig.add_trace(curve, secondary_y=False)
+        fig.add(curve, ("x", "y"))
     error_pct = [
         (float(s["error_rate"]) * 100 if fmt.is_number(s.get("error_rate")) else None)
         for s in step_list
     ]
-    fig.add_trace(
-        go.Scatter(
-            x=users,
-            y=error_pct,
-            name="error rate",
-            mode="lines+markers",
-            line={"color": ERROR_COLOR, "dash": "dot"},
-            hovertemplate="%{y:.3g}% errors at %{x} users<extra></extra>",
-        ),
-        secondary_y=True,
+    fig.add(
+        {
+            "type": "scatter",
+            "x": users,
+            "y": error_pct,
+            "name": "error rate",
+            "mode": "lines+markers",
+            "line": {"color": ERROR_COLOR, "dash": "dot"},
+            "hovertemplate": "%{y:.3g}% errors at %{x} users<extra></extra>",
+        },
+        ("x", "y2"),
     )
     _users_axis(fig, users, _load_title(verdict))
-    fig.update_yaxes(title_text="requests / s", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(
-        title_text="errors",
-        ticksuffix="%",
-        rangemode="tozero",
-        range=None if any(error_pct) else [0, 1],
-        tickmode="auto",
-        showgrid=False,
-        secondary_y=True,
+    fig.axis("yaxis").update({"title": {"text": "requests / s"}, "rangemode": "tozero"})
+    errors = fig.axis("yaxis", 2)
+    errors.update(
+        {
+            "title": {"text": "errors"},
+            "ticksuffix": "%",
+            "rangemode": "tozero",
+            "tickmode": "auto",
+            "showgrid": False,
+        }
     )
+    if not any(error_pct):
+        errors["range"] = [0, 1]
     _mark_knee(fig, verdict)
     start = bottleneck_users(verdict)
     if start is not None:
@@ -350,45 +354,50 @@ def step_percentiles(requests: Frame | Digest | None) -> pl.DataFrame | None:
 
 def percentiles_vs_users(
     table: pl.DataFrame | None, thresholds: Sequence[tuple[str, float]] = ()
-) -> go.Figure | None:
+) -> Figure | None:
     """p50 … p99.99 of each step's successful responses against users, on a log axis;
     `thresholds` (label, ms), such as the plan's SLA, as horizontal lines."""
     if table is None or table.height == 0:
         return None
     users = [int(u) for u in table["users"].to_list()]
     counts = table["n"].to_numpy()
-    fig = go.Figure()
+    fig = Figure()
     for name, _q, color in PERCENTILES:
-        fig.add_trace(
-            go.Scatter(
-                x=users,
-                y=table[name].to_numpy(),
-                name=name,
-                mode="lines+markers",
-                line={"color": color, "width": 2},
-                customdata=counts,
-                hovertemplate=(
+        fig.add(
+            {
+                "type": "scatter",
+                "x": users,
+                "y": table[name].to_numpy(),
+                "name": name,
+                "mode": "lines+markers",
+                "line": {"color": color, "width": 2},
+                "customdata": counts,
+                "hovertemplate": (
                     f"{name}: %{{y:.3g}} ms at %{{x}} users"
                     " (of %{customdata:,} responses)<extra></extra>"
                 ),
-            )
+            }
         )
     values = table.select(name for name, _q, _c in PERCENTILES).to_numpy().ravel()
     values = values[np.isfinite(values) & (values > 0)]
     low, high = float(values.min()), float(values.max())
     for label, ms in thresholds:
         low, high = min(low, ms), max(high, ms)
-        fig.add_hline(
-            y=ms,
-            line={"color": BOTTLENECK_COLOR, "dash": "dash", "width": 1},
-            label={
-                "text": label,
-                # Under the line: above it, the top one would run into the legend.
-                "textposition": "start",
-                "yanchor": "top",
-                "font": {"color": BOTTLENECK_COLOR, "size": 11},
-            },
+        fig.shape(
+            {
+                **horizontal(ms),
+                "line": {"color": BOTTLENECK_COLOR, "dash": "dash", "width": 1},
+                "label": {
+                    "text": label,
+                    # Under the line: above it, the top one would run into the legend.
+                    "textposition": "start",
+                    "yanchor": "top",
+                    "font": {"color": BOTTLENECK_COLOR, "size": 11},
+                },
+            }
         )
     _users_axis(fig, users)
-    fig.update_yaxes(title_text="latency (ms, log)", type="log", tickvals=log_ticks(low, high))
+    fig.axis("yaxis").update(
+        {"title": {"text": "latency (ms, log)"}, "type": "log", "tickvals": log_ticks(low, high)}
+    )
     return layout(fig, "Latency percentiles per step (successful responses)", 460)

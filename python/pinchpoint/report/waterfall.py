@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import plotly.graph_objects as go
 import polars as pl
 
 from pinchpoint.report import table
 from pinchpoint.report.chart_style import CLIENT, colors, layout
+from pinchpoint.report.figure import Figure
 from pinchpoint.rundir.scan import Frame, collect, columns, lazy, schema
 from pinchpoint.rundir.steady import steady_requests
 
@@ -44,7 +44,7 @@ def waterfall(
     verdict: dict[str, Any],
     run: dict[str, Any],
     count: int = SLOWEST,
-) -> go.Figure | None:
+) -> Figure | None:
     """None when the run has no request ids or no tier records to draw."""
     step = knee_step(verdict)
     need = {"req_id", "start_us", "latency_us"}
@@ -70,7 +70,7 @@ def waterfall(
     order = {name: i for i, name in enumerate(cast(list[str], verdict.get("tiers", [])))}
     calls = cast(dict[str, list[str]], verdict.get("calls") or {})
     palette = colors(verdict)
-    fig = go.Figure()
+    fig = Figure()
     labels: list[str] = []
     shown: set[str] = set()
     for row in slowest.iter_rows(named=True):
@@ -93,26 +93,29 @@ def waterfall(
             bars.append((who, end_ms - length_ms, length_ms))
         for who, start_ms, length_ms in bars:
             labels.append(f"{label} · {who}")
-            fig.add_trace(
-                go.Bar(
-                    y=[labels[-1]],
-                    x=[length_ms],
-                    base=[start_ms],
-                    orientation="h",
-                    name=who,
-                    legendgroup=who,
-                    showlegend=who not in shown,
-                    marker={"color": palette.get(who, "#7f7f7f")},
-                    hovertemplate=f"{who}: %{{base:.2f}} ms + %{{x:.2f}} ms<extra>{label}</extra>",
-                )
+            fig.add(
+                {
+                    "type": "bar",
+                    "y": [labels[-1]],
+                    "x": [length_ms],
+                    "base": [start_ms],
+                    "orientation": "h",
+                    "name": who,
+                    "legendgroup": who,
+                    "showlegend": who not in shown,
+                    "marker": {"color": palette.get(who, "#7f7f7f")},
+                    "hovertemplate": f"{who}: %{{base:.2f}} ms + %{{x:.2f}} ms<extra>{label}</extra>",
+                }
             )
             shown.add(who)
     level = _level(step)
-    fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1], automargin=True)
-    fig.update_xaxes(title_text="ms from the request's send")
+    fig.axis("yaxis").update(
+        {"categoryorder": "array", "categoryarray": labels[::-1], "automargin": True}
+    )
+    fig.axis("xaxis")["title"] = {"text": "ms from the request's send"}
     title = f"The {slowest.height} slowest requests at {level:g} {'users' if step.get('kind', 'users') == 'users' else 'req/s'}"
     layout(fig, title, height=max(300, 28 * len(labels) + 140))
-    fig.update_layout(barmode="overlay")
+    fig.layout["barmode"] = "overlay"
     return fig
 
 
