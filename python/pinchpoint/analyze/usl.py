@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit
 
 # σ or κ counts as zero when its term in the denominator stays below this at the highest
 # load tested: it changes the throughput there by less than 0.1%, which no run can tell.
@@ -86,6 +85,9 @@ def _clean(load: Sequence[float], throughput: Sequence[float]) -> tuple[np.ndarr
 
 
 def _best_fit(n: np.ndarray, x: np.ndarray) -> tuple[float, float, float] | None:
+    # Imported where a curve is fitted: reading a verdict needs no optimizer.
+    from scipy.optimize import OptimizeWarning, curve_fit
+
     lambda0 = float(np.max(x / n))
     best, best_sse = None, math.inf
     for sigma0, kappa0 in STARTS:
