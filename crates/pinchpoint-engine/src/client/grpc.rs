@@ -31,6 +31,9 @@ pub fn frame(message: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// Makes a call's request once more (the first was never sent).
+pub type Again<'a> = &'a (dyn Fn() -> Result<Request<Full<Bytes>>, ErrorClass> + Sync);
+
 /// What a call's answer said.
 #[derive(Debug, Default)]
 pub struct Reply {
@@ -124,17 +127,24 @@ impl Target {
 
     /// Sends the call on `conn` (an HTTP/2 connection) and reads its whole answer,
     /// keeping its messages with `keep`. A call its closing connection never sent goes
-    /// once more on a new connection.
-    pub async fn call(&self, conn: &mut Conn, request: Request<Full<Bytes>>, keep: bool, timeout: Duration) -> Result<Reply, ErrorClass> {
+    /// once more on a new connection, made again by `again` (not copied ahead of each
+    /// call: a copy of its headers costs as much as a tenth of the call).
+    pub async fn call(
+        &self,
+        conn: &mut Conn,
+        request: Request<Full<Bytes>>,
+        again: Again<'_>,
+        keep: bool,
+        timeout: Duration,
+    ) -> Result<Reply, ErrorClass> {
         let (Conn::H2(c), Some(pool)) = (conn, self.h2.as_ref()) else {
             note(ErrorClass::Io, || "gRPC needs HTTP/2".into());
             return Err(ErrorClass::Io);
         };
-        let again = http2::copy(&request);
         let response = match http2::open(c, request).await {
             Err(Failure::Refused) => {
                 pool.reconnect(c, self.stream(timeout)).await?;
-                http2::open(c, again).await.map_err(Failure::class)?
+                http2::open(c, again()?).await.map_err(Failure::class)?
             }
             other => other.map_err(Failure::class)?,
         };
@@ -145,8 +155,11 @@ impl Target {
 /// Reads an answer: its messages as they come, then its status.
 async fn read(c: &http2::Conn, response: hyper::Response<Incoming>, keep: bool) -> Result<Reply, ErrorClass> {
     let mut reply = Reply { http_status: response.status().as_u16(), ..Reply::default() };
-    reply.head = format!("HTTP/1.1 {} -\r\n", reply.http_status).into_bytes();
-    push_fields(&mut reply.head, response.headers());
+    // The head is read by checks and captures only: laid out when the answer is kept.
+    if keep {
+        reply.head = format!("HTTP/1.1 {} -\r\n", reply.http_status).into_bytes();
+        push_fields(&mut reply.head, response.headers());
+    }
     let is_grpc = response
         .headers()
         .get(CONTENT_TYPE)
@@ -163,21 +176,31 @@ async fn read(c: &http2::Conn, response: hyper::Response<Incoming>, keep: bool) 
         match frame.into_data() {
             Ok(data) => {
                 reply.bytes += data.len() as u64;
-                pending.extend_from_slice(&data);
-                if let Err(why) = split(&mut pending, &mut reply, keep, &mut kept) {
+                // Whole messages are read from the frame itself; a part waits in `pending`.
+                let taken = if pending.is_empty() {
+                    split(&data, &mut reply, keep, &mut kept).map(|at| pending.extend_from_slice(&data[at..]))
+                } else {
+                    pending.extend_from_slice(&data);
+                    split(&pending, &mut reply, keep, &mut kept).map(|at| drop(pending.drain(..at)))
+                };
+                if let Err(why) = taken {
                     reply.broken = Some(why);
                     return Ok(reply);
                 }
             }
             Err(frame) => {
                 if let Ok(trailers) = frame.into_trailers() {
-                    push_fields(&mut reply.head, &trailers);
+                    if keep {
+                        push_fields(&mut reply.head, &trailers);
+                    }
                     status = status_of(&trailers).or(status);
                 }
             }
         }
     }
-    reply.head.extend_from_slice(b"\r\n");
+    if keep {
+        reply.head.extend_from_slice(b"\r\n");
+    }
     if !pending.is_empty() {
         let announced = if pending.len() >= 5 { u32::from_be_bytes([pending[1], pending[2], pending[3], pending[4]]).to_string() } else { "?".into() };
         reply.broken = Some(format!("the answer ended inside a message: {} bytes of its prefix and {announced} announced", pending.len()));
@@ -197,8 +220,9 @@ async fn read(c: &http2::Conn, response: hyper::Response<Incoming>, keep: bool) 
     Ok(reply)
 }
 
-/// Takes each whole message off the front of `pending`; Err: why the framing is broken.
-fn split(pending: &mut Vec<u8>, reply: &mut Reply, keep: bool, kept: &mut usize) -> Result<(), String> {
+/// Reads each whole message at the front of `pending`: Ok(the bytes they took), or
+/// Err(why the framing is broken).
+fn split(pending: &[u8], reply: &mut Reply, keep: bool, kept: &mut usize) -> Result<usize, String> {
     let mut at = 0;
     while pending.len() - at >= 5 {
         let flag = pending[at];
@@ -226,8 +250,7 @@ fn split(pending: &mut Vec<u8>, reply: &mut Reply, keep: bool, kept: &mut usize)
         }
         at += 5 + length;
     }
-    pending.drain(..at);
-    Ok(())
+    Ok(at)
 }
 
 /// `grpc-status` and its `grpc-message` (percent-decoded), if the fields hold one.
@@ -271,15 +294,14 @@ mod tests {
 
     #[test]
     fn messages_are_split_off_their_prefixes_and_a_bad_prefix_is_named() {
-        let mut pending = [frame(b"ab").to_vec(), frame(b"").to_vec(), frame(b"xyz")[..4].to_vec()].concat();
+        let pending = [frame(b"ab").to_vec(), frame(b"").to_vec(), frame(b"xyz")[..4].to_vec()].concat();
         let (mut reply, mut kept) = (Reply::default(), 0);
-        split(&mut pending, &mut reply, true, &mut kept).unwrap();
+        assert_eq!(split(&pending, &mut reply, true, &mut kept).unwrap(), pending.len() - 4);
         assert_eq!(reply.payloads, [Bytes::from_static(b"ab"), Bytes::new()]);
-        assert_eq!(pending.len(), 4);
-        let mut bad = vec![7, 0, 0, 0, 1, 0];
-        assert!(split(&mut bad, &mut reply, true, &mut kept).unwrap_err().contains("first byte is 7"));
-        let mut huge = vec![0, 0xff, 0, 0, 0];
-        assert!(split(&mut huge, &mut reply, true, &mut kept).unwrap_err().contains("above gRPC's"));
+        let bad = [7, 0, 0, 0, 1, 0];
+        assert!(split(&bad, &mut reply, true, &mut kept).unwrap_err().contains("first byte is 7"));
+        let huge = [0, 0xff, 0, 0, 0];
+        assert!(split(&huge, &mut reply, true, &mut kept).unwrap_err().contains("above gRPC's"));
     }
 
     #[test]

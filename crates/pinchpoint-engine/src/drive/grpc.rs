@@ -10,17 +10,18 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Request;
 
-use crate::client::grpc::Reply;
+use crate::client::grpc::{Again, Reply};
 use crate::client::{Conn, Kept, Target};
 use crate::flow::grpc::{decode_into, Call};
 use crate::outcome::{note, ErrorClass};
 use crate::record::Record;
 
-/// Sends the call on `conn` (opened first if there is none) and reads its answer.
+/// Sends the call on `conn` (opened first if there is none) and reads its answer;
+/// `again` makes the call once more, should its closing connection not have sent it.
 pub async fn exchange(
     target: &Target,
     conn: &mut Option<Conn>,
-    request: Request<Full<Bytes>>,
+    (request, again): (Request<Full<Bytes>>, Again<'_>),
     keep: bool,
     timeout: Duration,
 ) -> Result<Reply, ErrorClass> {
@@ -34,7 +35,7 @@ pub async fn exchange(
             *conn = Some(target.connect(timeout).await?);
             connecting = false;
         }
-        target.call(conn.as_mut().expect("connected above"), request, keep, timeout).await
+        target.call(conn.as_mut().expect("connected above"), request, again, keep, timeout).await
     })
     .await
     .unwrap_or(Err(if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout }));

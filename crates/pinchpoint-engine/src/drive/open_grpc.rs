@@ -22,18 +22,20 @@ pub async fn arrive(a: Arrival<'_>, call: &Call, conn: &mut Option<Conn>, ids: &
         Some(message) => Ok(message.clone()),
         None => encode(&call.method, &a.request.body),
     };
-    let request = match message {
-        Ok(message) => a.target.grpc_request(a.request, a.tag.as_ref(), message),
-        Err(why) => {
-            note(ErrorClass::Capture, || format!("{name}: {why}"));
-            Err(ErrorClass::Capture)
-        }
+    let message = message.map_err(|why| note(ErrorClass::Capture, || format!("{name}: {why}")));
+    let make = |message: &bytes::Bytes| a.target.grpc_request(a.request, a.tag.as_ref(), message.clone());
+    let request = match &message {
+        Ok(message) => make(message),
+        Err(()) => Err(ErrorClass::Capture),
     };
     let unix_now = |t: Instant| a.clock.1 + t.saturating_duration_since(a.clock.0).as_micros() as i64;
     let sent = Instant::now();
     record.start_us = unix_now(sent);
     let mut outcome = match request {
-        Ok(request) => exchange(a.target, conn, request, false, a.request.timeout).await,
+        Ok(request) => {
+            let again = || make(message.as_ref().expect("the first request was made"));
+            exchange(a.target, conn, (request, &again), false, a.request.timeout).await
+        }
         Err(class) => Err(class),
     };
     let done = Instant::now();

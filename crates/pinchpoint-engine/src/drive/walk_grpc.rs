@@ -26,7 +26,8 @@ pub(super) async fn send_grpc_step(shared: &Shared, (flow, f): (&Flow, usize), s
         Err(why) => Err(why),
     };
     let tag = Tag { run_id: &shared.run_id, trace_half: shared.trace_half, level: TagLevel::Users(record.users), req_id: record.req_id };
-    let request = made.map(|message| shared.target.grpc_request(&prepared, shared.tag.then_some(&tag), message));
+    let make = |message: &bytes::Bytes| shared.target.grpc_request(&prepared, shared.tag.then_some(&tag), message.clone());
+    let request = made.as_ref().map(make);
     let request = match request {
         Ok(Ok(request)) => request,
         failed => {
@@ -48,7 +49,8 @@ pub(super) async fn send_grpc_step(shared: &Shared, (flow, f): (&Flow, usize), s
     st.out.begin();
     let (epoch, epoch_us) = st.epoch;
     let sent = Instant::now();
-    let mut outcome = exchange(&shared.target, &mut st.conn, request, step.reads_body, prepared.timeout).await;
+    let again = || make(made.as_ref().expect("the first request was made"));
+    let mut outcome = exchange(&shared.target, &mut st.conn, (request, &again), step.reads_body, prepared.timeout).await;
     st.out.end();
     let ended = Instant::now();
     record.start_us = epoch_us + sent.saturating_duration_since(epoch).as_micros() as i64;
