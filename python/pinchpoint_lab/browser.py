@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import websocket
 
+from pinchpoint_lab.ports import end
+
 LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
 
 
@@ -99,12 +101,7 @@ def browser(profile: Path) -> Iterator[Page]:
     finally:
         if page is not None:
             page.close()
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end(proc)
 
 
 def _endpoint(proc: subprocess.Popen[str]) -> str:

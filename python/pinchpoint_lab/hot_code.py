@@ -9,7 +9,6 @@ in their own frames.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 import urllib.request
@@ -20,6 +19,7 @@ from flask import Flask, request
 from pinchpoint.demo.procs import Child
 from pinchpoint.lifecycle import Started
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
+from pinchpoint_lab.ports import free_port
 
 HOT_FUNCTION = "hot_loop"
 CHEAPER_FUNCTIONS = ("checksum", "render_rows", "parse_args")
@@ -66,7 +66,7 @@ class HotCodeServer(Started):
     def __init__(self, workdir: Path, workers: int = 2) -> None:
         self.workdir = workdir
         self.workers = workers
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.access_log = workdir / "gunicorn-access.log"
         self.pid_file = workdir / "gunicorn.pid"
@@ -115,9 +115,3 @@ class HotCodeServer(Started):
         if profile is not None:
             lines += ["", "[profile]", profile]
         return "\n".join(lines) + "\n"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])

@@ -20,7 +20,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -30,6 +29,7 @@ from typing import Any
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.procs import Child
 from pinchpoint.lifecycle import Started
+from pinchpoint_lab.ports import free_port
 
 HOST = "127.0.0.1"
 LOG_PREFIX = "%m [%p] %q%u@%d %a "
@@ -101,7 +101,7 @@ class PostgresCluster(Started):
         self.startup_timeout_s = startup_timeout_s
         self.statements = statements
         self.folder: Path | None = None
-        self.port = _free_port()
+        self.port = free_port()
         self._server: Child | None = None
 
     @property
@@ -233,9 +233,3 @@ def _answers(dsn: str) -> bool:
         return True
     except psycopg.Error:
         return False
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])

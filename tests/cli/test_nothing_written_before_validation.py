@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from pinchpoint_lab.ports import free_port
+
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 BASE = """\
@@ -100,12 +102,6 @@ def busy_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "TMPDIR": str(cwd / "tmp")}
     env["COLUMNS"] = "200"
@@ -139,7 +135,7 @@ def _assert_nothing_written(done: subprocess.CompletedProcess[str], starts: str,
 def test_run_refuses_a_plan_that_cannot_run_before_writing_anything(
     tmp_path: Path, busy_port: int, text: str, args: list[str], starts: str
 ) -> None:
-    free = _free_port()
+    free = free_port()
     _write_inputs(tmp_path, busy_port, free)
     (tmp_path / "x.toml").write_text(
         text.replace("{busy}", str(busy_port)).replace("{free}", str(free))
@@ -159,7 +155,7 @@ def test_run_refuses_a_plan_that_cannot_run_before_writing_anything(
 def test_load_refuses_a_plan_that_cannot_run_before_making_its_out_folder(
     tmp_path: Path, busy_port: int, text: str, starts: str
 ) -> None:
-    _write_inputs(tmp_path, busy_port, _free_port())
+    _write_inputs(tmp_path, busy_port, free_port())
     (tmp_path / "x.toml").write_text(text)
     done = _cli(["load", "x.toml", "--out", "out"], tmp_path)
     _assert_nothing_written(done, starts, tmp_path)

@@ -24,6 +24,7 @@ from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
 from pinchpoint.logformats import FormatError, get_parser
 from pinchpoint.logformats.apache import APACHE_FORMAT, ApacheParser, compile_format
 from pinchpoint.logformats.tag import Tag, find_tag, parse_header
+from pinchpoint_lab.ports import free_port
 
 SAMPLES = Path(__file__).parent / "samples"
 TS_0915_UTC = 1795338900.0  # 22/Nov/2026:10:15:00 +0100
@@ -167,12 +168,6 @@ def test_documented_samples_through_collect_component() -> None:
 
 APACHE = shutil.which("apache2") or "/usr/sbin/apache2"
 MODULES = Path("/usr/lib/apache2/modules")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class _Backend(BaseHTTPRequestHandler):

@@ -22,6 +22,7 @@ from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
 from pinchpoint.logformats import FormatError, Record, get_parser
 from pinchpoint.logformats.haproxy import HaproxyRecord, parse_date
 from pinchpoint.logformats.tag import Tag, find_tag, parse_header
+from pinchpoint_lab.ports import free_port
 
 SAMPLES = Path(__file__).parent / "samples"
 # HAProxy logs local time without an offset: the expected values are local too.
@@ -165,12 +166,6 @@ def test_documented_samples_through_collect_component() -> None:
 # --- a real HAProxy ------------------------------------------------------------------------
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class _Backend(BaseHTTPRequestHandler):

@@ -27,6 +27,7 @@ from pinchpoint.collect.sources.otlp import FileSource, OtlpCollector, Received,
 from pinchpoint.collect.traces.otlp_json import decode_json
 from pinchpoint.logformats.tag import trace_id
 from pinchpoint.plan.otlp import Otlp
+from pinchpoint_lab.ports import free_port
 
 pytestmark = pytest.mark.timeout(240)
 RUN = "r-otlp.1"
@@ -35,12 +36,6 @@ PROTOBUF = {"Content-Type": "application/x-protobuf"}
 MIB = 1 << 20
 # The receiver's peak RSS while four 32 MiB bodies built to blow up are posted at once.
 PEAK_RSS_MB = 400
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

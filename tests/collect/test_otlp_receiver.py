@@ -23,15 +23,10 @@ from pinchpoint.collect.logs.reader import FileCounts, TierRow
 from pinchpoint.collect.sources.otlp import OtlpCollector
 from pinchpoint.logformats.tag import span_id, trace_id
 from pinchpoint.plan.otlp import Otlp
+from pinchpoint_lab.ports import free_port
 
 pytestmark = pytest.mark.timeout(60)
 RUN = "r-otlp.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from pinchpoint.logformats.postgresql import (
     compile_prefix,
 )
 from pinchpoint.logformats.tag import Tag, find_tag, parse_header
+from pinchpoint_lab.ports import free_port
 
 SAMPLES = Path(__file__).parent / "samples"
 TS = datetime(2026, 11, 22, 9, 15, 0, 123000, tzinfo=UTC).timestamp()
@@ -312,12 +313,6 @@ def _bin(name: str) -> str | None:
 
 INITDB = _bin("initdb")
 POSTGRES = _bin("postgres")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class PgError(Exception):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ import pytest
 
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.ports import end, free_port
 
 NODE_EXPORTERS = ("prometheus-node-exporter", "node_exporter")
 # Only what the node_exporter preset reads.
@@ -53,12 +53,6 @@ def binaries() -> tuple[str, str]:
     return prometheus, exporter
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def _process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as out:
@@ -66,12 +60,7 @@ def _process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end(proc)
 
 
 def _wait(check: str, until: float, proc: subprocess.Popen[bytes], log: Path) -> None:

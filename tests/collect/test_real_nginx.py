@@ -16,6 +16,7 @@ import pytest
 from pinchpoint.collect.logs.reader import FileCounts, collect_component, mark
 from pinchpoint.logformats import get_parser
 from pinchpoint.logformats.nginx import NGINX_FORMAT
+from pinchpoint_lab.ports import free_port
 
 NGINX = "/usr/sbin/nginx"
 
@@ -36,12 +37,6 @@ class Nginx:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def config(tmp: Path, port: int, closed_port: int) -> str:

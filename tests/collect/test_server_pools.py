@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 from pinchpoint.collect.servers import pool_of
 from pinchpoint.collect.servers.pool import ASYNC, SYNC, THREADS, ServerProcess
+from pinchpoint_lab.ports import free_port
 
 GUNICORN = [sys.executable, "-m", "gunicorn"]
 
@@ -132,12 +132,6 @@ def test_other_programs_have_no_pool() -> None:
     assert pool_of(ServerProcess(1, ["/usr/lib/postgresql/15/bin/postgres", "-D", "x"]), 2) is None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _sampled(pid_file: Path) -> dict:
     deadline = time.monotonic() + 20
     while not pid_file.exists() and time.monotonic() < deadline:
@@ -158,7 +152,7 @@ def test_a_running_gunicorn_is_read_from_its_config_file(tmp_path: Path) -> None
     argv = [
         *GUNICORN,
         "--bind",
-        f"127.0.0.1:{_free_port()}",
+        f"127.0.0.1:{free_port()}",
         "--pid",
         "g.pid",
         "--no-control-socket",
@@ -179,7 +173,7 @@ def test_a_running_gunicorn_is_read_from_its_config_file(tmp_path: Path) -> None
 @pytest.mark.skipif(not os.path.exists("/usr/bin/uwsgi"), reason="apt: uwsgi-core")
 def test_a_running_uwsgi_is_read_from_its_ini_file(tmp_path: Path) -> None:
     (tmp_path / "app.ini").write_text(
-        f"[uwsgi]\nmaster = true\nprocesses = 3\nhttp-socket = 127.0.0.1:{_free_port()}\n"
+        f"[uwsgi]\nmaster = true\nprocesses = 3\nhttp-socket = 127.0.0.1:{free_port()}\n"
         "pidfile = u.pid\ndie-on-term = true\n"
     )
     server = subprocess.Popen(

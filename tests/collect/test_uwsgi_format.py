@@ -25,6 +25,7 @@ from pinchpoint.logformats.uwsgi import (
     compile_format,
     parse_ctime,
 )
+from pinchpoint_lab.ports import free_port
 
 SAMPLES = Path(__file__).parent / "samples"
 # uWSGI logs local time without an offset: the expected values are local too.
@@ -195,12 +196,6 @@ APP = textwrap.dedent(
         return [b"ok"]
     """
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get(port: int, path: str, headers: dict[str, str] | None = None) -> int:

@@ -20,12 +20,6 @@ HOST = "127.0.0.1"
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
 def fetch(url: str, method: str = "GET") -> int:
     with _opener.open(urllib.request.Request(url, method=method), timeout=20) as response:
         response.read()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from discover_helpers import HOST, free_port, running
+from discover_helpers import HOST, running
 
 from pinchpoint.discover.init import init_plan
 from pinchpoint.discover.readers import READERS
@@ -17,6 +17,7 @@ from pinchpoint.discover.tier import Tier
 from pinchpoint.discover.walk import walk
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.ports import free_port
 
 pytestmark = pytest.mark.timeout(90)
 

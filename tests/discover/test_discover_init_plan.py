@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from discover_helpers import HOST, free_port
+from discover_helpers import HOST
 
 from pinchpoint import pipeline
 from pinchpoint.demo import DemoStack
@@ -19,6 +19,7 @@ from pinchpoint.discover.readers import READERS
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 from pinchpoint_lab.needs import nginx_missing
+from pinchpoint_lab.ports import free_port
 
 SHORT_LOAD = """[load]
 lower = 1

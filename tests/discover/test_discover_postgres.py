@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from discover_helpers import HOST, at, fetch, free_port, listens
+from discover_helpers import HOST, at, fetch, listens
 
 from pinchpoint.demo.hot import COUNTERS_SQL
 from pinchpoint.demo.nginx import NginxNotFound, find_nginx
@@ -27,6 +27,7 @@ from pinchpoint.discover.readers import READERS
 from pinchpoint.discover.tier import Address
 from pinchpoint.discover.walk import walk
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.ports import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from pinchpoint.discover.readers import READERS
 from pinchpoint.discover.tier import Address, Tier
 from pinchpoint.discover.walk import walk
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.ports import free_port
 
 
 def _haproxy() -> Path | None:
@@ -316,12 +316,6 @@ def test_without_a_pid_file_the_warning_says_where_to_add_one(tmp_path: Path) ->
 
 
 # Real HAProxy.
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @needs_haproxy

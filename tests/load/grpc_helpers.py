@@ -25,6 +25,7 @@ from grpc_reflection.v1alpha import reflection
 from grpc_tools import protoc
 
 from pinchpoint.demo import find_nginx
+from pinchpoint_lab.ports import end
 
 DELAY_MS = 20
 PROTO = """syntax = "proto3";
@@ -156,9 +157,4 @@ http {{
                 time.sleep(0.05)
         yield GrpcNginx(port, access_log, pid_file)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end(proc)

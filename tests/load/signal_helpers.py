@@ -18,6 +18,7 @@ import pytest
 
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.logformats.nginx import NGINX_FORMAT
+from pinchpoint_lab.ports import end, free_port
 
 
 def nginx_or_skip() -> Path:
@@ -25,12 +26,6 @@ def nginx_or_skip() -> Path:
         return find_nginx()
     except NginxNotFound as e:
         pytest.skip(str(e))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until(check: Callable[[], bool], limit_s: float, what: str) -> None:
@@ -108,12 +103,7 @@ http {{
         # The probe connection above sent no request: nothing logged yet.
         yield Nginx(port, folder)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end(proc)
 
 
 @contextmanager

@@ -18,6 +18,9 @@ from pinchpoint import pipeline
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 
+# Judges counts and latencies against the server's delay: alone, after the parallel part.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, Server]]:

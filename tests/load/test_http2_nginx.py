@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.demo import NginxNotFound, find_nginx
+from pinchpoint_lab.ports import end, free_port
 
 
 def _nginx() -> tuple[Path | None, str]:
@@ -72,12 +73,6 @@ def make_certs(folder: Path) -> None:
     )  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listen(port: int, nginx: Path) -> str:
     """The listen lines for HTTP/2 over TLS: `http2 on` from nginx 1.25.1 on."""
     out = subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=10).stderr
@@ -93,7 +88,7 @@ def nginx_h2(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """nginx with HTTP/2 over TLS on 127.0.0.1; yields its port and the certificates' folder."""
     assert NGINX is not None
     make_certs(tmp_path)
-    port = _free_port()
+    port = free_port()
     temp = "\n".join(
         f"    {kind}_temp_path {tmp_path / kind};"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -140,12 +135,7 @@ http {{
                 time.sleep(0.05)
         yield port, tmp_path
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end(proc)
 
 
 def load(*args: str) -> dict:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.demo import NginxNotFound, find_nginx
+from pinchpoint_lab.ports import free_port
 
 # Measures time, rates or CPU: runs alone, after the parallel part of the suite.
 pytestmark = [pytest.mark.serial, pytest.mark.timeout(90)]
@@ -61,19 +62,13 @@ print(json.dumps(seen))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def nginx(tmp_path: Path) -> Iterator[int]:
     try:
         binary = find_nginx()
     except NginxNotFound as e:
         pytest.skip(str(e))
-    port = _free_port()
+    port = free_port()
     user = "user root;" if os.geteuid() == 0 else ""
     conf = tmp_path / "nginx.conf"
     conf.write_text(NGINX_CONF.format(dir=tmp_path, port=port, user=user))

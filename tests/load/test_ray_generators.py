@@ -30,6 +30,7 @@ from pinchpoint.logformats.nginx import NGINX_FORMAT
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 from pinchpoint.terminal.verdict import verdict_text
+from pinchpoint_lab.ports import free_port
 
 try:
     import ray
@@ -49,17 +50,11 @@ STORE = 100 * 1024 * 1024
 SHIFT = 40
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """A head (with a Ray Client server on `c.client_port`) and a second node, 1 CPU
     each; the test process is a driver."""
-    client_port = _free_port()
+    client_port = free_port()
     c = Cluster(
         initialize_head=True,
         head_node_args={
@@ -85,7 +80,7 @@ def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path,
     """nginx answering 200 on 127.0.0.1, logging pinchpoint's format; yields its port, its
     access log and its pid file."""
     folder = tmp_path_factory.mktemp("nginx")
-    port = _free_port()
+    port = free_port()
     temp = "\n".join(
         f"    {kind}_temp_path {folder / kind};"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")

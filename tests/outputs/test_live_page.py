@@ -25,6 +25,7 @@ from pinchpoint.outputs.live_page import COOKIE, LivePage, token_for
 from pinchpoint.outputs.live_state import LiveRun
 from pinchpoint.rundir import files
 from pinchpoint_lab.browser import browser, chromium
+from pinchpoint_lab.ports import free_port
 from pinchpoint_lab.serving import serving
 
 
@@ -200,12 +201,6 @@ class _Target(BaseHTTPRequestHandler):
         return
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def _run_serving(folder: Path, target: int, port: int) -> Iterator[subprocess.Popen[str]]:
     (folder / "plan.toml").write_text(
@@ -230,7 +225,7 @@ def _run_serving(folder: Path, target: int, port: int) -> Iterator[subprocess.Po
 @pytest.mark.timeout(180)
 @pytest.mark.serial  # judges the seconds between updates: alone, after the parallel part
 def test_chromium_follows_a_real_run_each_second_and_ends_on_its_report(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     seen: list[tuple[float, int, str]] = []  # (page's clock, updates, stage)
     # Chromium first: on a busy host it may take longer to start than the run lasts.
     with browser(tmp_path / "chromium") as page, serving(_Target) as target:

@@ -29,6 +29,7 @@ from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.openmetrics import BOUNDS_US, MAX_REQUESTS, MetricsServer
 from pinchpoint.plan.output import parse_address
 from pinchpoint.rundir import files
+from pinchpoint_lab.ports import end, free_port
 from pinchpoint_lab.serving import serving
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana-dashboard.json"
@@ -213,12 +214,6 @@ def _pinchpoint(folder: Path, *args: str, timeout: float) -> subprocess.Complete
 # A real Prometheus scraping a real run.
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class _Target(BaseHTTPRequestHandler):
     """3 ms on /fast, 30 ms on /slow, 503 at once on /fail."""
 
@@ -256,7 +251,7 @@ def _prometheus(folder: Path, *targets: str) -> Iterator[str]:
         "scrape_configs:\n  - job_name: pinchpoint\n"
         f"    static_configs:\n      - targets: {json.dumps(list(targets))}\n"
     )
-    listen = f"127.0.0.1:{_free_port()}"
+    listen = f"127.0.0.1:{free_port()}"
     log = folder / "prometheus.log"
     argv = [
         binary,
@@ -281,12 +276,7 @@ def _prometheus(folder: Path, *targets: str) -> Iterator[str]:
             time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end(proc)
 
 
 @dataclass
@@ -351,7 +341,7 @@ def _fed(server: MetricsServer) -> Iterator[dict[int, list[int]]]:
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
     folder = tmp_path_factory.mktemp("metrics")
-    metrics = f"127.0.0.1:{_free_port()}"
+    metrics = f"127.0.0.1:{free_port()}"
     with (
         MetricsServer("127.0.0.1", 0, FED_RUN) as beside,
         _prometheus(folder, metrics, f"127.0.0.1:{beside.port}") as prometheus,
