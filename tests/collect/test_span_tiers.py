@@ -117,6 +117,26 @@ def test_spans_of_other_traces_and_untagged_traces_are_counted_not_kept() -> Non
     assert (counts.spans, counts.matched, counts.other_run, counts.untagged) == (4, 1, 2, 1)
 
 
+def test_a_trace_without_a_url_takes_its_load_level_from_the_baggage_on_its_spans() -> None:
+    """A gRPC call's path carries no query: the load level comes from `pp.users` (or
+    `pp.rate`), copied from the request's baggage by the app's baggage span processor."""
+
+    def call(sid: int, req: int, **baggage: str) -> Span:
+        attributes = {"rpc.system": "grpc", "rpc.method": "Echo", **baggage}
+        return replace(span(sid, None, "shop", SERVER, 0, 20, req=req), attributes=attributes)
+
+    spans = [
+        call(1, 7, **{"pp.run": RUN, "pp.users": "4"}),
+        call(2, 8, **{"pp.run": RUN, "pp.rate": "40"}),
+        call(3, 9, **{"pp.run": "another-run", "pp.users": "4"}),  # not this run's baggage
+        call(4, 10),  # nothing says its load level
+    ]
+    found = tiers_of(spans, RUN)
+    assert [(row.req_id, row.users) for row in found.rows] == [(7, 4), (8, 0)]
+    counts = found.counts["shop"]
+    assert (counts.spans, counts.matched, counts.other_run, counts.untagged) == (4, 2, 0, 2)
+
+
 def get(sid: int, start_ms: float, end_ms: float, port: int, req: int = 7) -> Span:
     """A call as HTTP client instrumentations record it: named `GET`, no peer.service."""
     url = f"http://127.0.0.1:{port}/work"

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,8 +72,9 @@ class Shop:
 
 
 @contextmanager
-def shop(folder: Path) -> Iterator[Shop]:
-    """The Shop service on 127.0.0.1 (plaintext HTTP/2), its .proto written in folder."""
+def shop(folder: Path, interceptors: Sequence[grpc.ServerInterceptor] = ()) -> Iterator[Shop]:
+    """The Shop service on 127.0.0.1 (plaintext HTTP/2), its .proto written in folder;
+    `interceptors` wrap its calls (OpenTelemetry's, to trace them)."""
     proto = folder / "shop.proto"
     proto.write_text(PROTO)
     args = ["protoc", f"-I{folder}", f"--python_out={folder}", f"--grpc_python_out={folder}"]
@@ -85,7 +86,7 @@ def shop(folder: Path) -> Iterator[Shop]:
     finally:
         sys.path.remove(str(folder))
     servicer = Server(pb)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), interceptors=interceptors)
     pb_grpc.add_ShopServicer_to_server(servicer, server)
     names = (pb.DESCRIPTOR.services_by_name["Shop"].full_name, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)

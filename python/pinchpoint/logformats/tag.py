@@ -22,6 +22,7 @@ request (`request_of_trace`); the span id is `req_id * 2 + 1`.
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 HEADER = "X-Pinchpoint"
@@ -70,6 +71,18 @@ def parse_header(value: str) -> Tag | None:
         if sep:
             fields.setdefault(key.strip().lower(), field.strip())
     return _tag(fields.get("run"), fields.get("users"), fields.get("req"), fields.get("rate"))
+
+
+def from_baggage(attributes: Mapping[str, object]) -> Tag | None:
+    """The tag in a span's attributes copied from the request's `baggage` (`pp.run`,
+    `pp.users` or `pp.rate`, as OpenTelemetry's baggage span processor copies them), or
+    None if they hold none."""
+
+    def text(key: str) -> str | None:
+        value = attributes.get(key)
+        return None if value is None else str(value)
+
+    return _tag(text("pp.run"), text("pp.users"), None, text("pp.rate"))
 
 
 def query_suffix(run_id: str, users: int, req_id: int) -> str:

@@ -21,7 +21,10 @@ MAX_SPAN_NS = 86_400 * 10**9
 # The attributes a tier record is made from; others are not kept.
 URL_KEYS = frozenset({"http.target", "http.url", "url.full", "url.query", "url.path"})
 STATUS_KEYS = frozenset({"http.status_code", "http.response.status_code"})
-KEPT = URL_KEYS | STATUS_KEYS | frozenset(
+# The request's baggage, as the baggage span processor copies it: the load level of a
+# call whose URL carries no tag (gRPC).
+BAGGAGE_KEYS = frozenset({"pp.run", "pp.users", "pp.rate"})
+KEPT = URL_KEYS | STATUS_KEYS | BAGGAGE_KEYS | frozenset(
     {"db.system", "db.system.name", "peer.service", "server.address", "net.peer.name", "rpc.service"}
 )  # fmt: skip
 MAX_NAME_CHARS = 200

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from pinchpoint.collect.logs.reader import TierRow
 from pinchpoint.collect.traces.spans import CLIENT, CONSUMER, INTERNAL, PRODUCER, SERVER, Span
-from pinchpoint.logformats.tag import find_tag, request_of_trace
+from pinchpoint.logformats.tag import find_tag, from_baggage, request_of_trace
 
 KINDS = {
     INTERNAL: "internal",
@@ -182,12 +182,18 @@ def _count(out: SpanTiers, component: str, what: str) -> None:
 
 
 def _users(members: list[Span], run_id: str, req_id: int) -> int | None:
+    """The trace's load level: from the tag in a span's URL, else from the request's
+    baggage copied into a span's attributes (a gRPC call's path has no query)."""
     for span in members:
         for key in _URL_KEYS:
             value = span.attributes.get(key)
             tag = find_tag(value) if isinstance(value, str) else None
             if tag is not None and tag.run_id == run_id and tag.req_id in (None, req_id):
                 return tag.users
+    for span in members:
+        tag = from_baggage(span.attributes)
+        if tag is not None and tag.run_id == run_id:
+            return tag.users
     return None
 
 
