@@ -9,11 +9,10 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE, TE};
-use hyper::Request;
+use h2::RecvStream;
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, TE};
 
+use crate::client::h2conn::{self, Outbound};
 use crate::client::http1::{Prepared, Tag};
 use crate::client::http2::{self, Failure};
 use crate::client::{Conn, Target, MAX_KEPT_BODY};
@@ -32,7 +31,7 @@ pub fn frame(message: &[u8]) -> Bytes {
 }
 
 /// Makes a call's request once more (the first was never sent).
-pub type Again<'a> = &'a (dyn Fn() -> Result<Request<Full<Bytes>>, ErrorClass> + Sync);
+pub type Again<'a> = &'a (dyn Fn() -> Result<Outbound, ErrorClass> + Sync);
 
 /// What a call's answer said.
 #[derive(Debug, Default)]
@@ -117,9 +116,9 @@ fn from_http(status: u16) -> u32 {
 impl Target {
     /// The call `prepared` names (its path the method's, its headers the metadata) with
     /// `message` framed as its body, tagged in its metadata.
-    pub fn grpc_request(&self, prepared: &Prepared, tag: Option<&Tag>, message: Bytes) -> Result<Request<Full<Bytes>>, ErrorClass> {
+    pub fn grpc_request(&self, prepared: &Prepared, tag: Option<&Tag>, message: Bytes) -> Result<Outbound, ErrorClass> {
         let mut request = http2::build_with(prepared, self.scheme(), &self.host, (tag, false), message)?;
-        let headers = request.headers_mut();
+        let headers = request.head.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
         headers.insert(TE, HeaderValue::from_static("trailers"));
         Ok(request)
@@ -132,7 +131,7 @@ impl Target {
     pub async fn call(
         &self,
         conn: &mut Conn,
-        request: Request<Full<Bytes>>,
+        request: Outbound,
         again: Again<'_>,
         keep: bool,
         timeout: Duration,
@@ -153,7 +152,7 @@ impl Target {
 }
 
 /// Reads an answer: its messages as they come, then its status.
-async fn read(c: &http2::Conn, response: hyper::Response<Incoming>, keep: bool) -> Result<Reply, ErrorClass> {
+async fn read(c: &http2::Conn, response: http::Response<RecvStream>, keep: bool) -> Result<Reply, ErrorClass> {
     let mut reply = Reply { http_status: response.status().as_u16(), ..Reply::default() };
     // The head is read by checks and captures only: laid out when the answer is kept.
     if keep {
@@ -168,35 +167,33 @@ async fn read(c: &http2::Conn, response: hyper::Response<Incoming>, keep: bool) 
     let mut body = response.into_body();
     let mut pending: Vec<u8> = Vec::new();
     let mut kept = 0usize;
-    while let Some(frame) = body.frame().await {
-        let frame = match frame {
-            Ok(frame) => frame,
+    while let Some(data) = h2conn::next(&mut body).await {
+        let data = match data {
+            Ok(data) => data,
             Err(e) => return Err(http2::body_error(c, &e).await),
         };
-        match frame.into_data() {
-            Ok(data) => {
-                reply.bytes += data.len() as u64;
-                // Whole messages are read from the frame itself; a part waits in `pending`.
-                let taken = if pending.is_empty() {
-                    split(&data, &mut reply, keep, &mut kept).map(|at| pending.extend_from_slice(&data[at..]))
-                } else {
-                    pending.extend_from_slice(&data);
-                    split(&pending, &mut reply, keep, &mut kept).map(|at| drop(pending.drain(..at)))
-                };
-                if let Err(why) = taken {
-                    reply.broken = Some(why);
-                    return Ok(reply);
-                }
-            }
-            Err(frame) => {
-                if let Ok(trailers) = frame.into_trailers() {
-                    if keep {
-                        push_fields(&mut reply.head, &trailers);
-                    }
-                    status = status_of(&trailers).or(status);
-                }
-            }
+        reply.bytes += data.len() as u64;
+        // Whole messages are read from the frame itself; a part waits in `pending`.
+        let taken = if pending.is_empty() {
+            split(&data, &mut reply, keep, &mut kept).map(|at| pending.extend_from_slice(&data[at..]))
+        } else {
+            pending.extend_from_slice(&data);
+            split(&pending, &mut reply, keep, &mut kept).map(|at| drop(pending.drain(..at)))
+        };
+        if let Err(why) = taken {
+            reply.broken = Some(why);
+            return Ok(reply);
         }
+    }
+    match body.trailers().await {
+        Ok(Some(trailers)) => {
+            if keep {
+                push_fields(&mut reply.head, &trailers);
+            }
+            status = status_of(&trailers).or(status);
+        }
+        Ok(None) => {}
+        Err(e) => return Err(http2::body_error(c, &e).await),
     }
     if keep {
         reply.head.extend_from_slice(b"\r\n");

@@ -1,6 +1,6 @@
-//! HTTP/2 on hyper's client: connections with prior knowledge (h2c) or over TLS, each
-//! shared by up to `streams` holders (closed-loop users or open-loop senders), each
-//! holder with one stream at a time.
+//! HTTP/2 connections with prior knowledge (h2c) or over TLS, on the h2 crate
+//! (`h2conn.rs`), each shared by up to `streams` holders (closed-loop users or open-loop
+//! senders), each holder with one stream at a time.
 //!
 //! A [`Pool`] keeps slots, each with at most one live connection. A holder takes the
 //! slot with the fewest holders (a new slot when all are full), and the first holder
@@ -11,33 +11,23 @@
 //! Errors: a stream reset by the server (RST_STREAM) is `reset`, a connection ended by
 //! GOAWAY is `closed`, I/O errors as on HTTP/1.1, other protocol errors `io`. A request
 //! that was never sent because its connection was closing (a graceful GOAWAY, as nginx
-//! sends after `keepalive_requests`) goes once more on a new connection: over HTTP/1.1
+//! sends after `keepalive_requests`), or that the server did not process (above the
+//! GOAWAY's last stream, or refused), goes once more on a new connection: over HTTP/1.1
 //! the same server says `Connection: close` on its last response, and no request fails.
 
-use std::error::Error as _;
 use std::future::Future;
-use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2::{Builder, SendRequest};
-use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
-use hyper::body::Incoming;
-use hyper::{Method, Request, Uri};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::io::{AsyncRead, AsyncWrite};
+use h2::RecvStream;
+use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
+use http::{Method, Request, Uri};
 
-use crate::client::Kept;
+use crate::client::h2conn::{self, Io, Outbound, Sender};
 use crate::client::http1::{push_baggage, push_tag_values, push_traceparent, Prepared, Response, Tag};
-use crate::outcome::{classify_io, ErrorClass};
-
-type Sender = SendRequest<Full<Bytes>>;
-
-/// The byte stream under a connection: TCP or TLS.
-pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+use crate::client::Kept;
+use crate::outcome::ErrorClass;
 
 pub struct Pool {
     streams: usize,
@@ -149,12 +139,7 @@ async fn share(
         Some(sender) if !sender.is_closed() => Ok((live.generation, sender.clone())),
         _ => {
             live.sender = None;
-            let stream = open.await?;
-            let (sender, connection) = Builder::new(TokioExecutor::new())
-                .handshake(TokioIo::new(stream))
-                .await
-                .map_err(|e| inspect(&e).class)?;
-            tokio::spawn(connection);
+            let sender = Sender::handshake(open.await?).await?;
             live.generation += 1;
             live.sender = Some(sender.clone());
             Ok((live.generation, sender))
@@ -184,7 +169,7 @@ pub fn build(
     scheme: &str,
     authority: &str,
     tag: Option<&Tag>,
-) -> Result<Request<Full<Bytes>>, ErrorClass> {
+) -> Result<Outbound, ErrorClass> {
     build_with(prepared, scheme, authority, (tag, true), Bytes::copy_from_slice(&prepared.body))
 }
 
@@ -196,7 +181,7 @@ pub fn build_with(
     authority: &str,
     (tag, in_query): (Option<&Tag>, bool),
     body: Bytes,
-) -> Result<Request<Full<Bytes>>, ErrorClass> {
+) -> Result<Outbound, ErrorClass> {
     let authority = prepared
         .fields
         .iter()
@@ -242,7 +227,8 @@ pub fn build_with(
         }
     }
     headers.remove(HOST);
-    request.body(Full::new(body)).map_err(|_| ErrorClass::Io)
+    let head = request.body(()).map_err(|_| ErrorClass::Io)?;
+    Ok(Outbound { head, body })
 }
 
 /// Why an exchange failed.
@@ -264,11 +250,7 @@ impl Failure {
 }
 
 /// Sends one request on its own stream and reads the whole response body.
-pub async fn exchange(
-    conn: &mut Conn,
-    request: Request<Full<Bytes>>,
-    mut keep: Option<&mut Kept>,
-) -> Result<Response, Failure> {
+pub async fn exchange(conn: &mut Conn, request: Outbound, mut keep: Option<&mut Kept>) -> Result<Response, Failure> {
     let response = open(conn, request).await?;
     let status = response.status().as_u16();
     let length = response
@@ -287,11 +269,11 @@ pub async fn exchange(
     }
     let mut body = response.into_body();
     let mut bytes = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = match frame {
-            Ok(frame) => frame,
+    while let Some(data) = h2conn::next(&mut body).await {
+        let data = match data {
+            Ok(data) => data,
             Err(e) => {
-                let seen = inspect(&e);
+                let seen = h2conn::inspect(&e);
                 if seen.go_away {
                     conn.retire().await;
                 }
@@ -303,11 +285,9 @@ pub async fn exchange(
                 return Err(Failure::Failed(seen.class));
             }
         };
-        if let Some(data) = frame.data_ref() {
-            bytes += data.len() as u64;
-            if let Some(kept) = keep.as_deref_mut() {
-                kept.keep_body(data);
-            }
+        bytes += data.len() as u64;
+        if let Some(kept) = keep.as_deref_mut() {
+            kept.keep_body(&data);
         }
     }
     Ok(Response {
@@ -318,11 +298,10 @@ pub async fn exchange(
 }
 
 /// Sends `request` on a stream of its own: the response's head, its body to be read.
-pub async fn open(conn: &mut Conn, request: Request<Full<Bytes>>) -> Result<hyper::Response<Incoming>, Failure> {
-    match conn.sender.send_request(request).await {
+pub async fn open(conn: &mut Conn, request: Outbound) -> Result<http::Response<RecvStream>, Failure> {
+    match conn.sender.send(request).await {
         Ok(response) => Ok(response),
-        Err(e) => {
-            let seen = inspect(&e);
+        Err(seen) => {
             if seen.go_away {
                 conn.retire().await;
             }
@@ -337,85 +316,12 @@ pub async fn open(conn: &mut Conn, request: Request<Full<Bytes>>) -> Result<hype
 
 /// The class of an error while a response's body is read; a connection that said
 /// GOAWAY takes no new stream.
-pub async fn body_error(conn: &Conn, e: &hyper::Error) -> ErrorClass {
-    let seen = inspect(e);
+pub async fn body_error(conn: &Conn, e: &h2::Error) -> ErrorClass {
+    let seen = h2conn::inspect(e);
     if seen.go_away {
         conn.retire().await;
     }
     seen.class
-}
-
-/// The same request again (its body and URI are shared, not copied).
-pub fn copy(request: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
-    let mut again = Request::new(request.body().clone());
-    *again.method_mut() = request.method().clone();
-    *again.uri_mut() = request.uri().clone();
-    *again.headers_mut() = request.headers().clone();
-    again
-}
-
-/// What a failed HTTP/2 exchange says about itself.
-#[derive(Debug)]
-struct Seen {
-    class: ErrorClass,
-    /// The connection said GOAWAY.
-    go_away: bool,
-    /// The request was never sent.
-    refused: bool,
-    /// A GOAWAY without error (a graceful close).
-    graceful: bool,
-}
-
-/// The error class of a failed HTTP/2 exchange, from the h2 or I/O error beneath: a
-/// stream reset is `reset`, GOAWAY `closed`, I/O errors as on HTTP/1.1.
-fn inspect(err: &hyper::Error) -> Seen {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
-    while let Some(e) = source {
-        if let Some(h2) = e.downcast_ref::<h2::Error>() {
-            let go_away = h2.is_go_away();
-            let graceful = go_away && h2.reason() == Some(h2::Reason::NO_ERROR);
-            let class = if let Some(io) = h2.get_io() {
-                classify_io(io)
-            } else if go_away {
-                ErrorClass::Closed
-            } else if h2.is_reset() {
-                ErrorClass::Reset
-            } else {
-                ErrorClass::Io
-            };
-            // Sent, and maybe processed before the GOAWAY: not sent again.
-            return Seen {
-                class,
-                go_away,
-                refused: false,
-                graceful,
-            };
-        }
-        if let Some(io) = e.downcast_ref::<io::Error>() {
-            let class = classify_io(io);
-            return Seen {
-                class,
-                go_away: false,
-                refused: false,
-                graceful: false,
-            };
-        }
-        source = e.source();
-    }
-    // hyper cancels a request it never sent: the connection ended (a graceful GOAWAY,
-    // as nginx sends after `keepalive_requests`) while the request waited for it.
-    let refused = err.is_canceled();
-    let class = if refused || err.is_closed() || err.is_incomplete_message() {
-        ErrorClass::Closed
-    } else {
-        ErrorClass::Io
-    };
-    Seen {
-        class,
-        go_away: false,
-        refused,
-        graceful: false,
-    }
 }
 
 #[cfg(test)]
@@ -444,16 +350,16 @@ mod tests {
     #[test]
     fn a_tagged_request_carries_the_tag_and_the_trace_context() {
         let tag = Tag::new("r", TagLevel::Rate("2.5"), 4);
-        let request = build(&prepared(&[]), "http", "h:1", Some(&tag)).expect("built");
+        let request = build(&prepared(&[]), "http", "h:1", Some(&tag)).expect("built").head;
         assert_eq!(request.uri(), "http://h:1/a?pp_run=r&pp_rate=2.5&pp_req=4");
         let headers = request.headers();
         assert_eq!(headers["x-pinchpoint"], "run=r; rate=2.5; req=4");
         let parent = format!("00-{:016x}0000000000000004-0000000000000009-01", trace_run_half("r"));
         assert_eq!(headers["traceparent"], parent.as_str());
         assert_eq!(headers["baggage"], "pp.run=r,pp.rate=2.5");
-        let own = build(&prepared(&[("traceparent", "00-a-b-00")]), "http", "h:1", Some(&tag)).expect("built");
+        let own = build(&prepared(&[("traceparent", "00-a-b-00")]), "http", "h:1", Some(&tag)).expect("built").head;
         assert_eq!(own.headers()["traceparent"], "00-a-b-00");
-        let untagged = build(&prepared(&[]), "http", "h:1", None).expect("built");
+        let untagged = build(&prepared(&[]), "http", "h:1", None).expect("built").head;
         assert!(untagged.headers().get("traceparent").is_none());
     }
 }

@@ -4,6 +4,7 @@
 //! client), or a share of an HTTP/2 connection (`http2.rs`).
 
 pub mod grpc;
+pub mod h2conn;
 pub mod http1;
 pub mod http2;
 pub mod tls;
@@ -12,9 +13,6 @@ pub mod ws;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::Request;
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -24,6 +22,7 @@ use crate::config::{HttpVersion, Protocol, OPEN_LOOP_STREAMS};
 /// or check past the cut fails and says so.
 pub const MAX_KEPT_BODY: usize = 4 << 20;
 use self::http1::{Prepared, Response, Tag};
+use self::h2conn::Outbound;
 use self::http2::Failure;
 use crate::outcome::ErrorClass;
 use self::tls::Connector;
@@ -109,7 +108,7 @@ pub struct Outgoing {
     /// HTTP/1.1: the request's bytes.
     bytes: Vec<u8>,
     /// HTTP/2: the request, or why it could not be made.
-    h2: Option<Result<Request<Full<Bytes>>, ErrorClass>>,
+    h2: Option<Result<Outbound, ErrorClass>>,
 }
 
 impl Target {
@@ -182,7 +181,7 @@ impl Target {
 
     /// A new connection's byte stream, over TLS if the target is: under an HTTP/2
     /// connection, or a WebSocket.
-    pub async fn stream(&self, timeout: Duration) -> Result<Box<dyn http2::Io>, ErrorClass> {
+    pub async fn stream(&self, timeout: Duration) -> Result<Box<dyn h2conn::Io>, ErrorClass> {
         let tcp = http1::connect_tcp(self.addr, timeout).await?;
         Ok(match &self.tls {
             None => Box::new(tcp),
@@ -217,7 +216,7 @@ impl Target {
                 let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
                 let request = out.h2.take().ok_or(ErrorClass::Io)??;
                 Box::pin(async move {
-                    let again = http2::copy(&request);
+                    let again = request.copy();
                     match http2::exchange(c, request, keep.as_deref_mut()).await {
                         Err(Failure::Refused) => {
                             pool.reconnect(c, self.stream(prepared.timeout)).await?;

@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message as Frame};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::client::http1::{self, Prepared, Tag};
-use crate::client::http2::Io;
+use crate::client::h2conn::Io;
 use crate::client::{Target, MAX_KEPT_BODY};
 use crate::outcome::{classify_io, note, ErrorClass};
 

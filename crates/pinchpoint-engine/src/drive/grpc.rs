@@ -6,11 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::Request;
-
 use crate::client::grpc::{Again, Reply};
+use crate::client::h2conn::Outbound;
 use crate::client::{Conn, Kept, Target};
 use crate::flow::grpc::{decode_into, Call};
 use crate::outcome::{note, ErrorClass};
@@ -21,7 +18,7 @@ use crate::record::Record;
 pub async fn exchange(
     target: &Target,
     conn: &mut Option<Conn>,
-    (request, again): (Request<Full<Bytes>>, Again<'_>),
+    (request, again): (Outbound, Again<'_>),
     keep: bool,
     timeout: Duration,
 ) -> Result<Reply, ErrorClass> {
