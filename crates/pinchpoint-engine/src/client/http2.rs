@@ -209,15 +209,20 @@ pub fn build_with(
         headers.insert(name, value);
     }
     if let Some(tag) = tag {
+        // Each request's own values are never indexed by HPACK: in its table they would
+        // push out the fields every request repeats, sent as one byte each while there.
+        let own = |value: Vec<u8>| {
+            let mut value = HeaderValue::from_maybe_shared(Bytes::from(value)).map_err(|_| ErrorClass::Io)?;
+            value.set_sensitive(true);
+            Ok::<_, ErrorClass>(value)
+        };
         let mut value = Vec::with_capacity(64);
         push_tag_values(&mut value, b"run=", b"; ", tag);
-        let value = HeaderValue::from_bytes(&value).map_err(|_| ErrorClass::Io)?;
-        headers.insert(HeaderName::from_static("x-pinchpoint"), value);
+        headers.insert(HeaderName::from_static("x-pinchpoint"), own(value)?);
         if !prepared.has_traceparent {
             let mut value = Vec::with_capacity(55);
             push_traceparent(&mut value, tag);
-            let value = HeaderValue::from_bytes(&value).map_err(|_| ErrorClass::Io)?;
-            headers.insert(HeaderName::from_static("traceparent"), value);
+            headers.insert(HeaderName::from_static("traceparent"), own(value)?);
         }
         if !prepared.has_baggage {
             let mut value = Vec::with_capacity(64);
