@@ -183,6 +183,21 @@ fn h2_stream_resets_are_reset_and_the_connection_goes_on() {
 }
 
 #[test]
+fn an_h2_answer_with_a_header_list_past_64_kib_is_an_error_not_memory() {
+    let _serial = serial();
+    let server = Server::h2c();
+    let dir = tempfile::tempdir().unwrap();
+    let s = run(&closed(dir.path(), &server, &["/", "/big-head"], 1, 400, protocol(HttpVersion::Http2, None)));
+    let errors = errors(&s);
+    let ok = statuses(&s).get(&200).copied().unwrap_or(0);
+    let why: Vec<String> = ErrorClass::ALL.iter().flat_map(|c| reasons(&s, *c)).take(2).collect();
+    eprintln!("big head: {ok} ok, {errors:?}, {why:?}");
+    assert!(ok >= 2, "the other requests are answered: {ok} ok");
+    let failed: u64 = errors.values().sum();
+    assert!(failed.abs_diff(ok) <= 2, "every other request fails: {ok} ok, {errors:?}");
+}
+
+#[test]
 fn after_goaway_users_reconnect() {
     let _serial = serial();
     let server = Server::h2c();

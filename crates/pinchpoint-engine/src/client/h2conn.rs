@@ -25,6 +25,8 @@ const STREAM_WINDOW: u32 = 2 << 20;
 const CONN_WINDOW: u32 = 5 << 20;
 /// The most a connection buffers of its streams' bodies beyond their windows.
 const SEND_BUFFER: usize = 1 << 20;
+/// The largest header list an answer may send, as HTTP/1.1's head (h2's own is 16 MiB).
+const MAX_HEADER_LIST: u32 = 64 << 10;
 
 /// The byte stream under a connection: TCP or TLS.
 pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
@@ -64,6 +66,7 @@ impl Sender {
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONN_WINDOW)
             .max_send_buffer_size(SEND_BUFFER)
+            .max_header_list_size(MAX_HEADER_LIST)
             .enable_push(false)
             .handshake::<_, Bytes>(io)
             .await

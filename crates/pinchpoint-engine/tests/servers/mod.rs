@@ -234,6 +234,10 @@ async fn answer(
     if path == "/goaway" {
         goaway.notify_one();
     }
+    if path == "/big-head" {
+        let big = "x".repeat(100 << 10);
+        return Ok(Response::builder().header("x-big", big).body(Full::new(Bytes::from_static(BODY))).unwrap());
+    }
     let (status, body) = match path.strip_prefix("/status/").and_then(|c| c.parse::<u16>().ok()) {
         Some(code) => (
             StatusCode::from_u16(code).unwrap(),
