@@ -39,6 +39,32 @@ service Shop {
 """
 
 
+def open_plan(phase_s: float) -> str:
+    """An open-loop plan of echo calls and two-message streams, 40/s then 80/s for
+    `phase_s` each; PORT and PROTO are the target's port and the .proto's path."""
+    phases = ", ".join(
+        f'{{ duration = "{phase_s:g}s", arrival_rate = {rate} }}' for rate in (40, 80)
+    )
+    return f"""
+[target]
+url = "http://127.0.0.1:PORT"
+http = "2"
+
+[load]
+phase = [{phases}]
+
+[[request]]
+grpc = "test.Shop/Echo"
+proto = "PROTO"
+data = {{ id = "open" }}
+
+[[request]]
+grpc = "test.Shop/Count"
+proto = "PROTO"
+data = '{{"id": "open", "n": 2}}'
+"""
+
+
 class Server:
     """The Shop service's methods; `tags` keeps each call's `x-pinchpoint` metadata."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from grpc_helpers import DELAY_MS, GrpcNginx, Shop, grpc_nginx, shop
+from grpc_helpers import DELAY_MS, GrpcNginx, Shop, grpc_nginx, open_plan, shop
 
 from pinchpoint import pipeline
 from pinchpoint.demo.nginx import nginx_component
@@ -111,24 +111,7 @@ def test_closed_loop_calls_are_each_matched_to_their_nginx_line(
     assert top["tiers"]["nginx"]["p50_ms"] >= DELAY_MS
 
 
-OPEN = """
-[target]
-url = "http://127.0.0.1:PORT"
-http = "2"
-
-[load]
-phase = [{ duration = "1s", arrival_rate = 40 }, { duration = "1s", arrival_rate = 80 }]
-
-[[request]]
-grpc = "test.Shop/Echo"
-proto = "PROTO"
-data = { id = "open" }
-
-[[request]]
-grpc = "test.Shop/Count"
-proto = "PROTO"
-data = '{"id": "open", "n": 2}'
-"""
+OPEN = open_plan(1)
 
 
 def test_open_loop_calls_are_each_matched_to_their_nginx_line(

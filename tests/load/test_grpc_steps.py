@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from grpc_helpers import DELAY_MS, Server
+from grpc_helpers import DELAY_MS, Server, open_plan
 from grpc_helpers import shop as start_shop
 
 from pinchpoint import pipeline
@@ -93,24 +93,7 @@ def test_closed_loop_calls_and_streamed_messages_are_counted_and_timed(
     assert all("; users=2; req=" in t for t in tags)
 
 
-OPEN = """
-[target]
-url = "http://127.0.0.1:PORT"
-http = "2"
-
-[load]
-phase = [{ duration = "1.5s", arrival_rate = 40 }, { duration = "1.5s", arrival_rate = 80 }]
-
-[[request]]
-grpc = "test.Shop/Echo"
-proto = "PROTO"
-data = { id = "open" }
-
-[[request]]
-grpc = "test.Shop/Count"
-proto = "PROTO"
-data = '{"id": "open", "n": 2}'
-"""
+OPEN = open_plan(1.5)
 
 
 def test_open_loop_calls_arrive_at_their_rate_timed_from_their_intended_time(

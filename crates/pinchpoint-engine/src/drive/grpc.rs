@@ -4,6 +4,7 @@
 //! the class of a status other than OK; each message of a server-streaming answer is a
 //! record of its own, timed from the message before it (the first from the send).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::client::grpc::{Again, Reply};
@@ -43,17 +44,18 @@ pub async fn exchange(
 }
 
 /// Sets the call's `record` from its outcome (its reasons noted as `name: why`), and
-/// makes the record of each streamed message with `more` (the endpoint, then the
-/// message's start and its time, in µs) into `out`.
+/// puts the record of each streamed message into `out`: the call's, with the next id
+/// of `ids`, the message's endpoint, start and time.
 pub fn settle(
     call: &Call,
     name: &str,
     outcome: &mut Result<Reply, ErrorClass>,
     record: &mut Record,
     (sent, sent_us): (Instant, i64),
-    mut more: impl FnMut(u16, i64, i64) -> Record,
+    ids: &AtomicU64,
     out: &mut Vec<Record>,
 ) {
+    let base = *record;
     let reply = match outcome {
         Ok(reply) => reply,
         Err(class) => {
@@ -75,10 +77,18 @@ pub fn settle(
     let (mut before, mut before_us) = (sent, sent_us);
     for &(at, length) in &reply.arrived {
         let took = at.saturating_duration_since(before).as_micros() as i64;
-        let mut message = more(endpoint, before_us, took);
-        message.status = reply.http_status;
-        message.bytes = length as u64 + 5;
-        out.push(message);
+        out.push(Record {
+            req_id: ids.fetch_add(1, Ordering::Relaxed),
+            endpoint,
+            start_us: before_us,
+            intended_us: before_us,
+            latency_us: took,
+            service_us: took,
+            error: None,
+            status: reply.http_status,
+            bytes: length as u64 + 5,
+            ..base
+        });
         before = at;
         before_us += took;
     }

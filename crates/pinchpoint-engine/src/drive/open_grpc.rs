@@ -3,7 +3,7 @@
 //! intended time, as a request's does, and each streamed message takes a request id as
 //! it comes.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use crate::client::Conn;
@@ -41,19 +41,9 @@ pub async fn arrive(a: Arrival<'_>, call: &Call, conn: &mut Option<Conn>, ids: &
     let done = Instant::now();
     record.latency_us = done.saturating_duration_since(a.intended).as_micros() as i64;
     record.service_us = done.saturating_duration_since(sent).as_micros() as i64;
-    let base = record;
-    let more = move |endpoint: u16, start_us: i64, took: i64| Record {
-        req_id: ids.fetch_add(1, Ordering::Relaxed),
-        endpoint,
-        start_us,
-        intended_us: start_us,
-        latency_us: took,
-        service_us: took,
-        error: None,
-        ..base
-    };
     let mut messages = Vec::new();
-    settle(call, &name, &mut outcome, &mut record, (sent, base.start_us), more, &mut messages);
+    let sent_us = record.start_us;
+    settle(call, &name, &mut outcome, &mut record, (sent, sent_us), ids, &mut messages);
     out.push(record);
     out.append(&mut messages);
 }

@@ -13,7 +13,6 @@ use crate::drive::walk_ws::new_record;
 use crate::flow::grpc::{encode, Call};
 use crate::flow::{Flow, Step};
 use crate::outcome::{note, ErrorClass};
-use crate::record::Record;
 
 pub(super) async fn send_grpc_step(shared: &Shared, (flow, f): (&Flow, usize), step: &Step, call: &Call, index: u32, st: &mut State) -> Next {
     let Some(mut record) = new_record(shared, step.endpoint, index, st) else { return Next::Stop };
@@ -58,18 +57,8 @@ pub(super) async fn send_grpc_step(shared: &Shared, (flow, f): (&Flow, usize), s
     record.latency_us = ended.saturating_duration_since(sent).as_micros() as i64;
     record.service_us = record.latency_us;
     let mut messages = Vec::new();
-    let (next_id, base) = (&shared.next_req_id, record);
-    let more = move |endpoint: u16, start_us: i64, took: i64| Record {
-        req_id: next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        endpoint,
-        start_us,
-        intended_us: start_us,
-        latency_us: took,
-        service_us: took,
-        error: None,
-        ..base
-    };
-    settle(call, &step.name, &mut outcome, &mut record, (sent, base.start_us), more, &mut messages);
+    let sent_us = record.start_us;
+    settle(call, &step.name, &mut outcome, &mut record, (sent, sent_us), &shared.next_req_id, &mut messages);
     let mut next = Next::Go;
     match &outcome {
         Ok(reply) if record.error.is_none() && step.reads_body => match keep_answer(call, reply, &mut st.kept) {
