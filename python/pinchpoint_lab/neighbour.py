@@ -7,7 +7,8 @@ generator.
         ...
 
 Each hog is its own `python -c` process spinning in 10 ms periods: busy for `duty` of
-each period, asleep the rest. It stops by itself after max_seconds whatever happens
+each period, asleep the rest; at a positive `nice`, a background job that gives a core up
+to any process at normal priority that wants it. It stops by itself after max_seconds whatever happens
 (and when pinchpoint dies, by the parent-death signal); the context manager stops it
 on exit.
 """
@@ -30,6 +31,7 @@ _STOP_TIMEOUT_S = 5.0
 _SPIN = """
 import os, sys, time
 duty, max_seconds, cpus = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+os.nice(int(sys.argv[4]))
 if cpus:
     os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
 period = 0.01
@@ -46,10 +48,15 @@ while (now := time.monotonic()) < deadline:
 class CpuHog(Started):
     """`cores` worth of CPU burnt by separate processes: one spinning process a whole core
     and one duty-cycled for the fraction (1.5: one at 100 %, one at 50 %), each allowed only
-    `cpus` when given. Stops on exit, and by itself after max_seconds."""
+    `cpus` when given, at the `nice` value given. Stops on exit, and by itself after
+    max_seconds."""
 
     def __init__(
-        self, cores: float = 1.0, max_seconds: float = 600, cpus: set[int] | None = None
+        self,
+        cores: float = 1.0,
+        max_seconds: float = 600,
+        cpus: set[int] | None = None,
+        nice: int = 0,
     ) -> None:
         if not 0 < cores <= 64:
             raise ValueError(f"cores must be more than 0 and at most 64, got {cores}")
@@ -58,6 +65,9 @@ class CpuHog(Started):
         self.cores = cores
         self.max_seconds = max_seconds
         self.cpus = cpus
+        if not 0 <= nice <= 19:
+            raise ValueError(f"nice must be from 0 to 19, got {nice}")
+        self.nice = nice
         whole = math.floor(cores)
         self.duties = [1.0] * whole + ([cores - whole] if cores > whole else [])
         self._children: list[Child] = []
@@ -74,6 +84,7 @@ class CpuHog(Started):
         try:
             for duty in self.duties:
                 argv = [sys.executable, "-c", _SPIN, str(duty), str(self.max_seconds), cpus]
+                argv.append(str(self.nice))
                 self._children.append(Child("cpu-hog", argv, Path(os.devnull), dict(os.environ)))
         except BaseException:
             self.stop()

@@ -30,6 +30,7 @@ _BUSY = textwrap.dedent(
     print(f"cpu={time.process_time()}", flush=True)
     """
 )
+_NICED_BUSY = "import os\nos.nice(19)\n" + _BUSY
 _SLEEPY = "import time\nprint('ready', flush=True)\ntime.sleep(30)"
 # A parent with a child and, through sh, a grandchild; one more child per line on stdin.
 _PARENT = textwrap.dedent(
@@ -208,6 +209,7 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
         "cpu_throttled_s",
         "cpu_wait_cores",
         "lock_waits",
+        "cpu_nice_cores",
         "cpu_pressure",
         "memory_pressure",
         "io_pressure",
@@ -318,3 +320,20 @@ def test_a_failing_block_keeps_its_own_error_over_the_samplers(
     with pytest.raises(KeyError, match="the block's"), ResourceSampler({}, interval_s=0.1) as s:
         _failing_after_first_sample(s, monkeypatch)
         raise KeyError("the block's")
+
+
+def test_a_busy_loop_at_low_priority_shows_as_niced_cpu(started: Started) -> None:
+    with ResourceSampler({}, interval_s=0.2) as sampler:
+        niced = started(_NICED_BUSY)
+        niced.wait(timeout=10)
+        plain = started(_BUSY)
+        plain.wait(timeout=10)
+    host = of(sampler.rows(), "host")
+    assert len(host) >= 10
+    niced_s = sum(
+        (row["cpu_nice_cores"] or 0.0) * (row["ts"] - prev["ts"])
+        for prev, row in itertools.pairwise(host)
+    )
+    # 1.5 s of a niced loop, then 1.5 s of a loop at normal priority: only the first counts.
+    assert 1.0 <= niced_s <= 1.8, niced_s
+    assert max(row["cpu_nice_cores"] or 0.0 for row in host) <= 1.2

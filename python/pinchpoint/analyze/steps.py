@@ -258,6 +258,7 @@ def _pressure(frame: pl.DataFrame) -> dict:
 # processes' disk bytes and sockets).
 _MEANS = (
     "cpu_wait_cores",
+    "cpu_nice_cores",
     "disk_read_bytes_s",
     "disk_write_bytes_s",
     "disk_util",

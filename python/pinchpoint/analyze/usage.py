@@ -2,7 +2,9 @@
 compares to find the one that saturates at the knee.
 
 The host's CPU is split between the stack (the components' processes), the load generator
-and everything else (neighbours): a tier may use only what the others leave it. A process
+and everything else (neighbours): a tier may use only what the others leave it. What
+neighbours at low priority (a positive nice value) use is left out of the host's busy
+cores and counted as idle: they give a core up as soon as a tier wants it. A process
 group (a component with sampled processes, such as gunicorn with the app inside it) has
 its workers, its CPU and the time its threads waited for a core, its cgroup quota and the
 periods the kernel throttled it in.
@@ -13,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pinchpoint.analyze.context import Context, busy_of, callers_of, resource_of, workers_of
+from pinchpoint.analyze.thresholds import IDLE_CORE, NEIGHBOUR_SHARE
 
 HOST = "host"
 GENERATOR = "generator"
@@ -20,7 +23,8 @@ GENERATOR = "generator"
 
 @dataclass(frozen=True)
 class HostUse:
-    """The host's CPU at one step, in cores, and its other gauges (None: not measured)."""
+    """The host's CPU at one step, in cores, and its other gauges (None: not measured).
+    `busy` leaves out what neighbours at low priority used (`yielding`)."""
 
     cores: int
     busy: float | None
@@ -28,6 +32,14 @@ class HostUse:
     generator: float
     generator_wait: float | None
     cpu_pressure: float | None
+    yielding: float = 0.0
+
+    @property
+    def yielded_cores(self) -> bool:
+        """Whether neighbours at low priority held a good share of the cores while the
+        rest of the host left some idle: a tier's thread that waited for a core then
+        waited for one of theirs to be handed over, not for a free one."""
+        return self.yielding > NEIGHBOUR_SHARE * self.cores and self.idle >= IDLE_CORE
 
     @property
     def neighbours(self) -> float:
@@ -66,6 +78,8 @@ class GroupUse:
     # Processes that serve requests (less a pre-fork master): each computes on one core at
     # most (an interpreter lock, an event loop).
     processes: int | None = None
+    # Its threads waited for cores that neighbours at low priority held (HostUse.yielded_cores).
+    handed_over: bool = False
 
     @property
     def pool(self) -> float | None:
@@ -74,8 +88,11 @@ class GroupUse:
 
     @property
     def demand(self) -> float | None:
-        """The cores its threads wanted: what they used plus what they waited for."""
-        return None if self.cpu is None else self.cpu + (self.cpu_wait or 0.0)
+        """The cores its threads wanted: what they used plus what they waited for, unless
+        the cores they waited for were low-priority neighbours' to hand over."""
+        if self.cpu is None:
+            return None
+        return self.cpu + (0.0 if self.handed_over else (self.cpu_wait or 0.0))
 
     @property
     def demand_per_worker(self) -> float | None:
@@ -96,15 +113,22 @@ def sampled(step: dict) -> list[str]:
 def host_use(step: dict, ctx: Context) -> HostUse:
     resources = step.get("resources", {})
     stack = sum(float(resources[n].get("cpu_cores") or 0.0) for n in sampled(step))
-    generator = resources.get(GENERATOR, {})
-    busy = resources.get(HOST, {}).get("cpu_cores")
+    generator = float(resources.get(GENERATOR, {}).get("cpu_cores") or 0.0)
+    busy = resource_of(step, HOST, "cpu_cores")
+    # Niced CPU beyond the neighbours' is the stack's or the generator's own.
+    outside = max(0.0, (busy or 0.0) - stack - generator)
+    yielding = min(resource_of(step, HOST, "cpu_nice_cores") or 0.0, outside)
+    pressure = resource_of(step, HOST, "cpu_pressure")
+    if yielding > NEIGHBOUR_SHARE * ctx.cpu_count:
+        pressure = None  # their own waits for the cores they gave up are in it
     return HostUse(
         cores=ctx.cpu_count,
-        busy=float(busy) if busy is not None else None,
+        busy=None if busy is None else busy - yielding,
         stack=stack,
-        generator=float(generator.get("cpu_cores") or 0.0),
+        generator=generator,
         generator_wait=resource_of(step, GENERATOR, "cpu_wait_cores"),
-        cpu_pressure=resource_of(step, HOST, "cpu_pressure"),
+        cpu_pressure=pressure,
+        yielding=yielding,
     )
 
 
@@ -134,6 +158,7 @@ def group_use(group: str, step: dict, ctx: Context) -> GroupUse:
         throttled=resource_of(step, group, "cpu_throttled_share"),
         lock_waits=resource_of(step, group, "lock_waits"),
         processes=serving_processes(resource_of(step, group, "processes")),
+        handed_over=host_use(step, ctx).yielded_cores,
     )
 
 

@@ -58,6 +58,8 @@ RESOURCES_SCHEMA = pa.schema(
         ("cpu_wait_cores", pa.float64()),
         # Processes whose title says they wait for a lock (PostgreSQL backends: "... waiting").
         ("lock_waits", pa.int32()),
+        # Host rows only: the CPU of tasks at a positive nice value (low priority), in cores.
+        ("cpu_nice_cores", pa.float64()),
         # Host rows only: the share of the interval in which some task waited for a CPU,
         # for memory and for I/O (pressure stall information), and the runnable tasks.
         ("cpu_pressure", pa.float64()),

@@ -35,13 +35,13 @@ def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
     queued for a core more than they did at the lightest step."""
     after = from_onset(steps, onset)
     busy = max((host_use(s, ctx).busy or 0.0 for s in after), default=0.0)
-    return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after)
+    return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after, ctx)
 
 
 def cpu_contended(steps: list[dict], onset: dict, ctx: Context) -> bool:
     """The host's CPU is full from the onset, or its tasks waited for a core
     CPU_PRESSURE_RISE more of the time than at the lightest step, however little."""
-    pressure = _pressure(steps[0], from_onset(steps, onset))
+    pressure = _pressure(steps[0], from_onset(steps, onset), ctx)
     return host_saturated(steps, onset, ctx) or (
         pressure is not None and pressure[1] - pressure[0] >= CPU_PRESSURE_RISE
     )
@@ -172,8 +172,13 @@ def cpu_lines(
         f"stack {host.stack:.2f}, the generator {host.generator:.2f}, other processes "
         f"{host.neighbours:.2f}"
     ]
-    at_base = resource_of(steps[0], "host", "cpu_pressure")
-    pressure = resource_of(top, "host", "cpu_pressure")
+    if host.yielding >= 0.05:
+        lines.append(
+            f"processes at low priority (nice) used {host.yielding:.2f} more cores at "
+            f"{load_text(top)}, counted as idle: they hand a core over to the stack at once"
+        )
+    at_base = host_use(steps[0], ctx).cpu_pressure
+    pressure = host.cpu_pressure
     if at_base is not None and pressure is not None:
         lines.append(
             f"some task waited for a CPU {100 * pressure:.0f}% of the time at {load_text(top)} "
@@ -190,16 +195,16 @@ def _by_use(used: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(used.items(), key=lambda kv: kv[1], reverse=True)
 
 
-def _pressure(base: dict, after: list[dict]) -> tuple[float, float] | None:
+def _pressure(base: dict, after: list[dict], ctx: Context) -> tuple[float, float] | None:
     """The share of the time tasks waited for a core (PSI "some") at the base step, and its
-    peak over `after`; None where it was not measured."""
-    at_base = resource_of(base, "host", "cpu_pressure")
-    measured = [p for s in after if (p := resource_of(s, "host", "cpu_pressure")) is not None]
+    peak over `after`; None where it was not measured (or low-priority tasks' waits fill it)."""
+    at_base = host_use(base, ctx).cpu_pressure
+    measured = [p for s in after if (p := host_use(s, ctx).cpu_pressure) is not None]
     return None if at_base is None or not measured else (at_base, max(measured))
 
 
-def _pressed(base: dict, after: list[dict]) -> bool:
-    pressure = _pressure(base, after)
+def _pressed(base: dict, after: list[dict], ctx: Context) -> bool:
+    pressure = _pressure(base, after, ctx)
     if pressure is None:
         return False
     at_base, peak = pressure
@@ -213,6 +218,7 @@ HOST_CPU = Cause(
     reads=(
         "host.cpu_cores",
         "host.cpu_pressure",
+        "host.cpu_nice_cores",
         "resources.cpu_cores",
         "resources.cpu_wait_cores",
     ),

@@ -194,6 +194,8 @@ def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> li
         )
     if use.cpu is not None and use.busy > 0:
         wait = f" and waited for {use.cpu_wait:.2f} more" if use.cpu_wait else ""
+        if use.cpu_wait and use.handed_over:
+            wait += " (for cores that processes at low priority held, not counted)"
         lines.append(
             f"{use.component}'s processes used {use.cpu:.2f} cores{wait}: "
             f"{use.demand_per_worker or 0.0:.2f} cores wanted per busy worker"

@@ -11,6 +11,9 @@ network.
   over it), and the link nearest its ceiling, in any network namespace, with its shaper's
   queue (`net_util`, `net_link`, `net_qdisc_*`: see links.py).
 - Memory: `rss_bytes` is used memory, `memory_limit_bytes` the physical memory.
+- CPU at low priority: `cpu_nice_cores` is the CPU of tasks at a positive nice value (the
+  kernel's `nice` time). A process at normal priority takes a core from them as soon as it
+  wants one, so what they use is CPU the stack could have had.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class HostReader:
     ) -> None:
         self._cpus = psutil.cpu_count() or 1
         self._busy_s: float | None = None
+        self._nice_s: float | None = None
         self._proc = proc
         self._sys_block = sys_block
         self._stalls: dict[str, float] = {}
@@ -67,11 +71,16 @@ class HostReader:
         the other host columns (rates over the time since the previous read)."""
         now = time.monotonic()
         elapsed, self._at = now - self._at, now
-        busy_s = _host_busy_seconds()
+        times = psutil.cpu_times()
+        busy_s, nice_s = _host_busy_seconds(times), _nice_seconds(times)
         used_s = 0.0 if self._busy_s is None else max(0.0, busy_s - self._busy_s)
-        self._busy_s = busy_s
+        nice = None
+        if self._nice_s is not None and elapsed > 0:
+            nice = max(0.0, nice_s - self._nice_s) / elapsed
+        self._busy_s, self._nice_s = busy_s, nice_s
         memory = psutil.virtual_memory()
         extra: dict[str, Any] = {
+            "cpu_nice_cores": nice,
             "run_queue": _run_queue(self._proc / "stat"),
             "memory_limit_bytes": memory.total,
         }
@@ -184,9 +193,13 @@ def _run_queue(path: Path) -> int | None:
     return None
 
 
-def _host_busy_seconds() -> float:
-    times = psutil.cpu_times()
+def _host_busy_seconds(times: Any) -> float:
     # On Linux guest time is already counted in user and nice.
     counted_twice = getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
     idle = times.idle + getattr(times, "iowait", 0.0)
     return sum(times) - counted_twice - idle
+
+
+def _nice_seconds(times: Any) -> float:
+    """CPU seconds of tasks at a positive nice value (a niced guest's counted once)."""
+    return float(getattr(times, "nice", 0.0)) - float(getattr(times, "guest_nice", 0.0))
