@@ -6,7 +6,7 @@ TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
-.PHONY: demo test check static parallel-tests setup system-deps system-deps-test build lint clean
+.PHONY: demo test check static parallel-tests timed-tests setup system-deps system-deps-test build lint clean
 
 demo: system-deps build
 	$(PY) -m pinchpoint demo
@@ -17,20 +17,29 @@ test: system-deps-test build
 	@start=$$(date +%s); $(MAKE) --no-print-directory check; status=$$?; \
 	echo "make test: the tests took $$(( $$(date +%s) - start )) s, setup excluded"; exit $$status
 
-# The static checks share the parallel tests' time (those tests do not measure time, and
-# leave part of the cores idle); the tests that do measure run alone after both.
+# Three lanes, then one test at a time. The tests marked `timed` (and the engine's) time
+# stacks that wait more than they compute: they run one at a time beside the static checks
+# and the parallel tests, which take only the CPU they leave (SCHED_IDLE: a waking timed
+# test preempts them at once; at nice 19, so that the verdicts of the timed runs see them
+# as neighbours at low priority). The `serial` ones load the host's cores or compare CPU,
+# and run alone after all three.
+IDLE := nice -n 19 chrt --idle 0
+
 check:
-	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
-	$(MAKE) --no-print-directory -j2 --output-sync=target static parallel-tests
+	$(MAKE) --no-print-directory -j3 --output-sync=target static parallel-tests timed-tests
 	$(PY) -m pytest -m serial --durations=25 -p no:cacheprovider
 
 static:
-	$(VENV)/bin/ruff check python tests
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
-	$(VENV)/bin/mypy
+	$(IDLE) $(VENV)/bin/ruff check python tests
+	NO_MKDOCS_2_WARNING=1 $(IDLE) $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+	$(IDLE) $(VENV)/bin/mypy
 
 parallel-tests:
-	$(PY) -m pytest -n 4 --dist loadfile -m "not serial" --durations=25 -p no:cacheprovider
+	$(IDLE) $(PY) -m pytest -n 4 --dist loadfile -m "not serial and not timed" --durations=25 -p no:cacheprovider
+
+timed-tests:
+	env -u MAKEFLAGS cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
+	$(PY) -m pytest -m timed --durations=25 -p no:cacheprovider
 
 setup: system-deps build
 

@@ -14,8 +14,8 @@ from pinchpoint.analyze.endpoints import describe
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = pytest.mark.timed
 
 
 def closed_loop(users: list[int], workers: int | None, service_ms: float) -> list[dict]:

@@ -111,7 +111,7 @@ def test_an_abort_that_cannot_be_watched_is_refused_with_its_line(table: str, sa
     assert said in str(refused.value)
 
 
-@pytest.mark.serial  # judges latencies: alone, after the parallel part of the suite
+@pytest.mark.timed  # judges latencies: one at a time, beside the parallel part
 def test_a_run_whose_p99_breaks_stops_keeps_every_record_and_exits_4(tmp_path: Path) -> None:
     try:
         find_nginx()

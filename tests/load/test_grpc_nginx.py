@@ -21,7 +21,7 @@ from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 from pinchpoint_lab.needs import nginx_missing
 
-pytestmark = [pytest.mark.skipif(bool(nginx_missing()), reason=nginx_missing()), pytest.mark.serial]
+pytestmark = [pytest.mark.skipif(bool(nginx_missing()), reason=nginx_missing()), pytest.mark.timed]
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,8 @@ from pinchpoint.plan.model import parse_plan
 from pinchpoint.report.load_summary import render_summary
 from pinchpoint_lab.serving import serving
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = [pytest.mark.serial, pytest.mark.timeout(90)]
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = [pytest.mark.timed, pytest.mark.timeout(90)]
 
 
 def load(*args: str) -> subprocess.CompletedProcess[str]:

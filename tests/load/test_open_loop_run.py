@@ -13,8 +13,8 @@ from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.logformats.tag import find_tag, parse_header
 from pinchpoint.plan.model import parse_plan
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = [pytest.mark.serial, pytest.mark.timeout(60)]
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = [pytest.mark.timed, pytest.mark.timeout(60)]
 
 
 def open_plan(port: int, phases: str, extra: str = "") -> str:

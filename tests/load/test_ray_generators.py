@@ -43,8 +43,8 @@ try:
 except NginxNotFound as e:
     pytest.skip(str(e), allow_module_level=True)
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = pytest.mark.timed
 
 STORE = 100 * 1024 * 1024
 SHIFT = 40

@@ -223,7 +223,7 @@ def _run_serving(folder: Path, target: int, port: int) -> Iterator[subprocess.Po
 
 @pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt: chromium)")
 @pytest.mark.timeout(180)
-@pytest.mark.serial  # judges the seconds between updates: alone, after the parallel part
+@pytest.mark.timed  # judges the seconds between updates: one at a time
 def test_chromium_follows_a_real_run_each_second_and_ends_on_its_report(tmp_path: Path) -> None:
     port = free_port()
     seen: list[tuple[float, int, str]] = []  # (page's clock, updates, stage)

@@ -382,7 +382,7 @@ def _last(scraped: Scraped, promql: str) -> float:
     return float(sample["value"][1])
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 @pytest.mark.timeout(240)
 def test_prometheus_totals_are_the_run_s_records(scraped: Scraped) -> None:
     requests = pl.read_parquet(scraped.run_dir / files.REQUESTS)
@@ -409,7 +409,7 @@ def test_prometheus_totals_are_the_run_s_records(scraped: Scraped) -> None:
     assert _last(scraped, f"max_over_time(pinchpoint_send_lag_seconds{{{run}}}[1m])") == 0
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 @pytest.mark.timeout(240)
 def test_prometheus_totals_per_named_request_are_the_run_s_records(scraped: Scraped) -> None:
     requests = pl.read_parquet(scraped.run_dir / files.REQUESTS)
@@ -434,7 +434,7 @@ def test_prometheus_totals_per_named_request_are_the_run_s_records(scraped: Scra
     assert set(names) == {"GET /fast", "GET /slow", "GET /fail"}
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 @pytest.mark.timeout(240)
 def test_prometheus_p99_per_step_is_the_hdr_p99_within_its_bucket(scraped: Scraped) -> None:
     run = f'run_id="{scraped.run_id}"'
@@ -450,7 +450,7 @@ def test_prometheus_p99_per_step_is_the_hdr_p99_within_its_bucket(scraped: Scrap
     _p99_within_buckets(scraped, scraped.run_id, by_step)
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 @pytest.mark.timeout(240)
 def test_prometheus_p99_of_known_windows_is_their_hdr_p99_within_its_bucket(
     scraped: Scraped,
@@ -497,7 +497,7 @@ def test_the_dashboard_reads_prometheus_through_its_variables() -> None:
         assert panel["datasource"]["uid"] == "${datasource}"
 
 
-@pytest.mark.serial
+@pytest.mark.timed
 @pytest.mark.timeout(240)
 def test_the_dashboard_s_queries_return_the_run(scraped: Scraped) -> None:
     for expr in _dashboard_queries():
