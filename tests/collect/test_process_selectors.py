@@ -5,7 +5,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -119,18 +119,34 @@ def test_a_selector_that_finds_nothing_in_some_samples_says_how_many(tmp_path: P
     try:
         pid_file.write_text(f"{proc.pid}\n")
         with sampler:
-            time.sleep(0.35)
+            # Samples with the process, then samples without it, however slowly the host
+            # schedules the sampler's thread.
+            assert _until(lambda: _app_samples(sampler, found=True) >= 2)
             proc.kill()
             proc.wait(timeout=10)
-            time.sleep(0.25)
+            assert _until(lambda: _app_samples(sampler, found=False) >= 2)
     finally:
         proc.kill()
     [warning] = sampler.warnings().values()
-    found = sum(1 for row in sampler.rows() if row["component"] == "app" and row["processes"])
-    assert found >= 2
+    assert _app_samples(sampler, found=True) >= 2
     assert f"app: no process found for pid_file {pid_file} in " in warning
     assert f"pid {proc.pid} is not running" in warning
     assert " of " in warning and "any sample" not in warning
+
+
+def _app_samples(sampler: ResourceSampler, found: bool) -> int:
+    """The samples of `app` that found its process (or found none)."""
+    rows = [row for row in sampler.rows() if row["component"] == "app"]
+    return sum(1 for row in rows if bool(row["processes"]) == found)
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 class _Ok(BaseHTTPRequestHandler):

@@ -10,8 +10,8 @@ from diagnosis_helpers import finding, need_module, need_nginx, run_scenario
 from pinchpoint_lab import scenarios
 from pinchpoint_lab.postgres import find_postgres
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = pytest.mark.timed
 
 
 def test_hot_row_lock_waits_are_named(tmp_path: Path) -> None:

@@ -15,13 +15,18 @@ from pinchpoint_lab.matrix.draws import draw
 from pinchpoint_lab.matrix.run import run_one
 from pinchpoint_lab.matrix.spec import CLASSES, Spec
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
-
 SEED = 7
 STEP_S = 1.25
 # The neighbour changes the answer for these, or must not: a CPU hog on one core.
 NOISY = ("pool_wait", "pool_cpu", "host_cpu", "cpu_quota")
+# Stacks that wait (a sleeping pool, a row lock, a proxy's limit) rather than compute: their
+# quiet runs go with the timed tests, beside the parallel ones at low priority; the rest
+# load the host's cores and run alone.
+WAITING = ("pool_wait", "db_lock", "proxy_limit")
+
+
+def _lane(cls: str) -> pytest.MarkDecorator:
+    return pytest.mark.timed if cls in WAITING else pytest.mark.serial
 
 
 def _first(cls: str) -> Spec:
@@ -54,11 +59,12 @@ def _check(spec: Spec, tmp_path: Path, noisy: bool) -> None:
         assert outcome.neighbour_reported, [f["name"] for f in verdict["findings"]]
 
 
-@pytest.mark.parametrize("cls", CLASSES)
+@pytest.mark.parametrize("cls", [pytest.param(cls, marks=_lane(cls)) for cls in CLASSES])
 def test_matrix_scenario_verdict_is_its_truth(cls: str, tmp_path: Path) -> None:
     _check(_first(cls), tmp_path, noisy=False)
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("cls", NOISY)
 def test_matrix_scenario_verdict_holds_beside_a_cpu_neighbour(cls: str, tmp_path: Path) -> None:
     _check(_first(cls), tmp_path, noisy=True)

@@ -10,8 +10,8 @@ from diagnosis_helpers import finding, need_nginx, run_scenario
 from pinchpoint_lab import scenarios
 from pinchpoint_lab.uwsgi import find_uwsgi
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = pytest.mark.timed
 
 
 def test_two_uwsgi_processes_are_the_bottleneck(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ url = "http://127.0.0.1:{port}"
 [load]
 locustfile = "lf.py"
 users = 1
-duration = "6s"
+duration = "12s"
 warmup = "0s"
 timeout = "1s"
 """
@@ -105,8 +105,8 @@ def test_a_task_that_spins_exits_or_kills_its_process_ends_the_run_with_its_reco
     else:
         # What the process had flushed (twice a second) is kept, nothing invented.
         assert requests.height <= 30
-    # The step ended when the task broke the run, not at its 6 s.
+    # The step ended when the task broke the run (about 3 s in), not at its 12 s.
     [step] = run["steps"]
-    assert step["end"] - step["start"] < 5.0
+    assert step["end"] - step["start"] < 9.0
     analyzed = _cli(["analyze", str(folder)], tmp_path)
     assert analyzed.returncode == 0, analyzed.stderr
