@@ -50,6 +50,7 @@ def samples() -> pl.DataFrame:
                 "net_tx_bytes_s": [1e6, 2e6, 3e6, 0.0][i],
                 "net_loopback_bytes_s": 7e6,
                 "net_util": None,
+                "cpu_nice_cores": [0.2, 0.4, 0.6, 1.9][i],
                 "memory_limit_bytes": 2**34,
             }
         )
@@ -72,6 +73,7 @@ def test_step_means_peaks_and_limits() -> None:
     assert host["net_tx_bytes_s"] == pytest.approx(2e6)
     assert host["net_loopback_bytes_s"] == pytest.approx(7e6)
     assert host["memory_limit_bytes"] == 2**34
+    assert host["cpu_nice_cores"] == pytest.approx(0.4)
     assert "net_util" not in host  # no interface reported a speed
     assert "listen_backlog" not in host
 
