@@ -39,7 +39,12 @@ def test_the_client_gets_rows_counts_and_resources(tmp_path: Path) -> None:
         log.write_text(
             log.read_text() + "".join(probe_line("cl-1", 4, n) for n in range(1, 6)) + "garbage\n"
         )
-        time.sleep(0.35)
+        # Two samples of the agent's own (three rows each) before the stop, however late
+        # its sampling thread runs; the stop takes one more.
+        sampled = server.runs.get("cl-1").collector
+        deadline = time.monotonic() + 10
+        while sampled.resources().num_rows < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
         remote.stop()
         table = remote.resources()
         got: list[TierRow] = []

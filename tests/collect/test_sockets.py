@@ -8,9 +8,10 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
@@ -108,6 +109,25 @@ def connect(port: int, count: int) -> list[socket.socket]:
     return clients
 
 
+def _accepted(pid: int) -> int:
+    """The connections the process has accepted and holds."""
+    return sum(
+        conn.status == psutil.CONN_ESTABLISHED
+        for conn in psutil.Process(pid).net_connections(kind="tcp")
+    )
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _server_rows(rows: list[dict]) -> list[dict]:
+    return [row for row in rows if row["component"] == "server"]
+
+
 def sample(targets: dict[str, ProcessSelector], seconds: float = 0.45) -> list[dict]:
     with ResourceSampler(targets, interval_s=0.1) as sampler:
         time.sleep(seconds)
@@ -164,20 +184,20 @@ def test_accepted_connections_are_counted_and_the_backlog_drains(spawn: Spawned)
     server, port = spawn(_HOLDING)
     client, line = spawn(_CLIENT, port, "7")
     assert line == "connected"
-    time.sleep(0.2)
+    _until(lambda: _accepted(server.pid) == 7)  # however late the server runs
     targets = {
         "server": ProcessSelector(pids=(server.pid,)),
         "client": ProcessSelector(pids=(client.pid,)),
     }
     with ResourceSampler(targets, interval_s=0.1) as sampler:
-        time.sleep(0.35)
+        _until(lambda: _server_rows(sampler.rows()))  # however late its thread runs
         more, line = spawn(_CLIENT, port, "4")
         assert line == "connected"
-        time.sleep(0.35)
+        _until(lambda: any(row["connections"] == 11 for row in _server_rows(sampler.rows())))
         more.kill()
         more.wait(timeout=10)
         time.sleep(0.35)
-    server_rows = [row for row in sampler.rows() if row["component"] == "server"]
+    server_rows = _server_rows(sampler.rows())
     assert server_rows[0]["connections"] == 7
     assert max(row["connections"] for row in server_rows) == 11
     # It accepts at once: nothing waits once the connections are in (in between, a sample

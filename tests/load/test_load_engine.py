@@ -78,11 +78,14 @@ def test_run_steps_writes_the_documented_requests_parquet(tmp_path: Path) -> Non
 
 def test_stopped_run_keeps_what_it_measured(tmp_path: Path) -> None:
     with http_server() as (port, _seen):
-        plan = make_plan(port, lower=2, upper=2, duration="30s", think_time="10ms")
+        plan = make_plan(port, lower=2, upper=2, duration="60s", think_time="10ms")
         stream = tmp_path / "requests.arrows"
         run = _engine.start(engine_config(plan, "pytest-stop", stream))
         time.sleep(1.0)
-        live = run.snapshot()
+        deadline = time.monotonic() + 10  # however late the engine's threads run
+        while (live := run.snapshot())["users"] < 2 or live["requests"] == 0:
+            assert time.monotonic() < deadline, live
+            time.sleep(0.05)
         run.stop()
         stopped_at = time.monotonic()
         summary = wait_for(run, limit_s=10)
@@ -90,7 +93,7 @@ def test_stopped_run_keeps_what_it_measured(tmp_path: Path) -> None:
 
     assert live["requests"] > 0 and live["users"] == 2
     assert summary["interrupted"] is True
-    assert stop_took < 3.0, f"the run took {stop_took:.1f} s to stop"
+    assert stop_took < 6.0, f"the run took {stop_took:.1f} s to stop"  # not its 60 s
     assert len(summary["windows"]) == 1
     parquet = tmp_path / "requests.parquet"
     rows = _engine.records_to_parquet(str(stream), str(parquet))
@@ -130,7 +133,7 @@ def test_recover_records_of_a_stream_cut_short(tmp_path: Path) -> None:
 
 
 def test_wait_releases_the_gil(tmp_path: Path) -> None:
-    plan = make_plan(dead_port(), lower=1, upper=1, duration="5s")
+    plan = make_plan(dead_port(), lower=1, upper=1, duration="30s")
     run = _engine.start(engine_config(plan, "pytest-gil", tmp_path / "requests.arrows"))
     count = 0
     done = threading.Event()
@@ -144,17 +147,21 @@ def test_wait_releases_the_gil(tmp_path: Path) -> None:
     thread.start()
     try:
         time.sleep(0.1)
-        before = count
-        t0 = time.monotonic()
-        assert run.wait(1.0) is None, "the 5 s run is still going"
-        waited = time.monotonic() - t0
-        progress = count - before
+        # A second of wait at a time; a few tries, as this process may be paused for one.
+        for _ in range(5):
+            before = count
+            t0 = time.monotonic()
+            assert run.wait(1.0) is None, "the 30 s run is still going"
+            waited = time.monotonic() - t0
+            progress = count - before
+            assert waited >= 0.9
+            if progress > 1_000_000:
+                break
     finally:
         done.set()
         thread.join()
         run.stop()
         wait_for(run, limit_s=10)
-    assert waited >= 0.9
     # Measured: ~12M steps while wait releases the GIL; a call holding it lets through
     # under 0.1M (only around its edges).
     assert progress > 1_000_000, f"the counting thread made {progress} steps during wait(1.0)"
