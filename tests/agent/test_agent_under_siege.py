@@ -9,6 +9,7 @@ import shutil
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -36,6 +37,21 @@ def wait_for_fds(pid: int, at_least: int, timeout_s: float = 30.0) -> int:
     return fds
 
 
+def _until(condition: Callable[[], object], seconds: float = 10.0) -> bool:
+    """Polls `condition` until it holds or `seconds` have passed; whether it held."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _fast(answers: list[tuple[float, int]]) -> bool:
+    latencies = sorted(seconds for seconds, _ in answers)
+    return latencies[len(latencies) // 2] < 0.1 and latencies[-1] < 1.0
+
+
 def read_to_end(sock: socket.socket) -> bytes:
     data = b""
     try:
@@ -58,21 +74,30 @@ def test_a_real_request_is_answered_among_3000_idle_and_500_half_sent_connection
     try:
         with siege(agent.url, IDLE, HALF_SENT) as held:
             assert wait_for_fds(agent.proc.pid, IDLE + HALF_SENT) >= IDLE + HALF_SENT
-            answers = [timed_get(agent.url, "/v1/components", TOKEN) for _ in range(20)]
+            # A pause of this machine can slow one batch; an agent that makes a request wait
+            # behind the siege (10 s and more) fails every batch.
+            batches: list[list[tuple[float, int]]] = []
+            while len(batches) < 3 and not (batches and _fast(batches[-1])):
+                batches.append([timed_get(agent.url, "/v1/components", TOKEN) for _ in range(20)])
+            answers = batches[-1]
             threads = psutil.Process(agent.proc.pid).num_threads()
             assert held.closed_by_agent(held.idle) == 0
             assert held.closed_by_agent(held.half_sent) == 0
-        time.sleep(0.5)  # every siege connection reset
+        # every siege connection reset (not asserted: only the request after is)
+        _until(lambda: psutil.Process(agent.proc.pid).num_fds() < HALF_SENT)
         after = timed_get(agent.url, "/v1/components", TOKEN)
     finally:
         agent.kill(15)
-    assert [status for _, status in [*answers, after]] == [200] * 21
+    statuses = [status for batch in batches for _, status in batch] + [after[1]]
+    assert statuses == [200] * (20 * len(batches) + 1)
     latencies = sorted(seconds for seconds, _ in answers)
     assert latencies[len(latencies) // 2] < 0.1, latencies  # the bench has precise figures
     assert latencies[-1] < 1.0, latencies
     assert threads < 30  # a fixed pool: 3,500 connections made 3,503 threads before
     lines = err.read_text().splitlines()
-    assert len(lines) == 21 and all(ACCESS_LINE.fullmatch(line) for line in lines), lines
+    assert len(lines) == 20 * len(batches) + 1 and all(
+        ACCESS_LINE.fullmatch(line) for line in lines
+    ), lines
 
 
 def test_a_request_trickling_in_is_closed_at_its_deadline_an_idle_one_is_kept(
@@ -103,9 +128,15 @@ def test_over_the_cap_the_connection_idle_the_longest_makes_room(
 ) -> None:
     text = config_text(components(tmp_path), max_connections=16)
     with agent_thread(text) as server, siege(server.url, idle=16, half_sent=0) as held:
-        time.sleep(0.2)
-        seconds, status = timed_get(server.url, "/v1/components", TOKEN)
-        assert status == 200 and seconds < 1.0
+        assert _until(lambda: server.open_connections() == 16)  # all 16 accepted
+        for _ in range(3):  # a pause of this process can slow one; a stuck request is 10 s+
+            seconds, status = timed_get(server.url, "/v1/components", TOKEN)
+            assert status == 200
+            if seconds < 1.0:
+                break
+            # Its connection closed, so that the next one makes room without closing idle[1].
+            assert _until(lambda: server.open_connections() < 16)
+        assert seconds < 1.0
         assert held.closed_by_agent(held.idle[:1]) == 1  # the first, idle the longest
         assert held.closed_by_agent(held.idle[2:]) == 0
     assert "Traceback" not in capfd.readouterr().err
@@ -124,8 +155,16 @@ def test_tls_handshakes_that_never_finish_do_not_hold_up_a_real_one(
         with siege(server.url, idle=200, half_sent=0) as held:
             for sock in held.idle[:100]:
                 sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # half a hello
-            time.sleep(0.2)
-            answers = [timed_get(server.url, "/v1/components", TOKEN, context) for _ in range(5)]
+            assert _until(lambda: server.open_connections() >= 200)  # all accepted
+            # A pause of this process can slow one batch; a request held behind the unfinished
+            # handshakes (10 s and more) slows every batch.
+            for _ in range(3):
+                answers = [
+                    timed_get(server.url, "/v1/components", TOKEN, context) for _ in range(5)
+                ]
+                assert [status for _, status in answers] == [200] * 5
+                if max(seconds for seconds, _ in answers) < 1.0:
+                    break
             assert held.closed_by_agent(held.idle) == 0
         with socket.create_connection(server.server_address[:2], timeout=5) as plain:
             plain.sendall(b"GET /v1/components HTTP/1.1\r\n\r\n")  # not TLS: closed

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
@@ -132,16 +133,26 @@ def test_other_programs_have_no_pool() -> None:
     assert pool_of(ServerProcess(1, ["/usr/lib/postgresql/15/bin/postgres", "-D", "x"]), 2) is None
 
 
-def _sampled(pid_file: Path) -> dict:
+def _sampled(pid_file: Path, workers: int) -> dict:
     deadline = time.monotonic() + 20
     while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(1.0)  # the workers forked
+    deadline = time.monotonic() + 20
+    while _children(pid_file) < workers and time.monotonic() < deadline:
+        time.sleep(0.1)  # the workers forked
     with ResourceSampler({"server": ProcessSelector(pid_file=pid_file)}, interval_s=0.2) as sampler:
         time.sleep(0.5)
     rows = [r for r in sampler.rows() if r["component"] == "server"]
     assert rows
     return rows[-1]
+
+
+def _children(pid_file: Path) -> int:
+    """The processes forked by the one whose pid the file holds (0 while it holds none)."""
+    try:
+        return len(psutil.Process(int(pid_file.read_text())).children())
+    except (ValueError, OSError, psutil.Error):
+        return 0
 
 
 def test_a_running_gunicorn_is_read_from_its_config_file(tmp_path: Path) -> None:
@@ -162,7 +173,7 @@ def test_a_running_gunicorn_is_read_from_its_config_file(tmp_path: Path) -> None
         argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        row = _sampled(tmp_path / "g.pid")
+        row = _sampled(tmp_path / "g.pid", workers=2)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -181,7 +192,7 @@ def test_a_running_uwsgi_is_read_from_its_ini_file(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        row = _sampled(tmp_path / "u.pid")
+        row = _sampled(tmp_path / "u.pid", workers=3)
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pinchpoint.collect.logs.reader import collect_component, mark
+from pinchpoint.collect.logs.reader import FileCounts, Position, TierRow, collect_component, mark
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.demo.app import create_app
 from pinchpoint.demo.database import sql_comment
@@ -81,6 +82,20 @@ def test_proxy_options_are_checked() -> None:
         ProxyOptions(limit_conn=0)
 
 
+def _collected(
+    log: Path, run_id: str, position: Position, done: Callable[[list[TierRow]], bool]
+) -> tuple[list[TierRow], FileCounts]:
+    """The run's rows in PostgreSQL's log, read again until `done` holds of them (its
+    logging collector writes a moment after the statement) or 10 s have passed."""
+    parser = get_parser("postgresql", LOG_PREFIX)
+    deadline = time.monotonic() + 10
+    while True:
+        rows, counts = collect_component("postgres", log, parser, run_id, position)
+        if done(rows) or time.monotonic() > deadline:
+            return rows, counts
+        time.sleep(0.05)
+
+
 def _needs_postgres() -> None:
     if find_postgres() is None:
         pytest.skip("PostgreSQL is not installed (apt: postgresql)")
@@ -99,9 +114,7 @@ def test_a_scan_counts_its_rows_in_postgres_which_logs_its_time_with_the_tag(
         small = client.get("/api/scan?rows=1000&pp_run=r2&pp_users=1&pp_req=1").get_json()
         large = client.get("/api/scan?rows=400000&pp_run=r2&pp_users=1&pp_req=2").get_json()
         rows = rows_for(pg.dsn, 5.0)
-        time.sleep(0.5)
-        parser = get_parser("postgresql", LOG_PREFIX)
-        logged, _ = collect_component("postgres", pg.log, parser, "r2", position)
+        logged, _ = _collected(pg.log, "r2", position, lambda r: {x.req_id for x in r} >= {1, 2})
     # A tenth of the values fall in the band the scan counts.
     assert small == {"rows": 1000, "matched": 100}
     assert large == {"rows": 400000, "matched": 40000}
@@ -123,9 +136,10 @@ def test_hot_row_statements_carry_the_tag_into_postgres_log(tmp_path: Path) -> N
         for req in (1, 2):
             answer = client.post(f"/api/hot?hold=1&pp_run=r1&pp_users=2&pp_req={req}")
             assert answer.get_json() == {"n": req}
-        time.sleep(0.5)  # the logging collector writes a moment later
-        parser = get_parser("postgresql", LOG_PREFIX)
-        rows, counts = collect_component("postgres", pg.log, parser, "r1", position)
+        # BEGIN, UPDATE and COMMIT of each request, written by the logging collector
+        rows, counts = _collected(
+            pg.log, "r1", position, lambda r: {x.req_id for x in r} >= {1, 2} and len(r) >= 6
+        )
         component = pg.component()
     assert not folder.exists()  # the cluster's folder is removed on exit
     assert sorted({row.req_id for row in rows}) == [1, 2]

@@ -48,8 +48,13 @@ BAD_QUERIES = [
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("query", "name", "problem"), BAD_QUERIES)
 def test_bad_parameter_gives_400_naming_it(kind: str, query: str, name: str, problem: str) -> None:
-    started = time.perf_counter()
-    result = probe_call(kind, query)
+    # A pause of this process can slow one try; a refusal after doing the work asked (a
+    # second and more: cpu=600&wait=600, wait=infinity) is slow every time.
+    for _ in range(3):
+        started = time.perf_counter()
+        result = probe_call(kind, query)
+        if (seconds := time.perf_counter() - started) < 0.5:
+            break
     assert result.status == 400
     assert result.text.startswith(f"bad parameter {name}: ")
     assert problem in result.text
@@ -57,7 +62,7 @@ def test_bad_parameter_gives_400_naming_it(kind: str, query: str, name: str, pro
         "text/plain"
     )
     # Refused before any work: well under the default 10 ms of CPU.
-    assert time.perf_counter() - started < 0.5
+    assert seconds < 0.5
 
 
 @pytest.mark.parametrize("kind", KINDS)

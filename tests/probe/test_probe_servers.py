@@ -177,14 +177,22 @@ def test_gunicorn_asgi_worker_round_trip(tmp_path: Path) -> None:
         def wait(req: int) -> int:
             return request(port, f"/sys_perf_check?cpu=0&wait=300&pp_run=r2&pp_req={req}")[0]
 
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            statuses = list(pool.map(wait, range(4)))
-        elapsed = time.perf_counter() - started
+        # A pause of this process can slow one try; four waits queued take 1.2 s every time.
+        tries = 0
+        while tries < 3:
+            tries += 1
+            started = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                statuses = list(pool.map(wait, range(4)))
+            elapsed = time.perf_counter() - started
+            assert statuses == [200] * 4
+            assert elapsed >= 0.3
+            if elapsed < 1.0:
+                break
 
     assert statuses == [200] * 4
     assert 0.3 <= elapsed < 1.0
     records = read_log(log)
-    assert [r["status"] for r in records] == [405, 200, 200, 200, 200]
+    assert [r["status"] for r in records] == [405] + [200] * (4 * tries)
     assert all(r["duration_s"] >= 0.3 for r in records[1:])
     assert records[0]["method"] == "POST"
