@@ -39,7 +39,7 @@ parallel-tests:
 	$(IDLE) $(PY) -m pytest -n 4 --dist loadfile -m "not serial and not timed" --durations=25 -p no:cacheprovider
 
 timed-tests:
-	env -u MAKEFLAGS cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
+	env -u MAKEFLAGS -u MFLAGS cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
 	$(PY) -m pytest -m timed --durations=25 -p no:cacheprovider
 
 setup: system-deps build

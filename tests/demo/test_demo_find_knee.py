@@ -13,8 +13,8 @@ import pytest
 
 from pinchpoint.plan.model import parse_plan
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = pytest.mark.timed
 
 LOWER, UPPER, SECONDS = 1, 16, 2.0
 # The step plan over the same range, one user at a time.

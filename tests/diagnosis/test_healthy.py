@@ -9,8 +9,8 @@ from diagnosis_helpers import need_nginx, run_scenario
 
 from pinchpoint_lab import scenarios
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# Times a stack that waits more than it computes: one at a time, beside the parallel part.
+pytestmark = pytest.mark.timed
 
 
 def test_enough_workers_and_light_work_name_no_bottleneck(tmp_path: Path) -> None:
