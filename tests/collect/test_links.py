@@ -26,8 +26,8 @@ needs_netns = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None,
     reason="needs root, ip and tc",
 )
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = [pytest.mark.serial, pytest.mark.timeout(90)]
+# Times shaped links: one at a time, beside the parallel part.
+pytestmark = [pytest.mark.timed, pytest.mark.timeout(90)]
 
 # Sends argv[3] bytes to the first connection, then exits.
 _SENDER = """

@@ -17,7 +17,7 @@ from pinchpoint.demo.errors import StackError
 from pinchpoint_lab.netns import ShapedLink
 
 pytestmark = [
-    pytest.mark.serial,  # measures time, rates or CPU: runs alone, after the parallel part
+    pytest.mark.timed,  # times a shaped link: one at a time, beside the parallel part
     pytest.mark.timeout(90),
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None,

@@ -20,10 +20,10 @@ STEP_S = 1.25
 # The neighbour changes the answer for these, or must not: a CPU hog on one core.
 NOISY = ("pool_wait", "pool_cpu", "host_cpu", "cpu_quota")
 # Stacks that wait (a sleeping pool, a row lock, a proxy's limit or queue, a journey's
-# serialized step) or stay light rather than compute: their quiet runs go with the timed
-# tests, beside the parallel ones at low priority; the rest load the host's cores and run
-# alone.
-WAITING = ("pool_wait", "db_lock", "proxy_limit", "proxy_queue", "journey", "healthy")
+# serialized step, a shaped link) or stay light rather than compute: their quiet runs go
+# with the timed tests, beside the parallel ones at low priority; the rest load the host's
+# cores and run alone.
+WAITING = ("pool_wait", "db_lock", "proxy_limit", "proxy_queue", "journey", "healthy", "bandwidth")
 
 
 def _lane(cls: str) -> pytest.MarkDecorator:
