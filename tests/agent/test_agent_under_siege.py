@@ -9,7 +9,6 @@ import shutil
 import socket
 import ssl
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -18,6 +17,7 @@ from agent_helpers import TOKEN, AgentProcess, agent_thread, config_text
 from siege import raise_fd_limit, siege, timed_get
 
 from pinchpoint.agent import connections
+from pinchpoint_lab.waits import until
 
 IDLE, HALF_SENT = 3000, 500
 ACCESS_LINE = re.compile(r'pinchpoint agent: 127\.0\.0\.1 "GET /v1/components HTTP/1\.1" 200')
@@ -35,16 +35,6 @@ def wait_for_fds(pid: int, at_least: int, timeout_s: float = 30.0) -> int:
     while (fds := process.num_fds()) < at_least and time.monotonic() < deadline:
         time.sleep(0.05)
     return fds
-
-
-def _until(condition: Callable[[], object], seconds: float = 10.0) -> bool:
-    """Polls `condition` until it holds or `seconds` have passed; whether it held."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def _fast(answers: list[tuple[float, int]]) -> bool:
@@ -84,7 +74,7 @@ def test_a_real_request_is_answered_among_3000_idle_and_500_half_sent_connection
             assert held.closed_by_agent(held.idle) == 0
             assert held.closed_by_agent(held.half_sent) == 0
         # every siege connection reset (not asserted: only the request after is)
-        _until(lambda: psutil.Process(agent.proc.pid).num_fds() < HALF_SENT)
+        until(lambda: psutil.Process(agent.proc.pid).num_fds() < HALF_SENT)
         after = timed_get(agent.url, "/v1/components", TOKEN)
     finally:
         agent.kill(15)
@@ -128,14 +118,14 @@ def test_over_the_cap_the_connection_idle_the_longest_makes_room(
 ) -> None:
     text = config_text(components(tmp_path), max_connections=16)
     with agent_thread(text) as server, siege(server.url, idle=16, half_sent=0) as held:
-        assert _until(lambda: server.open_connections() == 16)  # all 16 accepted
+        assert until(lambda: server.open_connections() == 16)  # all 16 accepted
         for _ in range(3):  # a pause of this process can slow one; a stuck request is 10 s+
             seconds, status = timed_get(server.url, "/v1/components", TOKEN)
             assert status == 200
             if seconds < 1.0:
                 break
             # Its connection closed, so that the next one makes room without closing idle[1].
-            assert _until(lambda: server.open_connections() < 16)
+            assert until(lambda: server.open_connections() < 16)
         assert seconds < 1.0
         assert held.closed_by_agent(held.idle[:1]) == 1  # the first, idle the longest
         assert held.closed_by_agent(held.idle[2:]) == 0
@@ -155,7 +145,7 @@ def test_tls_handshakes_that_never_finish_do_not_hold_up_a_real_one(
         with siege(server.url, idle=200, half_sent=0) as held:
             for sock in held.idle[:100]:
                 sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # half a hello
-            assert _until(lambda: server.open_connections() >= 200)  # all accepted
+            assert until(lambda: server.open_connections() >= 200)  # all accepted
             # A pause of this process can slow one batch; a request held behind the unfinished
             # handshakes (10 s and more) slows every batch.
             for _ in range(3):

@@ -5,7 +5,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +20,7 @@ from pinchpoint.collect.sources.local import LocalCollector
 from pinchpoint.demo.errors import StackError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint_lab.postgres import PostgresCluster
+from pinchpoint_lab.waits import until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -121,10 +122,10 @@ def test_a_selector_that_finds_nothing_in_some_samples_says_how_many(tmp_path: P
         with sampler:
             # Samples with the process, then samples without it, however slowly the host
             # schedules the sampler's thread.
-            assert _until(lambda: _app_samples(sampler, found=True) >= 2)
+            assert until(lambda: _app_samples(sampler, found=True) >= 2)
             proc.kill()
             proc.wait(timeout=10)
-            assert _until(lambda: _app_samples(sampler, found=False) >= 2)
+            assert until(lambda: _app_samples(sampler, found=False) >= 2)
     finally:
         proc.kill()
     [warning] = sampler.warnings().values()
@@ -138,15 +139,6 @@ def _app_samples(sampler: ResourceSampler, found: bool) -> int:
     """The samples of `app` that found its process (or found none)."""
     rows = [row for row in sampler.rows() if row["component"] == "app"]
     return sum(1 for row in rows if bool(row["processes"]) == found)
-
-
-def _until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 class _Ok(BaseHTTPRequestHandler):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -16,6 +16,7 @@ import pytest
 
 from pinchpoint.collect.resources.sampler import ProcessSelector, ResourceSampler
 from pinchpoint.collect.resources.sockets import Listener, SocketReader, proc_tcp_table
+from pinchpoint_lab.waits import until
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -117,13 +118,6 @@ def _accepted(pid: int) -> int:
     )
 
 
-def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def _server_rows(rows: list[dict]) -> list[dict]:
     return [row for row in rows if row["component"] == "server"]
 
@@ -184,16 +178,16 @@ def test_accepted_connections_are_counted_and_the_backlog_drains(spawn: Spawned)
     server, port = spawn(_HOLDING)
     client, line = spawn(_CLIENT, port, "7")
     assert line == "connected"
-    _until(lambda: _accepted(server.pid) == 7)  # however late the server runs
+    assert until(lambda: _accepted(server.pid) == 7)  # however late the server runs
     targets = {
         "server": ProcessSelector(pids=(server.pid,)),
         "client": ProcessSelector(pids=(client.pid,)),
     }
     with ResourceSampler(targets, interval_s=0.1) as sampler:
-        _until(lambda: _server_rows(sampler.rows()))  # however late its thread runs
+        assert until(lambda: _server_rows(sampler.rows()))  # however late its thread runs
         more, line = spawn(_CLIENT, port, "4")
         assert line == "connected"
-        _until(lambda: any(row["connections"] == 11 for row in _server_rows(sampler.rows())))
+        assert until(lambda: any(row["connections"] == 11 for row in _server_rows(sampler.rows())))
         more.kill()
         more.wait(timeout=10)
         time.sleep(0.35)

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pytest
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.logformats.nginx import NGINX_FORMAT
 from pinchpoint_lab.ports import end, free_port
+from pinchpoint_lab.waits import until
 
 
 def nginx_or_skip() -> Path:
@@ -29,11 +29,8 @@ def nginx_or_skip() -> Path:
 
 
 def wait_until(check: Callable[[], bool], limit_s: float, what: str) -> None:
-    deadline = time.monotonic() + limit_s
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {limit_s:g} s")
-        time.sleep(0.05)
+    if not until(check, limit_s, every=0.05):
+        pytest.fail(f"{what}: not within {limit_s:g} s")
 
 
 @dataclass(frozen=True)
