@@ -7,114 +7,45 @@ missing."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import polars as pl
 import pytest
 
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan
-from pinchpoint_lab.ports import end, free_port
+from pinchpoint_lab.ports import free_port
+from pinchpoint_lab.prometheus import (
+    NotStarted,
+    Servers,
+    missing,
+    prometheus_with_node_exporter,
+)
 
-NODE_EXPORTERS = ("prometheus-node-exporter", "node_exporter")
-# Only what the node_exporter preset reads.
-COLLECTORS = ("cpu", "meminfo", "pressure", "stat", "diskstats", "netdev")
-START_S = 30.0
 # The rate window the collector takes for a 1s scrape and a 1s step: 4 scrapes.
 RATE_WINDOW_S = 4.0
 
 
-@dataclass
-class Servers:
-    prometheus_url: str
-    node_exporter: str  # host:port, the `instance` label of its series
-
-
-def binaries() -> tuple[str, str]:
-    """The paths of prometheus and node_exporter; skips the test when one is missing."""
-    prometheus = shutil.which("prometheus")
-    exporter = next((p for name in NODE_EXPORTERS if (p := shutil.which(name))), None)
-    if prometheus is None or exporter is None:
-        missing = "prometheus" if prometheus is None else "node_exporter"
+@contextmanager
+def started(folder: Path) -> Iterator[Servers]:
+    """Prometheus and node_exporter; skips the test when one is not installed."""
+    if (absent := missing()) is not None:
         pytest.skip(
-            f"{missing} is not installed (Debian: apt-get install prometheus "
+            f"{absent} is not installed (Debian: apt-get install prometheus "
             "prometheus-node-exporter, or `bash scripts/install-system-deps.sh test`)"
         )
-    return prometheus, exporter
-
-
-@contextmanager
-def _process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     try:
-        yield proc
-    finally:
-        end(proc)
-
-
-def _wait(check: str, until: float, proc: subprocess.Popen[bytes], log: Path) -> None:
-    """Until `check` (a URL) answers 200 with something true; fails past `until`."""
-    while time.monotonic() < until:
-        if proc.poll() is not None:
-            pytest.fail(f"{proc.args[0]} exited {proc.returncode}: {log.read_text()[-2000:]}")
-        with suppress(httpx.HTTPError):
-            response = httpx.get(check, timeout=2)
-            if response.status_code == 200 and (
-                "query" not in check or response.json()["data"]["result"]
-            ):
-                return
-        time.sleep(0.2)
-    pytest.fail(f"{check} not ready after {START_S:g}s: {log.read_text()[-2000:]}")
-
-
-@contextmanager
-def prometheus_with_node_exporter(folder: Path) -> Iterator[Servers]:
-    """Starts node_exporter and a Prometheus scraping it every second; stops both."""
-    prometheus, exporter = binaries()
-    folder.mkdir(parents=True, exist_ok=True)
-    node = f"127.0.0.1:{free_port()}"
-    config = folder / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: node\n"
-        f"    static_configs:\n      - targets: ['{node}']\n"
-    )
-    listen = f"127.0.0.1:{free_port()}"
-    node_argv = [
-        exporter,
-        f"--web.listen-address={node}",
-        "--collector.disable-defaults",
-        *(f"--collector.{name}" for name in COLLECTORS),
-    ]
-    prom_argv = [
-        prometheus,
-        f"--config.file={config}",
-        f"--storage.tsdb.path={folder / 'data'}",
-        f"--web.listen-address={listen}",
-        "--log.level=warn",
-    ]
-    url = f"http://{listen}"
-    with (
-        _process(node_argv, folder / "node_exporter.log") as node_proc,
-        _process(prom_argv, folder / "prometheus.log") as prom_proc,
-    ):
-        until = time.monotonic() + START_S
-        _wait(f"http://{node}/metrics", until, node_proc, folder / "node_exporter.log")
-        _wait(f"{url}/-/ready", until, prom_proc, folder / "prometheus.log")
-        query = f'{url}/api/v1/query?query=up{{instance="{node}"}}==1'
-        _wait(query, until, prom_proc, folder / "prometheus.log")
-        yield Servers(url, node)
+        with prometheus_with_node_exporter(folder) as servers:
+            yield servers
+    except NotStarted as e:
+        pytest.fail(str(e))
 
 
 class _Ok(BaseHTTPRequestHandler):
@@ -146,9 +77,10 @@ def target() -> Iterator[str]:
 
 @contextmanager
 def burning_a_core() -> Iterator[None]:
-    """A child process that keeps one CPU busy (for at most a minute)."""
+    """A child process at low priority (nice 19) that keeps one CPU busy (for at most a
+    minute)."""
     loop = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
-    proc = subprocess.Popen([sys.executable, "-c", loop])
+    proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", loop])
     try:
         yield
     finally:
@@ -169,7 +101,7 @@ def plan_text(target_url: str, prometheus: str) -> str:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    with prometheus_with_node_exporter(tmp_path_factory.mktemp("prometheus")) as running:
+    with started(tmp_path_factory.mktemp("prometheus")) as running:
         yield running
 
 
@@ -201,6 +133,8 @@ def test_host_rows_come_from_prometheus_over_the_run(servers: Servers, tmp_path:
     during = host.filter(pl.col("ts").is_between(first, last))
     assert during.height >= 2
     assert during["cpu_cores"].min() > 0.8  # the burning child, at least
+    assert during["cpu_nice_cores"].min() > 0.8  # ... at low priority
+    assert (during["cpu_nice_cores"] <= during["cpu_cores"] + 0.01).all()
     assert (during["cpu_cores"] <= during["processes"] + 0.1).all()
     assert (during["rss_bytes"] > 0).all()
     assert (during["rss_bytes"] < during["memory_limit_bytes"]).all()

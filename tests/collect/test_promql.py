@@ -60,10 +60,13 @@ def test_recorded_answers_make_one_host_row_a_step() -> None:
     grid = [float(SAMPLE["start"] + k) for k in range(SAMPLE["end"] - SAMPLE["start"] + 1)]
     assert [r["ts"] for r in rows] == grid
     cpus = len(ANSWERS["per_cpu_user"]["data"]["result"])
+    assert max(r["cpu_nice_cores"] for r in rows) > 0.5
     for row in rows:
         assert row["component"] == "host"
         assert row["processes"] == cpus and isinstance(row["processes"], int)
         assert 0 <= row["cpu_cores"] <= cpus
+        # A core was busy at low priority through the window's second half.
+        assert 0 <= row["cpu_nice_cores"] <= row["cpu_cores"]
         assert 0 < row["rss_bytes"] < row["memory_limit_bytes"]
         assert isinstance(row["rss_bytes"], int) and isinstance(row["run_queue"], int)
         for share in ("cpu_pressure", "memory_pressure", "io_pressure", "disk_util"):

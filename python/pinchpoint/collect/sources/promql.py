@@ -6,7 +6,8 @@ that gives several series has them summed. Rates are over `$window` (the rate wi
 counts per interval (CFS periods) are rates times `$step`, so that summing a step's rows
 gives the step's count, as for the sampler's rows.
 
-node_exporter (host rows): busy cores are all CPU modes but idle and iowait; used memory
+node_exporter (host rows): busy cores are all CPU modes but idle and iowait, of them niced
+cores the `nice` mode less the niced guests' (as the sampler reads /proc/stat); used memory
 is MemTotal - MemAvailable; pressure is the "some" (waiting) share; disks are the physical
 ones (not partitions, loop, RAM, zram, device-mapper or md); the network is every
 interface but `lo` (`lo` apart), and `net_util` the busiest interface's busier direction
@@ -32,6 +33,7 @@ _WIRE = 'device!="lo"'
 _LOOPBACK = 'device="lo"'
 _BUSY = 'mode!~"idle|iowait"'
 _IDLE = 'mode="idle"'
+_NICE = 'mode="nice"'
 _INTEGER = {f.name for f in RESOURCES_SCHEMA if pa.types.is_integer(f.type)}
 
 
@@ -57,6 +59,10 @@ def node_exporter(selector: str = "") -> dict[str, str]:
     speed = f"({m('node_network_speed_bytes', _WIRE)} > 0)"
     return {
         "cpu_cores": f"sum({rate('node_cpu_seconds_total', _BUSY)})",
+        "cpu_nice_cores": (
+            f"sum({rate('node_cpu_seconds_total', _NICE)}) - "
+            f"(sum({rate('node_cpu_guest_seconds_total', _NICE)}) or vector(0))"
+        ),
         "rss_bytes": (
             f"sum({m('node_memory_MemTotal_bytes')} - {m('node_memory_MemAvailable_bytes')})"
         ),
