@@ -47,6 +47,14 @@ def test_the_run_is_measured_at_the_load_the_prediction_was_made_for() -> None:
     assert line.endswith("(-8%).")
 
 
+def test_the_words_give_the_rate_the_kept_check_holds() -> None:
+    # 471.46 is kept as 471.5, which reads 472: the words must not say 471.
+    checked = check_advice("before", PREDICTION, _after(6, {9: 471.46}))
+    kept = checked.as_json()["measured_rps"]
+    assert kept == 471.5
+    assert f"measured {kept:.0f} req/s at 9 users" in checked.lines()[0]
+
+
 def test_a_run_whose_pool_was_not_changed_says_so() -> None:
     checked = check_advice("before", PREDICTION, _after(2, {1: 90.0, 9: 181.0}))
     assert checked.applied is False

@@ -45,13 +45,14 @@ class AdviceCheck:
         }
 
     def lines(self) -> list[str]:
+        """The check in words, its numbers those of `as_json` (rounded from them)."""
         p = self.prediction
         setting = str(p["setting"]).replace("_", " ")
         out = [
             f"Advice of {self.before_run}: {p['component']} {setting} {p['now']:g} → {p['to']:g}, "
             f"predicted about {p['predicted_rps']:.0f} req/s at {p['at_users']} users "
-            f"(was {p['measured_rps']:.0f}); measured {self.measured_rps:.0f} req/s at "
-            f"{self.at_users} users ({100 * self.error:+.0f}%)."
+            f"(was {p['measured_rps']:.0f}); measured {round(self.measured_rps, 1):.0f} req/s at "
+            f"{self.at_users} users ({100 * round(self.error, 3):+.0f}%)."
         ]
         if self.applied is False and self.found is not None:
             out.append(
