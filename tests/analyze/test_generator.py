@@ -25,6 +25,7 @@ def test_a_generator_waiting_for_a_core_for_a_good_share_of_each_request_is_name
     steps = _set(pool_steps(), "generator", cpu_cores=0.3, cpu_wait_cores=0.6)
     for s in steps:
         s["latency_ms"]["p50"] = 0.05
+        s["tiers"]["nginx"]["p50_ms"] = 0.03  # nginx saw 60% of it: 40% is outside
         s["throughput_rps"] = 15_000.0
         s["requests"] = 30_000
     check = generator_check(steps, CTX)
@@ -41,6 +42,20 @@ def test_a_generator_waiting_little_per_request_is_not_named() -> None:
     assert check["cpu_wait_share_max"] == 0.8
     assert check["starved"] is False
     assert decide(steps, CTX)["bottleneck"]["resource"] == "worker_pool"
+
+
+def test_a_generator_whose_waits_are_not_in_the_time_no_tier_saw_is_not_named() -> None:
+    # Its process's threads waited 0.6 cores' worth beside neighbours at low priority, 0.6
+    # of a request's time at 1 user if the requests bore it; nginx saw all but 0.2 ms of
+    # each request, so they did not. A run of the suite beside its idle-priority lane
+    # named the generator so, where nginx's limit refused the requests.
+    steps = _set(pool_steps(), "generator", cpu_cores=0.05, cpu_wait_cores=0.6)
+    assert generator_check(steps, CTX)["cpu_wait_share_max"] > 0.9
+    assert generator_check(steps, CTX)["starved"] is False
+    assert decide(steps, CTX)["bottleneck"]["resource"] == "worker_pool"
+    for s in steps:
+        del s["tiers"]["nginx"]["p50_ms"]  # no tier's time to hold the wait against
+    assert generator_check(steps, CTX)["starved"] is True
 
 
 def test_a_host_saturated_with_a_quarter_of_it_the_generators_is_the_generators_host() -> None:

@@ -29,12 +29,7 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
     # closed loop that computes flat out, whether or not the host gave it the cores.
     wanted = max((h.generator + (h.generator_wait or 0.0) for h in hosts), default=0.0)
     shares = [h.generator_wait_share or 0.0 for h in hosts]
-    delayed = [
-        share >= STARVED_SHARE
-        and (h.generator_wait or 0.0) >= STARVED_CORES
-        and (_delay_share(h, s) >= STARVED_DELAY or _outside_share(s, ctx) >= OUTSIDE_SHARE)
-        for h, s, share in zip(hosts, steps, shares, strict=True)
-    ]
+    delayed = [_delayed(h, s, share, ctx) for h, s, share in zip(hosts, steps, shares, strict=True)]
     check = {
         "saturated": wanted >= GENERATOR_SATURATED * ctx.generator_threads,
         "host_saturated": any(_busy_with_generator(h) for h in hosts),
@@ -109,16 +104,32 @@ def _delay_share(h: HostUse, step: dict) -> float:
     return (h.generator_wait or 0.0) * 1000 / rate / latency
 
 
-def _outside_share(step: dict, ctx: Context) -> float:
+def _delayed(h: HostUse, step: dict, share: float, ctx: Context) -> bool:
+    """Whether the generator's waits for a core delayed this step's requests: it waited
+    much of the time it wanted a core, and that wait is a good share of each request's
+    time, or most of that time no tier saw."""
+    if share < STARVED_SHARE or (h.generator_wait or 0.0) < STARVED_CORES:
+        return False
+    outside = _outside_share(step, ctx)
+    delay = _delay_share(h, step)
+    if outside is not None:
+        # A tier logged these requests: the generator's delays are in what it did not see
+        # (a process's threads that wait beside the load, such as samplers', add none).
+        delay = min(delay, outside)
+    return delay >= STARVED_DELAY or (outside or 0.0) >= OUTSIDE_SHARE
+
+
+def _outside_share(step: dict, ctx: Context) -> float | None:
     """The share of the client's median latency that no tier saw: the time between the
-    generator and the first tier (the network, and the generator's own delays)."""
+    generator and the first tier (the network, and the generator's own delays); None when
+    no tier logged the requests."""
     latency = step["latency_ms"]["p50"]
     entry = step.get("tiers", {}).get(ctx.order[0], {}) if ctx.order else {}
     seen = entry.get("p50_ms")
     # The tier's median counts its failures too, the client's only the answers: comparable
     # only while nearly every request was answered.
     if not latency or seen is None or step.get("error_rate", 0.0) > MOSTLY_ANSWERED:
-        return 0.0
+        return None
     return max(0.0, latency - seen) / latency
 
 
