@@ -13,11 +13,8 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ import httpx
 
 from pinchpoint.collect.sources.promql import fill, series_queries
 from pinchpoint.plan.prometheus import Series
+from pinchpoint_lab.neighbour import CpuHog
 from pinchpoint_lab.prometheus import prometheus_with_node_exporter
 
 SAMPLE = (
@@ -33,18 +31,6 @@ SAMPLE = (
 )  # fmt: skip
 WINDOW_S, STEP_S, POINTS = 4.0, 1.0, 5
 BAD_QUERY = "sum(rate(node_cpu_seconds_total[4s])"
-LOOP = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass"
-
-
-@contextmanager
-def busy(nice: int) -> Iterator[None]:
-    """A child that keeps one core busy at `nice`, for at most 30 s."""
-    proc = subprocess.Popen(["nice", "-n", str(nice), sys.executable, "-c", LOOP])
-    try:
-        yield
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def _version(argv: list[str]) -> str:
@@ -65,7 +51,7 @@ def record(folder: Path) -> dict[str, Any]:
         queries["per_cpu_user"] = f'rate(node_cpu_seconds_total{{mode="user",{selector}}}[4000ms])'
         time.sleep(WINDOW_S + 2)  # scrapes enough for the first point's rate window
         start = int(time.time())
-        with busy(19), busy(0):
+        with CpuHog(1.0, max_seconds=30, nice=19), CpuHog(1.0, max_seconds=30):
             time.sleep(POINTS / 2 + 0.5)
             end = start + POINTS - 1
             time.sleep(max(0.0, end + 2 - time.time()))  # the last point scraped

@@ -7,8 +7,6 @@ missing."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ import pytest
 
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.neighbour import CpuHog
 from pinchpoint_lab.ports import free_port
 from pinchpoint_lab.prometheus import (
     NotStarted,
@@ -75,19 +74,6 @@ def target() -> Iterator[str]:
         server.server_close()
 
 
-@contextmanager
-def burning_a_core() -> Iterator[None]:
-    """A child process at low priority (nice 19) that keeps one CPU busy (for at most a
-    minute)."""
-    loop = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
-    proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", loop])
-    try:
-        yield
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
 def plan_text(target_url: str, prometheus: str) -> str:
     return "\n".join(
         [
@@ -117,7 +103,7 @@ def test_host_rows_come_from_prometheus_over_the_run(servers: Servers, tmp_path:
             "columns.lock_waits = 'sum(rate(node_cpu_seconds_total[1m])'\n",
         ]
     )
-    with target() as url, burning_a_core():
+    with target() as url, CpuHog(1.0, max_seconds=60, nice=19):  # a busy core, niced
         time.sleep(RATE_WINDOW_S + 0.5)  # every rate window of the run falls in the burn
         text = plan_text(url, prometheus)
         outcome = execute(parse_plan(text), text, tmp_path / "runs")
@@ -132,7 +118,7 @@ def test_host_rows_come_from_prometheus_over_the_run(servers: Servers, tmp_path:
     assert host["cpu_cores"].to_list() == beside["cpu_cores"].to_list()
     during = host.filter(pl.col("ts").is_between(first, last))
     assert during.height >= 2
-    assert during["cpu_cores"].min() > 0.8  # the burning child, at least
+    assert during["cpu_cores"].min() > 0.8  # the busy niced process, at least
     assert during["cpu_nice_cores"].min() > 0.8  # ... at low priority
     assert (during["cpu_nice_cores"] <= during["cpu_cores"] + 0.01).all()
     assert (during["cpu_cores"] <= during["processes"] + 0.1).all()
