@@ -29,8 +29,10 @@ from pinchpoint_lab.traced import (
     otlp_listen,
 )
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = [pytest.mark.serial, pytest.mark.timeout(240)]
+# Stacks whose callees sleep go with the timed tests, beside the parallel ones at low
+# priority; the one beside a busy core runs alone, after them.
+pytestmark = pytest.mark.timeout(240)
+WAITING, LOADING = pytest.mark.timed, pytest.mark.serial
 HERE = Path(__file__).resolve().parent
 
 
@@ -59,6 +61,7 @@ name = "{app}"
 """
 
 
+@WAITING
 def test_spans_give_the_app_and_its_database_call_as_tiers(tmp_path: Path) -> None:
     listen = otlp_listen()
     with _traced_app(tmp_path / "stack", otlp_endpoint(listen)) as stack:
@@ -162,7 +165,14 @@ settle = "1.5s"
             return execute(parse_plan(text), text, where / "runs")
 
 
-@pytest.mark.parametrize(("mode", "hog"), [("seq", 0.0), ("par", 0.0), ("seq", 1.0)])
+@pytest.mark.parametrize(
+    ("mode", "hog"),
+    [
+        pytest.param("seq", 0.0, marks=WAITING),
+        pytest.param("par", 0.0, marks=WAITING),
+        pytest.param("seq", 1.0, marks=LOADING),
+    ],
+)
 def test_a_slow_callee_of_a_fan_out_is_named_and_parallel_calls_count_once(
     tmp_path: Path, mode: str, hog: float
 ) -> None:
@@ -246,6 +256,7 @@ settle = "1.5s"
             return execute(parse_plan(text), text, where / "runs")
 
 
+@WAITING
 def test_parallel_get_calls_are_told_apart_by_their_callees_and_the_slow_one_is_named(
     tmp_path: Path,
 ) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# Two workers that wait (the pool) go with the timed tests, beside the parallel ones at
+# low priority; 24 workers load the host's cores and run alone, after them.
+WAITING, LOADING = pytest.mark.timed, pytest.mark.serial
 
 STEPS = ["-l", "1", "-u", "7", "-s", "2", "-t", "1.5"]
 
@@ -37,6 +38,7 @@ def large_pool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_demo(tmp_path_factory.mktemp("runs"), workers=24, upper=9)
 
 
+@WAITING
 def test_two_workers_are_named_as_the_bottleneck(small_pool: Path) -> None:
     verdict = json.loads((small_pool / "verdict.json").read_text())
     b = verdict["bottleneck"]
@@ -52,6 +54,7 @@ def test_two_workers_are_named_as_the_bottleneck(small_pool: Path) -> None:
     assert endpoint["behaviour"] == "synchronous", endpoint["summary"]
 
 
+@WAITING
 def test_the_demo_runs_the_plan_init_finds_on_its_stack(small_pool: Path) -> None:
     said = small_pool.parent.with_name(small_pool.parent.name + ".out").read_text()
     assert "Tiers found by `pinchpoint init`: nginx → gunicorn → app" in said
@@ -63,6 +66,7 @@ def test_the_demo_runs_the_plan_init_finds_on_its_stack(small_pool: Path) -> Non
     assert verdict["pools"]["gunicorn"]["slots"] == 2
 
 
+@LOADING
 def test_enough_workers_move_the_verdict_off_the_pool(large_pool: Path) -> None:
     verdict = json.loads((large_pool / "verdict.json").read_text())
     b = verdict["bottleneck"]
@@ -75,6 +79,7 @@ def test_enough_workers_move_the_verdict_off_the_pool(large_pool: Path) -> None:
         assert onset["resources"]["host"]["cpu_cores"] >= 0.85 * 2 or b["resource"] == "cpu"
 
 
+@WAITING
 def test_every_tier_logged_every_steady_request_of_the_run(small_pool: Path) -> None:
     requests = pl.read_parquet(small_pool / "requests.parquet")
     tiers = pl.read_parquet(small_pool / "tiers.parquet")
@@ -86,6 +91,7 @@ def test_every_tier_logged_every_steady_request_of_the_run(small_pool: Path) -> 
     assert collection["components"]["nginx"]["matched"] == len(answered)
 
 
+@WAITING
 def test_run_folder_holds_plan_data_verdict_and_report(small_pool: Path) -> None:
     for name in (
         "plan.toml",
@@ -105,6 +111,7 @@ def test_run_folder_holds_plan_data_verdict_and_report(small_pool: Path) -> None
     assert "<script src=" not in html  # plotly.js is inlined: the page works offline
 
 
+@WAITING
 def test_a_second_analysis_of_the_folder_gives_the_same_verdict(small_pool: Path) -> None:
     first = json.loads((small_pool / "verdict.json").read_text())
     done = subprocess.run(

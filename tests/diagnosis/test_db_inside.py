@@ -19,8 +19,9 @@ from pinchpoint.rundir.view import RunView
 from pinchpoint_lab import scenarios
 from pinchpoint_lab.postgres import find_postgres
 
-# Measures time, rates or CPU: runs alone, after the parallel part of the suite.
-pytestmark = pytest.mark.serial
+# A hot row's lock waits go with the timed tests, beside the parallel ones at low
+# priority; a scan loads the host's cores and runs alone, after them.
+WAITING, LOADING = pytest.mark.timed, pytest.mark.serial
 
 UPDATE = "UPDATE counters SET n = n + $1 WHERE id = $2 RETURNING n"
 SCAN = (
@@ -49,6 +50,7 @@ def _run(scenario: scenarios.Scenario, runs: Path) -> tuple[dict, RunView]:
     return outcome.verdict, RunView(outcome.run_dir)
 
 
+@WAITING
 def test_hot_row_verdict_names_the_table_the_lock_and_both_statements(tmp_path: Path) -> None:
     _needs_postgres()
     with scenarios.hot_row(tmp_path / "stack", hold_ms=5) as scenario:
@@ -84,6 +86,7 @@ def test_hot_row_verdict_names_the_table_the_lock_and_both_statements(tmp_path: 
     assert "counters" in (view.path / files.REPORT).read_text()
 
 
+@LOADING
 def test_database_cpu_verdict_names_the_scan_first(tmp_path: Path) -> None:
     _needs_postgres()
     with scenarios.db_scan(tmp_path / "stack", scan_ms=6.0) as scenario:

@@ -18,8 +18,9 @@ from pinchpoint import pipeline
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
 
-# Judges counts and latencies against the server's delay: alone, after the parallel part.
-pytestmark = pytest.mark.serial
+# Judges counts and latencies against a server that sleeps: with the timed tests, beside
+# the parallel ones at low priority.
+pytestmark = pytest.mark.timed
 
 
 @pytest.fixture(scope="module")
