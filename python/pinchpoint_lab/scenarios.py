@@ -126,6 +126,23 @@ def db_scan(
 
 
 @contextmanager
+def db_pool(
+    workdir: Path, connections: int = 2, threads: int = 16, query_ms: float = 8.0
+) -> Iterator[Scenario]:
+    """gunicorn's threads → an app that shares `connections` PostgreSQL connections among
+    them (its pool) → a statement that waits query_ms in the database: the app's pool, not
+    gunicorn's threads nor the database, limits the stack."""
+    from pinchpoint_lab.pooled import PooledStack
+
+    with (
+        PostgresCluster() as pg,
+        PooledStack(workdir, pg.dsn, connections, query_ms, threads=threads) as stack,
+    ):
+        components = with_database(stack.components(), pg.component())
+        yield Scenario(stack.url, components, "/api/report")
+
+
+@contextmanager
 def proxy_limit(workdir: Path, limit: int = 2, workers: int = 8) -> Iterator[Scenario]:
     """nginx lets `limit` requests through at once (limit_conn) and answers the others 503;
     gunicorn behind it has workers to spare. Users think 5 ms between requests, so those

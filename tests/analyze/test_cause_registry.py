@@ -24,12 +24,16 @@ def test_tier_causes_are_asked_in_the_registry_order_and_each_can_be() -> None:
     order = [c.resource for c in TIER_CAUSES]
     assert order.index("cpu_quota") < order.index("worker_pool")
     assert order.index("db_lock") < order.index("worker_pool")
+    # A callee's workers are asked first, the tier's own workers (the pool) last.
+    pool = max(i for i, resource in enumerate(order) if resource == "worker_pool")
+    assert order.index("connection_pool") < pool
     assert order[-1] == "bandwidth"
 
 
 def test_only_causes_that_compute_can_be_explained_by_a_busy_host() -> None:
     waits = (
         "worker_pool",
+        "connection_pool",
         "db_lock",
         "cpu_quota",
         "proxy_limit",

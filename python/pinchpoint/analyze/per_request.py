@@ -23,8 +23,10 @@ from pinchpoint.analyze.thresholds import (
 )
 from pinchpoint.analyze.usage import process_group
 
-# What a request served one at a time makes of its tier: its pool fills, its time grows.
-_EFFECTS = frozenset({"time", "worker_pool", "cpu"})
+# What a request served one at a time makes of its tier: its pool fills, its time grows,
+# and what it calls sees it about once at a time (a lock around a query reads as one
+# connection; only the request's own figures tell a lock from a pool).
+_EFFECTS = frozenset({"time", "worker_pool", "cpu", "connection_pool"})
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ QUEUE_GROWTH_MS = 1.0
 POOL_FLAT_RATIO = 1.2  # hand: the spread of a full pool's concurrency between 2 s steps
 # ...while the load grew at least this many times over them.
 POOL_LOAD_GROWTH = 1.3  # recorded gthread-pool-hog: 9 -> 13 users, the pool full at both
+HELD_OVER = 1.5  # hand: requests inside a tier past the level its callee serves at once
+HELD_LEAST = 0.5  # hand: one connection held reads 0.85-0.95 at the callee
 # A plateau this close below a whole number is that number (a worker's time between
 # requests is not logged, so a full pool reads a little low).
 POOL_READS_LOW = 0.25  # recorded runs: full pools of 2, 4, 5, 6 read 1.94, 3.98, 4.87, 5.42

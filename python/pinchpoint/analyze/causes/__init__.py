@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pinchpoint.analyze.causes.callee import CALLEE
 from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.connections import CONNECTION_POOL
 from pinchpoint.analyze.causes.cpu import HOST_CPU
 from pinchpoint.analyze.causes.cpu_quota import CPU_QUOTA
 from pinchpoint.analyze.causes.db_lock import DB_LOCK
@@ -56,6 +57,7 @@ TIER_CAUSES: tuple[Cause, ...] = (
     DISK,
     MEMORY,
     CALLEE,
+    CONNECTION_POOL,
     POOL,
     FLAT_BYTES,
 )
