@@ -89,6 +89,21 @@ def test_a_wait_for_a_transaction_names_the_table_both_backends_write() -> None:
     assert top["waiting"] == top["holding"] == normalize(UPDATE)
 
 
+def test_a_wait_whose_lock_was_gone_when_read_takes_its_type_s_usual_table_and_mode() -> None:
+    # A backend seen waiting for a transaction whose pg_locks row was gone a moment later:
+    # no table, no mode. It counts with the waits of its type it most looks like.
+    rows = sample_rows(100.0, "postgres", _hot_row(), {1: {"counters"}, 2: {"counters"}})
+    waiting = next(r for r in rows if r.get("lock_type") == "transactionid")
+    vanished = {**waiting, "lock_relation": None, "lock_mode": None}
+    activity = pl.DataFrame([*rows, vanished], schema=pl.Schema(DB_ACTIVITY_SCHEMA))
+    locks = lock_waits(activity)["locks"]
+    assert {(lock["relation"], lock["lock_type"], lock["mode"]) for lock in locks} == {
+        ("counters", "tuple", "ExclusiveLock"),
+        ("counters", "transactionid", "ShareLock"),
+    }
+    assert sum(lock["samples"] for lock in locks) == 4
+
+
 PLAN = """
 [target]
 url = "http://127.0.0.1:8080"

@@ -6,7 +6,8 @@ A backend in a transaction is one sampled in any state but `idle`: running a sta
 waiting for a lock, or idle inside its transaction (a holder of a row often is: its
 UPDATE done, it works before it commits). A lock seen in pg_stat_activity but gone from
 pg_locks a moment later has no mode in its sample: it takes the mode most often seen for
-the same type of lock on the same table.
+the same type of lock on the same table, and where its table is gone too, the table and
+mode most often seen for its type.
 """
 
 from __future__ import annotations
@@ -25,18 +26,39 @@ def in_transaction(activity: pl.DataFrame) -> pl.DataFrame:
 
 
 def _with_modes(waits: pl.DataFrame) -> pl.DataFrame:
-    """The waits, a missing mode filled with the one most seen for its type and table."""
-    seen = (
-        waits.filter(pl.col("lock_mode").is_not_null())
-        .group_by("lock_type", "lock_relation", "lock_mode")
+    """The waits, a missing mode filled with the one most seen for its type and table, and
+    a missing table and mode with the pair most seen for its type."""
+    known = waits.filter(pl.col("lock_mode").is_not_null())
+    seen = _most_seen(known, ["lock_type", "lock_relation"], "lock_mode")
+    joined = waits.join(seen, on=["lock_type", "lock_relation"], how="left", nulls_equal=True)
+    waits = joined.with_columns(pl.coalesce("lock_mode", "usual_lock_mode").alias("lock_mode"))
+    waits = waits.drop("usual_lock_mode")
+    pairs = _most_seen(known.filter(pl.col("lock_relation").is_not_null()), ["lock_type"], "pair")
+    gone = pl.col("lock_relation").is_null() & pl.col("lock_mode").is_null()
+    return (
+        waits.join(pairs, on="lock_type", how="left")
+        .with_columns(
+            pl.when(gone & pl.col("usual_pair").is_not_null())
+            .then(pl.col("usual_pair").struct.field(name))
+            .otherwise(pl.col(name))
+            .alias(name)
+            for name in ("lock_relation", "lock_mode")
+        )
+        .drop("usual_pair")
+    )
+
+
+def _most_seen(known: pl.DataFrame, by: list[str], what: str) -> pl.DataFrame:
+    """The value of `what` seen most often for each `by` ("pair": the table and the mode),
+    as a column `usual_<what>`."""
+    value = pl.struct("lock_relation", "lock_mode") if what == "pair" else pl.col(what)
+    return (
+        known.with_columns(value.alias("value"))
+        .group_by(*by, "value")
         .len()
         .sort("len", descending=True)
-        .unique(["lock_type", "lock_relation"], keep="first")
-        .select("lock_type", "lock_relation", pl.col("lock_mode").alias("usual_mode"))
-    )
-    joined = waits.join(seen, on=["lock_type", "lock_relation"], how="left", nulls_equal=True)
-    return joined.with_columns(pl.coalesce("lock_mode", "usual_mode").alias("lock_mode")).drop(
-        "usual_mode"
+        .unique(by, keep="first", maintain_order=True)
+        .select(*by, pl.col("value").alias(f"usual_{what}"))
     )
 
 
