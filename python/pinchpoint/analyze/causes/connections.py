@@ -122,7 +122,7 @@ def _finding(
     summary = (
         f"{tier} reaches {callee} through about {slots} connection{'s' if slots > 1 else ''} "
         f"at once from {load_text(first)}: its requests wait inside it for a free one, while "
-        f"{callee}'s own time stays flat and its workers wait rather than compute. Its pool "
+        f"{callee}'s own time stays flat and {group}'s workers wait rather than compute. Its pool "
         f"of connections to {callee} is too small (SQLAlchemy's pool_size and max_overflow, "
         f"psycopg_pool's max_size, a client's max connections): raise it; {callee} has room."
     )
