@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pinchpoint.demo.env import PG_DSN_ENV
 from pinchpoint.demo.stack import DemoStack
+from pinchpoint_lab.apps import own_app
 from pinchpoint_lab.pooled_app import POOL_SIZE_ENV, QUERY_MS_ENV
 
 POOLED_APP = "pinchpoint_lab.pooled_app:wsgi()"
@@ -30,7 +31,4 @@ class PooledStack(DemoStack):
         super().__init__(workdir, workers, app_env=env, worker_class=worker_class, threads=threads)
 
     def _server_argv(self) -> list[str]:
-        argv = self._gunicorn_argv()
-        # Each worker makes its own connections: none may be made before the fork.
-        argv.remove("--preload")
-        return [*argv[:-1], POOLED_APP]
+        return own_app(self._gunicorn_argv(), POOLED_APP)

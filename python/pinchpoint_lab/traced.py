@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.gunicorn import slots
 from pinchpoint.demo.stack import HOST, DemoStack, _free_port, _Front
+from pinchpoint_lab.apps import own_app
 
 GATEWAY_APP = "pinchpoint_lab.fanout_app:gateway()"
 SERVICE_APP = "pinchpoint_lab.fanout_app:service()"
@@ -99,10 +100,7 @@ class TracedStack(DemoStack):
             )
 
     def _server_argv(self) -> list[str]:
-        argv = self._gunicorn_argv()
-        # Each worker starts its own exporter thread: none may be forked from a preloaded app.
-        argv.remove("--preload")
-        return [*argv[:-1], self.app]
+        return own_app(self._gunicorn_argv(), self.app)
 
     def _server_env(self) -> dict[str, str]:
         env = self._app_env()

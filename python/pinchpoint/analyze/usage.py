@@ -95,14 +95,26 @@ class GroupUse:
         return self.cpu + (0.0 if self.handed_over else (self.cpu_wait or 0.0))
 
     @property
+    def running(self) -> float:
+        """The requests that can compute at once: the busy ones, at most one a worker and
+        one a process (threads of one process, or requests of one event loop, share its
+        one core)."""
+        return max(min([self.busy, *(n for n in (self.workers, self.processes) if n)]), 1e-9)
+
+    @property
     def demand_per_worker(self) -> float | None:
-        """The cores each busy worker wanted: near 1 for workers that compute all the time.
-        Threads of one process, or requests of one event loop, share its one core."""
+        """The cores each busy worker wanted: near 1 for workers that compute all the time."""
         demand = self.demand
         if demand is None or self.busy <= 0:
             return None
-        running = [self.busy, *(n for n in (self.workers, self.processes) if n)]
-        return demand / max(min(running), 1e-9)
+        return demand / self.running
+
+    @property
+    def cpu_per_worker(self) -> float | None:
+        """The cores each busy worker used, its waits for a core left out."""
+        if self.cpu is None or self.busy <= 0:
+            return None
+        return self.cpu / self.running
 
 
 def sampled(step: dict) -> list[str]:

@@ -53,10 +53,10 @@ def _computes(use: GroupUse, top: dict, own_ms: float | None) -> bool | None:
     threads share one core (an interpreter lock) near it, or, per request, a time computing
     or waiting for a core that carries half the tier's own time. Threads that waited for a
     core a few milliseconds a request did not wait the rest of it for one."""
-    if use.cpu is None or use.busy <= 0 or not top["throughput_rps"] or own_ms is None:
+    used = use.cpu_per_worker
+    if use.cpu is None or used is None or not top["throughput_rps"] or own_ms is None:
         return None
-    running = min([use.busy, *(n for n in (use.workers, use.processes) if n)])
-    if use.cpu / max(running, 1e-9) >= CPU_BOUND:
+    if used >= CPU_BOUND:
         return True
     core_ms = 1000 * (use.cpu + (use.cpu_wait or 0.0)) / top["throughput_rps"]
     return core_ms >= CARRIES * own_ms
