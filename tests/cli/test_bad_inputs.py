@@ -4,17 +4,18 @@ the field (or flag) at fault, with no traceback, quickly, and before a run folde
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
+from .forked_cli import Done, ForkedCli
+
 # Exit code, stderr and the CPU seconds of the longest case allowed: a check, not a
-# benchmark. A refusal takes ~0.3 s on a quiet host; the bound catches work done before the
+# benchmark. Each case is a child forked from one process that imported the command once
+# (forked_cli.py), so its CPU is the refusal's own; the bound catches work done before the
 # check (a pool of 10^12 users, a 40-day schedule). The command's CPU time, unlike its wall
 # time, does not grow on a host busy with other tests; the wall time only has to end.
 QUICK_S = 4.0
@@ -228,36 +229,24 @@ PLAN_CASES: list[tuple[str, tuple[str, str] | str, str]] = [
 ]
 
 
-def _cli(
-    args: list[str], cwd: Path, stdin: str | None = None
-) -> tuple[subprocess.CompletedProcess[str], Took]:
-    env = {**os.environ, "TMPDIR": str(cwd / "tmp"), "COLUMNS": "80"}
+@pytest.fixture(scope="module")
+def cli() -> Iterator[ForkedCli]:
+    env = {**os.environ, "COLUMNS": "80"}
     env.pop("PINCHPOINT_TRACEBACK", None)
     env.pop("PINCHPOINT_TEST_UNSET", None)
+    forked = ForkedCli(env)
+    yield forked
+    forked.close()
+
+
+def _cli(cli: ForkedCli, args: list[str], cwd: Path) -> tuple[Done, Took]:
     (cwd / "tmp").mkdir(exist_ok=True)
-    start, used = time.monotonic(), _children_cpu()
-    done = subprocess.run(
-        [sys.executable, "-m", "pinchpoint", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        input=stdin,
-        check=False,
-    )
-    return done, Took(time.monotonic() - start, _children_cpu() - used)
+    start = time.monotonic()
+    done = cli.call(args, cwd, cwd / "tmp")
+    return done, Took(time.monotonic() - start, done.cpu)
 
 
-def _children_cpu() -> float:
-    """The CPU seconds of the children this process waited for so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _assert_refused(
-    done: subprocess.CompletedProcess[str], seconds: Took, names: str, cwd: Path
-) -> None:
+def _assert_refused(done: Done, seconds: Took, names: str, cwd: Path) -> None:
     lines = done.stderr.splitlines()
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
@@ -281,10 +270,10 @@ def _plan_text(edit: tuple[str, str] | str) -> str:
     ("edit", "names"), [c[1:] for c in PLAN_CASES], ids=[c[0] for c in PLAN_CASES]
 )
 def test_a_bad_plan_is_refused_by_run_in_one_line_before_a_run_folder_exists(
-    tmp_path: Path, edit: tuple[str, str] | str, names: str
+    cli: ForkedCli, tmp_path: Path, edit: tuple[str, str] | str, names: str
 ) -> None:
     (tmp_path / "x.toml").write_text(_plan_text(edit))
-    done, seconds = _cli(["run", "x.toml", "-q"], tmp_path)
+    done, seconds = _cli(cli, ["run", "x.toml", "-q"], tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
 
 
@@ -299,10 +288,10 @@ def test_a_bad_plan_is_refused_by_run_in_one_line_before_a_run_folder_exists(
     ids=["binary", "latin-1", "nul bytes", "1.2 MB"],
 )
 def test_a_plan_that_is_not_toml_text_is_refused_naming_its_line(
-    tmp_path: Path, content: bytes, names: str
+    cli: ForkedCli, tmp_path: Path, content: bytes, names: str
 ) -> None:
     (tmp_path / "x.toml").write_bytes(content)
-    done, seconds = _cli(["run", "x.toml", "-q"], tmp_path)
+    done, seconds = _cli(cli, ["run", "x.toml", "-q"], tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
 
 
@@ -328,9 +317,9 @@ def test_a_plan_that_is_not_toml_text_is_refused_naming_its_line(
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,
 )
 def test_a_bad_flag_of_load_is_refused_naming_the_flag(
-    tmp_path: Path, args: list[str], names: str
+    cli: ForkedCli, tmp_path: Path, args: list[str], names: str
 ) -> None:
-    done, seconds = _cli(["load", "http://127.0.0.1:9/", *args], tmp_path)
+    done, seconds = _cli(cli, ["load", "http://127.0.0.1:9/", *args], tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
 
 
@@ -346,26 +335,30 @@ def test_a_bad_flag_of_load_is_refused_naming_the_flag(
     ],
     ids=["port 99999", "ipv6 unclosed", "space", "crlf", "ftp", "unresolvable"],
 )
-def test_a_bad_url_given_to_load_is_refused(tmp_path: Path, url: str, names: str) -> None:
-    done, seconds = _cli(["load", url], tmp_path)
+def test_a_bad_url_given_to_load_is_refused(
+    cli: ForkedCli, tmp_path: Path, url: str, names: str
+) -> None:
+    done, seconds = _cli(cli, ["load", url], tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
 
 
-def test_load_flags_given_with_a_plan_are_refused_not_ignored(tmp_path: Path) -> None:
+def test_load_flags_given_with_a_plan_are_refused_not_ignored(
+    cli: ForkedCli, tmp_path: Path
+) -> None:
     (tmp_path / "plan.toml").write_text(BASE)
-    done, seconds = _cli(["load", "plan.toml", "-c", "5", "-d", "1", "--rate", "10"], tmp_path)
+    done, seconds = _cli(cli, ["load", "plan.toml", "-c", "5", "-d", "1", "--rate", "10"], tmp_path)
     _assert_refused(done, seconds, "-c, -d, --rate go with a URL", tmp_path)
 
 
-def test_load_refuses_a_bad_plan_before_it_starts(tmp_path: Path) -> None:
+def test_load_refuses_a_bad_plan_before_it_starts(cli: ForkedCli, tmp_path: Path) -> None:
     (tmp_path / "plan.toml").write_text(BASE.replace("users = 1", "users = 1\nthreads = 100000"))
-    done, seconds = _cli(["load", "plan.toml"], tmp_path)
+    done, seconds = _cli(cli, ["load", "plan.toml"], tmp_path)
     _assert_refused(done, seconds, "plan.toml:6: load.threads", tmp_path)
 
 
-def test_load_refuses_an_out_folder_that_is_a_file(tmp_path: Path) -> None:
+def test_load_refuses_an_out_folder_that_is_a_file(cli: ForkedCli, tmp_path: Path) -> None:
     (tmp_path / "taken").write_text("")
-    done, seconds = _cli(["load", "http://127.0.0.1:9/", "--out", "taken"], tmp_path)
+    done, seconds = _cli(cli, ["load", "http://127.0.0.1:9/", "--out", "taken"], tmp_path)
     _assert_refused(done, seconds, "--out taken: is a file", tmp_path)
 
 
@@ -375,11 +368,11 @@ def test_load_refuses_an_out_folder_that_is_a_file(tmp_path: Path) -> None:
     ids=["a file", "under a file"],
 )
 def test_run_refuses_a_runs_dir_that_cannot_hold_folders(
-    tmp_path: Path, runs_dir: str, names: str
+    cli: ForkedCli, tmp_path: Path, runs_dir: str, names: str
 ) -> None:
     (tmp_path / "taken").write_text("")
     (tmp_path / "x.toml").write_text(BASE)
-    done, seconds = _cli(["run", "x.toml", "-q", "--runs-dir", runs_dir], tmp_path)
+    done, seconds = _cli(cli, ["run", "x.toml", "-q", "--runs-dir", runs_dir], tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
     assert (tmp_path / "taken").read_text() == ""
 
@@ -401,13 +394,13 @@ def test_run_refuses_a_runs_dir_that_cannot_hold_folders(
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,
 )
 def test_other_commands_refuse_bad_arguments_in_one_line(
-    tmp_path: Path, args: list[str], names: str
+    cli: ForkedCli, tmp_path: Path, args: list[str], names: str
 ) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "run.json").write_text("{")
     (tmp_path / "taken").write_text("")
-    done, seconds = _cli(args, tmp_path)
+    done, seconds = _cli(cli, args, tmp_path)
     _assert_refused(done, seconds, names, tmp_path)
 
 
@@ -417,8 +410,8 @@ def test_other_commands_refuse_bad_arguments_in_one_line(
     ids=["none", "both"],
 )
 def test_run_takes_a_plan_file_or_discover_not_both_nor_neither(
-    tmp_path: Path, args: list[str]
+    cli: ForkedCli, tmp_path: Path, args: list[str]
 ) -> None:
     (tmp_path / "plan.toml").write_text(BASE)
-    done, seconds = _cli(args, tmp_path)
+    done, seconds = _cli(cli, args, tmp_path)
     _assert_refused(done, seconds, "give a plan file or --discover URL", tmp_path)

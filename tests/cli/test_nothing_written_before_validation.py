@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pinchpoint_lab.ports import free_port
+
+from .forked_cli import Done, ForkedCli
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
@@ -102,22 +102,21 @@ def busy_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "TMPDIR": str(cwd / "tmp")}
-    env["COLUMNS"] = "200"
+@pytest.fixture(scope="module")
+def cli() -> Iterator[ForkedCli]:
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "COLUMNS": "200"}
     env.pop("PINCHPOINT_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pinchpoint", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    forked = ForkedCli(env)
+    yield forked
+    forked.close()
 
 
-def _assert_nothing_written(done: subprocess.CompletedProcess[str], starts: str, cwd: Path) -> None:
+def _cli(cli: ForkedCli, args: list[str], cwd: Path) -> Done:
+    (cwd / "tmp").mkdir(exist_ok=True)
+    return cli.call(args, cwd, cwd / "tmp")
+
+
+def _assert_nothing_written(done: Done, starts: str, cwd: Path) -> None:
     lines = done.stderr.splitlines()
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "unexpected error" not in done.stderr
@@ -133,14 +132,14 @@ def _assert_nothing_written(done: subprocess.CompletedProcess[str], starts: str,
     ("text", "args", "starts"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_run_refuses_a_plan_that_cannot_run_before_writing_anything(
-    tmp_path: Path, busy_port: int, text: str, args: list[str], starts: str
+    cli: ForkedCli, tmp_path: Path, busy_port: int, text: str, args: list[str], starts: str
 ) -> None:
     free = free_port()
     _write_inputs(tmp_path, busy_port, free)
     (tmp_path / "x.toml").write_text(
         text.replace("{busy}", str(busy_port)).replace("{free}", str(free))
     )
-    done = _cli(["run", "x.toml", "-q", "--runs-dir", "runs", *args], tmp_path)
+    done = _cli(cli, ["run", "x.toml", "-q", "--runs-dir", "runs", *args], tmp_path)
     _assert_nothing_written(done, starts, tmp_path)
 
 
@@ -153,9 +152,9 @@ def test_run_refuses_a_plan_that_cannot_run_before_writing_anything(
     ids=["hook file missing", "feed bad csv row"],
 )
 def test_load_refuses_a_plan_that_cannot_run_before_making_its_out_folder(
-    tmp_path: Path, busy_port: int, text: str, starts: str
+    cli: ForkedCli, tmp_path: Path, busy_port: int, text: str, starts: str
 ) -> None:
     _write_inputs(tmp_path, busy_port, free_port())
     (tmp_path / "x.toml").write_text(text)
-    done = _cli(["load", "x.toml", "--out", "out"], tmp_path)
+    done = _cli(cli, ["load", "x.toml", "--out", "out"], tmp_path)
     _assert_nothing_written(done, starts, tmp_path)
