@@ -17,18 +17,20 @@ demo: system-deps build
 
 # The tests' own time is printed at the end, setup (installs, builds) excluded.
 test: system-deps-test build
-	cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet --no-run
+	cargo test $(CRATES) --quiet --no-run
 	@start=$$(date +%s); $(MAKE) --no-print-directory check; status=$$?; \
 	echo "make test: the tests took $$(( $$(date +%s) - start )) s, setup excluded"; exit $$status
 
-# Three lanes, then one test at a time. The tests marked `timed` (and the engine's) time
-# stacks that wait more than they compute: they run one at a time beside the static checks
+# Three lanes, then one test at a time. The tests marked `timed` (and the engine's, but
+# for its property tests, named `fuzz_*`, which only compute) time stacks that wait more
+# than they compute: they run one at a time beside the static checks
 # and the parallel tests, which take only the CPU they leave (SCHED_IDLE: a waking timed
 # test preempts them at once; at nice 19, so that the verdicts of the timed runs see them
 # as neighbours at low priority). At nice 10 instead, the parallel tests slowed a timed
 # one past its bound (a Ray run's p99 at one user). The `serial` ones load the host's cores
 # or compare CPU, and run alone after all three.
 IDLE := nice -n 19 chrt --idle 0
+CRATES := -p pinchpoint-engine -p pinchpoint-logs
 
 check:
 	$(MAKE) --no-print-directory -j3 --output-sync=target static parallel-tests timed-tests
@@ -40,10 +42,11 @@ static:
 	$(IDLE) $(VENV)/bin/mypy
 
 parallel-tests:
+	$(IDLE) env -u MAKEFLAGS -u MFLAGS cargo test $(CRATES) --quiet -- fuzz_
 	$(IDLE) $(PY) -m pytest -n 4 --dist loadfile -m "not serial and not timed" --durations=25 -p no:cacheprovider
 
 timed-tests:
-	env -u MAKEFLAGS -u MFLAGS cargo test -p pinchpoint-engine -p pinchpoint-logs --quiet
+	env -u MAKEFLAGS -u MFLAGS cargo test $(CRATES) --quiet -- --skip fuzz_
 	$(PY) -m pytest -m timed --durations=25 -p no:cacheprovider
 
 setup: system-deps build

@@ -70,7 +70,7 @@ proptest! {
     /// A template parses or says why; rendered, a variable's value never puts a CR, LF
     /// or NUL in a header, nor a byte that cannot stand on a request line in a path.
     #[test]
-    fn templates_parse_or_say_why_and_values_stay_in_their_place(
+    fn fuzz_templates_parse_or_say_why_and_values_stay_in_their_place(
         text in template_text(),
         vars in prop::collection::vec(var_value(), NAMES.len()),
     ) {
@@ -136,7 +136,7 @@ proptest! {
     /// Every path of the grammar is cut into segments that parse; its first node is the
     /// library's, or the evaluation stops at the node budget with the reason, quickly.
     #[test]
-    fn jsonpath_gives_the_librarys_first_node_or_stops_at_its_budget(path in path(), doc in document()) {
+    fn fuzz_jsonpath_gives_the_librarys_first_node_or_stops_at_its_budget(path in path(), doc in document()) {
         let segments = cut(&path).expect("a path of the grammar is cut");
         let joined: String = segments.iter().map(|s| s.text.as_str()).collect();
         prop_assert_eq!(JsonPath::parse(&format!("${joined}")).unwrap(), JsonPath::parse(&path).unwrap());
@@ -151,7 +151,7 @@ proptest! {
 
     /// Any text as a JSONPath: compiled or refused, never a panic.
     #[test]
-    fn any_text_as_a_jsonpath_is_compiled_or_refused(text in "\\$?[\\[\\]().?@$*,:'\"a-c0-9 =<>!&|-]{0,30}") {
+    fn fuzz_any_text_as_a_jsonpath_is_compiled_or_refused(text in "\\$?[\\[\\]().?@$*,:'\"a-c0-9 =<>!&|-]{0,30}") {
         if let Ok(p) = json_path(&text) {
             let doc = serde_json::json!({"a": [1, {"b": "x"}], "c": {"a": {"a": 2}}});
             let _ = p.first(&doc, Shape::of(&doc));
@@ -186,7 +186,7 @@ proptest! {
 
     /// A capture or a check on any response takes a value or says why, in bounded time.
     #[test]
-    fn captures_and_checks_on_any_body_give_a_value_or_a_reason(
+    fn fuzz_captures_and_checks_on_any_body_give_a_value_or_a_reason(
         body in body(),
         header in "[ -~]{0,20}",
         from in capture_from(),

@@ -97,7 +97,7 @@ fn valid() -> impl Strategy<Value = String> {
 
 proptest! {
     #[test]
-    fn arbitrary_ascii_lines_get_a_class(
+    fn fuzz_arbitrary_ascii_lines_get_a_class(
         line in proptest::collection::vec(0u8..128, 0..600),
         which in 0..FORMATS.len(),
     ) {
@@ -106,7 +106,7 @@ proptest! {
     }
 
     #[test]
-    fn valid_lines_with_text_cut_out_or_put_in_get_a_class(
+    fn fuzz_valid_lines_with_text_cut_out_or_put_in_get_a_class(
         line in valid(),
         start in 0usize..400,
         len in 0usize..40,
@@ -121,7 +121,7 @@ proptest! {
     }
 
     #[test]
-    fn a_number_of_a_valid_line_made_hostile_gets_a_class(
+    fn fuzz_a_number_of_a_valid_line_made_hostile_gets_a_class(
         line in valid(),
         nth in 0usize..20,
         hostile in proptest::sample::select(HOSTILE.to_vec()),
@@ -137,7 +137,7 @@ proptest! {
     }
 
     #[test]
-    fn a_valid_line_padded_by_repeating_a_part_gets_a_class(
+    fn fuzz_a_valid_line_padded_by_repeating_a_part_gets_a_class(
         line in valid(),
         start in 0usize..300,
         len in 1usize..8,
@@ -151,7 +151,7 @@ proptest! {
     }
 
     #[test]
-    fn valid_lines_give_their_values(
+    fn fuzz_valid_lines_give_their_values(
         path in "[a-zA-Z0-9/._~%-]{0,40}",
         agent in "[a-zA-Z0-9/.;()_+-][a-zA-Z0-9 /.;()_+-]{0,40}",
         millis in 0u64..=604_800_000,

@@ -52,7 +52,7 @@ fn decimal() -> impl Strategy<Value = String> {
 
 proptest! {
     #[test]
-    fn any_bytes_give_a_valid_tag_or_none(text in proptest::collection::vec(any::<u8>(), 0..400)) {
+    fn fuzz_any_bytes_give_a_valid_tag_or_none(text in proptest::collection::vec(any::<u8>(), 0..400)) {
         assert_valid(query(&text));
         assert_valid(header(&text));
         let mut prefixed = b"pp_run=r&pp_users=".to_vec();
@@ -61,7 +61,7 @@ proptest! {
     }
 
     #[test]
-    fn numbers_of_any_length_are_read_by_value(
+    fn fuzz_numbers_of_any_length_are_read_by_value(
         run in "[A-Za-z0-9_.-]{1,20}",
         users in decimal(),
         req in decimal(),
