@@ -100,6 +100,8 @@ class DemoStack(Started):
     """
 
     server_name: ClassVar[str] = "gunicorn"
+    # What stop() sends the server's process group first (SIGKILL follows stop_timeout_s on).
+    server_stop_signal: ClassVar[signal.Signals] = signal.SIGTERM
 
     def __init__(
         self,
@@ -217,7 +219,7 @@ class DemoStack(Started):
         finally:
             try:
                 if gunicorn is not None:
-                    gunicorn.stop(self.stop_timeout_s)
+                    gunicorn.stop(self.stop_timeout_s, sig=self.server_stop_signal)
             finally:
                 self._restore_sigterm_handler()
                 atexit.unregister(self.stop)
