@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 REPLY_S = 30.0
 
@@ -31,7 +31,8 @@ class Done(NamedTuple):
 
 
 class ForkedCli:
-    """One server process per test module: `call()` answers as a fresh command would."""
+    """One server process per test module: `call()` answers as a fresh command would, or
+    raises TimeoutError when the command ran past REPLY_S (its child is killed)."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self._server = subprocess.Popen(
@@ -53,33 +54,24 @@ class ForkedCli:
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write(json.dumps(request) + "\n")
         server.stdin.flush()
-        pid = json.loads(_reply(server.stdout))["pid"]
+        # The server answers every call, within REPLY_S: it kills a child that takes longer.
+        line = server.stdout.readline()
+        if not line:
+            raise RuntimeError("the forking server ended")
+        reply = json.loads(line)
         try:
-            reply = json.loads(_reply(server.stdout))
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            raise
-        try:
+            if reply["killed"]:
+                raise TimeoutError(f"the forked command did not end within {REPLY_S} s")
             return Done(reply["returncode"], out.read_text(), err.read_text(), reply["cpu"])
         finally:
             for path in (out, err, into):
-                path.unlink()
+                path.unlink(missing_ok=True)
 
     def close(self) -> None:
         if self._server.stdin is not None:
             self._server.stdin.close()
         self._server.wait(timeout=10)
         shutil.rmtree(self._io, ignore_errors=True)
-
-
-def _reply(stream: IO[str]) -> str:
-    ready, _, _ = select.select([stream], [], [], REPLY_S)
-    if not ready:
-        raise TimeoutError(f"the forked command did not answer within {REPLY_S} s")
-    line = stream.readline()
-    if not line:
-        raise RuntimeError("the forking server ended")
-    return line
 
 
 def _serve() -> None:
@@ -93,11 +85,21 @@ def _serve() -> None:
         pid = os.fork()
         if pid == 0:
             _child(request, pinchpoint.cli.main, tempfile)
-        print(json.dumps({"pid": pid}), flush=True)
-        _, status, usage = os.wait4(pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        cpu = usage.ru_utime + usage.ru_stime
-        print(json.dumps({"returncode": code, "cpu": cpu}), flush=True)
+        print(json.dumps(_wait(pid)), flush=True)
+
+
+def _wait(pid: int) -> dict[str, Any]:
+    """The child's exit code and CPU seconds; SIGKILL when it runs past REPLY_S."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        ended, _, _ = select.select([pidfd], [], [], REPLY_S)
+    finally:
+        os.close(pidfd)
+    if not ended:
+        os.kill(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return {"returncode": code, "cpu": usage.ru_utime + usage.ru_stime, "killed": not ended}
 
 
 def _child(request: dict[str, Any], main: Callable[[], None], temp: ModuleType) -> None:
