@@ -339,7 +339,6 @@ class DemoStack(Started):
             self.workers,
             self.worker_class,
             self.threads,
-            self.stop_timeout_s,
             config,
         )
 
