@@ -39,17 +39,21 @@ def _run(text: str, out: Path) -> tuple[pl.DataFrame, dict]:
 def _since_send(requests: pl.DataFrame, calls: int) -> list[tuple[int, int]]:
     """(k, µs from its call's send) of each message of the streams: a message's record
     starts where the one before it ended, the first where its call started, so a
-    message that came early only after a late one is still k delays after the send."""
-    after = {
-        r["start_us"]: r for r in requests.filter(pl.col("endpoint") == 2).iter_rows(named=True)
-    }
+    message that came early only after a late one is still k delays after the send. Two
+    users' streams sent in the same microsecond both start there: either chain is k
+    delays after that send."""
+    after: dict[int, list[dict]] = {}
+    for r in requests.filter(pl.col("endpoint") == 2).iter_rows(named=True):
+        after.setdefault(r["start_us"], []).append(r)
     found = []
     for call in requests.filter(pl.col("endpoint") == calls).iter_rows(named=True):
         at, k = call["start_us"], 0
-        while (message := after.pop(at, None)) is not None:
+        while after.get(at):
+            message = after[at].pop()
             k, at = k + 1, message["start_us"] + message["latency_us"]
             found.append((k, at - call["start_us"]))
-    assert not after, f"{len(after)} messages follow no call"
+    left = sum(len(v) for v in after.values())
+    assert not left, f"{left} messages follow no call"
     return found
 
 
