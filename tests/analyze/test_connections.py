@@ -6,6 +6,11 @@ tables shaped as a recorded run of gunicorn's 16 threads sharing 2 PostgreSQL co
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
+from pinchpoint.analyze.prediction import predict
 from pinchpoint.analyze.verdict import Context, decide
 
 CTX = Context(
@@ -110,3 +115,40 @@ def test_a_few_ms_a_request_of_waiting_for_a_core_does_not_hide_the_connections(
     # 0.6 cores' worth (3 ms a request): the rest of its 59 ms it waited for a connection.
     b = decide(held_steps(app_wait=0.6, host_cpu=1.95), CTX)["bottleneck"]
     assert (b["component"], b["resource"]) == ("app", "connection_pool"), b["summary"]
+
+
+def test_more_connections_are_predicted_up_to_the_next_ceiling() -> None:
+    steps = held_steps()
+    found = predict(decide(steps, CTX)["bottleneck"], steps, CTX)
+    assert found is not None
+    top, low = steps[-1], steps[0]
+    at_once = top["throughput_rps"] * DB_MS / 1000
+    assert (found.component, found.setting, found.now) == ("app", "connections", 2)
+    # The process's one core: 0.55 cores left past 185 req/s, at the 2.33 ms each request
+    # added from 82 req/s on 0.21 cores to 185 on 0.45 (236 more a second).
+    per_request = (0.45 - 0.21) / (185 - 82)
+    assert found.ceilings["process_cpu"] == pytest.approx(185 + 0.55 / per_request)
+    # Each of the 16 threads holding a request as long as one user's did, alone.
+    held = low["throughput_rps"] * (low["tiers"]["gunicorn"]["p50_ms"]) / 1000
+    assert found.ceilings["workers"] == pytest.approx(16 * low["throughput_rps"] / held)
+    # Enough connections for the least of the others, each in use 85% of the time there.
+    least = min(v for k, v in found.ceilings.items() if k != "connections")
+    assert found.to == math.ceil(at_once * least / (185 * 0.85)) == 5
+    assert found.ceilings["connections"] == pytest.approx(185 * 5 / at_once)
+    assert (found.limited_by, found.predicted_rps) == ("process_cpu", least)
+    assert found.line().startswith("app connections 2 → 5: about 421 req/s at 13 users")
+
+
+def test_connections_are_not_predicted_past_the_threads_that_hold_them() -> None:
+    # Up to 36 users, the process and the host nearly idle: the 16 threads, each holding a
+    # request 10.8 ms, serve 1,482 a second, for which 17 connections would be in use 85%
+    # of the time; no more than the 16 threads can hold one.
+    steps = [step(1, 82, app_cpu=0.02, app_wait=0.0, host_cpu=0.1)] + [
+        step(users, 185, app_cpu=0.05, app_wait=0.0, host_cpu=0.3) for users in (4, 12, 20, 28, 36)
+    ]
+    found = predict(decide(steps, CTX)["bottleneck"], steps, CTX)
+    assert found is not None
+    at_once = 185 * DB_MS / 1000
+    assert math.ceil(at_once * found.ceilings["workers"] / (185 * 0.85)) == 17
+    assert (found.to, found.limited_by) == (16, "workers")
+    assert found.line().endswith("where its server's workers limit")

@@ -69,6 +69,17 @@ def test_processes_are_counted_without_the_master_and_a_quota_as_the_cgroup_give
     assert check_advice("b", quota, after).found == 1.0
 
 
+def test_an_app_s_connections_are_checked_by_throughput_their_number_not_found() -> None:
+    # No log or command line tells an app's pool of connections: the check says nothing of
+    # the setting, only what the run measured against the prediction.
+    pooled = {**PREDICTION, "component": "app", "setting": "connections", "to": 5}
+    checked = check_advice("b", pooled, _after(2, {9: 400.0}))
+    assert (checked.found, checked.applied) == (None, None)
+    assert checked.as_json()["applied"] is None
+    (line,) = checked.lines()
+    assert line.startswith("Advice of b: app connections 2 → 5, predicted about 500 req/s")
+
+
 def test_the_check_is_kept_in_the_new_run_folder(tmp_path: Path) -> None:
     after = tmp_path / "after"
     after.mkdir()

@@ -3,7 +3,8 @@ predicted from the run itself, and what would limit next.
 
 Three ceilings bound a change at the heaviest load the plan tested:
 - the pool's: a pool of k workers serves k/N of what N served when each holds a request as
-  long as before (Little's law); a quota of q' cores serves q'/q of what q served;
+  long as before (Little's law); a quota of q' cores serves q'/q of what q served; k
+  connections to a callee serve k/c of what the c the callee served at once did;
 - the load's: a closed loop of U users sends at most U ÷ one user's shortest cycle (its
   latency and think time at the lightest step), an open loop its target rate;
 - the CPU's: each request costs the stack, and the generator beside it, the cores·s D it
@@ -19,22 +20,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pinchpoint.analyze.context import Context, load_text, rate_of
+from pinchpoint.analyze.causes.connections import held_callee
+from pinchpoint.analyze.context import Context, busy_of, load_text, rate_of
 from pinchpoint.analyze.thresholds import CPU_BOUND, CPU_SATURATED, LOAD_BOUND
-from pinchpoint.analyze.usage import group_use, host_use, sampled
+from pinchpoint.analyze.usage import group_use, host_use, process_group, sampled
+
+# The heaviest step's throughput over the lightest's from which the CPU each added request
+# costs is read from their difference.
+MARGINAL_SPREAD = 1.5
 
 
 @dataclass(frozen=True)
 class Prediction:
     component: str
-    setting: str  # "workers", "processes" or "cpu_quota_cores"
+    setting: str  # "workers", "processes", "connections" or "cpu_quota_cores"
     now: float
     to: float
     measured_rps: float
     predicted_rps: float
     at_users: int
     at: str  # the load in words: "15 users", "400 req/s"
-    limited_by: str  # "workers", "processes", "cpu_quota", "process_cpu", "cpu" or "load"
+    # "workers", "processes", "connections", "cpu_quota", "process_cpu", "cpu" or "load"
+    limited_by: str
     ceilings: dict[str, float]
 
     def as_json(self) -> dict:
@@ -58,6 +65,8 @@ class Prediction:
             "cpu_quota": "where the quota limits again",
             "process_cpu": "where each process computes on its one core (its interpreter lock)",
         }.get(self.limited_by, f"where the {self.to:g} {self.setting} limit again")
+        if self.limited_by == "workers" and self.setting != "workers":
+            then = "where its server's workers limit"
         return (
             f"{self.component} {self.setting.replace('_', ' ')} {self.now:g} → {self.to:g}: "
             f"about {round(self.predicted_rps, 1):.0f} req/s at {self.at} (now "
@@ -76,6 +85,8 @@ def predict(bottleneck: dict, steps: list[dict], ctx: Context) -> Prediction | N
         return _pool(bottleneck["component"], answered, ctx)
     if bottleneck["resource"] == "cpu_quota":
         return _quota(bottleneck["component"], answered, ctx)
+    if bottleneck["resource"] == "connection_pool":
+        return _connections(bottleneck["component"], answered, ctx)
     return None
 
 
@@ -91,10 +102,10 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     assert now is not None
     x = top["throughput_rps"]
     ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
-    if threaded and not locked and use.cpu:
+    if threaded and not locked and (most := _process_cpu_ceiling(group, steps, ctx)):
         # More threads in the same processes: each process computes on one core at most
         # (its interpreter lock), whatever its threads.
-        ceilings["process_cpu"] = (use.processes or 0) * x / use.cpu
+        ceilings["process_cpu"] = most
     if computing:
         # One more worker per idle core: each computes about a core (the cause's advice).
         to = now + max(1, int(host.idle + 0.25))
@@ -124,6 +135,52 @@ def _quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
         # The pool, each worker as long as at the lightest load (before the throttling).
         ceilings["workers"] = use.workers * low["throughput_rps"] / low_use.busy
     return _limited(group, "cpu_quota_cores", use.quota, to, top, ceilings)
+
+
+def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | None:
+    top, low = steps[-1], steps[0]
+    group = process_group(tier, steps, ctx)
+    found = held_callee(tier, group, steps, ctx) if group is not None else None
+    if group is None or found is None:
+        return None
+    at_once, x = busy_of(found[0], top), top["throughput_rps"]
+    use, low_use = group_use(group, top, ctx), group_use(group, low, ctx)
+    assert use.workers is not None  # held_callee found them
+    ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
+    if low_use.busy > 0:
+        # The server's workers, each holding a request as long as at the lightest load,
+        # before any waited for a connection.
+        ceilings["workers"] = use.workers * low["throughput_rps"] / low_use.busy
+    threaded = bool(use.processes and use.processes < use.workers)
+    if threaded and (most := _process_cpu_ceiling(group, steps, ctx)):
+        ceilings["process_cpu"] = most
+    # Connections for the first of the other ceilings, each in use at most CPU_SATURATED of
+    # the time there (past it requests queue for one), and no more than the workers that
+    # could hold them.
+    now = max(1, round(at_once))
+    to = math.ceil(at_once * min(ceilings.values()) / (x * CPU_SATURATED))
+    to = max(now + 1, min(to, use.workers))
+    return _limited(
+        tier, "connections", now, to, top, {"connections": x * to / at_once, **ceilings}
+    )
+
+
+def _process_cpu_ceiling(group: str, steps: list[dict], ctx: Context) -> float | None:
+    """Requests per second the group's processes serve on one core each (their interpreter
+    locks): past the heaviest step, what a core's rest holds at the CPU each added request
+    cost from the lightest step to it. A process's CPU is not all per request (its loops
+    and timers, threads waking for a lock): the heaviest step's CPU per request put 2
+    connections' app at 449 req/s, where 16 connections served 564 on 1.01 cores. At that
+    step's CPU per request when the two loads are too close to tell."""
+    top, low = steps[-1], steps[0]
+    use, low_use = group_use(group, top, ctx), group_use(group, low, ctx)
+    if not use.processes or not use.cpu:
+        return None
+    x, x_low = top["throughput_rps"], low["throughput_rps"]
+    if low_use.cpu is not None and x >= MARGINAL_SPREAD * x_low and use.cpu > low_use.cpu:
+        per_request = (use.cpu - low_use.cpu) / (x - x_low)
+        return x + max(0.0, use.processes - use.cpu) / per_request
+    return use.processes * x / use.cpu
 
 
 def _limited(

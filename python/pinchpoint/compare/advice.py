@@ -71,7 +71,8 @@ def read_prediction(run_dir: Path) -> dict:
     if not isinstance(predicted, dict):
         raise ValueError(
             f"{run_dir}: its verdict ({found.get('component')} {found.get('resource')}) "
-            "predicts no change: only a pool's size and a CPU quota are predicted"
+            "predicts no change: only a pool's size, an app's connections and a CPU quota "
+            "are predicted"
         )
     return predicted
 
@@ -98,6 +99,8 @@ def _setting(prediction: dict, after: dict, step: dict) -> float | None:
     if setting == "workers":
         pool = (after.get("pools") or {}).get(component)
         return float(pool["slots"]) if isinstance(pool, dict) and not pool.get("most") else None
+    if setting == "connections":
+        return None  # an app's pool: no log or command line tells its size
     resources = (step.get("resources") or {}).get(component) or {}
     if setting == "processes":
         processes = serving_processes(resources.get("processes"))

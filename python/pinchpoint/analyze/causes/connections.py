@@ -32,6 +32,18 @@ def held_connections(
 ) -> Finding | None:
     """The first callee of `tier` that it reaches through a few connections, as a finding
     of `tier`; None when every callee serves as many at once as the load sends."""
+    found = held_callee(tier, group, steps, ctx)
+    if found is None:
+        return None
+    callee, held = found
+    return _finding(tier, group, callee, held, steps, onset, ctx)
+
+
+def held_callee(
+    tier: str, group: str, steps: list[dict], ctx: Context
+) -> tuple[str, list[dict]] | None:
+    """The first callee `tier` reaches through a few connections, and the steps over which
+    its concurrency stayed at their number; None when there is none."""
     top = steps[-1]
     use = group_use(group, top, ctx)
     own_ms = top["tiers"].get(tier, {}).get("self_p50_ms")
@@ -43,8 +55,8 @@ def held_connections(
         held = _held(tier, callee, steps)
         # A level near the tier's own workers is its pool of workers (pool.py), not of
         # connections: the app inside gunicorn's threads, each holding one request.
-        if held is not None and busy_of(callee, steps[-1]) < POOL_QUEUED * use.workers:
-            return _finding(tier, group, callee, held, steps, onset, ctx)
+        if held is not None and busy_of(callee, top) < POOL_QUEUED * use.workers:
+            return callee, held
     return None
 
 
