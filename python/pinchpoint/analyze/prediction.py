@@ -130,10 +130,8 @@ def _quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     to = round(min(2 * use.quota, max(others, use.quota)), 2)
     ceilings = {"cpu_quota": x * to / use.cpu, "cpu": _cpu_ceiling(steps, ctx)}
     ceilings["load"] = _load_ceiling(steps)
-    low_use = group_use(group, low, ctx)
-    if use.workers and low_use.busy > 0:
-        # The pool, each worker as long as at the lightest load (before the throttling).
-        ceilings["workers"] = use.workers * low["throughput_rps"] / low_use.busy
+    if use.workers and (workers := _workers_ceiling(group, use.workers, low, ctx)):
+        ceilings["workers"] = workers  # before the throttling
     return _limited(group, "cpu_quota_cores", use.quota, to, top, ceilings)
 
 
@@ -144,13 +142,11 @@ def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | Non
     if group is None or found is None:
         return None
     at_once, x = busy_of(found[0], top), top["throughput_rps"]
-    use, low_use = group_use(group, top, ctx), group_use(group, low, ctx)
+    use = group_use(group, top, ctx)
     assert use.workers is not None  # held_callee found them
     ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
-    if low_use.busy > 0:
-        # The server's workers, each holding a request as long as at the lightest load,
-        # before any waited for a connection.
-        ceilings["workers"] = use.workers * low["throughput_rps"] / low_use.busy
+    if workers := _workers_ceiling(group, use.workers, low, ctx):
+        ceilings["workers"] = workers  # before any request waited for a connection
     threaded = bool(use.processes and use.processes < use.workers)
     if threaded and (most := _process_cpu_ceiling(group, steps, ctx)):
         ceilings["process_cpu"] = most
@@ -163,6 +159,13 @@ def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | Non
     return _limited(
         tier, "connections", now, to, top, {"connections": x * to / at_once, **ceilings}
     )
+
+
+def _workers_ceiling(group: str, workers: int, low: dict, ctx: Context) -> float | None:
+    """Requests per second `workers` serve, each holding a request as long as at the
+    lightest step (Little's law); None when that step kept none busy."""
+    busy = group_use(group, low, ctx).busy
+    return workers * low["throughput_rps"] / busy if busy > 0 else None
 
 
 def _process_cpu_ceiling(group: str, steps: list[dict], ctx: Context) -> float | None:
