@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(240)
+# Compares two runs' throughput on a stack that waits: one at a time, beside the parallel
+# part (at idle priority its first verdict, starved, once named no pool to advise on).
+pytestmark = [pytest.mark.timed, pytest.mark.timeout(240)]
 
 
 def test_the_advised_workers_are_applied_and_their_predicted_throughput_checked(

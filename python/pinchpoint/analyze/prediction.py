@@ -25,10 +25,6 @@ from pinchpoint.analyze.context import Context, busy_of, load_text, rate_of
 from pinchpoint.analyze.thresholds import CPU_BOUND, CPU_SATURATED, LOAD_BOUND
 from pinchpoint.analyze.usage import group_use, host_use, process_group, sampled
 
-# The heaviest step's throughput over the lightest's from which the CPU each added request
-# costs is read from their difference.
-MARGINAL_SPREAD = 1.5
-
 
 @dataclass(frozen=True)
 class Prediction:
@@ -170,20 +166,11 @@ def _workers_ceiling(group: str, workers: int, low: dict, ctx: Context) -> float
 
 def _process_cpu_ceiling(group: str, steps: list[dict], ctx: Context) -> float | None:
     """Requests per second the group's processes serve on one core each (their interpreter
-    locks): past the heaviest step, what a core's rest holds at the CPU each added request
-    cost from the lightest step to it. A process's CPU is not all per request (its loops
-    and timers, threads waking for a lock): the heaviest step's CPU per request put 2
-    connections' app at 449 req/s, where 16 connections served 564 on 1.01 cores. At that
-    step's CPU per request when the two loads are too close to tell."""
-    top, low = steps[-1], steps[0]
-    use, low_use = group_use(group, top, ctx), group_use(group, low, ctx)
+    locks), at the CPU per request they used at the heaviest step."""
+    use = group_use(group, steps[-1], ctx)
     if not use.processes or not use.cpu:
         return None
-    x, x_low = top["throughput_rps"], low["throughput_rps"]
-    if low_use.cpu is not None and x >= MARGINAL_SPREAD * x_low and use.cpu > low_use.cpu:
-        per_request = (use.cpu - low_use.cpu) / (x - x_low)
-        return x + max(0.0, use.processes - use.cpu) / per_request
-    return use.processes * x / use.cpu
+    return use.processes * steps[-1]["throughput_rps"] / use.cpu
 
 
 def _limited(
