@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pinchpoint.analyze.causes.connections import held_callee
 from pinchpoint.analyze.context import Context, busy_of, load_text, rate_of
 from pinchpoint.analyze.thresholds import CPU_BOUND, CPU_SATURATED, LOAD_BOUND
-from pinchpoint.analyze.usage import group_use, host_use, process_group, sampled
+from pinchpoint.analyze.usage import GroupUse, group_use, host_use, process_group, sampled
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     assert now is not None
     x = top["throughput_rps"]
     ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
-    if threaded and not locked and (most := _process_cpu_ceiling(group, steps, ctx)):
+    if threaded and not locked and (most := _process_cpu_ceiling(use, x)):
         # More threads in the same processes: each process computes on one core at most
         # (its interpreter lock), whatever its threads.
         ceilings["process_cpu"] = most
@@ -144,7 +144,7 @@ def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | Non
     if workers := _workers_ceiling(group, use.workers, low, ctx):
         ceilings["workers"] = workers  # before any request waited for a connection
     threaded = bool(use.processes and use.processes < use.workers)
-    if threaded and (most := _process_cpu_ceiling(group, steps, ctx)):
+    if threaded and (most := _process_cpu_ceiling(use, x)):
         ceilings["process_cpu"] = most
     # Connections for the first of the other ceilings, each in use at most CPU_SATURATED of
     # the time there (past it requests queue for one), and no more than the workers that
@@ -164,13 +164,12 @@ def _workers_ceiling(group: str, workers: int, low: dict, ctx: Context) -> float
     return workers * low["throughput_rps"] / busy if busy > 0 else None
 
 
-def _process_cpu_ceiling(group: str, steps: list[dict], ctx: Context) -> float | None:
+def _process_cpu_ceiling(use: GroupUse, x: float) -> float | None:
     """Requests per second the group's processes serve on one core each (their interpreter
-    locks), at the CPU per request they used at the heaviest step."""
-    use = group_use(group, steps[-1], ctx)
+    locks), at the CPU per request `use` shows at `x` requests per second."""
     if not use.processes or not use.cpu:
         return None
-    return use.processes * steps[-1]["throughput_rps"] / use.cpu
+    return use.processes * x / use.cpu
 
 
 def _limited(
