@@ -46,6 +46,18 @@ def test_a_throughput_ceiling_is_synchronous_with_its_worker_count() -> None:
     assert "about 2.0 requests are served at once" in e["summary"]
 
 
+def test_a_ceiling_is_read_past_one_starved_step_before_the_heaviest() -> None:
+    steps = closed_loop([1, 3, 5, 7], workers=2, service_ms=10)
+    # A neighbour took the CPU during the third step: it served a fifth less.
+    steps[2]["throughput_rps"] *= 0.8
+    e = describe("GET /slow", 0, steps, 10.0)
+    assert e["behaviour"] == "synchronous"
+    assert e["ceiling"] == pytest.approx(200)
+    # A heaviest step that still gains on every step before it is no ceiling.
+    steps[-1]["throughput_rps"] *= 1.3
+    assert describe("GET /slow", 0, steps, 10.0)["behaviour"] == "undecided"
+
+
 def test_flat_latency_as_the_load_grows_is_asynchronous() -> None:
     e = describe("GET /wait", 1, closed_loop([1, 2, 4, 8], workers=None, service_ms=20), 20.0)
     assert e["behaviour"] == "asynchronous"

@@ -101,11 +101,14 @@ def _behaviour(steps: list[dict]) -> dict:
     ordered = sorted(steps, key=lambda s: s["level"])
     if len(ordered) < 3:
         return {"behaviour": "undecided"}
-    base, before, top = ordered[0], ordered[-2], ordered[-1]
+    base, top = ordered[0], ordered[-1]
+    # The ceiling is measured against the best step before the heaviest, not the one just
+    # before it: one step a busy neighbour starved would read as a gain past it.
+    best = max(ordered[:-1], key=lambda s: s["throughput_rps"])
     rise = top["p50_ms"] - base["p50_ms"]
     grew = rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
-    load_grew = top["level"] >= (1 + LOAD_STEP) * before["level"]
-    gain = top["throughput_rps"] / max(before["throughput_rps"], 1e-9) - 1
+    load_grew = top["level"] >= (1 + LOAD_STEP) * best["level"]
+    gain = top["throughput_rps"] / max(best["throughput_rps"], 1e-9) - 1
     if grew and load_grew and gain < CEILING_GAIN:
         return {"behaviour": "synchronous", "ceiling": top["throughput_rps"]}
     if not grew and top["level"] >= LOAD_RANGE * base["level"]:

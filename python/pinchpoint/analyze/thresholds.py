@@ -124,8 +124,8 @@ NEIGHBOUR_SHARE = 0.25  # hand: half a core of a 2-core host
 CARRIES = 0.5  # hand: a majority of the growth
 # Peak throughput × shortest time below this is about one served at once: serialized.
 ONE_AT_ONCE = 1.5  # hand: a lock held by one request at a time reads 0.95-1.05
-# A request's throughput reaches a ceiling when it gains less than this share between the
-# two heaviest steps while the load between them grew by at least LOAD_STEP...
+# A request's throughput reaches a ceiling when its heaviest step gains less than this share
+# over the best step before it while the load since that step grew by at least LOAD_STEP...
 CEILING_GAIN = 0.15  # hand
 LOAD_STEP = 0.2
 # ...and flat latency says "no ceiling" only once the load grew this many times over.
