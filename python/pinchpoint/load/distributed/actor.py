@@ -57,14 +57,21 @@ class Generator:
             "cores": _usable_cores(),
         }
 
-    def start(self, config: EngineConfig, hook: str | None, hook_file: str | None) -> None:
-        """Starts the engine (it waits for `start_at_us` itself). A hook named by a file
-        comes with that file's text (`hook_file`), written here beside the records, and
-        runs in its own process, each call within the run's timeout (load/hook_box.py)."""
+    def prepare(self, hook: str | None, hook_file: str | None, timeout_s: float) -> None:
+        """Loads the hook, if any, before the common start time is chosen. A hook named by
+        a file comes with that file's text (`hook_file`), written here beside the records,
+        and runs in its own process, each call within the run's timeout (load/hook_box.py)."""
+        if hook is not None:
+            self.box = HookBox(self._hook_spec(hook, hook_file), timeout_s)
+
+    def ping(self) -> None:
+        """Nothing: the parent times a round trip with it."""
+
+    def start(self, config: EngineConfig) -> None:
+        """Starts the engine (it waits for `start_at_us` itself), with the hook prepared."""
         config = EngineConfig(**config)
         config["records_path"] = str(self.folder / files.REQUEST_STREAM)
-        if hook is not None:
-            self.box = HookBox(self._hook_spec(hook, hook_file), config["timeout_s"])
+        if self.box is not None:
             config["hook"] = self.box
         with self.lock:
             self.run = _engine.start(config)

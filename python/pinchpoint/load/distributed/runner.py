@@ -35,7 +35,11 @@ from pinchpoint.rundir import files
 
 # How long the generators get to start (a worker process each, on every node).
 READY_S = 60.0
-# Their first step starts this long after they are all ready (at most 120 s: the engine's).
+# Their first step starts once they are all ready and their hooks loaded, after a lead of
+# MIN_LEAD_S and LEAD_TRIPS round trips to the slowest of them, at most START_LEAD_S (the
+# engine takes no more than 120 s). A start that reaches its generator later is lost.
+MIN_LEAD_S = 0.5
+LEAD_TRIPS = 10
 START_LEAD_S = 3.0
 # How long past the planned end (and the longest request timeout) a generator may take to
 # end its run and write its requests before it counts as lost.
@@ -132,11 +136,12 @@ def run_on_ray(
     try:
         gens = _start_actors(ray, plan, run_id)
         base = engine_config(plan, run_id, run_dir / files.REQUEST_STREAM)
-        start_at = time.time() + START_LEAD_S
+        _prepare(ray, plan, gens, base["timeout_s"])
+        start_at = time.time() + _lead(ray, gens)
         configs = shares(base, plan, len(gens), int(start_at * 1e6))
         for gen, config in zip(gens, configs, strict=True):
             gen.config = config
-        _start_runs(ray, plan, gens)
+        _start_runs(ray, gens, start_at)
         streams = Streams(ray, run_dir / PARTS, {g.index: g.actor for g in gens})
         end = start_at + sum(lv.duration for lv in plan.load.levels())
         watch = AbortWatch.of(plan.sla)
@@ -196,15 +201,45 @@ def _start_actors(ray: Any, plan: Plan, run_id: str) -> list[_Gen]:
     return gens
 
 
-def _start_runs(ray: Any, plan: Plan, gens: list[_Gen]) -> None:
-    """Starts every generator's engine; each waits for the common start time."""
+def _prepare(ray: Any, plan: Plan, gens: list[_Gen], timeout_s: float) -> None:
+    """Loads the plan's hook on every generator (a process each, which may take seconds
+    on a busy node) before the start time is chosen."""
     hook, hook_file = plan.load.hook, None
     if hook is not None and hook.rpartition(":")[0].endswith(".py"):
         hook_file = Path(hook.rpartition(":")[0]).read_text()
-    refs = {g.actor.start.remote(g.config, hook, hook_file): g for g in gens}
-    ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=START_LEAD_S)
+    refs = {g.actor.prepare.remote(hook, hook_file, timeout_s): g for g in gens}
+    _replies(ray, refs, READY_S, f"its hook had not loaded {READY_S:g} s after it was ready")
+
+
+def _lead(ray: Any, gens: list[_Gen]) -> float:
+    """How long before the common start time the starts are sent: the slowest round trip
+    to a generator, LEAD_TRIPS times, over MIN_LEAD_S."""
+    refs = [g.actor.ping.remote() for g in gens if g.lost is None]
+    began = time.monotonic()
+    if refs:
+        ray.wait(refs, num_returns=len(refs), timeout=START_LEAD_S)
+    return min(MIN_LEAD_S + LEAD_TRIPS * (time.monotonic() - began), START_LEAD_S)
+
+
+def _start_runs(ray: Any, gens: list[_Gen], start_at: float) -> None:
+    """Starts every generator's engine; each waits for the common start time."""
+    refs = {g.actor.start.remote(g.config): g for g in gens if g.lost is None}
+    _replies(
+        ray,
+        refs,
+        max(start_at - time.time(), 0.0),
+        "its engine had not started by the common start time",
+    )
+
+
+def _replies(ray: Any, refs: dict[Any, _Gen], timeout_s: float, late_reason: str) -> None:
+    """Waits for the generators' replies: a generator late or gone is lost; one that
+    refused stops the run."""
+    if not refs:
+        return
+    ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
     for ref in late:
-        refs[ref].lose(f"its engine had not started {START_LEAD_S:g} s after it was ready")
+        refs[ref].lose(late_reason)
     for ref in ready:
         try:
             ray.get(ref)
