@@ -27,7 +27,9 @@ pytestmark = [
     pytest.mark.skipif(pyspy_path() is None, reason="py-spy is not installed"),
 ]
 
-STEPS = 'lower = 2\nupper = 6\nstep = 4\nduration = "6s"\nwarmup = "0.5s"'
+STEPS = 'lower = 2\nupper = 6\nstep = 4\nduration = "3s"\nwarmup = "0.5s"'
+# Samples a second: a 3 s step at the default 20 took 35, under the 50 the naming asks.
+NAMING_RATE = "rate = 50"
 # Three stages at the same users; the profile samples the middle one.
 SAME_LOAD = "\n".join(
     ['warmup = "0.5s"', *(f"[[load.stage]]\nusers = 4\nhold = {h!r}" for h in ("5s",) * 3)]
@@ -71,7 +73,7 @@ def test_profile_names_the_hot_function_first_with_a_flame_graph(
     server: HotCodeServer, tmp_path: Path
 ) -> None:
     plan = tmp_path / "plan.toml"
-    plan.write_text(server.plan_text(STEPS))
+    plan.write_text(server.plan_text(STEPS, profile=NAMING_RATE))
     done = _run(plan, tmp_path / "runs")
     assert done.returncode in (0, 1), done.stderr
     run_dir = _run_dir(tmp_path / "runs")
