@@ -92,13 +92,12 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     if not use.workers:
         return None
     computing = (use.demand_per_worker or 0.0) >= CPU_BOUND
-    threaded = bool(use.processes and use.processes < use.workers)
-    locked = threaded and computing
+    locked = use.threaded and computing
     setting, now = ("processes", use.processes) if locked else ("workers", use.workers)
     assert now is not None
     x = top["throughput_rps"]
     ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
-    if threaded and not locked and (most := _process_cpu_ceiling(use, x)):
+    if use.threaded and not locked and (most := _process_cpu_ceiling(use, x)):
         # More threads in the same processes: each process computes on one core at most
         # (its interpreter lock), whatever its threads.
         ceilings["process_cpu"] = most
@@ -143,8 +142,7 @@ def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | Non
     ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
     if workers := _workers_ceiling(group, use.workers, low, ctx):
         ceilings["workers"] = workers  # before any request waited for a connection
-    threaded = bool(use.processes and use.processes < use.workers)
-    if threaded and (most := _process_cpu_ceiling(use, x)):
+    if use.threaded and (most := _process_cpu_ceiling(use, x)):
         ceilings["process_cpu"] = most
     # Connections for the first of the other ceilings, each in use at most CPU_SATURATED of
     # the time there (past it requests queue for one), and no more than the workers that

@@ -95,6 +95,12 @@ class GroupUse:
         return self.cpu + (0.0 if self.handed_over else (self.cpu_wait or 0.0))
 
     @property
+    def threaded(self) -> bool:
+        """Fewer processes than workers: threads (or an event loop's requests) share each
+        process's one core."""
+        return bool(self.processes and self.workers and self.processes < self.workers)
+
+    @property
     def running(self) -> float:
         """The requests that can compute at once: the busy ones, at most one a worker and
         one a process (threads of one process, or requests of one event loop, share its
