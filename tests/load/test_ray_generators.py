@@ -47,6 +47,7 @@ except NginxNotFound as e:
 pytestmark = pytest.mark.timed
 
 STORE = 100 * 1024 * 1024
+CHANNEL_TIMEOUT = "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S"
 SHIFT = 40
 
 
@@ -55,15 +56,25 @@ def cluster() -> Iterator[Any]:
     """A head (with a Ray Client server on `c.client_port`) and a second node, 1 CPU
     each; the test process is a driver."""
     client_port = free_port()
-    c = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "object_store_memory": STORE,
-            "include_dashboard": False,
-            "ray_client_server_port": client_port,
-        },
-    )
+    # The head's Ray Client proxy waits this long for a driver's server process, even one
+    # that died at once (3 of 7 fresh-clone runs, 30 s by default); the driver tries again.
+    said = os.environ.get(CHANNEL_TIMEOUT)
+    os.environ[CHANNEL_TIMEOUT] = "10"
+    try:
+        c = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "object_store_memory": STORE,
+                "include_dashboard": False,
+                "ray_client_server_port": client_port,
+            },
+        )
+    finally:
+        if said is None:
+            del os.environ[CHANNEL_TIMEOUT]
+        else:
+            os.environ[CHANNEL_TIMEOUT] = said
     c.client_port = client_port
     try:
         c.add_node(num_cpus=1, object_store_memory=STORE)
