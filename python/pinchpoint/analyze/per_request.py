@@ -5,7 +5,8 @@ takes for it, a single-threaded section) shows in that request's time and throug
 only: a median over all requests, most of them flat, hides it. So each named request is
 weighed by its share of the growth of the mean latency (its share of the requests × how
 much its own mean grew), and when one request carries most of it while every other stays
-flat, the limit is named in that request, in the tier where its time grows.
+flat (or grows by a tenth of its growth at most), the limit is named in that request, in
+the tier where its time grows.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
+    FLAT_BESIDE,
     GROWTH_MIN_MS,
     GROWTH_SHARE,
 )
@@ -37,6 +39,7 @@ class Grown:
     base: dict
     top: dict
     share: float  # of the growth of the mean latency of all requests
+    others_ms: float = 0.0  # the most another request's median grew
 
     @property
     def name(self) -> str:
@@ -47,14 +50,19 @@ def _mean_ms(step: dict) -> float:
     return 1000 * step["concurrency"] / step["throughput_rps"] if step["throughput_rps"] else 0.0
 
 
+def _rise(base: dict, top: dict) -> float:
+    return float(top["p50_ms"] - base["p50_ms"])
+
+
 def _grows(base: dict, top: dict) -> bool:
-    rise = top["p50_ms"] - base["p50_ms"]
+    rise = _rise(base, top)
     return rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
 
 
 def growing_request(endpoints: list[dict]) -> Grown | None:
-    """The one named request whose time grows while every other stays flat, when it carries
-    most of the growth of the mean latency; None otherwise (one request, or several grow)."""
+    """The one named request whose time grows while every other stays flat (or grows by
+    FLAT_BESIDE of its growth at most), when it carries most of the growth of the mean
+    latency; None otherwise (one request, or several grow)."""
     ranged = []
     for entry in endpoints:
         steps = sorted(entry.get("steps") or [], key=lambda s: s["level"])
@@ -63,16 +71,21 @@ def growing_request(endpoints: list[dict]) -> Grown | None:
     if len(ranged) < 2:
         return None
     growing = [r for r in ranged if _grows(r[1], r[2])]
-    if len(growing) != 1:
+    if not growing:
+        return None
+    most = max(growing, key=lambda r: _rise(r[1], r[2]))
+    beside = FLAT_BESIDE * _rise(most[1], most[2])
+    if any(r is not most and _rise(r[1], r[2]) > beside for r in growing):
         return None
     total = sum(top["requests"] for _, _, top in ranged) or 1
     weights = {
         id(entry): top["requests"] / total * max(0.0, _mean_ms(top) - _mean_ms(base))
         for entry, base, top in ranged
     }
-    entry, base, top = growing[0]
+    entry, base, top = most
     share = weights[id(entry)] / (sum(weights.values()) or 1.0)
-    return Grown(entry, base, top, share) if share >= CARRIES else None
+    others = max(max(_rise(b, t), 0.0) for e, b, t in ranged if e is not entry)
+    return Grown(entry, base, top, share, others) if share >= CARRIES else None
 
 
 def _tier_deltas(grown: Grown) -> dict[str, float]:
@@ -137,7 +150,8 @@ def _evidence(grown: Grown, tier: str, deltas: dict[str, float]) -> list[str]:
     lines = [
         f"{grown.name} p50 {ms_text(base['p50_ms'])} at {_level(base)} → "
         f"{ms_text(top['p50_ms'])} at {_level(top)}; it carries {grown.share:.0%} of the "
-        "growth of the mean latency of all requests, while every other request stays flat",
+        "growth of the mean latency of all requests, while every other request stays flat "
+        f"(its median grew {ms_text(grown.others_ms)} at most)",
         f"{grown.name}'s time in {tier} (self + queue) grows by {ms_text(deltas[tier])}, "
         f"{100 * deltas[tier] / growth:.0f}% of its growth"
         + "".join(f"; {t} {ms_text(d)}" for t, d in deltas.items() if t != tier),

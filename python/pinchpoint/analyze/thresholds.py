@@ -122,6 +122,9 @@ NEIGHBOUR_SHARE = 0.25  # hand: half a core of a 2-core host
 # A request carrying at least this share of the growth of the mean latency, while every
 # other request stays flat, is where the limit lives.
 CARRIES = 0.5  # hand: a majority of the growth
+# Another request whose median grew by no more than this share of that request's growth
+# stays flat beside it: a busy host slows every request by a few milliseconds.
+FLAT_BESIDE = 0.1  # hand: 0.04-0.06 in a fresh-clone run beside the parallel tests
 # Peak throughput × shortest time below this is about one served at once: serialized.
 ONE_AT_ONCE = 1.5  # hand: a lock held by one request at a time reads 0.95-1.05
 # A request's throughput reaches a ceiling when its heaviest step gains less than this share
