@@ -374,6 +374,9 @@ count = 2
     assert run["stopped"].count(why) == 2 and run["interrupted"], run["stopped"]
     gens = run["generators"]
     assert not any(g.get("lost") for g in gens), gens
+    # Each loaded its hook before the start time was chosen: they started together.
+    starts = [g["started"] for g in gens]
+    assert max(starts) - min(starts) < 0.05, starts
     requests = pl.read_parquet(run_dir / files.REQUESTS)
     # 20 calls let through on each generator, then each user's call ends in a capture error.
     assert requests.filter(pl.col("status") == 200).height == 40

@@ -214,8 +214,8 @@ def _prepare(ray: Any, plan: Plan, gens: list[_Gen], timeout_s: float) -> None:
 def _lead(ray: Any, gens: list[_Gen]) -> float:
     """How long before the common start time the starts are sent: the slowest round trip
     to a generator, LEAD_TRIPS times, over MIN_LEAD_S."""
-    refs = [g.actor.ping.remote() for g in gens if g.lost is None]
     began = time.monotonic()
+    refs = [g.actor.ping.remote() for g in gens if g.lost is None]
     if refs:
         ray.wait(refs, num_returns=len(refs), timeout=START_LEAD_S)
     return min(MIN_LEAD_S + LEAD_TRIPS * (time.monotonic() - began), START_LEAD_S)
