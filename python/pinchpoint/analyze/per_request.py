@@ -5,8 +5,8 @@ takes for it, a single-threaded section) shows in that request's time and throug
 only: a median over all requests, most of them flat, hides it. So each named request is
 weighed by its share of the growth of the mean latency (its share of the requests × how
 much its own mean grew), and when one request carries most of it while every other stays
-flat (or grows by a tenth of its growth at most), the limit is named in that request, in
-the tier where its time grows.
+flat (or grows by a far smaller share of its own time), the limit is named in that
+request, in the tier where its time grows.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
-    FLAT_BESIDE,
+    DOMINATES,
     GROWTH_MIN_MS,
     GROWTH_SHARE,
 )
@@ -39,7 +39,8 @@ class Grown:
     base: dict
     top: dict
     share: float  # of the growth of the mean latency of all requests
-    others_ms: float = 0.0  # the most another request's median grew
+    # The most another request's median grew, as a share of its median at the lightest step.
+    others_growth: float = 0.0
 
     @property
     def name(self) -> str:
@@ -54,15 +55,19 @@ def _rise(base: dict, top: dict) -> float:
     return float(top["p50_ms"] - base["p50_ms"])
 
 
+def _relative(base: dict, top: dict) -> float:
+    return max(_rise(base, top), 0.0) / base["p50_ms"] if base["p50_ms"] > 0 else 0.0
+
+
 def _grows(base: dict, top: dict) -> bool:
     rise = _rise(base, top)
     return rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
 
 
 def growing_request(endpoints: list[dict]) -> Grown | None:
-    """The one named request whose time grows while every other stays flat (or grows by
-    FLAT_BESIDE of its growth at most), when it carries most of the growth of the mean
-    latency; None otherwise (one request, or several grow)."""
+    """The one named request whose time grows while every other stays flat (or grows by a
+    DOMINATES times smaller share of its own time), when it carries most of the growth of
+    the mean latency; None otherwise (one request, or several grow alike)."""
     ranged = []
     for entry in endpoints:
         steps = sorted(entry.get("steps") or [], key=lambda s: s["level"])
@@ -74,8 +79,8 @@ def growing_request(endpoints: list[dict]) -> Grown | None:
     if not growing:
         return None
     most = max(growing, key=lambda r: _rise(r[1], r[2]))
-    beside = FLAT_BESIDE * _rise(most[1], most[2])
-    if any(r is not most and _rise(r[1], r[2]) > beside for r in growing):
+    beside = _relative(most[1], most[2]) / DOMINATES
+    if any(r is not most and _relative(r[1], r[2]) > beside for r in growing):
         return None
     total = sum(top["requests"] for _, _, top in ranged) or 1
     weights = {
@@ -84,7 +89,7 @@ def growing_request(endpoints: list[dict]) -> Grown | None:
     }
     entry, base, top = most
     share = weights[id(entry)] / (sum(weights.values()) or 1.0)
-    others = max(max(_rise(b, t), 0.0) for e, b, t in ranged if e is not entry)
+    others = max(_relative(b, t) for e, b, t in ranged if e is not entry)
     return Grown(entry, base, top, share, others) if share >= CARRIES else None
 
 
@@ -151,7 +156,8 @@ def _evidence(grown: Grown, tier: str, deltas: dict[str, float]) -> list[str]:
         f"{grown.name} p50 {ms_text(base['p50_ms'])} at {_level(base)} → "
         f"{ms_text(top['p50_ms'])} at {_level(top)}; it carries {grown.share:.0%} of the "
         "growth of the mean latency of all requests, while every other request stays flat "
-        f"(its median grew {ms_text(grown.others_ms)} at most)",
+        f"(its median grew {grown.others_growth:.0%} at most, this one's "
+        f"{_relative(base, top):.0%})",
         f"{grown.name}'s time in {tier} (self + queue) grows by {ms_text(deltas[tier])}, "
         f"{100 * deltas[tier] / growth:.0f}% of its growth"
         + "".join(f"; {t} {ms_text(d)}" for t, d in deltas.items() if t != tier),
