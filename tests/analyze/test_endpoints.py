@@ -53,9 +53,24 @@ def test_a_ceiling_is_read_past_one_starved_step_before_the_heaviest() -> None:
     e = describe("GET /slow", 0, steps, 10.0)
     assert e["behaviour"] == "synchronous"
     assert e["ceiling"] == pytest.approx(200)
-    # A heaviest step that still gains on every step before it is no ceiling.
-    steps[-1]["throughput_rps"] *= 1.3
+    # A heaviest step that still gains on every step before it, by 60% on a load 2.3
+    # times as heavy, is no ceiling.
+    steps[-1]["throughput_rps"] *= 1.6
     assert describe("GET /slow", 0, steps, 10.0)["behaviour"] == "undecided"
+
+
+def test_a_ceiling_is_read_when_throughput_gains_little_of_what_the_load_gained() -> None:
+    # Two workers beside the suite's parallel tests: 106.6, 98.7 then 123.4 req/s at 3, 5
+    # and 7 users, while the median grew 4 times. +16% on a load 2.3 times as heavy.
+    steps = closed_loop([1, 3, 5, 7], workers=2, service_ms=10)
+    for s, rps, p50 in zip(
+        steps, (77.2, 106.6, 98.7, 123.4), (12.5, 22.9, 46.1, 49.9), strict=True
+    ):
+        s["throughput_rps"], s["p50_ms"] = rps, p50
+    assert describe("GET /slow", 0, steps, 11.2)["behaviour"] == "synchronous"
+    # +60% on that load is more than a ceiling lets through.
+    steps[-1]["throughput_rps"] = 1.6 * 106.6
+    assert describe("GET /slow", 0, steps, 11.2)["behaviour"] == "undecided"
 
 
 def test_flat_latency_as_the_load_grows_is_asynchronous() -> None:

@@ -16,7 +16,7 @@ from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.run_input import RunInput
 from pinchpoint.analyze.steps import Window, tier_step
 from pinchpoint.analyze.thresholds import (
-    CEILING_GAIN,
+    CEILING_SHARE,
     GROWTH_MIN_MS,
     GROWTH_SHARE,
     LOAD_RANGE,
@@ -107,9 +107,9 @@ def _behaviour(steps: list[dict]) -> dict:
     best = max(ordered[:-1], key=lambda s: s["throughput_rps"])
     rise = top["p50_ms"] - base["p50_ms"]
     grew = rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
-    load_grew = top["level"] >= (1 + LOAD_STEP) * best["level"]
+    load_gain = top["level"] / max(best["level"], 1e-9) - 1
     gain = top["throughput_rps"] / max(best["throughput_rps"], 1e-9) - 1
-    if grew and load_grew and gain < CEILING_GAIN:
+    if grew and load_gain >= LOAD_STEP and gain < CEILING_SHARE * load_gain:
         return {"behaviour": "synchronous", "ceiling": top["throughput_rps"]}
     if not grew and top["level"] >= LOAD_RANGE * base["level"]:
         return {"behaviour": "asynchronous", "ceiling": None}

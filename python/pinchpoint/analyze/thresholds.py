@@ -129,9 +129,10 @@ CARRIES = 0.5  # hand: a majority of the growth
 DOMINATES = 3.0  # hand: 7-11x for a serialized checkout beside a hog or the parallel tests
 # Peak throughput × shortest time below this is about one served at once: serialized.
 ONE_AT_ONCE = 1.5  # hand: a lock held by one request at a time reads 0.95-1.05
-# A request's throughput reaches a ceiling when its heaviest step gains less than this share
-# over the best step before it while the load since that step grew by at least LOAD_STEP...
-CEILING_GAIN = 0.15  # hand
+# A request's throughput reaches a ceiling when its heaviest step gains on the best step
+# before it less than this share of what the load gained since that step (at least
+# LOAD_STEP): a closed loop at flat latency gains all of it...
+CEILING_SHARE = 0.375  # hand: 15% over a load 1.4 times as heavy, as the rule was
 LOAD_STEP = 0.2
 # ...and flat latency says "no ceiling" only once the load grew this many times over.
 LOAD_RANGE = 2.0  # hand
