@@ -5,6 +5,8 @@ format; then real demo nginx read from their masters, and the walk from a demo U
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -500,3 +502,23 @@ def test_the_walk_goes_through_two_nginx_in_a_row(tmp_path: Path) -> None:
     assert (edge.log_path, edge.pid_file) == (stack.edge_access_log, stack.edge_pid_file)
     assert (inner.log_path, inner.pid_file) == (stack.nginx_access_log, stack.nginx_pid_file)
     assert any(n.startswith("upstream pinchpoint_upstream: server") for n in edge.notes)
+
+
+def test_a_worker_just_forked_with_its_master_s_title_is_read_as_its_master() -> None:
+    """Right after its fork a worker still shows its master's title: its master is the
+    tier. A master whose parent is no nginx master is itself."""
+    title = "nginx: master process /usr/sbin/nginx -c /etc/nginx/nginx.conf"
+    inner = f'(exec -a "{title}" sleep 30) & wait'
+    proc = subprocess.Popen(["bash", "-c", f"exec -a '{title}' bash -c '{inner}'"])
+    try:
+        master = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 10
+        while not master.children() or not master.children()[0].cmdline()[0].startswith("nginx"):
+            assert time.monotonic() < deadline, "the renamed child did not start"
+            time.sleep(0.01)
+        [worker] = master.children()
+        assert nginx.master_of(worker.pid, worker.cmdline()) == (master.pid, master.cmdline())
+        assert nginx.master_of(master.pid, master.cmdline()) == (master.pid, master.cmdline())
+    finally:
+        proc.kill()
+        proc.wait()

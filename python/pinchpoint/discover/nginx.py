@@ -134,9 +134,9 @@ def read(pid: int, argv: list[str], address: Address, path: str) -> Tier:
 
 def master_of(pid: int, argv: list[str]) -> tuple[int, list[str]]:
     """The master's pid and title for one of its workers (`nginx: worker process`, whose
-    title says nothing of the config); the process itself otherwise."""
-    title = " ".join(argv)
-    if not title.startswith("nginx:") or title.startswith("nginx: master process"):
+    title says nothing of the config, or, just forked, still its master's title); the
+    process itself otherwise."""
+    if not " ".join(argv).startswith("nginx:"):
         return pid, argv
     try:
         parent = psutil.Process(pid).parent()
