@@ -12,6 +12,8 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ "$mode" = test ]; then
   have chromium || need+=(chromium)
   have wrk || need+=(wrk)
+  # The discovery tests build a program that lies about its name.
+  have cc || need+=(gcc libc6-dev)
   # Real programs whose log lines the format tests read.
   have haproxy || need+=(haproxy)
   have apache2 || need+=(apache2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from pinchpoint.collect.servers.files import regular_files_in as files_in
 from pinchpoint.discover.configs import MOST_FILES, Unreadable, read_text, under
 
 SECTIONS = frozenset(
@@ -147,7 +148,7 @@ def config_files(paths: list[str], base: str) -> tuple[list[str], list[str]]:
             files.append(path)
             continue
         try:
-            names = sorted(n for n in os.listdir(path) if n.endswith(".cfg"))
+            names = [n for n in files_in(path) if n.endswith(".cfg")]
         except OSError as e:
             warnings.append(f"cannot list {path}: {e.strerror}")
             continue

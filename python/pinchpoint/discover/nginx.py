@@ -12,13 +12,13 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
-from pinchpoint.collect.servers.files import confined
+from pinchpoint.collect.servers.files import Owner, acting_owner, confined
+from pinchpoint.discover import commands
 from pinchpoint.discover.configs import check_pid_file, under
 from pinchpoint.discover.nginx_conf import Directive, Disk, Dump, Loader, Source
 from pinchpoint.discover.nginx_routes import locations_for, next_hops, server_for
@@ -34,6 +34,9 @@ from pinchpoint.logformats.nginx import (
 NAME = "nginx"
 ROLE = "proxy"
 DUMP_TIMEOUT_S = 10.0
+BUILD_TIMEOUT_S = 10.0
+# What `nginx -T` may print: a bigger dump is not read (the files are, one by one, capped).
+MOST_DUMP_BYTES = 32 * 1024 * 1024
 # The options of nginx's command line; a -g value runs up to the next of them.
 _FLAGS = frozenset({"-c", "-p", "-g", "-e", "-s", "-t", "-T", "-q", "-v", "-V", "-h", "-?"})
 # What the plan's nginx format reads to time a request and place it in a step.
@@ -85,15 +88,18 @@ class Build:
     http_log_path: str = "logs/access.log"
 
 
-@functools.cache
 def build_of(binary: str) -> Build:
+    """The paths compiled into the binary, as the acting owner runs it."""
+    return _build_of(binary, acting_owner())
+
+
+@functools.cache
+def _build_of(binary: str, owner: Owner | None) -> Build:
     try:
-        done = subprocess.run(
-            [binary, "-V"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
+        done = commands.run([binary, "-V"], BUILD_TIMEOUT_S, MOST_DUMP_BYTES)
+    except commands.NotRun:
         return Build()
-    said = done.stderr + done.stdout
+    said = (done.stderr + done.stdout).decode(errors="replace")
     found = {
         key: match.group(1)
         for key in ("prefix", "conf-path", "pid-path", "http-log-path")
@@ -167,7 +173,7 @@ def describe(config: Config, address: Address, path: str, tier: Tier) -> None:
 
 def load(pid: int, command: Command, tier: Tier) -> Config:
     """The master's config, read with `nginx -T` or else from its files."""
-    binary = _binary(pid, command)
+    binary = _binary(pid)
     build = build_of(binary)
     prefix = command.options.get("-p") or build.prefix
     prefix = prefix if prefix.endswith("/") else prefix + "/"
@@ -204,14 +210,16 @@ def read_config(
     return Config(main, prefix, build)
 
 
-def _binary(pid: int, command: Command) -> str:
+def _binary(pid: int) -> str:
+    """The master's own program (/proc/PID/exe), never the name its title gives: a title is
+    whatever its owner wrote. Where the program cannot be read or is not nginx, the nginx
+    on PATH."""
     try:
         exe = psutil.Process(pid).exe()
     except psutil.Error:
         exe = ""
-    for candidate in (exe, command.binary):
-        if os.path.basename(candidate).startswith(NAME) and os.path.isfile(candidate):
-            return candidate
+    if os.path.basename(exe).startswith(NAME) and os.path.isfile(exe):
+        return exe
     return shutil.which(NAME) or NAME
 
 
@@ -225,19 +233,13 @@ def _dump(binary: str, command: Command) -> tuple[Dump | None, str]:
         # Its messages to us, not into the running server's error log.
         argv += ["-e", "stderr"]
     try:
-        done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=DUMP_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired:
-        return None, f"no answer in {DUMP_TIMEOUT_S:g} s"
-    except OSError as e:
-        return None, e.strerror or type(e).__name__
-    said = done.stderr.decode(errors="replace").strip().splitlines()
-    if done.returncode < 0:
-        return None, f"killed by signal {-done.returncode}"
-    if done.returncode != 0:
-        worst = [line for line in said if "[emerg]" in line] or said
-        return None, worst[0] if worst else f"exit status {done.returncode}"
+        done = commands.run(argv, DUMP_TIMEOUT_S, MOST_DUMP_BYTES)
+    except commands.NotRun as e:
+        return None, str(e)
+    if done.status < 0:
+        return None, f"killed by signal {-done.status}"
+    if done.status != 0:
+        return None, f"status {done.status}: {commands.what_failed(done.stderr)}"
     dump = Dump(done.stdout.decode(errors="replace"))
     return (dump, "") if dump.files else (None, "it printed no config")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Protocol
 
+from pinchpoint.collect.servers import files
 from pinchpoint.discover.configs import MOST_FILES, Unreadable, read_text, under
 
 
@@ -184,7 +185,7 @@ class Disk:
         return read_text(path)
 
     def glob(self, pattern: str) -> list[str]:
-        return sorted(glob.glob(pattern))
+        return files.glob(pattern)
 
 
 _DUMP_HEADER = re.compile(r"^# configuration file (.+):$", re.MULTILINE)

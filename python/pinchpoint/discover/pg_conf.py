@@ -148,7 +148,7 @@ def _include(folder: Path, how: str, value: str, into: PgSettings, depth: int) -
         read_file(target, into, required=how == "include", depth=depth + 1)
         return
     try:
-        names = sorted(p.name for p in target.iterdir() if p.is_file())
+        names = files.regular_files_in(target)
     except OSError as e:
         into.problems.append(f"cannot read {target}: {e.strerror or type(e).__name__}")
         return

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from pinchpoint.collect.servers import files
 from pinchpoint.collect.servers.files import read_text
 from pinchpoint.discover.pg_conf import (
     AUTO_FILE,
@@ -167,7 +168,7 @@ def _children(pid: int) -> list[psutil.Process]:
 
 
 def _newest(folder: Path, pattern: str) -> Path | None:
-    found = [Path(p) for p in glob.glob(str(folder / pattern)) if os.path.isfile(p)]
+    found = [Path(p) for p in files.glob(str(folder / pattern)) if os.path.isfile(p)]
     return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
 

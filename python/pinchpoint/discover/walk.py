@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
+from pinchpoint.collect.servers.files import Owner, as_owner
 from pinchpoint.discover.listeners import Sockets, root_of
 from pinchpoint.discover.tier import Address, Tier
 
@@ -45,21 +46,33 @@ class Discovery:
     token_env: str | None = None
 
 
-def kind_of(argv: list[str]) -> str | None:
-    """Which server a command line runs: nginx, haproxy, gunicorn, uwsgi, postgres; None for
-    anything else."""
-    head = " ".join(argv[:3]).lower()
+# Programs that run other programs' code: what they run is known by their command line.
+_INTERPRETERS = ("python", "pypy", "node", "java", "php", "ruby", "perl", "sh", "bash")
+
+
+def kind_of(argv: list[str], exe: str = "") -> str | None:
+    """Which server a process runs: nginx, haproxy, gunicorn, uwsgi, postgres; None for
+    anything else. A server with a program of its own is known by that program
+    (/proc/PID/exe, `exe`), which its owner cannot rename as it can rename its title; only
+    where the program is an interpreter, or cannot be read, is the command line read."""
+    program = Path(exe).name.lower()
+    if program and not program.startswith(_INTERPRETERS):
+        return _by_program(program)
     first = Path(argv[0]).name.lower() if argv else ""
-    if first.startswith("nginx"):
-        return "nginx"
-    if first.startswith("haproxy"):
-        return "haproxy"
-    if first.startswith("uwsgi"):
-        return "uwsgi"
-    if "gunicorn" in head:
+    if "gunicorn" in " ".join(argv[:3]).lower():
         return "gunicorn"
-    if first.startswith(("postgres", "postmaster")):
-        return "postgres"
+    return _by_program(first) if not program else None
+
+
+def _by_program(name: str) -> str | None:
+    for kind, prefixes in (
+        ("nginx", ("nginx",)),
+        ("haproxy", ("haproxy",)),
+        ("uwsgi", ("uwsgi",)),
+        ("postgres", ("postgres", "postmaster")),
+    ):
+        if name.startswith(prefixes):
+            return kind
     return None
 
 
@@ -147,15 +160,26 @@ def _tier_at(
     except (psutil.NoSuchProcess, psutil.AccessDenied) as e:
         found.problems.append(f"{address}: process {root} cannot be read ({type(e).__name__})")
         return None
-    kind = kind_of(argv)
+    exe = program_of(root)
+    kind = kind_of(argv, exe)
     reader = readers.get(kind or "")
     if reader is None:
-        program = Path(argv[0]).name if argv else f"pid {root}"
+        program = Path(exe or (argv[0] if argv else f"pid {root}")).name
         found.problems.append(f"{address} is served by {program}, which init does not know")
         return None
-    tier = reader(root, argv, address, path)
+    # Its config and logs are read, and its binary run, with its owner's rights, never more.
+    with as_owner(Owner.of_pid(root)):
+        tier = reader(root, argv, address, path)
     tier.name = free_name(tier.name, found)
     return tier
+
+
+def program_of(pid: int) -> str:
+    """The process's program (/proc/PID/exe); "" where it cannot be read."""
+    try:
+        return psutil.Process(pid).exe()
+    except psutil.Error:
+        return ""
 
 
 def free_name(name: str, found: Discovery) -> str:
