@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from pinchpoint.compare.advice import check_advice, check_run_advice, read_prediction
+from pinchpoint.compare.advice_shapes import Prediction
 from pinchpoint.rundir import files
 
-PREDICTION = {
+PREDICTION: Prediction = {
     "component": "gunicorn",
     "setting": "workers",
     "now": 2,
@@ -100,7 +101,8 @@ def test_a_folder_without_a_prediction_is_named(tmp_path: Path) -> None:
     (tmp_path / files.VERDICT).write_text(json.dumps(cpu))
     with pytest.raises(ValueError, match=r"\(gunicorn cpu\) predicts no change"):
         read_prediction(tmp_path)
-    (tmp_path / files.VERDICT).write_text(json.dumps({"bottleneck": {"prediction": PREDICTION}}))
+    found = {"bottleneck": {**cpu["bottleneck"], "prediction": PREDICTION}}
+    (tmp_path / files.VERDICT).write_text(json.dumps(found))
     assert read_prediction(tmp_path) == PREDICTION
 
 
@@ -122,3 +124,104 @@ def test_run_refuses_check_advice_of_a_run_without_prediction_before_any_load(
     assert done.returncode == 2, done.stderr
     assert f"--check-advice {before}: its verdict names no bottleneck" in done.stderr
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["old"]
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "runs" / "db-scan-pool"
+# Each a prediction that read as a dict before, then broke the check after the whole run.
+DAMAGED = [
+    ({k: v for k, v in PREDICTION.items() if k != "to"}, "to: field required"),
+    ({**PREDICTION, "predicted_rps": 1e400}, "predicted_rps: input should be a finite number"),
+    ({**PREDICTION, "at_users": [9]}, "at_users: input should be a valid integer (found [9])"),
+    ({**PREDICTION, "now": "two"}, "now: input should be a valid number (found 'two')"),
+    ({**PREDICTION, "at_users": "9"}, "at_users: input should be a valid integer (found '9')"),
+    ({**PREDICTION, "setting": "threads"}, "setting: input should be 'workers', 'processes',"),
+    ({**PREDICTION, "ceilings_rps": {"cpu": "x"}}, "ceilings_rps.cpu: input should be a valid"),
+    ({**PREDICTION, "to": 10**400}, "to: input should be a valid number"),
+]
+
+
+def _before(folder: Path, prediction: object) -> Path:
+    """A run folder whose verdict is a recorded run's, its bottleneck predicting `prediction`."""
+    folder.mkdir(parents=True)
+    verdict = json.loads((RECORDED / files.VERDICT).read_text())
+    verdict["bottleneck"]["prediction"] = prediction
+    (folder / files.VERDICT).write_text(json.dumps(verdict))
+    return folder
+
+
+@pytest.mark.parametrize(("prediction", "said"), DAMAGED)
+def test_a_damaged_prediction_is_refused_naming_the_file_and_field(
+    tmp_path: Path, prediction: dict, said: str
+) -> None:
+    before = _before(tmp_path / "before", prediction)
+    with pytest.raises(ValueError) as refused:
+        read_prediction(before)
+    assert str(refused.value).startswith(f"{before / files.VERDICT}: bottleneck.prediction.{said}")
+
+
+def test_a_recorded_run_s_verdict_is_checked_against_a_prediction(tmp_path: Path) -> None:
+    before = _before(tmp_path / "before", PREDICTION)
+    after = tmp_path / "after"
+    after.mkdir()
+    (after / files.VERDICT).write_text((RECORDED / files.VERDICT).read_text())
+    checked = check_run_advice(before, read_prediction(before), after)
+    steps = json.loads((RECORDED / files.VERDICT).read_text())["steps"]
+    at_9 = [s for s in steps if s["users"] <= 9][-1]
+    assert (checked.at_users, checked.measured_rps) == (at_9["users"], at_9["throughput_rps"])
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"steps": [{"users": 9, "throughput_rps": 1e400}]}, "steps[0].throughput_rps: input"),
+        ({"steps": [{"users": -1, "throughput_rps": 3.0}]}, "steps[0].users: input should be"),
+        ({"steps": [{"throughput_rps": 3.0}]}, "steps[0].users: field required"),
+        ({"pools": {"gunicorn": {"slots": "6"}}}, "pools.gunicorn.slots: input should be"),
+        ({"steps": {"users": 9}}, "steps: input should be a valid list"),
+    ],
+)
+def test_a_damaged_later_verdict_is_refused_naming_the_file_and_field(
+    tmp_path: Path, change: dict, said: str
+) -> None:
+    after = tmp_path / "after"
+    after.mkdir()
+    (after / files.VERDICT).write_text(json.dumps({**_after(6, {9: 500.0}), **change}))
+    with pytest.raises(ValueError) as refused:
+        check_run_advice(tmp_path / "before", PREDICTION, after)
+    assert str(refused.value).startswith(f"{after / files.VERDICT}: {said}")
+    assert not (after / files.ADVICE_CHECK).exists()
+
+
+def test_run_refuses_a_damaged_prediction_before_any_load(tmp_path: Path) -> None:
+    before = _before(tmp_path / "runs" / "old", {**PREDICTION, "predicted_rps": 1e400})
+    done = _run_checking(tmp_path, before)
+    assert done.returncode == 2, done.stderr
+    said = f"--check-advice {before / files.VERDICT}: bottleneck.prediction.predicted_rps: "
+    assert said + "input should be a finite number (found inf)" in done.stderr
+    assert "unexpected" not in done.stderr.lower()
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["old"]
+
+
+def test_a_component_s_escape_sequence_is_printed_escaped(tmp_path: Path) -> None:
+    # Its verdict predicts nothing: the error names its component as the file has it.
+    named = {"component": "gunicorn\x1b]0;owned\x07\x1b[2J", "resource": "cpu"}
+    before = tmp_path / "runs" / "old"
+    before.mkdir(parents=True)
+    (before / files.VERDICT).write_text(json.dumps({"bottleneck": named}))
+    done = _run_checking(tmp_path, before)
+    assert done.returncode == 2, done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+    # Rich drops a bell rather than print it; the escape sequences are shown for what they are.
+    assert "(gunicorn\\x1b]0;owned\\x1b[2J cpu) predicts no change" in done.stderr
+
+
+def _run_checking(tmp_path: Path, before: Path) -> subprocess.CompletedProcess[str]:
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[target]\nurl = "http://127.0.0.1:9/"\n[load]\nusers = 1\nduration = "1s"\n'
+                    '[[request]]\npath = "/"\n')  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pinchpoint", "run", str(plan), "--check-advice", str(before),
+         "--runs-dir", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip

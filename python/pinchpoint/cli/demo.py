@@ -15,6 +15,7 @@ from pinchpoint.terminal import Console, fail, warn
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
 
+    from pinchpoint.compare.advice_shapes import Prediction
     from pinchpoint.pipeline import RunOutcome
 
 
@@ -165,7 +166,7 @@ def _run_on_stack(setup: _Setup, workers: int, console: RichConsole) -> RunOutco
                 return execute(plan, text, setup.runs_dir, on_tick=view)
 
 
-def _show_check(before: Path, prediction: dict, run_dir: Path, console: RichConsole) -> None:
+def _show_check(before: Path, prediction: Prediction, run_dir: Path, console: RichConsole) -> None:
     from pinchpoint.compare.advice import check_run_advice
 
     for line in check_run_advice(before, prediction, run_dir).lines():

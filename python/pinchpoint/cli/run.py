@@ -14,6 +14,7 @@ from pinchpoint.terminal import Console, fail, sla_outcome, warn
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
 
+    from pinchpoint.compare.advice_shapes import Prediction
     from pinchpoint.outputs.live_page import LivePage
     from pinchpoint.outputs.openmetrics import MetricsServer
 
@@ -233,7 +234,7 @@ def run(
         raise typer.Exit(1)
 
 
-def _prediction(run_dir: Path | None) -> dict | None:
+def _prediction(run_dir: Path | None) -> Prediction | None:
     """The prediction of the run --check-advice names, read before any load."""
     if run_dir is None:
         return None
@@ -245,7 +246,9 @@ def _prediction(run_dir: Path | None) -> dict | None:
         raise PlanError(f"--check-advice {e}") from None
 
 
-def _advice_check(before: Path, predicted: dict, run_dir: Path, console: RichConsole) -> None:
+def _advice_check(before: Path, predicted: Prediction, run_dir: Path, console: RichConsole) -> None:
+    from rich.text import Text
+
     from pinchpoint.compare.advice import check_run_advice
 
     try:
@@ -254,7 +257,7 @@ def _advice_check(before: Path, predicted: dict, run_dir: Path, console: RichCon
         warn(f"--check-advice: {e}", console)
         return
     for line in checked.lines():
-        console.print(line, highlight=False)
+        console.print(Text(line), highlight=False)
 
 
 def _metrics_server(

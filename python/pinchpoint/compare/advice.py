@@ -8,6 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint.analyze.usage import serving_processes
+from pinchpoint.compare.advice_shapes import (
+    LaterVerdict,
+    Prediction,
+    Step,
+    earlier_verdict,
+    later_verdict,
+)
+from pinchpoint.compare.advice_shapes import prediction as checked_prediction
 from pinchpoint.rundir import files
 from pinchpoint.rundir.view import as_view
 
@@ -15,7 +23,7 @@ from pinchpoint.rundir.view import as_view
 @dataclass(frozen=True)
 class AdviceCheck:
     before_run: str
-    prediction: dict
+    prediction: Prediction
     measured_rps: float
     at_users: int
     # The setting as this run found it (a pool's size, a quota); None when not known.
@@ -24,14 +32,14 @@ class AdviceCheck:
     @property
     def error(self) -> float:
         """Measured against predicted, as a share: -0.1 is 10% below the prediction."""
-        predicted = float(self.prediction["predicted_rps"])
+        predicted = self.prediction["predicted_rps"]
         return self.measured_rps / predicted - 1 if predicted > 0 else 0.0
 
     @property
     def applied(self) -> bool | None:
         if self.found is None:
             return None
-        return abs(self.found - float(self.prediction["to"])) < 1e-6
+        return abs(self.found - self.prediction["to"]) < 1e-6
 
     def as_json(self) -> dict:
         return {
@@ -62,43 +70,53 @@ class AdviceCheck:
         return out
 
 
-def read_prediction(run_dir: Path) -> dict:
-    """The prediction of a run's verdict; ValueError naming the folder when it has none."""
-    found = as_view(run_dir).verdict.get("bottleneck")
-    if not isinstance(found, dict):
+def read_prediction(run_dir: Path) -> Prediction:
+    """The prediction of a run's verdict; ValueError naming the file (and the field) when
+    it cannot be read, or the folder when its verdict predicts nothing."""
+    view = as_view(run_dir)
+    try:
+        found = earlier_verdict(view.verdict).get("bottleneck")
+    except ValueError as e:
+        raise ValueError(f"{view.folder / files.VERDICT}: {e}") from None
+    if found is None:
         raise ValueError(f"{run_dir}: its verdict names no bottleneck, so it gives no advice")
     predicted = found.get("prediction")
-    if not isinstance(predicted, dict):
+    if predicted is None:
         raise ValueError(
-            f"{run_dir}: its verdict ({found.get('component')} {found.get('resource')}) "
+            f"{run_dir}: its verdict ({found['component']} {found['resource']}) "
             "predicts no change: only a pool's size, an app's connections and a CPU quota "
             "are predicted"
         )
     return predicted
 
 
-def check_advice(before_run: str, prediction: dict, after: dict) -> AdviceCheck:
+def check_advice(before_run: str, prediction: Prediction, after: dict) -> AdviceCheck:
     """The run `after` (its verdict) against the prediction of `before_run`: throughput at
-    the heaviest step up to the users the prediction was made for."""
-    steps = [s for s in after.get("steps") or [] if s.get("throughput_rps") is not None]
-    if not steps:
+    the heaviest step up to the users the prediction was made for. ValueError naming the
+    field of either that cannot be read."""
+    prediction = checked_prediction(prediction)
+    later = later_verdict(after)
+    measured = [
+        (s, rate) for s in later.get("steps") or [] if (rate := s.get("throughput_rps")) is not None
+    ]
+    if not measured:
         raise ValueError("the run measured no step")
-    within = [s for s in steps if s["users"] <= int(prediction["at_users"])] or steps[:1]
-    step = within[-1]
+    within = [(s, r) for s, r in measured if s["users"] <= prediction["at_users"]]
+    step, rate = (within or measured[:1])[-1]
     return AdviceCheck(
         before_run=before_run,
         prediction=prediction,
-        measured_rps=float(step["throughput_rps"]),
-        at_users=int(step["users"]),
-        found=_setting(prediction, after, step),
+        measured_rps=rate,
+        at_users=step["users"],
+        found=_setting(prediction, later, step),
     )
 
 
-def _setting(prediction: dict, after: dict, step: dict) -> float | None:
+def _setting(prediction: Prediction, after: LaterVerdict, step: Step) -> float | None:
     component, setting = prediction["component"], prediction["setting"]
     if setting == "workers":
         pool = (after.get("pools") or {}).get(component)
-        return float(pool["slots"]) if isinstance(pool, dict) and not pool.get("most") else None
+        return float(pool["slots"]) if pool is not None and not pool.get("most") else None
     if setting == "connections":
         return None  # an app's pool: no log or command line tells its size
     resources = (step.get("resources") or {}).get(component) or {}
@@ -106,13 +124,16 @@ def _setting(prediction: dict, after: dict, step: dict) -> float | None:
         processes = serving_processes(resources.get("processes"))
         return float(processes) if processes else None
     quota = resources.get("cpu_quota_cores")
-    return round(float(quota), 2) if quota is not None else None
+    return round(quota, 2) if quota is not None else None
 
 
-def check_run_advice(before_dir: Path, prediction: dict, after_dir: Path) -> AdviceCheck:
+def check_run_advice(before_dir: Path, prediction: Prediction, after_dir: Path) -> AdviceCheck:
     """Checks the run in `after_dir` against `prediction` (of `before_dir`) and keeps the
     result in its folder (advice_check.json)."""
     view = as_view(after_dir)
-    checked = check_advice(before_dir.name, prediction, view.verdict)
+    try:
+        checked = check_advice(before_dir.name, prediction, view.verdict)
+    except ValueError as e:
+        raise ValueError(f"{view.folder / files.VERDICT}: {e}") from None
     view.folder.write_json(files.ADVICE_CHECK, checked.as_json())
     return checked

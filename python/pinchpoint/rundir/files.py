@@ -58,6 +58,11 @@ LEVELS = "levels"
 # crates/pinchpoint-engine/src/arrow_io.rs): a scan decodes one at a time.
 REQUESTS_ROW_GROUP = 128 * 1024
 
+# A run folder's JSON files hold tens of kilobytes nested eight levels deep: a file past
+# these bounds is damaged or hostile, refused before it costs the reader its memory or stack.
+JSON_MAX_BYTES = 64 * 1024 * 1024
+JSON_MAX_DEPTH = 64
+
 # Any one of these makes a folder a run folder (a killed run may have only the stream).
 MARKERS = (RUN, PLAN, REQUESTS, REQUEST_STREAM, VERDICT)
 # Files that may hold what a user wrote in secret (tokens in the plan, headers in records).
@@ -171,17 +176,28 @@ class RunFolder:
         return [*columns, *(c for c in optional if c in schema and c not in columns)]
 
     def read_json(self, name: str) -> dict[str, Any]:
+        """A JSON object of the folder. Raises FileNotFoundError, or ValueError naming the
+        file when it is larger than `JSON_MAX_BYTES` (refused unread), nested deeper than
+        `JSON_MAX_DEPTH`, not UTF-8, not JSON or not an object."""
         path = self.path / name
         if not path.is_file():
             raise FileNotFoundError(f"{path}: not found")
         try:
-            value = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from exc
+            text = _bounded_bytes(path, JSON_MAX_BYTES).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}: not UTF-8 text") from exc
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from exc
+        except RecursionError:
+            raise ValueError(f"{path}: nested deeper than {JSON_MAX_DEPTH} levels") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise ValueError(f"{path}: not JSON: {exc}") from exc
         if not isinstance(value, dict):
             raise ValueError(f"{path}: not a JSON object")
+        if _depth_over(value, JSON_MAX_DEPTH):
+            raise ValueError(f"{path}: nested deeper than {JSON_MAX_DEPTH} levels")
         return value
 
     def write_json(self, name: str, value: object) -> Path:
@@ -204,3 +220,31 @@ class RunFolder:
 
     def write_collection(self, collection: CollectionJson) -> Path:
         return self.write_json(COLLECTION, collection)
+
+
+def _bounded_bytes(path: Path, limit: int) -> bytes:
+    """The file's bytes; ValueError naming it, having read at most `limit` + 1 bytes, when
+    it holds more than `limit`."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        raise ValueError(
+            f"{path}: {max(size, len(data))} bytes, more than the {limit} a run folder's "
+            "JSON file may hold"
+        )
+    return data
+
+
+def _depth_over(value: object, limit: int) -> bool:
+    """Whether lists and objects nest in `value` more than `limit` levels deep."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in item)
+    return False

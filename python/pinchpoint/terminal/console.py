@@ -10,10 +10,11 @@ if TYPE_CHECKING:
 
 
 def Console(stderr: bool = False) -> RichConsole:
-    """rich's Console, imported on first use (rich costs start-up time --help need not pay)."""
-    from rich.console import Console as RichConsole
+    """rich's Console escaping control characters (`escaped`), imported on first use (rich
+    costs start-up time --help need not pay)."""
+    from pinchpoint.terminal.escaped import EscapingConsole
 
-    return RichConsole(stderr=stderr)
+    return EscapingConsole(stderr=stderr)
 
 
 @functools.cache
