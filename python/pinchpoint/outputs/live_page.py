@@ -7,7 +7,11 @@ tiers' records are collected and analyzed, `final` once the report is written.
 `/plotly.js` is the charts' library, the same the report inlines.
 
 Off loopback every path needs the token the command prints: `?token=` once (the page
-then holds it as a cookie) or `Authorization: Bearer`."""
+then holds it as a cookie) or `Authorization: Bearer`.
+
+Served within LIMITS (pinchpoint.outputs.bounded_server): clients that connect and stall
+hold no thread, and at most LIMITS.streams pages follow the run at once (one more is
+answered 503)."""
 
 from __future__ import annotations
 
@@ -22,12 +26,11 @@ from collections.abc import Callable
 from contextlib import suppress
 from functools import cache
 from http.cookies import SimpleCookie
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pinchpoint.outputs.http_thread import start_server, stop_server
+from pinchpoint.outputs.bounded_server import BoundedHandler, Limits, start_server, stop_server
 from pinchpoint.outputs.live_state import LiveRun
 
 PAGE = Path(__file__).with_name("live_page.html")
@@ -35,10 +38,14 @@ COOKIE = "pinchpoint_live"
 # Events a page may fall behind by before it is dropped (it reconnects and gets `state`).
 BACKLOG = 120
 KEEPALIVE_S = 15.0
+# How soon a stream's thread sees that its page went away while no event comes.
+GONE_CHECK_S = 1.0
+LIMITS = Limits(max_connections=64, workers=8, streams=6)
 
 
 class LivePage:
-    """An HTTP server in daemon threads, fed by `__call__` with each snapshot."""
+    """An HTTP server in daemon threads (a bounded pool), fed by `__call__` with each
+    snapshot."""
 
     def __init__(
         self,
@@ -47,6 +54,7 @@ class LivePage:
         run_id: str,
         token: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        limits: Limits = LIMITS,
     ) -> None:
         self.run = LiveRun(run_id)
         self.host = host
@@ -55,8 +63,9 @@ class LivePage:
         self.lock = threading.Lock()
         self.listeners: list[queue.Queue[tuple[str, Any] | None]] = []
         self.report: Path | None = None
+        self.closed = False
         self.token = token_for(host, token)
-        self.httpd, self.thread = start_server(host, port, _handler(self))
+        self.httpd, self.thread = start_server(host, port, _handler(self), limits)
 
     @property
     def port(self) -> int:
@@ -96,6 +105,8 @@ class LivePage:
             listener.put(("state", self.run.state()))
             if self.report is not None:
                 listener.put(("final", {"headline": ""}))
+            if self.closed:  # a stream begun as the page closes ends at once
+                listener.put(None)
             self.listeners.append(listener)
         return listener
 
@@ -141,6 +152,7 @@ class LivePage:
             for listener in self.listeners:
                 _close(listener)
             self.listeners.clear()
+            self.closed = True
         stop_server(self.httpd, self.thread)
 
 
@@ -171,8 +183,8 @@ def _plotly_js() -> bytes:
     return plotly_js().encode()
 
 
-def _handler(page: LivePage) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def _handler(page: LivePage) -> type[BoundedHandler]:
+    class Handler(BoundedHandler):
         def do_GET(self) -> None:
             allowed, set_cookie = page.authorized(self.path, self.headers)
             if not allowed:
@@ -191,7 +203,13 @@ def _handler(page: LivePage) -> type[BaseHTTPRequestHandler]:
             elif path == "/state":
                 self._send(200, json.dumps(page.state()).encode(), "application/json", cookie)
             elif path == "/events":
-                self._stream()
+                if not self.server.streams.acquire(blocking=False):
+                    self._send(503, b"too many pages follow this run\n", "text/plain")
+                    return
+                try:
+                    self._stream()
+                finally:
+                    self.server.streams.release()
             elif path == "/favicon.ico":
                 self._send(204, b"", "image/x-icon")
             else:
@@ -213,25 +231,26 @@ def _handler(page: LivePage) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
             listener = page.subscribe()
+            written = time.monotonic()
             try:
                 while True:
                     try:
-                        item = listener.get(timeout=KEEPALIVE_S)
+                        item = listener.get(timeout=GONE_CHECK_S)
                     except queue.Empty:
-                        self.wfile.write(b": still running\n\n")
-                        self.wfile.flush()
+                        if self.client_gone():  # its thread is for another page now
+                            return
+                        if time.monotonic() - written >= KEEPALIVE_S:
+                            self.wfile.write(b": still running\n\n")
+                            written = time.monotonic()
                         continue
                     if item is None:
                         return
                     name, data = item
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                    self.wfile.flush()
+                    written = time.monotonic()
             except OSError:  # the page went away
                 return
             finally:
                 page.unsubscribe(listener)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
 
     return Handler

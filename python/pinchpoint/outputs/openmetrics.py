@@ -12,13 +12,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 
 from pinchpoint.load.hdr import Histogram, decode_v2, index_for
-from pinchpoint.outputs.http_thread import start_server, stop_server
+from pinchpoint.outputs.bounded_server import BoundedHandler, Limits, start_server, stop_server
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Upper bounds of the classic buckets, in µs (1 ms .. 10 s); +Inf is added.
@@ -45,6 +44,9 @@ MAX_CLASSES = 32
 OTHER_CLASS = "other"
 # Named requests past this many are summed under `other` (a label each, kept bounded).
 MAX_REQUESTS = 64
+# A scrape is short and Prometheus makes one at a time: a few threads answer them, and
+# clients that connect and stall hold none (pinchpoint.outputs.bounded_server).
+LIMITS = Limits(max_connections=64, workers=4)
 
 
 @dataclass
@@ -102,6 +104,7 @@ class MetricsServer:
         run_id: str,
         cpu_clock: Callable[[], float] = time.process_time,
         requests: list[str] | None = None,
+        limits: Limits = LIMITS,
     ) -> None:
         self.run_id = run_id
         # The names of the plan's requests, by the engine's `endpoint` index.
@@ -111,7 +114,7 @@ class MetricsServer:
         self.lock = threading.Lock()
         # The CPU clock when last read, so that the first tick has a second to measure.
         self._cpu_at = (time.monotonic(), cpu_clock())
-        self.httpd, self.thread = start_server(host, port, _handler(self))
+        self.httpd, self.thread = start_server(host, port, _handler(self), limits)
 
     @property
     def port(self) -> int:
@@ -282,8 +285,8 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def _handler(server: MetricsServer) -> type[BoundedHandler]:
+    class Handler(BoundedHandler):
         def do_GET(self) -> None:
             if self.path.split("?", 1)[0] != "/metrics":
                 self.send_error(404)
@@ -294,8 +297,5 @@ def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
 
     return Handler
