@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pinchpoint"
 
 # Lowest first. A part not listed fails the test: place it when it is added.
 LAYERS: list[set[str]] = [
-    {"rundir", "probe", "_engine", "interrupts", "logformats", "lifecycle"},
+    {"rundir", "probe", "_engine", "interrupts", "logformats", "lifecycle", "user_paths"},
     {"plan", "redact", "redact_messages"},
     {"load", "collect"},
     {"analyze"},
@@ -36,8 +36,9 @@ LAYERS: list[set[str]] = [
 ]
 # Parts that import nothing else of pinchpoint: the probe runs inside users' apps, the run
 # folder's definitions are read by every stage, and the log formats are compiled by the
-# plan's check as well as read by collection.
-ALONE = {"probe", "rundir", "logformats"}
+# plan's check as well as read by collection; the checks of the paths a user names serve
+# every command.
+ALONE = {"probe", "rundir", "logformats", "user_paths"}
 
 
 def _part(module: str) -> str | None:

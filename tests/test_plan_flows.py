@@ -114,7 +114,9 @@ def test_a_feed_error_names_the_data_file_and_its_line(tmp_path: Path) -> None:
     ):
         parse_plan(text, "fed.toml")
     missing = GOOD.replace('name = "other"', 'name = "other"\nfeed = { file = "/nonexistent.csv" }')
-    with pytest.raises(PlanError, match=r"flow\[1\].feed.file: cannot read /nonexistent.csv"):
+    with pytest.raises(
+        PlanError, match=r"flow\[1\].feed.file: /nonexistent.csv: cannot read the feed"
+    ):
         parse_plan(missing, "fed.toml")
 
 

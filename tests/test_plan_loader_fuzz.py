@@ -636,8 +636,9 @@ def test_a_line_is_counted_at_line_feeds_only() -> None:
 @pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
 def test_a_ca_file_that_is_not_a_file_is_a_plan_error(tmp_path: Path, kind: str) -> None:
     """Found by the fuzzing: ca_file = "/dev/zero" read until memory ran out, and a FIFO
-    hung the loader; either is now refused as not a file, unread."""
+    hung the loader; either is now refused as not a regular file, unread."""
     path = {"fifo": tmp_path / "ca.pem", "device": Path("/dev/null"), "folder": tmp_path}[kind]
+    what = {"fifo": "a FIFO", "device": "a character device", "folder": "a folder"}[kind]
     if kind == "fifo":
         os.mkfifo(path)
     text = (
@@ -659,7 +660,8 @@ def test_a_ca_file_that_is_not_a_file_is_a_plan_error(tmp_path: Path, kind: str)
             pass
     assert not thread.is_alive()
     assert errors == [
-        f"{SOURCE}:3: target.ca_file: {path} is not a file: a PEM file of certificates"
+        f"{SOURCE}:3: target.ca_file: {path}: {what}, not a regular file: "
+        "not read as the PEM file of certificates"
     ]
 
 

@@ -55,7 +55,7 @@ def test_a_config_that_is_not_utf8_is_refused_with_its_line_and_offset(
 def test_a_config_larger_than_a_config_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "agent.toml"
     path.write_bytes(_config(tmp_path, f'token = "{TOKEN}"') + b"# x\n" * 400_000)
-    assert _refused(path) == f"{path}: larger than 1024 KB: not a config"
+    assert _refused(path) == f"{path}: larger than 1 MB: not read as the config"
 
 
 def test_a_token_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:

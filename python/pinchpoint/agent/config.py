@@ -31,6 +31,7 @@ from pinchpoint.collect.resources.sampler import GENERATOR, HOST
 from pinchpoint.collect.sources.protocol import AGENT_SELF
 from pinchpoint.plan.model import Component, Duration, parse_toml
 from pinchpoint.plan.toml import read_text_file
+from pinchpoint.user_paths import NotUsable, read_input
 
 DEFAULT_PORT = 7070
 MIN_TOKEN_CHARS = 16
@@ -123,12 +124,9 @@ def read_token(listen: Listen) -> str | None:
     if listen.token_file is None:
         return listen.token.strip() if listen.token is not None else None
     try:
-        with Path(listen.token_file).open("rb") as f:
-            data = f.read(MAX_TOKEN_BYTES + 1)
-    except OSError as e:
-        raise ConfigError(f"token_file {listen.token_file}: {e.strerror}") from None
-    if len(data) > MAX_TOKEN_BYTES:
-        raise ConfigError(f"token_file {listen.token_file}: larger than {MAX_TOKEN_BYTES} bytes")
+        data = read_input(Path(listen.token_file), MAX_TOKEN_BYTES, "token")
+    except NotUsable as e:
+        raise ConfigError(f"token_file {e}") from None
     try:
         token = data.decode("utf-8").strip()
     except UnicodeDecodeError as e:

@@ -36,6 +36,10 @@ def compare(
             from pinchpoint.cli.arguments import check_number
 
             check_number("--sla-ms", sla_ms, 0, 3_600_000, low_open=True)
+        if out is not None:
+            from pinchpoint.user_paths import check_output_file
+
+            check_output_file(out, "--out")
         result = compare_runs(a, b, out, sla_ms)
     except (ValueError, FileNotFoundError) as e:
         fail(e)

@@ -41,8 +41,10 @@ def init(
     """Write a plan by following the URL's request through the processes that serve it:
     each tier's logs, formats, pid files and calls, from their own configs."""
     from pinchpoint.discover.init import agent_file, agents_from, write_plan
+    from pinchpoint.user_paths import check_output_file
 
     try:
+        check_output_file(out, "-o/--out")
         agents = agents_from(agent or [], token_env)
         found = write_plan(url, out, method.upper(), agents)
     except FileExistsError as e:

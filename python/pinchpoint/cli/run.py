@@ -158,9 +158,9 @@ def run(
         if profile:
             plan, text = plan.with_profile(text)
         if out is not None:
-            from pinchpoint.plan.world import check_folder
+            from pinchpoint.plan.world import check_output
 
-            check_folder(out.parent, "--out")
+            check_output(out, "--out")
         # Imported once the plan reads: it loads the engine.
         from pinchpoint.load.preflight import check_run
 

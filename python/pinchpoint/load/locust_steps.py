@@ -36,6 +36,7 @@ from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import REQUESTS_SCHEMA
+from pinchpoint.user_paths import NotUsable, read_input
 
 CHILD = "pinchpoint.load.locust_child"
 # What Locust said on its stderr (the locustfile's errors, its prints): kept with the run.
@@ -49,6 +50,8 @@ END_GRACE_S = 10.0
 # STALL_GRACE_S when its records cannot be written.
 STALL_AFTER_S = 2.0
 STALL_GRACE_S = 3.0
+# A locustfile larger than this is not Python a person wrote.
+MAX_LOCUSTFILE_BYTES = 16 << 20
 
 
 def locustfile_where(text: str, source: str, from_flag: bool) -> str:
@@ -113,9 +116,12 @@ def check_locustfile(plan: Plan, where: str) -> list[str]:
     """The names of the locustfile's User classes, loaded in a child as the run would;
     raises PlanError naming `where` and the file when it cannot run."""
     path = Path(plan.load.locustfile or "")
-    if not path.is_file():
-        what = "is not a file" if path.exists() else "no such file"
-        raise PlanError(f"{where}: {path}: {what}")
+    if not path.exists():
+        raise PlanError(f"{where}: {path}: no such file")
+    try:
+        read_input(path, MAX_LOCUSTFILE_BYTES, "locustfile")
+    except NotUsable as e:
+        raise PlanError(f"{where}: {e}") from None
     _check_installed(where)
     config = json.dumps(_config(plan, "check", None))
     try:

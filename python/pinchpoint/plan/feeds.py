@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint.plan.templates import BUILTIN_VARS, is_name
+from pinchpoint.user_paths import NotUsable, open_input
 
 # The most rows a feed holds: every row goes to the engine and is kept for the run.
 MAX_ROWS = 1_000_000
@@ -26,13 +27,9 @@ class FeedData:
 
 def _text(path: Path) -> io.TextIOWrapper:
     try:
-        if path.exists() and not path.is_file():
-            raise ValueError(f"{path} is not a file")
-        if path.stat().st_size > MAX_FEED_BYTES:
-            raise ValueError(f"{path} is larger than {MAX_FEED_BYTES >> 20} MB")
-        return path.open(encoding="utf-8", newline="")
-    except OSError as e:
-        raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+        return io.TextIOWrapper(open_input(path, MAX_FEED_BYTES, "feed"), "utf-8", newline="")
+    except NotUsable as e:
+        raise ValueError(str(e)) from None
 
 
 def read_columns(path: Path) -> list[str]:

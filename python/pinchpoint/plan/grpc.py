@@ -16,11 +16,15 @@ read the answer as JSON (a server-streaming call's: an array of its messages).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pinchpoint.plan.toml import FieldError
+from pinchpoint.user_paths import NotUsable, open_input
 
 # The record of each message a server-streaming call receives: `<request>/message`.
 STREAM_RECORD = "message"
+# A .proto larger than this is not one a service declares its methods in.
+MAX_PROTO_BYTES = 16 << 20
 
 
 def data_text(data: dict | str | None) -> str:
@@ -54,6 +58,11 @@ def check_call(grpc: str, proto: str | None, import_paths: list[str], data: str)
 
     if proto is None:
         raise FieldError("proto", "a gRPC call needs the .proto that declares its method")
+    if Path(proto).exists():  # a missing one is named by the engine, with its import paths
+        try:
+            open_input(Path(proto), MAX_PROTO_BYTES, ".proto").close()
+        except NotUsable as e:
+            raise FieldError("proto", str(e)) from None
     try:
         return _engine.grpc_method(grpc, proto, import_paths, data)
     except ValueError as e:

@@ -20,6 +20,7 @@ from pinchpoint.plan.grpc import (
 )
 from pinchpoint.plan.toml import Duration, FieldError, Strict
 from pinchpoint.plan.websocket import Message, message_names, request_label, upgrade_fault
+from pinchpoint.user_paths import NotUsable, open_input
 
 # The most of a ca_file read to find a certificate in: bundles are a few hundred KB.
 MAX_CA_BYTES = 16 << 20
@@ -101,14 +102,11 @@ class Target(Strict):
     def _check_ca_file(cls, path: str | None) -> str | None:
         if path is None:
             return None
-        file = Path(path)
         try:
-            if file.exists() and not file.is_file():  # /dev/zero, a FIFO: read without end
-                raise ValueError(f"{path} is not a file: a PEM file of certificates")
-            with file.open("rb") as f:
+            with open_input(Path(path), MAX_CA_BYTES, "PEM file of certificates") as f:
                 text = f.read(MAX_CA_BYTES).decode("utf-8", errors="replace")
-        except OSError as e:
-            raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
+        except NotUsable as e:
+            raise ValueError(str(e)) from None
         if "-----BEGIN CERTIFICATE-----" not in text:
             raise ValueError(f"{path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
         return path

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import stat
 
 from pydantic import Field, field_validator, model_validator
 
 from pinchpoint.plan.toml import Duration, Strict
+from pinchpoint.user_paths import not_regular
 
 MAX_SETTLE_S = 120.0
 
@@ -82,17 +82,3 @@ class Otlp(Strict):
             raise ValueError("a file source has no address")
         host, _, port = self.listen.rpartition(":")
         return host.strip("[]"), int(port)
-
-
-def not_regular(mode: int) -> str | None:
-    """What a file of mode `mode` is when it is not a regular file (`a FIFO`), else None."""
-    if stat.S_ISREG(mode):
-        return None
-    kinds = [
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ]
-    return next((name for test, name in kinds if test(mode)), "not a regular file")

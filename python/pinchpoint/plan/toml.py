@@ -12,6 +12,7 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from pinchpoint.plan.errors import PlanError
+from pinchpoint.user_paths import NotUsable, read_input
 
 __all__ = [
     "MAX_DURATION_S",
@@ -70,15 +71,13 @@ class FieldError(ValueError):
 
 
 def read_text_file(path: Path, max_bytes: int, what: str, error: type[ValueError]) -> str:
-    """A config file's text: `error` naming the file when it cannot be read, holds more
-    than `max_bytes` or is not UTF-8 (then with the line, and the byte and its offset)."""
+    """A config file's text: `error` naming the file when it cannot be read, is not a
+    regular file (a FIFO, a device), holds more than `max_bytes` or is not UTF-8 (then
+    with the line, and the byte and its offset)."""
     try:
-        with path.open("rb") as f:
-            data = f.read(max_bytes + 1)
-    except OSError as e:
-        raise error(f"{path}: cannot read the {what}: {e.strerror or e}") from None
-    if len(data) > max_bytes:
-        raise error(f"{path}: larger than {max_bytes >> 10} KB: not a {what}")
+        data = read_input(path, max_bytes, what)
+    except NotUsable as e:
+        raise error(str(e)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

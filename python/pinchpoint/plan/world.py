@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pinchpoint.plan.errors import PlanError
+from pinchpoint.user_paths import NotUsable, check_output_file, not_regular
 
 if TYPE_CHECKING:
     from pinchpoint.plan.model import Plan
@@ -26,10 +27,20 @@ def check_folder(path: Path, flag: str) -> None:
             break
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
-        where = "is a file" if existing == path else f"is under {existing}, a file"
+        kind = not_regular(existing.stat().st_mode) or "a file"
+        where = f"is {kind}" if existing == path else f"is under {existing}, {kind}"
         raise PlanError(f"{flag} {path}: {where}, not a folder")
     if existing.exists() and not os.access(existing, os.W_OK | os.X_OK):
         raise PlanError(f"{flag} {path}: {existing} cannot be written to")
+
+
+def check_output(path: Path, flag: str) -> None:
+    """`path` is a regular file that can be written, or a new one in a folder that
+    exists and can be written (a FIFO would block the run, a device fail it)."""
+    try:
+        check_output_file(path, flag)
+    except NotUsable as e:
+        raise PlanError(str(e)) from None
 
 
 def check_resolves(host: str, port: int, where: str) -> None:
