@@ -10,6 +10,9 @@ is left for `pinchpoint analyze` to recover.
 
 The command exits 128 + the first signal's number: 130 for SIGINT, 143 for SIGTERM.
 
+The run can stop itself the same way: `stop(reason)` (an output it can no longer write)
+counts as a first signal, and the reason is kept for run.json's `stopped`.
+
     with catching() as caught:
         outcome = execute(...)
     if caught.signals:
@@ -32,16 +35,22 @@ SOFT_SIGNALS = 2
 
 @dataclass
 class Caught:
-    """The signals received while catching, first first; `say` prints a line for people."""
+    """The signals received while catching, first first, and why the run asked itself to
+    stop (`stop()`); `say` prints a line for people."""
 
     signals: list[int] = field(default_factory=list)
     say: Callable[[str], None] | None = None
+    reasons: list[str] = field(default_factory=list)
 
     def count(self) -> int:
-        return len(self.signals)
+        """The signals, and one more once the run asked itself to stop."""
+        return len(self.signals) + (1 if self.reasons else 0)
 
     def first_name(self) -> str:
-        return signal.Signals(self.signals[0]).name if self.signals else ""
+        """The first signal's name (SIGINT), else the first reason the run stopped for."""
+        if self.signals:
+            return signal.Signals(self.signals[0]).name
+        return self.reasons[0] if self.reasons else ""
 
     def exit_code(self) -> int:
         """128 + the first signal's number (130 SIGINT, 143 SIGTERM); 0 without one."""
@@ -61,8 +70,18 @@ def active() -> Caught | None:
 
 
 def count() -> int:
-    """How many SIGINT/SIGTERM the `catching()` in force has seen (0 without one)."""
+    """How many SIGINT/SIGTERM the `catching()` in force has seen, one more once the run
+    asked itself to stop (0 without a `catching()`)."""
     return _active.count() if _active is not None else 0
+
+
+def stop(reason: str) -> bool:
+    """Stops the run in progress as a first signal does, for `reason` (one line, kept in
+    run.json's `stopped`); False when no `catching()` is in force to stop."""
+    if _active is None:
+        return False
+    _active.reasons.append(reason)
+    return True
 
 
 @contextmanager
@@ -83,7 +102,7 @@ def catching(say: Callable[[str], None] | None = None) -> Iterator[Caught]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         caught.signals.append(signum)
-        if caught.count() > SOFT_SIGNALS:
+        if len(caught.signals) > SOFT_SIGNALS:
             raise KeyboardInterrupt
 
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}

@@ -125,8 +125,9 @@ def execute(
         on_tick = profiler.watch(on_tick)
     # Samples the database components from inside (plan/database.py).
     database = DatabaseSampling.for_plan(plan)
-    # SIGINT and SIGTERM stop the load and the run goes on with what it measured.
-    with catching():
+    # SIGINT and SIGTERM stop the load and the run goes on with what it measured, as does
+    # an output that can no longer be written (interrupts.stop).
+    with catching() as caught:
         for collector in using:
             collector.start(run_id, plan.sampling.interval)
         if database is not None:
@@ -188,8 +189,10 @@ def execute(
         run["generators"] = summary["generators"]
     if knee is not None:
         run["find_knee"] = knee.record
-    if summary.get("stopped"):
-        run["stopped"] = summary["stopped"]
+    why_stopped = [summary["stopped"]] if summary.get("stopped") else []
+    why_stopped += caught.reasons  # an output the run could no longer write
+    if why_stopped:
+        run["stopped"] = "; ".join(why_stopped)
     if aborted := summary.get("aborted"):
         run["aborted"] = aborted
         if aborted["step"] < len(steps):

@@ -90,3 +90,44 @@ def test_a_run_writes_a_line_a_second_whose_counts_add_up_to_the_run(tmp_path: P
     assert [x["step"] for x in lines] == sorted(x["step"] for x in lines)
     assert {x["step"] for x in lines} == {0, 1} and {x["run_id"] for x in lines} == {run["run_id"]}
     assert all(x["latency_ms"]["p50"] <= x["latency_ms"]["p99"] for x in lines if x["requests"])
+
+
+# A file may grow to FILE_LIMIT bytes (the shell's `ulimit -f`, in 512-byte blocks); one
+# that would grow past it fails its write with EFBIG, as a full disk fails with ENOSPC.
+FILE_LIMIT = 64 << 20
+
+
+def test_a_write_that_fails_mid_run_stops_the_run_with_its_folder_complete(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "s.jsonl"
+    with out.open("wb") as f:  # sparse, with room for part of a line under the limit
+        f.truncate(FILE_LIMIT - 100)
+    with serving(_Ok) as port:
+        (tmp_path / "plan.toml").write_text(
+            f'[target]\nurl = "http://127.0.0.1:{port}"\n\n'
+            '[load]\nlower = 1\nupper = 2\nduration = "6s"\nwarmup = "0s"\nthink_time = "20ms"\n\n'
+            '[[request]]\npath = "/ok"\n'
+        )
+        limited = f'ulimit -f {FILE_LIMIT // 512} && trap "" XFSZ && exec "$@"'
+        done = subprocess.run(
+            ["sh", "-c", limited, "sh", sys.executable, "-m", "pinchpoint", "run", "plan.toml",
+             "-q", "--out", "s.jsonl"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, "COLUMNS": "300"},
+        )  # fmt: skip
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 3, done.stderr
+    assert "unexpected error" not in said and "Traceback" not in said
+    assert "The run stopped early: s.jsonl could not be written (File too large) after" in said
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert f"Run folder: runs/{run_dir.name}" in done.stdout
+    run = json.loads((run_dir / files.RUN).read_text())
+    assert run["interrupted"] and "s.jsonl could not be written (File too large)" in run["stopped"]
+    assert (run_dir / files.VERDICT).is_file() and (run_dir / files.REPORT).is_file()
+    # Stopped at the first second's line, not after the plan's 12 s, with what it
+    # measured kept.
+    assert "after 0 lines" in run["stopped"]
+    assert run["steps"][-1]["end"] - run["steps"][0]["start"] < 3.0
+    assert run["records"] == pl.read_parquet(run_dir / files.REQUESTS).height > 0
+    assert out.stat().st_size == FILE_LIMIT

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any
 
+from pinchpoint import interrupts
 from pinchpoint.load.hdr import Histogram, decode_v2
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
@@ -26,13 +28,26 @@ class SecondsFile:
         self.last: dict[str, Any] = {}
         self.last_at: float | None = None
         self.lines = 0
+        # Why the file stopped being written, once a write failed.
+        self.failed: str | None = None
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
         self.write(snapshot, time.time())
 
     def write(self, snapshot: dict[str, Any], now: float) -> None:
-        self.file.write(json.dumps(self.line(snapshot, now), separators=(",", ":")) + "\n")
-        self.file.flush()
+        """One line; a write that fails (a full disk) stops the file and the run, which
+        ends as at a first Ctrl-C and says why (interrupts.stop)."""
+        if self.failed is not None:
+            return
+        try:
+            self.file.write(json.dumps(self.line(snapshot, now), separators=(",", ":")) + "\n")
+            self.file.flush()
+        except OSError as e:
+            self.failed = (
+                f"{self.path} could not be written ({e.strerror or e}) after {self.lines} lines"
+            )
+            interrupts.stop(self.failed)
+            return
         self.lines += 1
 
     def line(self, snapshot: dict[str, Any], now: float) -> dict[str, Any]:
@@ -64,7 +79,9 @@ class SecondsFile:
         return out
 
     def close(self) -> None:
-        self.file.close()
+        # After a failed write the buffer still holds the line: flushing it fails again.
+        with suppress(OSError):
+            self.file.close()
 
 
 def _percentiles(snapshot: dict[str, Any]) -> dict[str, float]:
