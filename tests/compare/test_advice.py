@@ -202,17 +202,18 @@ def test_run_refuses_a_damaged_prediction_before_any_load(tmp_path: Path) -> Non
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["old"]
 
 
-def test_a_component_s_escape_sequence_is_printed_escaped(tmp_path: Path) -> None:
-    # Its verdict predicts nothing: the error names its component as the file has it.
-    named = {"component": "gunicorn\x1b]0;owned\x07\x1b[2J", "resource": "cpu"}
+def test_a_component_s_control_characters_are_quoted_in_the_error(tmp_path: Path) -> None:
+    # Its verdict predicts nothing: the error names its component, quoted as JSON.
+    named = {"component": "gunicorn\x1b]0;owned\x07\n\x1b[2J", "resource": "cpu"}
     before = tmp_path / "runs" / "old"
     before.mkdir(parents=True)
     (before / files.VERDICT).write_text(json.dumps({"bottleneck": named}))
     done = _run_checking(tmp_path, before)
     assert done.returncode == 2, done.stderr
-    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
-    # Rich drops a bell rather than print it; the escape sequences are shown for what they are.
-    assert "(gunicorn\\x1b]0;owned\\x1b[2J cpu) predicts no change" in done.stderr
+    assert not any(c in done.stderr for c in "\x1b\x07"), done.stderr
+    quoted = '"gunicorn\\u001b]0;owned\\u0007\\n\\u001b[2J"'
+    assert f"its verdict ({quoted} cpu) predicts no change" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def _run_checking(tmp_path: Path, before: Path) -> subprocess.CompletedProcess[str]:

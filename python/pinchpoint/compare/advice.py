@@ -4,6 +4,7 @@ the prediction was made for, and whether the setting it named changed."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pinchpoint.compare.advice_shapes import (
     Step,
     earlier_verdict,
     later_verdict,
+    shown,
 )
 from pinchpoint.compare.advice_shapes import prediction as checked_prediction
 from pinchpoint.rundir import files
@@ -33,7 +35,9 @@ class AdviceCheck:
     def error(self) -> float:
         """Measured against predicted, as a share: -0.1 is 10% below the prediction."""
         predicted = self.prediction["predicted_rps"]
-        return self.measured_rps / predicted - 1 if predicted > 0 else 0.0
+        share = self.measured_rps / predicted - 1 if predicted > 0 else 0.0
+        # As for a prediction of 0: one of 1e-320 req/s would make the share infinite.
+        return share if math.isfinite(share) else 0.0
 
     @property
     def applied(self) -> bool | None:
@@ -83,7 +87,7 @@ def read_prediction(run_dir: Path) -> Prediction:
     predicted = found.get("prediction")
     if predicted is None:
         raise ValueError(
-            f"{run_dir}: its verdict ({found['component']} {found['resource']}) "
+            f"{run_dir}: its verdict ({shown(found['component'])} {shown(found['resource'])}) "
             "predicts no change: only a pool's size, an app's connections and a CPU quota "
             "are predicted"
         )

@@ -6,6 +6,8 @@ a number below its least or not finite is a ValueError naming the field."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Annotated, Any, Literal, NotRequired, TypeVar
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
@@ -16,6 +18,9 @@ from typing_extensions import TypedDict
 # Finite (allow_inf_nan): JSON's 1e400 reads as infinity, which no count or format takes.
 _STRICT = ConfigDict(strict=True, allow_inf_nan=False, extra="forbid")
 _READ = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PLAIN_TEXT = re.compile(r"[\w .:/@+-]*")
 
 Count = Annotated[int, Field(ge=0)]
 Amount = Annotated[float, Field(ge=0)]
@@ -112,10 +117,22 @@ def _checked(adapter: TypeAdapter[T], value: object) -> T:
 def _first_error(error: ValidationError) -> str:
     """The first problem pydantic found, as `field.path: what is wrong (the value)`."""
     first = error.errors(include_url=False, include_context=False)[0]
-    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-    field = field.removeprefix(".") or "the whole file"
+    field = "".join(_step(part) for part in first["loc"]).removeprefix(".") or "the whole file"
     shown = _short(first["input"]) if first["type"] != "missing" else ""
     return f"{field}: {first['msg'].lower()}" + (f" (found {shown})" if shown else "")
+
+
+def _step(part: int | str) -> str:
+    """One step of a field's path: `.key`, or `[0]` and `["a key"]` (quoted as JSON, its
+    control characters escaped) when the key is not a plain name."""
+    if isinstance(part, int):
+        return f"[{part}]"
+    return f".{part}" if _PLAIN_KEY.fullmatch(part) else f"[{json.dumps(part)}]"
+
+
+def shown(text: str) -> str:
+    """A text of the file, as it reads in an error: quoted as JSON when it is not plain."""
+    return text if _PLAIN_TEXT.fullmatch(text) else json.dumps(text)
 
 
 def _short(value: object) -> str:
