@@ -102,3 +102,41 @@ def test_a_feed_value_that_cannot_go_in_its_header_is_refused_before_the_run(
     body_only = parse_plan(text.replace("n=${iteration}", "${token}"), "fed.toml")
     config = engine_config(body_only, "r1", tmp_path / "records")
     assert config["flows"][1]["feed"]["rows"] == [["fine"], [value]]
+
+
+PLAIN = '[target]\nurl = "http://127.0.0.1:9/"\n[load]\nLOAD\n[[request]]\npath = "/"\nFIELD\n'
+CLOSED_LOAD = 'users = 1\nduration = "1s"'
+OPEN_LOAD = '[[load.phase]]\nduration = "1s"\narrival_rate = 5'
+FLOW = '[[flow]]\nname = "f"\n[[flow.step]]\nFIELD\n'
+
+
+@pytest.mark.parametrize("load", [CLOSED_LOAD, OPEN_LOAD])
+@pytest.mark.parametrize(
+    ("field", "key"),
+    [
+        ('path = "/${iteration"', "path"),
+        ('path = "/"\nbody = "n=${iteration"', "body"),
+        ('path = "/"\nheaders = { X-N = "${user_index" }', "headers.X-N"),
+    ],
+)
+def test_an_unterminated_template_is_refused_in_a_request_as_in_a_flow_step(
+    load: str, field: str, key: str
+) -> None:
+    # Alone, a request is sent as written: "/${iteration" went out as that text.
+    plain = PLAIN.replace("LOAD", load).replace('path = "/"\nFIELD', field)
+    with pytest.raises(PlanError) as refused:
+        parse_plan(plain, "plain.toml")
+    said = str(refused.value)
+    line = next(n for n, t in enumerate(plain.splitlines(), 1) if t.startswith(key[:4]))
+    assert said.startswith(f"plain.toml:{line}: request[0].{key}: ")
+    flow = PLAIN.replace("LOAD", CLOSED_LOAD).replace("FIELD", FLOW.replace("FIELD", field))
+    with pytest.raises(PlanError) as in_flow:
+        parse_plan(flow, "flow.toml")
+    why = str(in_flow.value).split(f"flow[0].step[0].{key}: ", 1)[1]
+    assert said.split(f"request[0].{key}: ", 1)[1] == why
+    assert why.endswith("has no closing `}`")
+
+
+def test_a_request_alone_keeps_a_closed_template_and_a_literal_as_written() -> None:
+    text = PLAIN.replace("LOAD", CLOSED_LOAD).replace('path = "/"\nFIELD', 'path = "/${x}/$${y"')
+    assert parse_plan(text, "ok.toml").request[0].path == "/${x}/$${y"

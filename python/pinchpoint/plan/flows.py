@@ -60,11 +60,10 @@ def template_fault(
     `unset` saying why such a name is not. A list's value (`${name[0]}`) is usable when
     the list is one of `lists`; its turn (`${name[i]}`) only in a step whose foreach is
     `turn`."""
+    if (unreadable := unreadable_template(templates)) is not None:
+        return unreadable
     for loc, text in templates:
-        found = scan(text)
-        if found.error is not None:
-            return loc, found.error
-        for name in found.names:
+        for name in scan(text).names:
             of_list = element(name)
             why = (
                 _element_fault(of_list, lists, turn)
@@ -73,6 +72,15 @@ def template_fault(
             )
             if why is not None:
                 return loc, f"${{{name}}} {why}"
+    return None
+
+
+def unreadable_template(templates: list[tuple[tuple, str]]) -> tuple[tuple, str] | None:
+    """The first template that cannot be read, a `${` without its `}`: (where, why). The
+    one check of it, wherever a template may be: a flow's step, a request, a message."""
+    for loc, text in templates:
+        if (error := scan(text).error) is not None:
+            return loc, error
     return None
 
 

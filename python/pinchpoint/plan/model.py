@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pinchpoint.logformats import get_parser, known_formats
 from pinchpoint.plan.database import Database
 from pinchpoint.plan.errors import PlanError
-from pinchpoint.plan.flows import Flow, request_templates, template_fault
+from pinchpoint.plan.flows import Flow, request_templates, template_fault, unreadable_template
 from pinchpoint.plan.generators import Generators
 from pinchpoint.plan.grpc import data_text
 from pinchpoint.plan.http import Request, Target, check_url
@@ -212,6 +212,14 @@ def _templates(r: Request) -> list[tuple[tuple, str]]:
     return [(("data",), data_text(r.data))] + [(("headers", k), v) for k, v in r.headers.items()]
 
 
+def _check_readable_templates(requests: list[Request]) -> None:
+    """A `${` without its `}` is refused in every request, as in a flow's step: beside
+    flows a request is a template, alone it would be sent as written, the brace lost."""
+    for i, r in enumerate(requests):
+        if (fault := unreadable_template(_templates(r))) is not None:
+            raise FieldError(("request", i, *fault[0]), fault[1])
+
+
 def _check_open_calls(requests: list[Request]) -> None:
     """An open-loop arrival has no variables: a gRPC call's data is sent as written."""
     for i, r in enumerate(requests):
@@ -288,6 +296,7 @@ class Plan(Strict):
             raise FieldError(
                 ("flow", 0), "flows run in closed loop: [load] users, steps or stages, not phases"
             )
+        _check_readable_templates(self.request)
         if self.flow:
             _check_request_templates(self.request)
         _check_messages(self.request, self.load.open)
