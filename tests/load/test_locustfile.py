@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ import polars as pl
 import psutil
 import pyarrow.parquet as pq
 import pytest
+from load_helpers import http_server
 from signal_helpers import finish, nginx, start, wait_until
 
 from pinchpoint import pipeline
@@ -169,25 +171,52 @@ def test_the_command_line_names_a_missing_locustfile(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_request_off_the_target_is_refused(tmp_path: Path) -> None:
-    with nginx(tmp_path / "nginx") as server:
-        source = (
-            "from locust import HttpUser, task, constant\n\n"
-            "class Away(HttpUser):\n    wait_time = constant(0.1)\n\n"
-            "    @task\n    def hit(self):\n"
-            f"        self.client.get('http://localhost:{server.port}/elsewhere')\n"
+OFF_TARGET_AFTER_10 = """
+from locust import HttpUser, constant, task
+
+SENT = [0]
+
+
+class Away(HttpUser):
+    wait_time = constant(0.01)
+
+    @task
+    def hit(self):
+        SENT[0] += 1
+        self.client.get("/ok" if SENT[0] <= 10 else "http://localhost:{port}/elsewhere")
+"""
+
+
+def test_a_request_off_the_target_mid_run_stops_it_with_its_folder_complete(
+    tmp_path: Path,
+) -> None:
+    """Found by issue 38: the run was stopped, rightly, but its folder had no run.json,
+    verdict or report, and the terminal did not name it."""
+    with http_server() as (port, seen):
+        (tmp_path / "lf.py").write_text(OFF_TARGET_AFTER_10.replace("{port}", str(port)))
+        (tmp_path / "plan.toml").write_text(
+            f'[target]\nurl = "http://127.0.0.1:{port}"\n[load]\nlocustfile = "lf.py"\n'
+            'users = 1\nduration = "20s"\nwarmup = "0s"\n'
         )
-        (tmp_path / "lf.py").write_text(source)
-        text = _plan(
-            f"http://127.0.0.1:{server.port}", 'users = 1\nduration = "2s"', tmp_path / "lf.py"
-        )
-        with pytest.raises(
-            PlanError,
-            match=r"sends to http://localhost:\d+/elsewhere, which connects to "
-            r"http://localhost:\d+, off the plan's target",
-        ):
-            pipeline.execute(parse_plan(text, "x.toml"), text, tmp_path / "runs")
-        assert server.answered() == 0
+        code, out, err = finish(start(["run", "plan.toml", "-q"], cwd=tmp_path), 60)
+        sent = seen.count()
+    said = " ".join(err.split())
+    assert code == 3, err
+    assert "unexpected error" not in said and "Traceback" not in said
+    assert re.search(
+        r"The run stopped early: \S+lf.py: sends to http://localhost:\d+/elsewhere, which "
+        r"connects to http://localhost:\d+, off the plan's target",
+        said,
+    ), err
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert f"Run folder: runs/{run_dir.name}" in out
+    run = json.loads((run_dir / files.RUN).read_text())
+    assert run["interrupted"] and "off the plan's target" in run["stopped"]
+    assert (run_dir / files.VERDICT).is_file() and (run_dir / files.REPORT).is_file()
+    # The ten requests to the target are kept; the one off it was never sent.
+    assert run["records"] == pl.read_parquet(run_dir / files.REQUESTS).height == sent == 10
+    [step] = run["steps"]
+    assert step["end"] - step["start"] < 10.0
 
 
 def test_sigint_stops_the_locust_users_and_keeps_what_they_measured(tmp_path: Path) -> None:
