@@ -219,6 +219,46 @@ def test_a_request_off_the_target_mid_run_stops_it_with_its_folder_complete(
     assert step["end"] - step["start"] < 10.0
 
 
+LOADS_ONCE = """
+import os
+
+from locust import HttpUser, constant, task
+
+if os.path.exists("loaded"):
+    raise RuntimeError("loaded twice")
+open("loaded", "w").close()
+
+
+class Hit(HttpUser):
+    wait_time = constant(0.01)
+
+    @task
+    def hit(self):
+        self.client.get("/")
+"""
+
+
+def test_a_locustfile_that_fails_to_load_in_the_run_leaves_its_folder_complete(
+    tmp_path: Path,
+) -> None:
+    """It loaded for the check before the run, and fails in the run's own process: the
+    run ends with nothing sent, its folder complete and named, and exit code 3."""
+    (tmp_path / "lf.py").write_text(LOADS_ONCE)
+    (tmp_path / "plan.toml").write_text(
+        '[target]\nurl = "http://127.0.0.1:9"\n[load]\nlocustfile = "lf.py"\n'
+        'users = 1\nduration = "20s"\nwarmup = "0s"\n'
+    )
+    code, out, err = finish(start(["run", "plan.toml", "-q"], cwd=tmp_path), 60)
+    said = " ".join(err.split())
+    assert code == 3, err
+    assert "The run stopped early: " in said and "lf.py: fails to load: RuntimeError" in said
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert f"Run folder: runs/{run_dir.name}" in out
+    run = json.loads((run_dir / files.RUN).read_text())
+    assert run["interrupted"] and "loaded twice" in run["stopped"] and run["records"] == 0
+    assert (run_dir / files.VERDICT).is_file() and (run_dir / files.REPORT).is_file()
+
+
 def test_sigint_stops_the_locust_users_and_keeps_what_they_measured(tmp_path: Path) -> None:
     with nginx(tmp_path / "nginx") as server:
         (tmp_path / "lf.py").write_text(

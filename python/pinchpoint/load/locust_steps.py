@@ -255,16 +255,17 @@ def run_locust(
             except KeyboardInterrupt:
                 uncaught += 1
         child.process.wait()
-    if error is not None:
-        raise PlanError(f"{config['locustfile']}: {error}")
     summary_path = run_dir / _SUMMARY
     stopped: str | None = None
+    if error is not None:
+        # It loaded for the check before the run, and not in the run (it changed since?).
+        stopped = f"{config['locustfile']}: {error}; the run stopped there"
     if summary_path.exists():
         told = json.loads(summary_path.read_text())
         summary_path.unlink()
     else:
         told = _cut_short(started, windows)
-        if level == 0:
+        if level == 0 and stopped is None:
             stopped = _why_ended(child, plan.load.timeout + STALL_AFTER_S, run_dir / LOG)
     if told.get("off_target"):
         # Nothing was sent there (locust_target.py); what was sent to the target is kept.
