@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -52,6 +53,19 @@ def killed(request, vars):
     if _after_20():
         time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# Past the 1 GiB cap at once: the allocation is refused before a page is touched.
+def hog(request, vars):
+    if _after_20():
+        return bytearray(2 << 30)
+
+
+# Grows by 8 MiB at a time, 64 times (512 MiB) at most: past the cap its test sets.
+def grows(request, vars):
+    held = []
+    for _ in range(64):
+        held.append(bytearray(8 << 20))
 
 
 def fine(request, vars):
@@ -111,6 +125,11 @@ def _run(tmp_path: Path, hook: str) -> tuple[subprocess.CompletedProcess[str], i
         ("spin", "a call did not return within 1 s; its process was stopped"),
         ("exits", "its process exited with status 0 during a call"),
         ("killed", "its process was killed by SIGKILL during a call"),
+        (
+            "hog",
+            "a call needed more than the 1024 MiB of memory a hook may hold; "
+            "its process was stopped",
+        ),
     ],
 )
 def test_a_hook_that_spins_exits_or_kills_its_process_ends_the_run_with_what_it_measured(
@@ -182,3 +201,25 @@ def test_a_hook_whose_file_spins_at_import_is_refused_within_its_budget(
     monkeypatch.setattr(hook_box, "START_BUDGET_S", 1.0)
     with pytest.raises(HookError, match=r"it did not load within 1 s; its process was stopped"):
         HookBox(f"{tmp_path}/stuck.py:sign", 1.0)
+
+
+def test_a_hook_growing_past_its_memory_cap_is_stopped_naming_the_cap(tmp_path: Path) -> None:
+    (tmp_path / "hooks.py").write_text(HOOKS)
+    # 100 MiB of data at start (Python and the modules it loads): 60 MiB left to the hook.
+    box = HookBox(f"{tmp_path}/hooks.py:grows", 5.0, memory_bytes=160 << 20)
+    started = time.monotonic()
+    try:
+        request = {"step": 0, "method": "GET", "path": "/", "headers": [], "body": b""}
+        with pytest.raises(HookStopped) as stopped:
+            box(request, {})
+        took = time.monotonic() - started
+    finally:
+        box.close()
+    assert str(stopped.value) == (
+        f"the hook {tmp_path}/hooks.py:grows: a call needed more than the 160 MiB of memory "
+        "a hook may hold; its process was stopped"
+    )
+    assert box.broken == str(stopped.value)
+    # Stopped at its cap, long before its 5 s budget.
+    assert took < 2.0, took
+    assert box.process.returncode is not None

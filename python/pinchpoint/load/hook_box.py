@@ -1,12 +1,13 @@
 """A flow's hook in a box: it runs in a process of its own (load/hook_child.py) with a
-budget per call, so a hook that spins, exits or kills its process stops the run with
-what was measured and a message, instead of crashing pinchpoint or hanging it.
+budget per call and a cap on its memory, so a hook that spins, grows without end, exits or
+kills its process stops the run with what was measured and a message, instead of
+crashing pinchpoint, hanging it or taking the host's memory.
 
 `HookBox` is the callable the engine calls as it called the hook itself (load/hooks.py):
 `box(request, vars)` sends the request to the hook's process and returns the request as
 the hook left it; the hook's own exception comes back as an exception of the same name,
-which the engine records as a `capture` error. A call past its budget, or a process that
-ends, makes the box `broken` (with the reason): the process is killed, the run is to be
+which the engine records as a `capture` error. A call past its budget or its memory, or a
+process that ends, makes the box `broken` (with the reason): the process is killed, the run is to be
 stopped (load/engine.py does), and every later call fails at once once the run stops.
 """
 
@@ -27,6 +28,9 @@ from typing import Any, NoReturn
 CHILD = "pinchpoint.load.hook_child"
 # Time to start Python and import the hook's file.
 START_BUDGET_S = 30.0
+# The most memory a hook's process may hold: its heap and private mappings (RLIMIT_DATA),
+# Python and the modules it starts with included (about 100 MiB of it, 50 MiB resident).
+MEMORY_BYTES = 1 << 30
 # The most a hook's answer may hold (its request with the body in base64).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 # Once broken, how long the calls wait (all together, from the break) for the run to
@@ -66,11 +70,13 @@ def _ended(status: int | None) -> str:
 
 
 class HookBox:
-    """The hook `spec` in its own process; `budget_s` the most one call may take."""
+    """The hook `spec` in its own process; `budget_s` the most one call may take,
+    `memory_bytes` the most its process may hold."""
 
-    def __init__(self, spec: str, budget_s: float) -> None:
+    def __init__(self, spec: str, budget_s: float, memory_bytes: int = MEMORY_BYTES) -> None:
         self.spec = spec
         self.budget_s = budget_s
+        self.memory_bytes = memory_bytes
         # Why the box broke: `reason` as said of the hook, `broken` naming it.
         self.reason = ""
         self.broken: str | None = None
@@ -83,7 +89,7 @@ class HookBox:
         self._in_call = threading.Event()
         self._closing = threading.Event()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", CHILD, spec],
+            [sys.executable, "-m", CHILD, spec, str(memory_bytes)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # Its own session: a Ctrl-C reaches pinchpoint, which stops the run.
@@ -136,6 +142,12 @@ class HookBox:
         deadline = time.monotonic() + self.budget_s
         self._send((json.dumps(message) + "\n").encode(), deadline)
         reply = self._receive(deadline, f"a call did not return within {self.budget_s:g} s")
+        if "memory" in reply:
+            self._break(
+                f"a call needed more than the {self.memory_bytes >> 20} MiB of memory a hook "
+                "may hold",
+                stopped=True,
+            )
         if "ok" in reply:
             out = reply["ok"]
             out["headers"] = [tuple(pair) for pair in out["headers"]]

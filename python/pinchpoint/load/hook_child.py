@@ -1,14 +1,15 @@
 """The process a flow's hook runs in, started by load/hook_box.py: a hook that spins,
 exits or kills its process takes this one down, never pinchpoint's.
 
-    python -m pinchpoint.load.hook_child SPEC
+    python -m pinchpoint.load.hook_child SPEC MEMORY_BYTES
 
-It loads the hook (load/hooks.py) and says on its channel (its stdout, one JSON object
+Its memory is capped at MEMORY_BYTES (RLIMIT_DATA) before it loads the hook (load/hooks.py) and says on its channel (its stdout, one JSON object
 a line) `{"ready": true}`, or `{"error": "..."}` before exiting 2. Then, for each call
 read on its stdin (`{"step", "method", "path", "headers", "body", "vars"}`, the body in
 base64), it answers `{"ok": {"method", "path", "headers", "body"}}` with the request as
 the hook left it, or `{"error": "...", "type": "ValueError"}` when the hook raised or
-left a request of the wrong shape. It ends when its stdin closes.
+left a request of the wrong shape. A call that needs more memory than its cap answers
+`{"memory": true}` and the process ends. It ends when its stdin closes.
 
 The hook's prints and reads do not reach the channel: its stdout is the process's
 stderr, its stdin /dev/null.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import resource
 import sys
 from typing import IO, Any
 
@@ -78,13 +80,21 @@ def answer(hook: Hook, message: dict) -> dict:
     try:
         returned = hook(request, values)
         return {"ok": _shape(request if returned is None else returned)}
+    except MemoryError:
+        raise  # past the process's cap: not the request's error, the hook's
     except Exception as e:  # the user's code: its error is the request's
         return {"error": str(e), "type": type(e).__name__}
 
 
 def serve(hook: Hook, calls: IO[bytes], channel: IO[str]) -> None:
     for line in calls:
-        reply = answer(hook, json.loads(line))
+        try:
+            reply = answer(hook, json.loads(line))
+        except MemoryError:
+            # What the hook held is freed with its frame: the answer can be written.
+            channel.write(json.dumps({"memory": True}) + "\n")
+            channel.flush()
+            return
         channel.write(json.dumps(reply) + "\n")
         channel.flush()
 
@@ -98,6 +108,8 @@ def main() -> int:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    memory = int(sys.argv[2])
+    resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     try:
         hook = load_hook(sys.argv[1])
     except ValueError as e:
