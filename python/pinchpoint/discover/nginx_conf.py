@@ -142,9 +142,15 @@ def parse(text: str, file: str, include: Include | None = None) -> list[Directiv
     return _block(_tokens(text, file), file, include, closing=False)
 
 
+# Blocks nested deeper are refused: real configs nest a handful (http, server, location, if).
+MOST_NESTED = 64
+
+
 def _block(
-    tokens: Iterator[_Token], file: str, include: Include | None, closing: bool
+    tokens: Iterator[_Token], file: str, include: Include | None, closing: bool, depth: int = 0
 ) -> list[Directive]:
+    if depth > MOST_NESTED:
+        raise ConfigError(f"{file}: blocks nested over {MOST_NESTED} deep")
     out: list[Directive] = []
     words: list[str] = []
     line = 0
@@ -158,7 +164,9 @@ def _block(
             words = []
         elif token.text == "{" and words:
             out.append(
-                Directive(words[0], words[1:], file, line, _block(tokens, file, include, True))
+                Directive(
+                    words[0], words[1:], file, line, _block(tokens, file, include, True, depth + 1)
+                )
             )
             words = []
         elif token.text == "}" and closing and not words:

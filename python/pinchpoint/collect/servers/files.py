@@ -100,6 +100,8 @@ def allowed(path: str | Path) -> bool:
 def read_bytes(path: str | Path, limit: int) -> bytes:
     """Up to `limit` + 1 bytes of the regular file; raises OSError (PermissionError outside
     the allowed folders or beyond the acting owner's rights)."""
+    if "\0" in str(path):
+        raise OSError(errno.EINVAL, "a path holding a NUL byte", str(path))
     if not allowed(path):
         raise _refused(path)
     owner = acting_owner()
@@ -124,6 +126,8 @@ MOST_GLOBBED = 10_000
 
 def glob(pattern: str) -> list[str]:
     """The paths matching the pattern, sorted, as the acting owner sees them."""
+    if "\0" in pattern:
+        return []
     owner = acting_owner()
     if owner is None:
         return sorted(globbing.glob(pattern))[:MOST_GLOBBED]
@@ -140,6 +144,8 @@ def glob(pattern: str) -> list[str]:
 def regular_files_in(folder: str | Path) -> list[str]:
     """The names of the regular files in the folder (links followed), sorted, as the
     acting owner sees them; raises OSError."""
+    if "\0" in str(folder):
+        raise OSError(errno.EINVAL, "a path holding a NUL byte", str(folder))
 
     def names() -> list[str]:
         with os.scandir(folder) as entries:

@@ -79,8 +79,12 @@ def _config_file(
     path = process.path(name or DEFAULT_CONFIG)
     try:
         tree = ast.parse(read_text(path))
-    except (OSError, SyntaxError, ValueError):
+        return _assigned(tree, path, cores)
+    except (OSError, SyntaxError, ValueError, RecursionError):
         return {}
+
+
+def _assigned(tree: ast.Module, path: Path, cores: int) -> dict[str, tuple[str, str]]:
     found = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:

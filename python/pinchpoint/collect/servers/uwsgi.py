@@ -125,7 +125,7 @@ def _read_config(path: Path, kind: str) -> dict[str, str]:
         return {}
     try:
         section = _SECTION_READERS[kind](text)
-    except (ValueError, configparser.Error, ET.ParseError):
+    except (ValueError, RecursionError, configparser.Error, ET.ParseError):
         return {}
     out = {}
     for key, value in section.items():
@@ -164,7 +164,8 @@ def _xml(text: str) -> dict[str, str]:
 
 
 def _json(text: str) -> dict[str, str]:
-    section = json.loads(text).get("uwsgi", {})
+    document = json.loads(text)
+    section = document.get("uwsgi", {}) if isinstance(document, dict) else {}
     return {str(k): str(v) for k, v in section.items()} if isinstance(section, dict) else {}
 
 
