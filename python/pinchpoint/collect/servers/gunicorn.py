@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from pinchpoint.collect.servers.argv import option, split
 from pinchpoint.collect.servers.files import read_text
