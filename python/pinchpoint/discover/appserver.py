@@ -14,6 +14,7 @@ from pinchpoint.collect.servers import files, gunicorn, pool_of, uwsgi
 from pinchpoint.collect.servers.pool import ASYNC, ServerProcess, read_process
 from pinchpoint.discover.listeners import Sockets, tree_of
 from pinchpoint.discover.tier import Address, Tier
+from pinchpoint.discover.unknown import choose_processes
 from pinchpoint.logformats.base import FormatError
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 from pinchpoint.logformats.gunicorn import parser_for as gunicorn_parser
@@ -55,6 +56,26 @@ def read_uwsgi(pid: int, argv: list[str], address: Address, path: str) -> Tier:
     return tier
 
 
+def read_asgi(pid: int, argv: list[str], address: Address, path: str) -> Tier:
+    """The tier of the uvicorn, hypercorn or daphne whose main process is `pid`: an event
+    loop in each of its processes. Their own access lines carry no duration, so its time
+    is read from the probe's log, where the app has one."""
+    process = _process(pid, argv)
+    pool = pool_of(process, _cores())
+    name = pool.server if pool is not None else Path(argv[0]).name
+    tier = Tier(name, "app_server", pid)
+    _pool(tier, process)
+    tier.warnings.append(
+        f"{name}'s access lines hold no duration: its time per request is read from the "
+        f"app's probe log ({LOG_ENV}), or run the app under gunicorn -k "
+        f"uvicorn.workers.UvicornWorker with `--access-logformat {shlex.quote(GUNICORN_FORMAT)}`"
+    )
+    choose_processes(tier, argv)
+    _next_hops(tier)
+    _probe_log(tier, process)
+    return tier
+
+
 def _probe_log(tier: Tier, process: ServerProcess) -> None:
     """The app inside the server, where its environment names the probe's log."""
     path = process.environ.get(LOG_ENV)
@@ -87,7 +108,8 @@ def _pool(tier: Tier, process: ServerProcess) -> None:
     if pool is None:
         return
     if pool.kind == ASYNC:
-        tier.notes.append(f"an event loop ({pool.source}): no fixed pool of slots")
+        each = f" in each of {pool.processes} processes" if (pool.processes or 0) > 1 else ""
+        tier.notes.append(f"an event loop{each} ({pool.source}): no fixed pool of slots")
         return
     tier.slots = pool.slots
     threads = f" × {pool.threads} threads" if pool.threads > 1 else ""

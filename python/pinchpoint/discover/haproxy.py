@@ -232,6 +232,7 @@ def _servers(backend: Section, address: Address, tier: Tier) -> list[Address]:
     default = backend.setting("default-server")
     default_maxconn = _param(default.words, "maxconn") if default else None
     hops = []
+    limits: list[int | None] = []
     for line in backend.all("server"):
         if len(line.words) < 3:
             continue
@@ -245,6 +246,7 @@ def _servers(backend: Section, address: Address, tier: Tier) -> list[Address]:
             continue
         hops.append(hop)
         maxconn = _param(params, "maxconn") or default_maxconn
+        limits.append(int(maxconn) if maxconn and maxconn.isdigit() else None)
         limit = (
             f": at most {maxconn} requests at once, the others wait in HAProxy's queue"
             if maxconn
@@ -253,6 +255,8 @@ def _servers(backend: Section, address: Address, tier: Tier) -> list[Address]:
         tier.notes.append(f"server {line.words[1]} {line.words[2]} from {line.where}{limit}")
     for line in backend.all("server-template"):
         tier.warnings.append(f"server-template at {line.where}: its servers are not followed")
+    if limits and all(limits):
+        tier.limit = sum(n for n in limits if n)
     return hops
 
 

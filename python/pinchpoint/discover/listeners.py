@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 
+from pinchpoint.collect.servers.argv import runs
 from pinchpoint.discover.tier import Address
 
 _LOOPBACK = ("127.0.0.1", "::1", "0.0.0.0", "::", "localhost")
@@ -139,4 +140,15 @@ def _same_server(child: psutil.Process, parent: psutil.Process) -> bool:
     if parent.name() != child.name():
         return False
     title = parent.cmdline()
+    if _spawned(child.cmdline()) and any(runs(title, s) for s in _SPAWNING_SERVERS):
+        return True
     return title == child.cmdline() or "master" in " ".join(title[:3])
+
+
+# Servers whose workers are started by multiprocessing's spawn, under a command line of its
+# own (`python -c "from multiprocessing.spawn import spawn_main; ..."`).
+_SPAWNING_SERVERS = ("uvicorn", "hypercorn")
+
+
+def _spawned(argv: list[str]) -> bool:
+    return "--multiprocessing-fork" in argv or "multiprocessing.spawn" in " ".join(argv[:3])

@@ -6,13 +6,10 @@ from __future__ import annotations
 import json
 from urllib.parse import urlsplit
 
+from pinchpoint.discover.otel import otlp_lines
+from pinchpoint.discover.steps import Steps, steps_for
 from pinchpoint.discover.tier import Tier
 from pinchpoint.discover.walk import Discovery
-
-# Users stepped to twice the stack's pools (enough to see them fill), and at least this many.
-LEAST_UPPER = 8
-MOST_UPPER = 256
-STEPS = 6
 
 
 def _quoted(value: str) -> str:
@@ -26,8 +23,7 @@ def plan_text(found: Discovery) -> str:
     if parts.query:
         path += f"?{parts.query}"
     target = f"{parts.scheme}://{parts.netloc}"
-    upper = _upper(found.tiers)
-    step = max(1, -(-(upper - 1) // (STEPS - 1)))
+    steps = steps_for(found.tiers)
     lines = [
         "# Written by `pinchpoint init` from the processes serving this URL on this host.",
         "# Each component says where its facts came from; check them, then `pinchpoint run`.",
@@ -38,11 +34,11 @@ def plan_text(found: Discovery) -> str:
         f"url = {_quoted(target)}",
         "",
         "[load]",
-        "# From 1 user to about twice the requests the stack's pools serve at once.",
-        "lower = 1",
-        f"upper = {1 + step * (STEPS - 1)}",
-        f"step = {step}",
-        'duration = "10s"',
+        *_load_comment(steps),
+        f"lower = {steps.lower}",
+        f"upper = {steps.upper}",
+        f"step = {steps.step}",
+        f'duration = "{steps.duration_s}s"',
         'warmup = "1s"',
         'timeout = "10s"',
         "",
@@ -52,6 +48,9 @@ def plan_text(found: Discovery) -> str:
     ]
     for tier in found.tiers:
         lines += ["", *_component(tier, found.calls.get(tier.name, []))]
+    spans = otlp_lines([t for t in found.tiers if t.host is None])
+    if spans:
+        lines += ["", *spans]
     for name, url in found.agents.items():
         if any(t.host == name for t in found.tiers):
             lines += ["", "[[agent]]", f"name = {_quoted(name)}", f"url = {_quoted(url)}"]
@@ -77,9 +76,14 @@ def agent_components(found: Discovery) -> dict[str, str]:
     return out
 
 
-def _upper(tiers: list[Tier]) -> int:
-    slots = sum(t.slots or 0 for t in tiers)
-    return min(MOST_UPPER, max(LEAST_UPPER, 2 * slots))
+def _load_comment(steps: Steps) -> list[str]:
+    lines = ["# From 1 user to about twice the requests the stack's pools serve at once."]
+    if steps.finest is not None:
+        lines.append(
+            f"# Steps of {steps.step}: at most a third of its smallest pool or limit "
+            f"({steps.finest}), to see where it starts to fill."
+        )
+    return lines
 
 
 def _component(tier: Tier, calls: list[str]) -> list[str]:
@@ -96,7 +100,26 @@ def _component(tier: Tier, calls: list[str]) -> list[str]:
             *lines,
             f"host = {_quoted(tier.host)}  # its log and processes: in the agent's config",
         ]
-    return [*lines, *_watched(tier)[2:]]
+    lines += _watched(tier)[2:]
+    if tier.role == "database" and tier.name.startswith("postgres"):
+        lines += _database(tier)
+    return lines
+
+
+def _database(tier: Tier) -> list[str]:
+    """The `[component.database]` table: the server sampled from inside during the run,
+    through a connection string the user puts in a variable (the plan holds no secret)."""
+    variable = f"PINCHPOINT_{tier.name.upper().replace('-', '_').replace('.', '_')}_DSN"
+    dsn = tier.client_dsn or "host=127.0.0.1 port=5432 user=USER dbname=DATABASE"
+    said = "as its clients connect" if tier.client_dsn else "with the apps' user and database"
+    return [
+        "[component.database]",
+        "# Sampled from inside during the run (pg_stat_activity, pg_locks). Before",
+        f"# `pinchpoint run`, set {variable} to a connection string {said}, its password",
+        "# in PGPASSWORD or ~/.pgpass, never in the plan:",
+        f"#   export {variable}={_quoted(dsn)}",
+        f"dsn_env = {_quoted(variable)}",
+    ]
 
 
 def _watched(tier: Tier) -> list[str]:
@@ -112,6 +135,8 @@ def _watched(tier: Tier) -> list[str]:
     lines.append("[component.process]")
     if tier.pid_file is not None:
         lines.append(f"pid_file = {_quoted(str(tier.pid_file))}")
+    elif tier.process_name is not None:
+        lines.append(f"name = {_quoted(tier.process_name)}  # no pid file: its processes' name")
     else:
         lines.append(f"pids = [{tier.pid}]  # no pid file found: valid while this process runs")
     return lines

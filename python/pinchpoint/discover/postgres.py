@@ -16,6 +16,7 @@ import psutil
 
 from pinchpoint.collect.servers import files
 from pinchpoint.collect.servers.files import read_text
+from pinchpoint.discover.pg_clients import example_dsn
 from pinchpoint.discover.pg_conf import (
     AUTO_FILE,
     COMMAND_LINE,
@@ -47,6 +48,7 @@ def read_postgres(pid: int, argv: list[str], address: Address, path: str) -> Tie
     _pid_file(tier, conf)
     _log(tier, conf)
     _messages(tier, conf)
+    tier.client_dsn = example_dsn(pid, address)
     return tier
 
 

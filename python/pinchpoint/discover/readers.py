@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pinchpoint.discover import haproxy, nginx
-from pinchpoint.discover.appserver import read_gunicorn, read_uwsgi
+from pinchpoint.discover.appserver import read_asgi, read_gunicorn, read_uwsgi
 from pinchpoint.discover.postgres import read_postgres
 from pinchpoint.discover.tier import Address, Tier
 from pinchpoint.discover.walk import Reader
@@ -13,6 +13,9 @@ ROLES = {
     "haproxy": "proxy",
     "gunicorn": "app_server",
     "uwsgi": "app_server",
+    "uvicorn": "app_server",
+    "hypercorn": "app_server",
+    "daphne": "app_server",
     "postgres": "database",
 }
 
@@ -32,6 +35,7 @@ def _known_only(kind: str) -> Reader:
 READERS: dict[str, Reader] = {kind: _known_only(kind) for kind in ROLES}
 READERS["gunicorn"] = read_gunicorn
 READERS["uwsgi"] = read_uwsgi
+READERS["uvicorn"] = READERS["hypercorn"] = READERS["daphne"] = read_asgi
 READERS["postgres"] = read_postgres
 READERS["nginx"] = nginx.read
 READERS["haproxy"] = haproxy.read

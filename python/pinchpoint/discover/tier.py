@@ -33,15 +33,25 @@ class Tier:
     role: str
     pid: int
     pid_file: Path | None = None
+    # A process name that selects its processes and no others' (where it has no pid file).
+    process_name: str | None = None
     log_path: Path | None = None
     log_format: str | None = None
     log_format_string: str | None = None
     next_hops: list[Address] = field(default_factory=list)
     # Requests it serves at once, where it is a pool of workers (app servers).
     slots: int | None = None
+    # Requests it lets through at once to the next tier (a proxy's server maxconn).
+    limit: int | None = None
     # The agent whose host runs it; None: this host.
     host: str | None = None
     # A tier that runs inside its processes (the app inside its app server), with its own log.
     inside: list[Tier] = field(default_factory=list)
+    # A database's connection string as its clients connect (no password): for the plan's
+    # [component.database], whose variable the user sets to it.
+    client_dsn: str | None = None
+    # The OTEL_* variables its processes export spans by (discover/otel.py: a few, never
+    # headers or other variables).
+    otel: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

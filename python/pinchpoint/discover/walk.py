@@ -13,9 +13,12 @@ from urllib.parse import urlsplit
 
 import psutil
 
+from pinchpoint.collect.servers.argv import runs
 from pinchpoint.collect.servers.files import Owner, as_owner
-from pinchpoint.discover.listeners import Sockets, root_of
+from pinchpoint.discover.listeners import Sockets, root_of, tree_of
+from pinchpoint.discover.otel import otel_of
 from pinchpoint.discover.tier import Address, Tier
+from pinchpoint.discover.unknown import read_unknown
 
 # A reader of one kind of server: its main process's pid and command line, the address the
 # request reached it at and the URL's path, to its tier.
@@ -44,14 +47,23 @@ class Discovery:
     # The agents tiers were found through (name: URL), and the variable holding their token.
     agents: dict[str, str] = field(default_factory=dict)
     token_env: str | None = None
+    # The HTTP status the URL answered init's one request with; None: not sent, or no answer.
+    status: int | None = None
 
 
 # Programs that run other programs' code: what they run is known by their command line.
 _INTERPRETERS = ("python", "pypy", "node", "java", "php", "ruby", "perl", "sh", "bash")
 
 
+# The roles of tiers that run an app, whose processes' OTEL_* variables are read.
+APP_ROLES = ("app_server", "service")
+# Servers of ASGI apps known by their command line: an event loop in each process.
+ASGI_SERVERS = ("uvicorn", "hypercorn", "daphne")
+
+
 def kind_of(argv: list[str], exe: str = "") -> str | None:
-    """Which server a process runs: nginx, haproxy, gunicorn, uwsgi, postgres; None for
+    """Which server a process runs: nginx, haproxy, gunicorn, uwsgi, uvicorn, hypercorn,
+    daphne, postgres; None for
     anything else. A server with a program of its own is known by that program
     (/proc/PID/exe, `exe`), which its owner cannot rename as it can rename its title; only
     where the program is an interpreter, or cannot be read, is the command line read."""
@@ -61,6 +73,9 @@ def kind_of(argv: list[str], exe: str = "") -> str | None:
     first = Path(argv[0]).name.lower() if argv else ""
     if "gunicorn" in " ".join(argv[:3]).lower():
         return "gunicorn"
+    for kind in ASGI_SERVERS:
+        if runs(argv, kind):
+            return kind
     return _by_program(first) if not program else None
 
 
@@ -100,8 +115,13 @@ def address_of(url: str) -> Address:
 def touch(url: str, method: str, found: Discovery) -> None:
     """Apps open their database connections at their first request: one request of the
     plan's own makes them show."""
-    answer = _touch(url, method)
+    found.status, answer = _touch(url, method)
     found.notes.append(f"one {method} sent to the URL before reading connections: {answer}")
+    if found.status is not None and found.status >= 400:
+        found.problems.append(
+            f"the URL answered {method} with status {found.status}: a run would measure "
+            "its error answers, not the page; check the URL's path, method and host"
+        )
 
 
 def follow(
@@ -112,7 +132,7 @@ def follow(
     seen: dict[int, Tier] = {}
     while todo and len(seen) < MOST_TIERS:
         address, caller = todo.pop(0)
-        tier = _tier_at(address, path, readers, sockets, seen, found)
+        tier = _tier_at(address, path, readers, sockets, seen, found, caller)
         if tier is None:
             if sockets.listener(address) is None:
                 found.leaves.append((caller.name if caller else None, address))
@@ -147,6 +167,7 @@ def _tier_at(
     sockets: Sockets,
     seen: dict[int, Tier],
     found: Discovery,
+    caller: Tier | None = None,
 ) -> Tier | None:
     pid = sockets.listener(address)
     if pid is None:
@@ -163,13 +184,15 @@ def _tier_at(
     exe = program_of(root)
     kind = kind_of(argv, exe)
     reader = readers.get(kind or "")
-    if reader is None:
-        program = Path(exe or (argv[0] if argv else f"pid {root}")).name
-        found.problems.append(f"{address} is served by {program}, which init does not know")
-        return None
     # Its config and logs are read, and its binary run, with its owner's rights, never more.
     with as_owner(Owner.of_pid(root)):
-        tier = reader(root, argv, address, path)
+        if reader is None:
+            behind_proxy = caller is not None and caller.role == "proxy"
+            tier = read_unknown(root, argv, exe, behind_proxy)
+        else:
+            tier = reader(root, argv, address, path)
+        if tier.role in APP_ROLES:
+            tier.otel = otel_of(tree_of(root))
     tier.name = free_name(tier.name, found)
     return tier
 
@@ -190,14 +213,15 @@ def free_name(name: str, found: Discovery) -> str:
     return f"{name}{sum(1 for n in taken if n.startswith(name)) + 1}"
 
 
-def _touch(url: str, method: str) -> str:
-    """Sends one request to the URL (served on this host); what came back, in words."""
+def _touch(url: str, method: str) -> tuple[int | None, str]:
+    """Sends one request to the URL (served on this host); its status (None: no answer) and
+    what came back, in words."""
     request = urllib.request.Request(url, method=method)
     try:
         with urllib.request.urlopen(request, timeout=TOUCH_TIMEOUT_S) as answer:
             answer.read(TOUCH_BYTES)
-            return f"status {answer.status}"
+            return answer.status, f"status {answer.status}"
     except urllib.error.HTTPError as e:
-        return f"status {e.code}"
+        return e.code, f"status {e.code}"
     except (OSError, ValueError) as e:
-        return f"no answer ({type(e).__name__})"
+        return None, f"no answer ({type(e).__name__})"

@@ -3,7 +3,7 @@ from its command line, its environment and its config files, never from the plan
 
 from __future__ import annotations
 
-from pinchpoint.collect.servers import gunicorn, uwsgi
+from pinchpoint.collect.servers import daphne, gunicorn, hypercorn, uvicorn, uwsgi
 from pinchpoint.collect.servers.pool import Pool, ServerProcess, read_process
 
 __all__ = ["Pool", "ServerProcess", "pool_of", "read_process"]
@@ -16,4 +16,10 @@ def pool_of(process: ServerProcess, cores: int, files: bool = True) -> Pool | No
         return gunicorn.read(process, cores, files)
     if uwsgi.is_uwsgi(process.argv):
         return uwsgi.read(process, cores, files)
+    if uvicorn.is_uvicorn(process.argv):
+        return uvicorn.read(process, cores, files)
+    if hypercorn.is_hypercorn(process.argv):
+        return hypercorn.read(process, cores, files)
+    if daphne.is_daphne(process.argv):
+        return daphne.read(process, cores, files)
     return None

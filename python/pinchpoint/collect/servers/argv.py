@@ -54,3 +54,10 @@ def count(value: str | None, cores: int) -> int | None:
     except ValueError:
         return None
     return number if number > 0 else None
+
+
+def runs(argv: Sequence[str], program: str) -> bool:
+    """Whether the command line runs `program`: as its script (`/venv/bin/uvicorn`), as an
+    interpreter's module (`python -m uvicorn`) or script, among its first three words."""
+    heads = [a.rsplit("/", 1)[-1] for a in argv[:3]]
+    return any(h == program or h.startswith(f"{program}:") for h in heads)

@@ -2,8 +2,8 @@
 
 A pool is `processes × threads` slots for servers whose workers each serve one request per
 thread (gunicorn's sync and gthread workers, uWSGI's processes and threads); an event loop
-(gunicorn's uvicorn, gevent and eventlet workers, uWSGI's async modes) holds any number of
-waiting requests, so it has no slots at all and says so.
+(uvicorn, hypercorn and daphne, gunicorn's uvicorn, gevent and eventlet workers, uWSGI's
+async modes) holds any number of waiting requests, so it has no slots at all and says so.
 """
 
 from __future__ import annotations
@@ -82,6 +82,10 @@ SERVER_VARIABLES = frozenset(
         "UWSGI_PROCESSES",
         "UWSGI_THREADS",
         "UWSGI_INI",
+        "UVICORN_WORKERS",
+        "UVICORN_UDS",
+        "UVICORN_HOST",
+        "UVICORN_PORT",
         LOG_ENV,
     }
 )
