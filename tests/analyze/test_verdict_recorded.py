@@ -232,3 +232,29 @@ def test_a_computing_thread_pool_of_unknown_size_is_given_as_a_range(recorded) -
         "gunicorn",
         "worker_pool",
     )
+
+
+@pytest.mark.parametrize("name", ["journey-search-db-sync", "journey-search-db-gthread"])
+def test_a_pool_waiting_on_a_database_that_computes_one_request_names_the_database(
+    recorded, name: str
+) -> None:
+    """A journey of cheap requests and a search that scans a table inside PostgreSQL,
+    behind 5 sync workers (6 gthread slots). The pool fills and the queue before gunicorn
+    grows most, but its workers wait (0.3-0.4 cores wanted per busy one) on PostgreSQL,
+    which used most of the host's full CPU: the CPU, in PostgreSQL, is the limit, and the
+    search carries all of its work. Adding workers was the old verdict's advice."""
+    verdict = analyze(recorded(name))
+    b = verdict["bottleneck"]
+    assert (b["component"], b["resource"], b["request"]) == ("postgres", "cpu", "journey/search")
+    assert verdict["headline"].startswith(
+        "Bottleneck: host CPU (2 cores), used most by postgres from 5 users, in journey/search "
+        "(100% of postgres's work): `SELECT count(*) FROM (SELECT value FROM readings"
+    )
+    evidence = "\n".join(b["evidence"])
+    assert "gunicorn's workers wait on postgres: 0.3" in evidence
+    assert "journey/search carries 100% of postgres's work at 11 users" in evidence
+    assert "more gunicorn workers would queue more work on the same cores" in b["summary"]
+    assert "Add workers" not in b["summary"]
+    top = verdict["steps"][-1]
+    assert top["tiers"]["gunicorn"]["queue_p50_ms"] > 10
+    assert top["resources"]["postgres"]["cpu_cores"] > 2 * top["resources"]["gunicorn"]["cpu_cores"]

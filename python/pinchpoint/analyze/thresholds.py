@@ -53,6 +53,9 @@ CPU_BOUND = 0.7  # hand: a sync worker computing all the time wants 0.9-1.0
 # Busy workers that use or wait for less than this share of a core each do not compute: a
 # neighbour's CPU cannot be what slows them.
 CPU_NEED = 0.25  # hand: workers waiting on I/O read 0.03-0.05 per busy worker
+# A callee that used this share of the stack's CPU on a full host is what a pool of waiting
+# workers above it waits on.
+COMPUTES_MOST = 0.5  # hand: a database scanning for its callers used 0.70 of the stack's
 # The host has room for another computing worker when this much of a core is idle.
 IDLE_CORE = 0.3  # hand
 # A host is CPU-saturated above this share of its cores (less what neighbours took)...

@@ -3,6 +3,7 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
+from pinchpoint.analyze.carrier import carrying_request
 from pinchpoint.analyze.causes import cause_of, own_time, pool_or_cpu, tier_cause
 from pinchpoint.analyze.causes.cpu import cpu_contended
 from pinchpoint.analyze.causes.generator import (
@@ -103,7 +104,25 @@ def decide(steps: list[dict], ctx: Context) -> dict:
     estimate = workers_estimate(steps, ctx.min_latency_ms, ctx.endpoint)
     verdict = _decide(steps, ctx, estimate)
     verdict["workers_estimate"] = [estimate] if estimate else []
+    _name_carrier(verdict, [s for s in steps if _latency(s) is not None], ctx)
     return verdict
+
+
+def _name_carrier(verdict: dict, usable: list[dict], ctx: Context) -> None:
+    """Names the request that carries the bottleneck's work, where one does."""
+    bottleneck = verdict.get("bottleneck")
+    if not bottleneck or bottleneck.get("request") or not usable:
+        return
+    carrier = carrying_request(bottleneck["component"], usable, ctx)
+    if carrier is None:
+        return
+    line = carrier.line(usable[-1])
+    for finding in (bottleneck, verdict["findings"][0]):
+        finding["request"] = carrier.name
+        finding["evidence"] = [*finding["evidence"], line]
+    verdict["headline"] += (
+        f", in {carrier.name} ({carrier.share:.0%} of {carrier.component}'s work)"
+    )
 
 
 def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:

@@ -60,14 +60,21 @@ def _probe(cpu_ms: float, wait_ms: float) -> str:
     return f"/sys_perf_check?cpu={cpu_ms:.2f}&wait={wait_ms:.2f}"
 
 
-def _flow_step(step: JourneyStep) -> FlowStep:
+def _flow_step(step: JourneyStep, scan_rows: dict[str, int]) -> FlowStep:
     if step.hold_ms is not None:
         return FlowStep(step.name, f"/api/checkout?hold={step.hold_ms}", "POST")
+    if step.name in scan_rows:
+        return FlowStep(step.name, f"/api/scan?rows={scan_rows[step.name]}")
     return FlowStep(step.name, _probe(step.cpu_ms, step.wait_ms))
 
 
-def journey_flow(spec: Spec) -> tuple[str, tuple[FlowStep, ...]] | None:
-    return (FLOW, tuple(_flow_step(s) for s in spec.journey)) if spec.journey else None
+def journey_flow(
+    spec: Spec, scan_rows: dict[str, int] | None = None
+) -> tuple[str, tuple[FlowStep, ...]] | None:
+    """The journey's flow; a step that scans reads the rows PostgreSQL scans in its scan_ms."""
+    if not spec.journey:
+        return None
+    return FLOW, tuple(_flow_step(s, scan_rows or {}) for s in spec.journey)
 
 
 def _worker_class(spec: Spec) -> tuple[str, int]:
@@ -132,11 +139,14 @@ def _demo(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
     app_env: dict[str, str] = {}
     database = None
     scan_rows = None
-    if spec.hold_ms is not None or spec.scan_ms is not None:
+    scans = {s.name: s.scan_ms for s in spec.journey if s.scan_ms is not None}
+    step_rows: dict[str, int] = {}
+    if spec.hold_ms is not None or spec.scan_ms is not None or scans:
         pg = stack.enter_context(PostgresCluster())
         pg.execute(COUNTERS_SQL if spec.hold_ms is not None else SCAN_SQL)
         if spec.scan_ms is not None:
             scan_rows = rows_for(pg.dsn, spec.scan_ms)
+        step_rows = {name: rows_for(pg.dsn, ms) for name, ms in scans.items()}
         app_env[PG_DSN_ENV] = pg.dsn
         database = pg.component()
     quota = stack.enter_context(CpuQuota(spec.quota)) if spec.quota else None
@@ -160,7 +170,7 @@ def _demo(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
         path,
         method=method,
         think_time_s=spec.think_ms / 1000,
-        flow=journey_flow(spec),
+        flow=journey_flow(spec, step_rows),
     )
 
 

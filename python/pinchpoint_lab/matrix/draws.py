@@ -56,6 +56,7 @@ from pinchpoint_lab.matrix.spec import (
     OVERHEAD_CPU_MS,
     OVERHEAD_MS,
     PLAN_WORKERS_SHARE,
+    SEARCH,
     SERVER_CONFIGS,
     SERVERS,
     TRACED_CPU_MS,
@@ -391,6 +392,37 @@ def _journey(rng: random.Random, hog: float) -> Spec | None:
                 noisy_truth=_calm(truth, cores, hog))  # fmt: skip
 
 
+def _journey_db(rng: random.Random, hog: float) -> Spec | None:
+    """Users walk a few cheap requests and a search that PostgreSQL computes for scan ms
+    (a scan of rows in shared buffers), behind a pool of a few workers. The walks saturate
+    the host's cores with the database's backends, at cores / (CPU of a walk) walks a
+    second; the app's workers wait on them and look full, but more would queue more scans.
+    The pool alone serves slots / (time of a request) requests a second, far more."""
+    scan = rng.uniform(12, 30)
+    fast = [
+        JourneyStep(name, round(rng.uniform(0.2, 0.8), 2), round(rng.uniform(2, 6), 2))
+        for name in rng.sample([n for n in FAST_STEPS if n != SEARCH], rng.randint(2, 3))
+    ]
+    steps = [*fast]
+    steps.insert(rng.randint(0, len(fast)), JourneyStep(SEARCH, scan_ms=round(scan, 1)))
+    walk_cpu = scan + sum(s.cpu_ms for s in fast) + len(steps) * OVERHEAD_CPU_MS
+    walk_ms = scan + sum(s.cpu_ms + s.wait_ms for s in fast) + len(steps) * OVERHEAD_MS
+    server, workers, threads = _server(rng, rng.randint(3, 8))
+    host_walks = CORES / walk_cpu * 1000
+    pool_walks = workers * threads / walk_ms * 1000
+    if not separated(host_walks, [pool_walks]):
+        return None
+    knee = host_walks * walk_ms / 1000
+    if not 2 <= knee <= 6:
+        return None
+    users = steps_for(knee, rng)
+    truth = Truth("postgres", "cpu", first_level(levels(users), knee), request=f"{FLOW}/{SEARCH}")
+    start = cpu_start(levels(users), knee, workers * threads, hog)
+    noisy = Truth("postgres", "cpu", start, request=f"{FLOW}/{SEARCH}", refusal_ok=heavy(hog))
+    return Spec("", "journey_db", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
+                users=users, truth=truth, journey=tuple(steps), noisy_truth=noisy)  # fmt: skip
+
+
 def _traced_fanout(rng: random.Random, hog: float) -> Spec | None:
     """A gateway traced with OpenTelemetry calls two traced services side by side for each
     request: one has a pool of 1 or 2 sync workers, too few for its calls, the other has
@@ -441,5 +473,6 @@ DRAWERS = {
     "starved_generator": _starved_generator,
     "healthy": _healthy,
     "journey": _journey,
+    "journey_db": _journey_db,
     "traced_fanout": _traced_fanout,
 }

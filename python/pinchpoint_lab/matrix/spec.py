@@ -37,6 +37,7 @@ CLASSES = (
     "healthy",
     "journey",
     "traced_fanout",
+    "journey_db",
 )
 SERVERS = ("gunicorn-sync", "gunicorn-gthread", "uwsgi-processes", "uwsgi-threads")
 FRONTS = ("nginx", "haproxy", "nginx2")
@@ -50,6 +51,8 @@ HOG_WEIGHTS = (2, 1, 1)
 FLOW = "journey"
 FAST_STEPS = ("home", "search", "item", "cart")
 CHECKOUT = "checkout"
+# The journey_db class's request that scans a table inside PostgreSQL.
+SEARCH = "search"
 # The traced_fanout class: its gateway's service name, and its callees' names drawn from these.
 GATEWAY = "gateway"
 CALLEE_NAMES = ("inventory", "pricing", "reviews", "shipping", "stock", "accounts")
@@ -78,13 +81,14 @@ class Truth:
 
 @dataclass(frozen=True)
 class JourneyStep:
-    """A named request of a journey: the probe's CPU and wait, or the checkout's lock held
-    hold_ms."""
+    """A named request of a journey: the probe's CPU and wait, the checkout's lock held
+    hold_ms, or a search PostgreSQL computes for scan_ms."""
 
     name: str
     cpu_ms: float = 0.0
     wait_ms: float = 0.0
     hold_ms: int | None = None
+    scan_ms: float | None = None
 
 
 @dataclass(frozen=True)

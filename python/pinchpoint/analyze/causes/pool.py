@@ -16,6 +16,7 @@ from pinchpoint.analyze.causes.cpu import (
     stack_fills_cpu,
 )
 from pinchpoint.analyze.causes.queues import queue_grows
+from pinchpoint.analyze.causes.wait_chain import computing_callee, waits_on_cpu
 from pinchpoint.analyze.context import Context, load_text, ms_text, pool_known, position, rate_of
 from pinchpoint.analyze.findings import Finding, estimate_line
 from pinchpoint.analyze.thresholds import CPU_BOUND, IDLE_CORE, POOL_FULL, POOL_QUEUED
@@ -51,6 +52,8 @@ def pool_or_cpu(
             evidence.append(estimate_line(estimate))
         if not computing and _cpu_filled_first(group, steps, onset, ctx):
             return cpu_finding(tier, group, steps, onset, evidence, ctx)
+        if not computing and (callee := computing_callee(tier, group, steps, onset, ctx)):
+            return waits_on_cpu(tier, group, callee, steps, onset, evidence, ctx)
         if not computing:
             return _pool(group, steps, evidence, ctx, computing=False, idle=host.idle, knee=onset)
         if host.idle >= IDLE_CORE:

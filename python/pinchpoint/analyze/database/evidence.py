@@ -18,6 +18,7 @@ from pinchpoint.analyze.database.samples import (
 )
 from pinchpoint.analyze.database.statements import by_samples, by_stat_statements
 from pinchpoint.analyze.findings import pct
+from pinchpoint.analyze.thresholds import CARRIES
 from pinchpoint.rundir.view import RunView
 
 LOCKS = ("db_lock",)
@@ -47,6 +48,26 @@ def add_database(verdict: dict[str, Any], view: RunView) -> None:
             finding["evidence"] = [*finding.get("evidence", []), *evidence_lines(finding)]
             if (sentence := lock_sentence(finding)) is not None:
                 finding["summary"] = f"{finding.get('summary', '')} {sentence}".strip()
+    _name_statement(verdict)
+
+
+# A statement quoted in the headline is cut to this many characters.
+HEADLINE_STATEMENT = 80
+
+
+def _name_statement(verdict: dict[str, Any]) -> None:
+    """The headline of a bottleneck carried by one request names the statement that holds
+    most of the database's active time, where one does."""
+    bottleneck = verdict.get("bottleneck")
+    if not isinstance(bottleneck, dict) or not bottleneck.get("request"):
+        return
+    statements = (bottleneck.get("database") or {}).get("statements") or []
+    if not statements or statements[0]["share"] < CARRIES:
+        return
+    text = str(statements[0]["statement"])
+    if len(text) > HEADLINE_STATEMENT:
+        text = text[: HEADLINE_STATEMENT - 1] + "…"
+    verdict["headline"] = f"{verdict['headline']}: `{text}`"
 
 
 def database_inside(samples: DatabaseSamples, finding: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,66 @@
+"""Where a pool of waiting workers waits: time piles up in the pool, the work is done below.
+
+A worker that waits holds its slot for as long as what it waits on takes. When that callee
+computes on a host whose cores are full (a database scanning a table, a service hashing
+passwords), the callee's work waits for a core, each worker holds its slot longer, and the
+pool fills: more workers would only queue more work on the same cores. So a full pool of
+workers that mostly wait is followed down the calls to the process group that used most of
+the host's CPU; when that group is one the pool's tier calls (directly or through others),
+used most of the stack's CPU and the host's cores are full, the CPU, in that group, is the
+limit.
+"""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.causes.cpu import consumer, cpu_finding, host_saturated, stack_fills_cpu
+from pinchpoint.analyze.context import Context, below, load_text
+from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.thresholds import COMPUTES_MOST
+from pinchpoint.analyze.usage import group_use, host_use, process_group
+
+
+def computing_callee(
+    tier: str, group: str, steps: list[dict], onset: dict, ctx: Context
+) -> str | None:
+    """The process group below `tier` that the host's full CPU went to most (at least
+    COMPUTES_MOST of the stack's): what the tier's waiting workers wait on. None otherwise."""
+    top = steps[-1]
+    found = consumer(top, ctx)
+    if found is None or found[0] == group:
+        return None
+    callee = found[0]
+    downstream = {process_group(t, steps, ctx) for t in below(tier, ctx)[1:]}
+    if callee not in downstream:
+        return None
+    use, host = group_use(callee, top, ctx), host_use(top, ctx)
+    if use.cpu is None or use.cpu < COMPUTES_MOST * host.stack:
+        return None
+    if not host_saturated(steps, onset, ctx) or not stack_fills_cpu(use, host, ctx):
+        return None
+    return callee
+
+
+def waits_on_cpu(
+    tier: str,
+    group: str,
+    callee: str,
+    steps: list[dict],
+    onset: dict,
+    evidence: list[str],
+    ctx: Context,
+) -> Finding:
+    """The host's CPU, in the callee the pool's workers wait on, with the chain in the
+    evidence and what more workers would do in the summary."""
+    top = steps[-1]
+    caller, use = group_use(group, top, ctx), group_use(callee, top, ctx)
+    chain = (
+        f"{group}'s workers wait on {callee}: {caller.demand_per_worker or 0.0:.2f} cores wanted "
+        f"per busy worker, while {callee}'s processes used {use.cpu or 0.0:.2f} cores and waited "
+        f"for {use.cpu_wait or 0.0:.2f} more at {load_text(top)}"
+    )
+    found = cpu_finding(tier, group, steps, onset, [chain, *evidence], ctx)
+    found.summary += (
+        f" {group}'s pool is full because each worker waits on {callee}'s work, which waits "
+        f"for a core: more {group} workers would queue more work on the same cores."
+    )
+    return found
