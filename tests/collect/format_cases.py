@@ -73,6 +73,8 @@ UWSGI_LOG_FORMAT = (
     '%(addr) - [%(ltime)] "%(method) %(uri) %(proto)" %(status) %(size) "%(referer)" '
     '"%(uagent)" %(msecs)'
 )
+TOMCAT_LOG_FORMAT = '%h %l %u %t "%r" %s %b "%{Referer}i" "%{User-Agent}i" %D'
+PHP_FPM_LOG_FORMAT = '%R - %u %t "%m %r%Q%q" %s %{mili}d "%{HTTP_USER_AGENT}e"'
 PG_PREFIX = "%m [%p] %q%u@%d %a "
 JSONLINES_MAPPING = "uri=req.uri,duration_ms=ms,status=status,ts=ts"
 
@@ -104,6 +106,31 @@ CASES = [
             f'10.0.0.1 - - [{TS}] "GET {uri} HTTP/1.1" {status} 512 "-" "{agent}" {us}'
         ),
         unit_ms=0.001,
+    ),
+    FormatCase(
+        "tomcat",
+        "tomcat",
+        TOMCAT_LOG_FORMAT,
+        lambda uri, agent, us, status: (
+            f'10.0.0.1 - - [{TS}] "GET {uri} HTTP/1.1" {status} 512 "-" "{agent}" {us}'
+        ),
+        unit_ms=0.001,
+    ),
+    FormatCase(
+        "php-fpm",
+        "php-fpm",
+        PHP_FPM_LOG_FORMAT,
+        lambda uri, agent, ms, status: f'10.0.0.1 -  {TS} "GET {uri}" {status} {ms} "{agent}"',
+        unit_ms=1,
+    ),
+    FormatCase(
+        "morgan",
+        "morgan",
+        None,
+        lambda uri, agent, ms, status: (
+            f'10.0.0.1 - - [{TS}] "GET {uri} HTTP/1.1" {status} 512 "-" "{agent}" {ms}'
+        ),
+        unit_ms=1,
     ),
     FormatCase(
         "envoy",

@@ -8,7 +8,8 @@ from pinchpoint.logformats.probe import ProbeParser
 
 def test_known_formats() -> None:
     assert known_formats() == [
-        "apache", "envoy", "gunicorn", "haproxy", "jsonlines", "nginx", "postgresql", "probe", "uwsgi",
+        "apache", "envoy", "gunicorn", "haproxy", "jsonlines", "morgan", "nginx", "php-fpm",
+        "postgresql", "probe", "tomcat", "uwsgi",
     ]  # fmt: skip
 
 
@@ -31,6 +32,6 @@ def test_unknown_name_lists_the_known_ones() -> None:
     with pytest.raises(
         FormatError,
         match="unknown log format 'lighttpd'; known formats: apache, envoy, gunicorn, haproxy, "
-        "jsonlines, nginx, postgresql, probe, uwsgi",
+        "jsonlines, morgan, nginx, php-fpm, postgresql, probe, tomcat, uwsgi",
     ):
         get_parser("lighttpd", None)

@@ -15,9 +15,12 @@ from pinchpoint.logformats import (
     gunicorn,
     haproxy,
     jsonlines,
+    morgan,
     nginx,
+    php_fpm,
     postgresql,
     probe,
+    tomcat,
     uwsgi,
 )
 from pinchpoint.logformats.base import NOT_A_RECORD, FormatError, LineParser, Record
@@ -41,6 +44,9 @@ _FACTORIES: dict[str, Callable[[str | None], LineParser]] = {
     "apache": apache.parser_for,
     "envoy": envoy.parser_for,
     "jsonlines": jsonlines.parser_for,
+    "tomcat": tomcat.parser_for,
+    "php-fpm": php_fpm.parser_for,
+    "morgan": morgan.parser_for,
 }
 
 
