@@ -187,6 +187,7 @@ def test_a_listen_section_passes_to_its_own_servers_as_they_are_written(tmp_path
     notes = "\n".join(tier.notes)
     assert "server a 127.0.0.1:9001 from" in notes and "at most 2 requests at once" in notes
     assert "server b 127.0.0.1 from" in notes and "at most 8 requests at once" in notes
+    assert tier.limit == 2 + 4 * 8  # the servers followed, each its maxconn or the default's
     assert "server f 127.0.0.1:9006 backup from" in notes and "not followed" in notes
     assert tier_of(paths, port=9105).next_hops[1] == Address("127.0.0.1", 9105)
 
