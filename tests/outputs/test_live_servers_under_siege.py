@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pinchpoint.load.hdr import Histogram
-from pinchpoint.outputs.bounded_server import Limits
+from pinchpoint.outputs.bounded_server import MAX_HEAD_BYTES, Limits
 from pinchpoint.outputs.live_page import LIMITS as PAGE_LIMITS
 from pinchpoint.outputs.live_page import LivePage
 from pinchpoint.outputs.openmetrics import LIMITS as METRICS_LIMITS
@@ -219,3 +219,13 @@ def test_when_every_connection_is_being_answered_a_new_one_is_answered_503() -> 
             assert page.httpd.counts.refused == 1
         _until(lambda: page.httpd.open_connections() == 0)
         assert client.get("/state").status_code == 200
+
+
+def test_a_head_past_its_bound_is_answered_431_and_the_next_client_is_served() -> None:
+    with MetricsServer("127.0.0.1", 0, "r1") as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nX-Long: " + b"a" * MAX_HEAD_BYTES)
+            answer = sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.0 431 Request Header Fields Too Large\r\n")
+        assert server.httpd.counts.too_large == 1
+        assert httpx.get(f"http://127.0.0.1:{server.port}/metrics", timeout=5).status_code == 200
