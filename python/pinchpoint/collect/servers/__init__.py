@@ -3,7 +3,16 @@ from its command line, its environment and its config files, never from the plan
 
 from __future__ import annotations
 
-from pinchpoint.collect.servers import daphne, gunicorn, hypercorn, uvicorn, uwsgi
+from pinchpoint.collect.servers import (
+    daphne,
+    gunicorn,
+    hypercorn,
+    node,
+    php_fpm,
+    tomcat,
+    uvicorn,
+    uwsgi,
+)
 from pinchpoint.collect.servers.pool import Pool, ServerProcess, read_process
 
 __all__ = ["Pool", "ServerProcess", "pool_of", "read_process"]
@@ -22,4 +31,10 @@ def pool_of(process: ServerProcess, cores: int, files: bool = True) -> Pool | No
         return hypercorn.read(process, cores, files)
     if daphne.is_daphne(process.argv):
         return daphne.read(process, cores, files)
+    if php_fpm.is_php_fpm(process.argv):
+        return php_fpm.read(process, cores, files)
+    if tomcat.is_tomcat(process.argv):
+        return tomcat.read(process, cores, files)
+    if node.is_node(process.argv):
+        return node.read(process, cores, files)
     return None
