@@ -22,7 +22,20 @@ if [ "$mode" = test ]; then
   # The resource series read from a Prometheus server (the tests start their own).
   have prometheus || need+=(prometheus)
   have prometheus-node-exporter || need+=(prometheus-node-exporter)
+  # PHP-FPM and Tomcat, whose log lines and pools the tests read; npm for the Express app.
+  ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need+=(php-fpm)
+  [ -e /usr/share/tomcat10/bin/bootstrap.jar ] || need+=(tomcat10)
+  have npm || need+=(npm)
 fi
+
+# The Express app the morgan tests start: its packages beside it, as its lock file pins them.
+express="$(cd "$(dirname "$0")/.." && pwd)/tests/collect/express"
+express_packages() {
+  if [ "$mode" = test ] && [ ! -d "$express/node_modules/morgan" ] && have npm; then
+    npm ci --prefix "$express" --no-audit --no-fund --silent >/dev/null
+  fi
+}
+express_packages
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
@@ -46,3 +59,4 @@ if [ ! -e "$policy" ]; then
 fi
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+express_packages
