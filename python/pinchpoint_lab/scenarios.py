@@ -236,3 +236,18 @@ def starved_load(
     ):
         notes = {"core": core, "hog_pids": hog.pids if hog else []}
         yield Scenario(stack.url, stack.components(), LIGHT_PROBE, notes=notes)
+
+
+@contextmanager
+def asgi_loop(
+    workdir: Path, workers: int = 1, path: str = "/work", nginx_only: bool = False
+) -> Iterator[Scenario]:
+    """nginx → uvicorn (`--workers`, an event loop a process) → a bare ASGI app, uvicorn
+    known by its processes alone; with nginx_only, a plan that names nothing behind nginx."""
+    from pinchpoint_lab.uvicorn_stack import UvicornStack
+
+    with UvicornStack(workdir, workers) as stack:
+        components = stack.components()
+        if nginx_only:
+            components = [{**components[0], "calls": []}]
+        yield Scenario(stack.url, components, path)

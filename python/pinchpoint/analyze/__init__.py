@@ -98,6 +98,7 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
         endpoint=_endpoint(data),
         roles={c.name: c.role for c in data.plan.component},
         generators=list(data.run.get("generators") or []),
+        timed_by=data.timed_by,
     )
     ctx.pools = pool_sizes(steps, ctx)
     endpoints = endpoint_table(data)

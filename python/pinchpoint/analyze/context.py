@@ -26,6 +26,13 @@ class Context:
     pools: dict[str, PoolSize] = field(default_factory=dict)
     # Each named request of the plan on its own (analyze/endpoints.py), set with the steps.
     endpoints: list[dict] = field(default_factory=list)
+    # Tiers that logged nothing, timed by their caller's upstream time (analyze/unlogged.py);
+    # those the plan does not name at all run in no process it samples.
+    timed_by: dict[str, str] = field(default_factory=dict)
+
+    def unnamed(self, tier: str) -> bool:
+        """Whether the tier is one the analysis added below a caller (`<caller>-upstream`)."""
+        return tier in self.timed_by and tier not in self.roles
 
 
 # Roles whose processes are no pool of request slots: event loops, backends per connection.

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from pinchpoint.analyze.sla import over_ms
+from pinchpoint.analyze.unlogged import by_callers
 from pinchpoint.plan.model import Plan, entry_first, load_plan
 from pinchpoint.rundir import files
 from pinchpoint.rundir.digest import Digest
@@ -34,6 +35,10 @@ class RunInput:
     traced_calls: dict[str, list[str]] = field(default_factory=dict)
     # The share of the requests whose tier records `tiers` holds.
     tier_share: float = 1.0
+    # Tiers that logged nothing, each timed by its caller's upstream time (analyze/unlogged.py),
+    # and the unnamed tiers below callers that name none.
+    timed_by: dict[str, str] = field(default_factory=dict)
+    unnamed_calls: dict[str, list[str]] = field(default_factory=dict)
     _digest: Digest | None = field(default=None, repr=False)
     _traced: pl.DataFrame | None = field(default=None, repr=False)
 
@@ -92,6 +97,8 @@ class RunInput:
         """The tiers from the entry to the leaves, and what each calls: the plan's
         components and calls, then those the traces showed."""
         calls = {c.name: list(c.calls) for c in self.plan.component}
+        for caller, callees in self.unnamed_calls.items():
+            calls[caller] = [*calls.get(caller, []), *callees]
         for caller, callees in self.traced_calls.items():
             mine = calls.setdefault(caller, [])
             for callee in callees:
@@ -106,7 +113,7 @@ def read_input(view: RunView) -> RunInput:
     components, no samples) is empty. Raises when run.json or plan.toml is missing or a
     file cannot be read."""
     tiers = view.tier_sample
-    return RunInput(
+    data = RunInput(
         view=view,
         run=view.run,
         plan=load_plan(view.plan_path()),
@@ -116,6 +123,15 @@ def read_input(view: RunView) -> RunInput:
         resources=view.resources if view.has(files.RESOURCES) else pl.DataFrame(),
         traced_calls=_traced_calls(view),
     )
+    _, calls = data.tier_graph()
+    timed = by_callers(data.tiers, calls)
+    data.tiers, data.timed_by = timed.tiers, timed.timed_by
+    data.unnamed_calls = {
+        caller: [c for c in callees if c not in calls.get(caller, [])]
+        for caller, callees in timed.calls.items()
+        if caller in calls and [c for c in callees if c not in calls.get(caller, [])]
+    }
+    return data
 
 
 def _traced_calls(view: RunView) -> dict[str, list[str]]:

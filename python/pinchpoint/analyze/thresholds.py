@@ -132,6 +132,8 @@ CARRIES = 0.5  # hand: a majority of the growth
 DOMINATES = 3.0  # hand: 7-11x for a serialized checkout beside a hog or the parallel tests
 # Peak throughput × shortest time below this is about one served at once: serialized.
 ONE_AT_ONCE = 1.5  # hand: a lock held by one request at a time reads 0.95-1.05
+# An event loop is judged blocked only once the users outnumber its loops this many times.
+LOOP_LOAD = 2  # hand: each user keeps a request in flight in closed loop
 # A request's throughput reaches a ceiling when its heaviest step gains on the best step
 # before it less than this share of what the load gained since that step (at least
 # LOAD_STEP): a closed loop at flat latency gains all of it...

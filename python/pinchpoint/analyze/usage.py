@@ -153,6 +153,8 @@ def host_use(step: dict, ctx: Context) -> HostUse:
 def process_group(tier: str, steps: list[dict], ctx: Context) -> str | None:
     """The component whose processes run `tier`: the tier itself when its processes were
     sampled, else the nearest caller whose were (the app runs in gunicorn's workers)."""
+    if ctx.unnamed(tier):
+        return None
     todo, seen = [tier], set()
     while todo:
         name = todo.pop(0)

@@ -23,6 +23,7 @@ from pinchpoint.analyze.causes.cpu import HOST_CPU
 from pinchpoint.analyze.causes.cpu_quota import CPU_QUOTA
 from pinchpoint.analyze.causes.db_lock import DB_LOCK
 from pinchpoint.analyze.causes.disk import DISK
+from pinchpoint.analyze.causes.event_loop import EVENT_LOOP
 from pinchpoint.analyze.causes.flat_bytes import FLAT_BYTES
 from pinchpoint.analyze.causes.generator import GENERATOR
 from pinchpoint.analyze.causes.link import LINK
@@ -58,6 +59,7 @@ TIER_CAUSES: tuple[Cause, ...] = (
     MEMORY,
     CALLEE,
     CONNECTION_POOL,
+    EVENT_LOOP,
     POOL,
     FLAT_BYTES,
 )

@@ -10,10 +10,23 @@ from pinchpoint.analyze.findings import Finding
 
 def own_time(tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context) -> Finding:
     evidence = cpu_lines(tier, group, steps, onset, ctx) if group else []
+    summary = f"{tier}'s own time grows with load from {load_text(onset)}."
+    caller = ctx.timed_by.get(tier)
+    if caller is not None and ctx.unnamed(tier):
+        evidence.append(
+            f"{tier} is what {caller} passes requests to, timed by {caller}'s upstream time: "
+            "the plan names no component there"
+        )
+        summary += (
+            f" It is the server {caller} passes requests to, which the plan does not name: "
+            "add it as a component with its processes (`pinchpoint init` writes it) to see "
+            "its CPU and workers."
+        )
+    elif caller is not None:
+        evidence.append(f"{tier} logs nothing: its time is {caller}'s upstream time")
     return Finding(
         tier, "time", onset["users"], evidence,
-        f"{tier} (its own time grows; no saturated resource found)",
-        f"{tier}'s own time grows with load from {load_text(onset)}.", rate_of(onset),
+        f"{tier} (its own time grows; no saturated resource found)", summary, rate_of(onset),
     )  # fmt: skip
 
 
