@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages pinchpoint starts for real: `demo` needs nginx; `test` also
 # needs what the tests run against: a browser for the report, wrk for the benchmarks, the
-# servers whose own log lines the format tests parse, and Prometheus with node_exporter.
+# servers whose own log lines the format tests parse, Prometheus with node_exporter, and the
+# databases the collectors sample from inside.
 set -euo pipefail
 mode=${1:-demo}
 
@@ -26,6 +27,9 @@ if [ "$mode" = test ]; then
   ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need+=(php-fpm)
   [ -e /usr/share/tomcat10/bin/bootstrap.jar ] || need+=(tomcat10)
   have npm || need+=(npm)
+  # MariaDB and Redis, sampled from inside (the tests start their own servers).
+  have mariadbd || need+=(mariadb-server)
+  have redis-server || need+=(redis-server)
 fi
 
 # The Express app the morgan tests start: its packages beside it, as its lock file pins them.
