@@ -6,7 +6,9 @@ finding that names that tier's CPU or its pool of busy workers.
 By total time, two kinds of function say nothing of where the time goes and are left out:
 the trunk, on the stack of nearly every sample (the server's loop and its dispatch of a
 request), and pass-throughs, whose samples nearly all went through one callee (a
-wrapper). The list keeps the functions where the time divides, or is spent.
+wrapper). The list keeps the functions where the time divides, or is spent: a function
+on nearly every sample that spends a good share of them itself (a handler that does the
+work in its own frame) is kept, trunk or not.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ TOP = 5
 # A function whose samples went through one callee at least this share of the time is
 # a pass-through.
 PASS_THROUGH = 0.95
-# A function on the stack of at least this share of the samples is the trunk.
+# A function on the stack of at least this share of the samples is the trunk...
 TRUNK = 0.8
+# ...unless it was the innermost frame of at least this share of them: it does the work.
+SPENDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def top_functions(stacks: list[tuple[str, int]], top: int = TOP) -> dict:
     samples = sum(n for _, n in stacks)
     times = function_times(stacks)
     skipped = pass_through(stacks, {t.name: t.total for t in times})
-    skipped |= {t.name for t in times if t.total >= TRUNK * samples}
+    skipped |= {t.name for t in times if t.total >= TRUNK * samples and t.own < SPENDS * samples}
     by_self = sorted((t for t in times if t.own), key=lambda t: (-t.own, t.name))[:top]
     by_total = sorted(
         (t for t in times if t.name not in skipped), key=lambda t: (-t.total, t.name)
