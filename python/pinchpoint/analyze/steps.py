@@ -302,7 +302,7 @@ def _io_and_sockets(frame: pl.DataFrame) -> dict:
     slots = _measured(frame, "pool_slots")
     if slots is not None:
         out["pool_slots"] = int(cast(float, slots.max()))
-    for column in ("pool_kind", "pool_source"):
+    for column in ("pool_kind", "pool_source", "pool_server"):
         values = _measured(frame, column)
         if values is not None:
             out[column] = str(values.mode().sort()[0])

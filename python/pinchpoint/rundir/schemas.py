@@ -102,10 +102,12 @@ RESOURCES_SCHEMA = pa.schema(
         ("disk_write_limit_bytes_s", pa.int64()),
         # An app server's pool as the server itself sets it (collect/servers/): its slots
         # (processes × threads; null for an event loop or no server found), its kind
-        # (sync, threads, async) and where each number was read.
+        # (sync, threads, async), where each number was read, and the server (gunicorn,
+        # uwsgi, uvicorn, node, php-fpm, tomcat, ...) whose knobs the advice names.
         ("pool_slots", pa.int32()),
         ("pool_kind", pa.string()),
         ("pool_source", pa.string()),
+        ("pool_server", pa.string()),
     ]
 )
 # resources.parquet: columns added after the first five: a table without them (an older agent) gets nulls.

@@ -4,8 +4,11 @@ they wait, and computes on one core. So a loop that serves about one request at 
 uses almost no CPU and what it calls stays fast is blocked: a synchronous call inside an
 async handler (a blocking client, time.sleep, a file read) holds the loop, and nothing
 else runs on it until the call returns. The fix is in the code — await the call, or run
-it in a thread — and more worker processes only hide it. A loop that computes a core each
-is limited by its cores, not blocked: the CPU's causes name it.
+it in a thread — and more worker processes only hide it.
+
+A loop that computes is one core: where each of its loops wants a core while the host has
+idle ones, the loops are too few (more processes, in the server's own terms), or the work
+belongs off the loop. On a full host the CPU's causes name it.
 """
 
 from __future__ import annotations
@@ -13,10 +16,36 @@ from __future__ import annotations
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.context import Context, below, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
-from pinchpoint.analyze.thresholds import CPU_NEED, GROWTH_SHARE, LOOP_LOAD, ONE_AT_ONCE
-from pinchpoint.analyze.usage import group_use, serving_processes
+from pinchpoint.analyze.thresholds import (
+    CPU_BOUND,
+    CPU_NEED,
+    GROWTH_SHARE,
+    IDLE_CORE,
+    LOOP_LOAD,
+    ONE_AT_ONCE,
+)
+from pinchpoint.analyze.usage import group_use, host_use, serving_processes
 
 ASYNC = "async"
+
+
+# Each server's knob for more loops, and its way to compute off the loop.
+_MORE_LOOPS = {
+    "uvicorn": "uvicorn's --workers",
+    "gunicorn": "gunicorn's --workers (each a uvicorn worker)",
+    "hypercorn": "hypercorn's --workers",
+    "daphne": "more daphne processes behind the proxy",
+    "node": "Node's cluster workers (the cluster module, or PM2's -i)",
+}
+_OFF_LOOP = {
+    "node": "worker_threads",
+}
+_PYTHON_OFF_LOOP = "a process pool (loop.run_in_executor with a ProcessPoolExecutor)"
+
+
+def _server(group: str, steps: list[dict]) -> str:
+    found = [s.get("resources", {}).get(group, {}).get("pool_server") for s in steps]
+    return next((str(f) for f in reversed(found) if f), group)
 
 
 def is_event_loop(group: str, steps: list[dict]) -> bool:
@@ -25,8 +54,9 @@ def is_event_loop(group: str, steps: list[dict]) -> bool:
 
 
 def blocked_loop(ask: Ask) -> Finding | None:
-    """The tier's event loops blocked by a synchronous call; None where they hold several
-    requests at once, compute, or wait on a callee that grew."""
+    """The tier's event loops blocked by a synchronous call, or computing a core each on a
+    host with idle cores; None where they hold several requests at once, wait on a callee
+    that grew, or compute on a full host."""
     group, steps, ctx = ask.group, ask.steps, ask.ctx
     if group is None or ask.estimate is None or not is_event_loop(group, steps):
         return None
@@ -36,6 +66,8 @@ def blocked_loop(ask: Ask) -> Finding | None:
         return None
     at_once = float(ask.estimate["workers"])
     use = group_use(group, top, ctx)
+    if use.demand is not None and use.demand >= CPU_BOUND * loops:
+        return computing_loops(ask, loops)
     if at_once > ONE_AT_ONCE * loops or use.demand is None or use.demand >= CPU_NEED * loops:
         return None
     if _callee_grew(ask.tier, steps, ctx):
@@ -62,6 +94,37 @@ def blocked_loop(ask: Ask) -> Finding | None:
     name = f"{group}'s event loop, blocked by a synchronous call"
     return Finding(group, "event_loop", ask.onset["users"], evidence, name, summary,
                    rate_of(ask.onset))  # fmt: skip
+
+
+def computing_loops(ask: Ask, loops: int) -> Finding | None:
+    """The group's event loops each wanting a core while the host has idle cores: too few
+    loops for the host, or work that belongs off the loop. None on a full host (the CPU's
+    causes name it)."""
+    group, steps, ctx = ask.group, ask.steps, ask.ctx
+    assert group is not None
+    top = steps[-1]
+    host = host_use(top, ctx)
+    if host.idle < IDLE_CORE:
+        return None
+    use = group_use(group, top, ctx)
+    server = _server(group, steps)
+    more = _MORE_LOOPS.get(server, f"more {server} processes")
+    off = _OFF_LOOP.get(server, _PYTHON_OFF_LOOP)
+    some = f"each of its {loops} event loops computes" if loops > 1 else "its event loop computes"
+    evidence = [
+        f"{group} runs {loops} event loop{'s' if loops > 1 else ''}, each on one core: its "
+        f"processes used {use.cpu or 0.0:.2f} cores and waited for {use.cpu_wait or 0.0:.2f} "
+        f"more at {load_text(top)}",
+        f"the host had {host.idle:.1f} idle cores at {load_text(top)}",
+    ]
+    summary = (
+        f"{group}: {some} a full core from {load_text(ask.onset)}, while the host still had "
+        f"{host.idle:.1f} idle cores: requests wait for the loop while it computes. Add loops "
+        f"({more}, up to {loops + int(host.idle + 0.25)}, one per idle core), or move the "
+        f"computing off the loop ({off}); more threads will not help."
+    )
+    name = f"{group}'s event loop{'s' if loops > 1 else ''} ({loops}, one core each)"
+    return Finding(group, "cpu", ask.onset["users"], evidence, name, summary, rate_of(ask.onset))
 
 
 def _callees(tier: str, steps: list[dict], ctx: Context) -> list[tuple[str, float, float]]:

@@ -1,5 +1,5 @@
 """A component's server pool for the resource sampler: read once per main process (again
-when it is replaced), as the columns `pool_slots`, `pool_kind` and `pool_source`."""
+when it is replaced), as the columns `pool_slots`, `pool_kind`, `pool_source` and `pool_server`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ class _Stat(Protocol):
     start_s: float
 
 
-EMPTY: dict[str, Any] = {"pool_slots": None, "pool_kind": None, "pool_source": None}
+EMPTY: dict[str, Any] = {
+    "pool_slots": None,
+    "pool_kind": None,
+    "pool_source": None,
+    "pool_server": None,
+}
 
 
 class PoolWatch:
@@ -38,6 +43,7 @@ class PoolWatch:
                     "pool_slots": found.slots,
                     "pool_kind": found.kind,
                     "pool_source": found.source,
+                    "pool_server": found.server,
                 }
         return dict(EMPTY)
 
