@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from test_findings import CTX as FINDINGS_CTX
+from test_findings import step as finding_step
 from test_verdict_rules import CTX, pool_steps
 
-from pinchpoint.analyze.causes.generator import generator_check
+from pinchpoint.analyze.causes.generator import generator_check, generator_limits
 from pinchpoint.analyze.causes.neighbours import neighbour_finding
 from pinchpoint.analyze.verdict import decide
 
@@ -119,3 +121,44 @@ def test_a_generator_whose_threads_ran_or_waited_for_a_core_all_the_time_is_satu
     for s in steps:
         s["resources"]["generator"]["cpu_wait_cores"] = 0.2  # it waited for answers instead
     assert generator_check(steps, ctx)["saturated"] is False
+
+
+def _refused_steps(failed_ms: float = 0.3, errors: tuple[int, ...] = (0, 20_000, 40_000)) -> list:
+    """nginx's connection limit from 1 user to 14: past the first step nearly every request
+    is a 503 nginx answers itself at once, and the generator fills its 2 threads sending
+    them on a host they saturate."""
+    steps = [finding_step(1, 10.5), finding_step(7, 12.0, throughput=95), finding_step(14, 12.5, throughput=96)]  # fmt: skip
+    for s, failed in zip(steps, errors, strict=True):
+        answered = int(s["throughput_rps"] * 2)
+        s.update(requests=answered + failed, errors=failed, error_rate=failed / (answered + failed))
+        s["errors_by_class"] = {"503": failed} if failed else {}
+        s["error_latency_p50_ms"] = failed_ms if failed else None
+        s["tiers"]["nginx"].update(errors=failed, rejected=failed)
+        s["tiers"]["gunicorn"]["concurrency"] = 1.0
+        busy = failed > 0
+        s["resources"]["generator"]["cpu_cores"] = 1.9 if busy else 0.1
+        s["resources"]["host"]["cpu_cores"] = 1.98 if busy else 0.5
+    return steps
+
+
+def test_a_generator_saturated_by_fast_refusals_leaves_the_refusals_to_be_named() -> None:
+    steps = _refused_steps()
+    assert steps[-1]["error_rate"] > 0.995
+    check = generator_check(steps, FINDINGS_CTX)
+    assert (check["saturated"], check["host_saturated"], check["refusals"]) == (True, True, True)
+    assert generator_limits(check) is False
+    v = decide(steps, FINDINGS_CTX)
+    b = v["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("nginx", "proxy_limit", 7)
+    assert "could not keep up" not in v["headline"]
+
+
+def test_a_generator_saturated_by_slow_failures_or_by_answers_is_still_named() -> None:
+    # 503s that took as long as an answer: the generator waited for them, as for answers.
+    slow = _refused_steps(failed_ms=12.0)
+    assert generator_check(slow, FINDINGS_CTX)["refusals"] is False
+    assert decide(slow, FINDINGS_CTX)["bottleneck"]["component"] == "generator"
+    # A third of the requests refused at once: most of its work was answers.
+    some = _refused_steps(errors=(0, 95, 96))
+    assert generator_check(some, FINDINGS_CTX)["refusals"] is False
+    assert decide(some, FINDINGS_CTX)["bottleneck"]["component"] == "generator"

@@ -1,15 +1,19 @@
 """The load generator and the host it runs on: when the generator cannot keep up, or its
 threads wait for a core, every latency includes its own delay and the run measures the
-generator, not the target.
+generator, not the target. A generator at its limit while most answers were refusals a
+tier gave at once (a proxy's connection limit) measured those refusals, not its own
+delay: it does not limit, and the refusals are the finding.
 """
 
 from __future__ import annotations
 
 from pinchpoint.analyze.causes.cause import Cause
+from pinchpoint.analyze.causes.refusals import REFUSALS
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CPU_SATURATED,
+    FAST_ERRORS,
     GENERATOR_SATURATED,
     GENERATOR_SHARE,
     MOSTLY_ANSWERED,
@@ -20,6 +24,9 @@ from pinchpoint.analyze.thresholds import (
 )
 from pinchpoint.analyze.usage import HostUse, host_use
 
+# Past this share of a step's requests refused at once, the generator was busy with them.
+MOST_REFUSED = 0.5
+
 
 def generator_check(steps: list[dict], ctx: Context) -> dict:
     """Whether the generator, or the host it runs on, limited the run."""
@@ -27,20 +34,46 @@ def generator_check(steps: list[dict], ctx: Context) -> dict:
     peak = max((h.generator for h in hosts), default=0.0)
     # Threads that ran or waited for a core all the time never waited for an answer: a
     # closed loop that computes flat out, whether or not the host gave it the cores.
-    wanted = max((h.generator + (h.generator_wait or 0.0) for h in hosts), default=0.0)
+    wanted = max((_wanted(h) for h in hosts), default=0.0)
     shares = [h.generator_wait_share or 0.0 for h in hosts]
     delayed = [_delayed(h, s, share, ctx) for h, s, share in zip(hosts, steps, shares, strict=True)]
+    at_limit = [
+        s
+        for h, s, late in zip(hosts, steps, delayed, strict=True)
+        if late
+        or _busy_with_generator(h)
+        or _wanted(h) >= GENERATOR_SATURATED * ctx.generator_threads
+    ]
     check = {
         "saturated": wanted >= GENERATOR_SATURATED * ctx.generator_threads,
         "host_saturated": any(_busy_with_generator(h) for h in hosts),
         # At most of the steps: a generator delayed at one step is noise, not the run.
         "starved": bool(delayed) and sum(delayed) >= 0.5 * len(delayed),
+        # Where it was at its limit (the heaviest step when no step shows which).
+        "refusals": bool(steps) and all(_fast_refusals(s) for s in at_limit or steps[-1:]),
         "cpu_cores_max": round(peak, 3),
         "cpu_wanted_max": round(wanted, 3),
         "cpu_wait_share_max": round(max(shares, default=0.0), 3),
         "threads": ctx.generator_threads,
     }
     return _with_worst_generator(check, ctx.generators)
+
+
+def _wanted(h: HostUse) -> float:
+    """The cores the generator's threads wanted: those they used and those they waited for."""
+    return h.generator + (h.generator_wait or 0.0)
+
+
+def _fast_refusals(step: dict) -> bool:
+    """Whether most of the step's requests were refused (REFUSALS) faster than its answers
+    took: requests that come back at once, which a generator sends as fast as it can."""
+    by_class = step.get("errors_by_class") or {}
+    refused = sum(n for name, n in by_class.items() if name in REFUSALS)
+    failed = sum(by_class.values())
+    share = (step.get("error_rate") or 0.0) * refused / failed if failed else 0.0
+    failed_ms, ok_ms = step.get("error_latency_p50_ms"), step["latency_ms"]["p50"]
+    fast = failed_ms is not None and (ok_ms is None or failed_ms <= FAST_ERRORS * ok_ms)
+    return fast and share > MOST_REFUSED
 
 
 def _with_worst_generator(check: dict, generators: list[dict]) -> dict:
@@ -139,7 +172,10 @@ def _busy_with_generator(h: HostUse) -> bool:
 
 
 def generator_limits(generator: dict) -> bool:
-    return bool(generator["saturated"] or generator["host_saturated"] or generator["starved"])
+    """Whether the generator limited the run: at its limit, unless it was busy sending
+    requests that were refused at once (a tier's limit, the finding to name)."""
+    at_limit = generator["saturated"] or generator["host_saturated"] or generator["starved"]
+    return bool(at_limit and not generator.get("refusals"))
 
 
 def generator_finding(steps: list[dict], generator: dict, ctx: Context) -> Finding:
