@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from pinchpoint.plan.model import parse_plan
 from pinchpoint_lab.matrix.build import running
 from pinchpoint_lab.matrix.score import Outcome, judge
 from pinchpoint_lab.matrix.spec import Spec
+from pinchpoint_lab.scenarios import Scenario
 
 
 def run_one(
@@ -29,12 +32,24 @@ def run_one(
     with running(spec, workdir / "stack", noisy=noisy) as scenario:
         text = scenario.plan(users=spec.users, duration_s=step_s)
         if discover:
+            warm(scenario)
             text = with_discovered_components(text, scenario.url + scenario.path, scenario.method)
         plan = parse_plan(text)
         if find_knee:
             plan = plan.with_find_knee(text, spec.name)
         outcome = execute(plan, text, workdir / "runs")
     return judge(spec, outcome.verdict, noisy), outcome.verdict
+
+
+def warm(scenario: Scenario) -> None:
+    """Sends each request of the scenario's flow once, as the traffic a stack in service
+    has served before anyone runs `init` on it: an app opens its database connections at
+    the first request that needs one, and `init` follows the connections it holds."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for step in scenario.flow[1] if scenario.flow else ():
+        request = urllib.request.Request(scenario.url + step.path, method=step.method)
+        with contextlib.suppress(OSError), opener.open(request, timeout=10) as answer:
+            answer.read()
 
 
 def with_discovered_components(text: str, url: str, method: str = "GET") -> str:
