@@ -102,17 +102,14 @@ def test_a_missing_plan_file_is_a_usage_error(tmp_path: Path) -> None:
     assert "nope.toml" in done.stderr
 
 
-def test_a_saturated_generator_is_flagged_in_every_output() -> None:
+def test_a_saturated_generator_is_flagged_in_every_output(tmp_path: Path) -> None:
     plan = parse_plan(
         '[target]\nurl = "http://127.0.0.1:1"\n[load]\nthreads = 1\nusers = 1\nduration = 1\n'
         '[[request]]\npath = "/"\n',
         "t",
     )
-    import polars as pl
-
-    empty = pl.DataFrame({"start_us": [], "intended_us": []})
-    assert _generator(plan, cpu_s=0.95, wall_s=1.0, requests=empty)["saturated"]
-    assert not _generator(plan, cpu_s=0.5, wall_s=1.0, requests=empty)["saturated"]
+    assert _generator(plan, cpu_s=0.95, wall_s=1.0, requests=0, run_dir=tmp_path)["saturated"]
+    assert not _generator(plan, cpu_s=0.5, wall_s=1.0, requests=0, run_dir=tmp_path)["saturated"]
     summary = {
         "requests": 10,
         "duration_s": 1.0,
@@ -124,7 +121,7 @@ def test_a_saturated_generator_is_flagged_in_every_output() -> None:
         "endpoints": [],
         "statuses": {"200": 10},
         "errors": {},
-        "generator": _generator(plan, cpu_s=0.95, wall_s=1.0, requests=empty),
+        "generator": _generator(plan, cpu_s=0.95, wall_s=1.0, requests=0, run_dir=tmp_path),
     }
     out = io.StringIO()
     render_summary(summary, Console(file=out, width=200))

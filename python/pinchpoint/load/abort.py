@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from pinchpoint.load.hdr import Histogram, decode_v2, index_for
 from pinchpoint.plan.sla import Sla
+
+if TYPE_CHECKING:
+    from pinchpoint.load.hdr import Histogram
 
 # The live percentiles a snapshot carries when it has no histogram of its window.
 _WITHOUT_HISTOGRAM = {50.0: "window_p50_us", 99.0: "window_p99_us"}
@@ -125,6 +125,9 @@ def _window(snapshot: dict[str, Any]) -> Histogram | None:
     data = snapshot.get("window_hdr_v2")
     if not data:
         return None
+    # numpy, with the histograms, once the run has started rather than before it.
+    from pinchpoint.load.hdr import Histogram, decode_v2
+
     counts = decode_v2(bytes(data))
     total = int(counts.sum())
     return Histogram(counts, total, 0, 0) if total else None
@@ -132,6 +135,10 @@ def _window(snapshot: dict[str, Any]) -> Histogram | None:
 
 def _share_above(window: Histogram, limit_us: float) -> float:
     """The share of the window's responses slower than limit_us."""
+    import numpy as np
+
+    from pinchpoint.load.hdr import index_for
+
     first = int(index_for(np.array([math.floor(limit_us)], dtype=np.int64))[0]) + 1
     above = int(window.counts[first:].sum())
     return above / window.total if window.total else 0.0

@@ -3,6 +3,10 @@
 From a URL it runs one step of closed-loop users (`connections`) or, with `rate`, an
 open-loop schedule of that many requests per second; from a plan file it runs the plan's
 load as written (steps, stages or phases) without collecting logs.
+
+The summary comes from the engine's counts and histograms (load/step_totals.py), never
+from the requests read back, and nothing heavier than the plan is imported before the
+first request: numpy and polars come after the load.
 """
 
 from __future__ import annotations
@@ -15,15 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any
 from urllib.parse import urlsplit
 
-import polars as pl
 import psutil
 
 from pinchpoint import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
-from pinchpoint.load.histograms import step_counts, write_histograms
+from pinchpoint.load.histograms import write_histograms
 from pinchpoint.load.preflight import check_inputs
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import Plan, parse_plan, read_plan_text
@@ -32,7 +35,6 @@ from pinchpoint.redact import private_dir, private_files
 from pinchpoint.redact_messages import plan_redactor
 from pinchpoint.rundir import files
 
-PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
 # The generator is saturated when its CPU reaches this share of the threads it runs on.
 GENERATOR_SATURATED = 0.9
 
@@ -129,8 +131,7 @@ def _load_into(
     cpu_before, wall_before = _cpu_seconds(me), time.monotonic()
     result = run_steps(plan, "load", run_dir, on_tick=on_tick)
     cpu_s, wall_s = _cpu_seconds(me) - cpu_before, time.monotonic() - wall_before
-    requests = pl.read_parquet(result.requests_path)
-    summary = _summary(plan, result.summary, requests)
+    summary = _summary(plan, result.summary)
     summary["target"] = plan.target.url
     summary["interrupted"] = result.interrupted
     if aborted := result.summary.get("aborted"):
@@ -139,7 +140,7 @@ def _load_into(
         caught = interrupts.active()
         summary["signal"] = caught.first_name() if caught and caught.signals else None
         summary["abandoned"] = int(result.summary.get("abandoned") or 0)
-    summary["generator"] = _generator(plan, cpu_s, wall_s, requests)
+    summary["generator"] = _generator(plan, cpu_s, wall_s, summary["requests"], run_dir)
     if isinstance(source, UrlLoad):
         summary["url"] = source.url
         summary["connections"] = source.connections if source.rate is None else None
@@ -156,13 +157,15 @@ def _cpu_seconds(proc: psutil.Process) -> float:
     return times.user + times.system
 
 
-def _summary(plan: Plan, engine: dict, requests: pl.DataFrame) -> dict:
+def _summary(plan: Plan, engine: dict) -> dict:
     """Counts over every request; latencies over the answered ones only (None if none)."""
+    # numpy, with the histograms, only once the load has ended.
+    from pinchpoint.load.step_totals import endpoint_totals, latency, totals
+
     windows = step_windows(plan, engine)
-    answered = requests.filter(pl.col("error").is_null())
     elapsed = sum(max(w["end"] - w["start"], 0.0) for w in windows) or 1e-9
     steps = []
-    for w, counts in zip(windows, step_counts(engine), strict=True):
+    for w, counts in zip(windows, engine["steps"], strict=True):
         span = max(w["end"] - w["start"], 1e-9)
         steps.append(
             {
@@ -173,83 +176,41 @@ def _summary(plan: Plan, engine: dict, requests: pl.DataFrame) -> dict:
                 "duration_s": round(span, 3),
                 "requests_per_s": counts["requests"] / span,
                 "statuses": {str(k): v for k, v in counts["statuses"].items()},
-                "latency_us": _latency(answered.filter(pl.col("step") == w["step"])["latency_us"]),
+                "latency_us": latency(counts),
             }
         )
+    whole = totals(engine["steps"])
     return {
         "model": "open" if plan.load.open else "closed",
         "duration_s": round(elapsed, 3),
-        "requests": requests.height,
-        "responses": int(requests["error"].is_null().sum()),
-        "requests_per_s": requests.height / elapsed,
-        "bytes": int(requests["bytes"].sum() or 0),
-        "statuses": _statuses(requests),
-        "errors": _errors(requests),
+        "requests": whole["requests"],
+        "responses": whole["responses"],
+        "requests_per_s": whole["requests"] / elapsed,
+        "bytes": whole["bytes"],
+        "statuses": whole["statuses"],
+        "errors": whole["errors"],
         # Per class of error, the first distinct reasons the engine saw (the OS's, TLS's).
         "error_reasons": dict(engine.get("error_reasons") or {}),
-        "latency_us": _latency(answered["latency_us"]),
+        "latency_us": whole["latency_us"],
         "steps": steps,
-        "endpoints": _endpoints(plan, requests),
+        "endpoints": endpoint_totals(engine["steps"], plan.endpoints()),
     }
 
 
-def _latency(values: pl.Series) -> dict | None:
-    """Percentiles, min, max and mean of the latencies given; None when there are none."""
-    if values.len() == 0:
-        return None
-    out = {f"p{q:g}": int(cast(float, values.quantile(q / 100, "higher"))) for q in PERCENTILES}
-    return {
-        **out,
-        "min": int(cast(float, values.min())),
-        "max": int(cast(float, values.max())),
-        "mean": values.mean(),
-    }
-
-
-def _statuses(requests: pl.DataFrame) -> dict[str, int]:
-    answered = requests.filter(pl.col("error").is_null())
-    counts = answered.group_by("status").len().sort("status")
-    return {str(s): int(n) for s, n in counts.iter_rows()}
-
-
-def _errors(requests: pl.DataFrame) -> dict[str, int]:
-    counts = requests.filter(pl.col("error").is_not_null()).group_by("error").len().sort("error")
-    return {str(e): int(n) for e, n in counts.iter_rows()}
-
-
-def _endpoints(plan: Plan, requests: pl.DataFrame) -> list[dict]:
-    out = []
-    for i, name in enumerate(plan.endpoints()):
-        mine = requests.filter(pl.col("endpoint") == i)
-        failed = mine.filter(pl.col("error").is_not_null() | (pl.col("status") >= 400)).height
-        out.append(
-            {
-                "endpoint": i,
-                "request": name,
-                "requests": mine.height,
-                "failed": failed,
-                "latency_us": _latency(mine.filter(pl.col("error").is_null())["latency_us"]),
-            }
-        )
-    return out
-
-
-def _generator(plan: Plan, cpu_s: float, wall_s: float, requests: pl.DataFrame) -> dict:
+def _generator(plan: Plan, cpu_s: float, wall_s: float, requests: int, run_dir: Path) -> dict:
     """The generator's self-check: its CPU against the cores it may use and, in open loop,
     how late requests left against their schedule."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = min(plan.load.threads or (usable or 1), usable or 1)
     cores = cpu_s / max(wall_s, 1e-9)
-    check: dict = {
+    check: dict[str, Any] = {
         "cpu_cores": round(cores, 3),
         "threads": threads,
         "saturated": cores >= GENERATOR_SATURATED * threads,
     }
-    if plan.load.open and requests.height:
-        lag = requests["start_us"] - requests["intended_us"]
-        check["send_lag_us"] = {
-            "p50": int(cast(float, lag.quantile(0.5, "higher"))),
-            "p99": int(cast(float, lag.quantile(0.99, "higher"))),
-            "max": int(cast(float, lag.max())),
-        }
+    if plan.load.open and requests:
+        from pinchpoint.load.send_lag import send_lag_us
+        from pinchpoint.rundir.view import RunView
+
+        check["send_lag_us"] = send_lag_us(RunView(run_dir))
     return check
