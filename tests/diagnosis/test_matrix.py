@@ -24,6 +24,9 @@ NOISY = ("pool_wait", "pool_cpu", "host_cpu", "cpu_quota")
 # with the timed tests, beside the parallel ones at low priority; the rest load the host's
 # cores and run alone.
 WAITING = ("pool_wait", "db_lock", "proxy_limit", "proxy_queue", "journey", "healthy", "bandwidth")
+# Each real draw costs the serial lane about 15 s: these shapes are run by the bench alone
+# (bench/diagnosis_matrix.py --only ...), and by their own tests in test_event_loops.py.
+BENCH_ONLY = ("journey_cpu", "async_blocking", "asgi_cpu", "async_callee_pool")
 
 
 def _lane(cls: str) -> pytest.MarkDecorator:
@@ -60,7 +63,9 @@ def _check(spec: Spec, tmp_path: Path, noisy: bool) -> None:
         assert outcome.neighbour_reported, [f["name"] for f in verdict["findings"]]
 
 
-@pytest.mark.parametrize("cls", [pytest.param(cls, marks=_lane(cls)) for cls in CLASSES])
+@pytest.mark.parametrize(
+    "cls", [pytest.param(cls, marks=_lane(cls)) for cls in CLASSES if cls not in BENCH_ONLY]
+)
 def test_matrix_scenario_verdict_is_its_truth(cls: str, tmp_path: Path) -> None:
     _check(_first(cls), tmp_path, noisy=False)
 

@@ -21,12 +21,13 @@ from pinchpoint.demo.scan import SCAN_SQL, rows_for
 from pinchpoint.demo.stack import DemoStack
 from pinchpoint_lab.blkio import DiskLimit
 from pinchpoint_lab.cgroup import CpuQuota
-from pinchpoint_lab.env import FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
-from pinchpoint_lab.matrix.spec import FLOW, GATEWAY, Callee, JourneyStep, Spec
+from pinchpoint_lab.env import ASGI_CALL_ENV, FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
+from pinchpoint_lab.matrix.spec import ASGI_SERVER, FLOW, GATEWAY, Callee, JourneyStep, Spec
 from pinchpoint_lab.neighbour import CpuHog, starved_generator
 from pinchpoint_lab.netns import ShapedLink
 from pinchpoint_lab.postgres import PostgresCluster, with_database
 from pinchpoint_lab.scenarios import Scenario
+from pinchpoint_lab.sync_callee import SyncCallee
 from pinchpoint_lab.traced import (
     GATEWAY_APP,
     SERVICE_APP,
@@ -35,6 +36,7 @@ from pinchpoint_lab.traced import (
     otlp_endpoint,
     otlp_listen,
 )
+from pinchpoint_lab.uvicorn_stack import UvicornStack
 from pinchpoint_lab.uwsgi import UwsgiStack
 
 # A hog never outlives a scenario by much, even if the run is killed.
@@ -58,6 +60,14 @@ def _path(spec: Spec, scan_rows: int | None = None) -> tuple[str, str]:
 
 def _probe(cpu_ms: float, wait_ms: float) -> str:
     return f"/sys_perf_check?cpu={cpu_ms:.2f}&wait={wait_ms:.2f}"
+
+
+def asgi_path(spec: Spec) -> str:
+    """The ASGI probe's request: its CPU and wait, blocking the loop or awaited, and the
+    callee's call where the spec has one."""
+    block = int(spec.block)
+    call = int(spec.callee is not None)
+    return f"/work?cpu={spec.cpu_ms:.2f}&wait={spec.wait_ms:.2f}&block={block}&call={call}"
 
 
 def _flow_step(step: JourneyStep, scan_rows: dict[str, int]) -> FlowStep:
@@ -126,7 +136,12 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
     process outside the stack spinning on a core the whole time."""
     workdir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
-        scenario = _traced(spec, workdir, stack) if spec.callees else _demo(spec, workdir, stack)
+        if spec.callees:
+            scenario = _traced(spec, workdir, stack)
+        elif spec.server == ASGI_SERVER:
+            scenario = _asgi(spec, workdir, stack)
+        else:
+            scenario = _demo(spec, workdir, stack)
         if noisy:
             stack.enter_context(CpuHog(spec.hog_cores, max_seconds=HOG_MAX_S))
         if spec.starved:
@@ -172,6 +187,30 @@ def _demo(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
         think_time_s=spec.think_ms / 1000,
         flow=journey_flow(spec, step_rows),
     )
+
+
+def _asgi(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
+    """uvicorn's stack running the ASGI probe, and the sync service it awaits (started
+    first) where the spec has one, in `stack`."""
+    app_env: dict[str, str] = {}
+    callee = None
+    if spec.callee is not None:
+        callee = SyncCallee(workdir / spec.callee.name, spec.callee.workers, spec.server_config)
+        stack.enter_context(callee)
+        app_env[ASGI_CALL_ENV] = callee.url + _probe(0.0, spec.callee.wait_ms)
+    uvicorn = UvicornStack(workdir, spec.workers, front=spec.front, app_env=app_env)
+    stack.enter_context(uvicorn)
+    components = asgi_components(spec, uvicorn.components(), callee)
+    return Scenario(uvicorn.url, components, asgi_path(spec))
+
+
+def asgi_components(spec: Spec, components: list[dict], callee: SyncCallee | None) -> list[dict]:
+    """uvicorn's stack's components, uvicorn calling the spec's callee where it has one."""
+    if spec.callee is None or callee is None:
+        return as_planned(spec, components)
+    name = spec.callee.name
+    calling = [{**c, "calls": [name]} if c["name"] == ASGI_SERVER else c for c in components]
+    return as_planned(spec, [*calling, callee.component(name)])
 
 
 def _traced(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:

@@ -42,6 +42,9 @@ from pinchpoint_lab.matrix.capacity import (
     steps_for,
 )
 from pinchpoint_lab.matrix.spec import (
+    ASGI_SERVER,
+    ASYNC_CALL_CPU_MS,
+    ASYNC_CALL_MS,
     CALLEE_NAMES,
     CHECKOUT,
     CLASSES,
@@ -52,6 +55,7 @@ from pinchpoint_lab.matrix.spec import (
     HEALTHY_SHARE,
     HOG_CORES,
     HOG_WEIGHTS,
+    LOGIN,
     MARGIN,
     OVERHEAD_CPU_MS,
     OVERHEAD_MS,
@@ -450,6 +454,104 @@ def _traced_fanout(rng: random.Random, hog: float) -> Spec | None:
                 callees=callees, callees_sampled=rng.random() < 0.5)  # fmt: skip
 
 
+def _journey_cpu(rng: random.Random, hog: float) -> Spec | None:
+    """Users walk a few cheap requests and a login that computes for 15-40 ms. Behind one
+    worker process (sync) the walks pass one at a time while a core idles: the pool is
+    the limit from the first user, and beside a hog the login's core is taken (the CPU).
+    Behind 3-6 processes, more than the cores, the host's cores fill at cores / (CPU of
+    a walk) walks a second, before the pool's slots / (time of a walk) and the processes'
+    one core each. Either way the limit is on the login."""
+    fast = [
+        JourneyStep(name, round(rng.uniform(0.2, 0.8), 2), round(rng.uniform(2, 6), 2))
+        for name in rng.sample(FAST_STEPS, rng.randint(2, 3))
+    ]
+    login = JourneyStep(LOGIN, round(rng.uniform(15, 40), 2))
+    steps = [*fast]
+    steps.insert(rng.randint(0, len(fast)), login)
+    app_cpu = sum(s.cpu_ms for s in steps)
+    walk_cpu = app_cpu + len(steps) * OVERHEAD_CPU_MS
+    walk_ms = sum(s.cpu_ms + s.wait_ms for s in steps) + len(steps) * OVERHEAD_MS
+    host_walks = CORES / walk_cpu * 1000
+    request = f"{FLOW}/{LOGIN}"
+    if rng.random() < 0.5:
+        # One worker's walks need under a core: its 1000 / walk_ms is under half the host's.
+        server = rng.choice(("gunicorn-sync", "uwsgi-processes"))
+        users = steps_for(1, rng)
+        truth = Truth(server_name(server), "worker_pool", 1, request=request)
+        noisy = Truth(truth.component, "cpu", 1, request=request, refusal_ok=heavy(hog))
+        return Spec("", "journey_cpu", server, rng.choice(FRONTS), 1, 1, 0.0, 0.0, users=users,
+                    truth=truth, noisy_truth=noisy, journey=tuple(steps))  # fmt: skip
+    server = rng.choice(SERVERS)
+    processes = rng.randint(3, 6)
+    threads = 1 if server.endswith(("sync", "processes")) else rng.randint(2, 3)
+    pool_walks = processes * threads / walk_ms * 1000
+    process_walks = processes / app_cpu * 1000
+    if not separated(host_walks, [pool_walks, process_walks]):
+        return None
+    knee = host_walks * walk_ms / 1000
+    users = steps_for(knee, rng)
+    truth = Truth(server_name(server), "cpu", first_level(levels(users), knee), request=request)
+    start = cpu_start(levels(users), knee, processes, hog)
+    noisy = Truth(truth.component, "cpu", start, request=request, refusal_ok=heavy(hog))
+    return Spec("", "journey_cpu", server, rng.choice(FRONTS), processes, threads, 0.0, 0.0,
+                users=users, truth=truth, noisy_truth=noisy, journey=tuple(steps))  # fmt: skip
+
+
+def _async_blocking(rng: random.Random, hog: float) -> Spec | None:
+    """uvicorn with 1-3 processes, each an event loop, whose handler waits 5-20 ms in a
+    synchronous call: each loop serves one request at a time, so the loops fill once the
+    users outnumber them, while the CPU stays light (in what the hog leaves too)."""
+    loops = rng.randint(1, 3)
+    cpu, wait = round(rng.uniform(0.1, 0.5), 2), round(rng.uniform(5, 20), 2)
+    rps = loops / (cpu + wait + OVERHEAD_MS) * 1000
+    if not light(rps, cpu, CORES - hog):
+        return None
+    users = steps_for(loops + 1, rng)
+    truth = Truth(ASGI_SERVER, "event_loop", first_level(levels(users), loops + 1))
+    return Spec("", "async_blocking", ASGI_SERVER, rng.choice(FRONTS), loops, 1, cpu, wait,
+                block=True, users=users, truth=truth)  # fmt: skip
+
+
+def _asgi_cpu(rng: random.Random, hog: float) -> Spec | None:
+    """uvicorn with as many event loops as cores or more, each request computing 3-10 ms on
+    its loop: the host's cores fill at cores / (CPU per request) requests a second. With
+    two loops their own limit, a core each, is the host's cores too: they name the same
+    resource, so the draw needs no margin between them."""
+    loops = rng.randint(CORES, CORES + 1)
+    cpu = round(rng.uniform(3, 10), 2)
+    host_rps = CORES / (cpu + OVERHEAD_CPU_MS) * 1000
+    knee = host_rps * (cpu + OVERHEAD_MS) / 1000
+    users = steps_for(knee, rng)
+    truth = Truth(ASGI_SERVER, "cpu", first_level(levels(users), knee))
+    start = cpu_start(levels(users), knee, loops, hog)
+    noisy = Truth(ASGI_SERVER, "cpu", start, refusal_ok=heavy(hog))
+    return Spec("", "asgi_cpu", ASGI_SERVER, rng.choice(FRONTS), loops, 1, cpu, 0.0,
+                users=users, truth=truth, noisy_truth=noisy)  # fmt: skip
+
+
+def _async_callee_pool(rng: random.Random, hog: float) -> Spec | None:
+    """uvicorn's loops await, for each request, a call to a service of 1 or 2 sync workers
+    that wait 10-20 ms each: the loops hold any number of calls, the callee serves
+    workers / (its call's time) a second, and its callers queue for it from N = workers ×
+    (time of a request at no load) / (its call's time) users. Three workers would pass
+    more calls than half a core of CPU serves; the host stays light beside a one-core hog."""
+    callee = Callee(rng.choice(CALLEE_NAMES), rng.randint(1, 2), round(rng.uniform(10, 20), 2))
+    loops = rng.randint(1, 2)
+    cpu = round(rng.uniform(0.1, 0.3), 2)
+    call_ms = callee.wait_ms + ASYNC_CALL_MS
+    callee_rps = callee.workers / call_ms * 1000
+    # Light beside a one-core hog, so far below the host's CORES / ASYNC_CALL_CPU_MS too.
+    cores = callee_rps * ASYNC_CALL_CPU_MS / 1000
+    if cores > HEALTHY_SHARE * (CORES - 1):
+        return None
+    knee = callee_rps * (call_ms + cpu + OVERHEAD_MS) / 1000
+    users = steps_for(knee, rng)
+    truth = Truth(callee.name, "worker_pool", first_level(levels(users), knee))
+    return Spec("", "async_callee_pool", ASGI_SERVER, rng.choice(FRONTS), loops, 1, cpu, 0.0,
+                users=users, truth=truth, noisy_truth=_calm(truth, cores, hog),
+                callee=callee)  # fmt: skip
+
+
 def _gateway_server(rng: random.Random, slots: int) -> tuple[str, int, int]:
     """gunicorn's sync workers, or gthread's of 2 to 4 threads, making `slots` or a few more."""
     if slots <= 6 and rng.random() < 0.5:
@@ -475,4 +577,8 @@ DRAWERS = {
     "journey": _journey,
     "journey_db": _journey_db,
     "traced_fanout": _traced_fanout,
+    "journey_cpu": _journey_cpu,
+    "async_blocking": _async_blocking,
+    "asgi_cpu": _asgi_cpu,
+    "async_callee_pool": _async_callee_pool,
 }

@@ -38,6 +38,10 @@ CLASSES = (
     "journey",
     "traced_fanout",
     "journey_db",
+    "journey_cpu",
+    "async_blocking",
+    "asgi_cpu",
+    "async_callee_pool",
 )
 SERVERS = ("gunicorn-sync", "gunicorn-gthread", "uwsgi-processes", "uwsgi-threads")
 FRONTS = ("nginx", "haproxy", "nginx2")
@@ -53,6 +57,15 @@ FAST_STEPS = ("home", "search", "item", "cart")
 CHECKOUT = "checkout"
 # The journey_db class's request that scans a table inside PostgreSQL.
 SEARCH = "search"
+# The journey_cpu class's request that computes.
+LOGIN = "login"
+# uvicorn alone (`--workers N`, an event loop a process) running the lab's bare ASGI app.
+ASGI_SERVER = "uvicorn"
+# The async_callee_pool class: a call's time in the callee beyond its wait (the ASGI app's
+# client, gunicorn's sync worker, the demo app), and the CPU a request costs the proxy,
+# uvicorn, its client, the callee and the generator, in ms, as measured on a 2-core host.
+ASYNC_CALL_MS = 2.0
+ASYNC_CALL_CPU_MS = 4.0
 # The traced_fanout class: its gateway's service name, and its callees' names drawn from these.
 GATEWAY = "gateway"
 CALLEE_NAMES = ("inventory", "pricing", "reviews", "shipping", "stock", "accounts")
@@ -157,6 +170,10 @@ class Spec:
     # processes to sample (else they are known from their spans alone).
     callees: tuple[Callee, ...] = ()
     callees_sampled: bool = False
+    # The ASGI app's wait is a synchronous call that holds its event loop.
+    block: bool = False
+    # The sync service an ASGI app awaits on each request (the async_callee_pool class).
+    callee: Callee | None = None
 
     @property
     def slots(self) -> int:
@@ -164,7 +181,7 @@ class Spec:
 
     @property
     def server_name(self) -> str:
-        return "uwsgi" if self.server.startswith("uwsgi") else "gunicorn"
+        return server_name(self.server)
 
     @property
     def front_name(self) -> str:
@@ -182,4 +199,6 @@ class Spec:
 
 
 def server_name(server: str) -> str:
+    if server == ASGI_SERVER:
+        return ASGI_SERVER
     return "uwsgi" if server.startswith("uwsgi") else "gunicorn"
