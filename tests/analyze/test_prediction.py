@@ -91,3 +91,49 @@ def test_users_sharing_cores_are_slowed_as_mean_value_analysis_says() -> None:
     assert closed_loop_rate(2, 0.010, 0.005, 1) == pytest.approx(160.0)
     rates = [closed_loop_rate(n, 0.010, 0.005, 2) for n in (1, 4, 16, 64)]
     assert rates == sorted(rates) and rates[-1] == pytest.approx(400.0, rel=0.01)
+
+
+POOL = {"component": "gunicorn", "resource": "worker_pool"}
+
+
+def _served_by(server: str, kind: str, processes: int) -> list[dict]:
+    """pool_steps' full pool of 2 waiting slots, as its server's sampler read it
+    (`processes` counts a pre-fork master)."""
+    steps = pool_steps()
+    for s in steps:
+        s["resources"]["gunicorn"].update(pool_server=server, pool_kind=kind, processes=processes)
+    return steps
+
+
+def test_a_pool_is_advised_in_its_own_servers_settings() -> None:
+    # One gthread process of 2 threads: --workers 6 would be 6 processes of 2 threads.
+    one = predict(POOL, _served_by("gunicorn", "threads", 2), CTX)
+    assert one is not None and (one.setting, one.now, one.to) == ("workers", 2, 6)
+    assert one.line().startswith("gunicorn --threads 2 → 6: about ")
+    # Two processes of one thread: whole threads in each, the slots rounded up to them.
+    two = predict(POOL, _served_by("gunicorn", "threads", 3), CTX)
+    assert two is not None and two.to == 8
+    assert two.line().startswith(
+        "gunicorn --threads 1 → 4 in each of its 2 processes (2 → 8 threads in all): about "
+    )
+    assert two.ceilings["workers"] == pytest.approx(4 * two.measured_rps)
+    sync = predict(POOL, _served_by("gunicorn", "sync", 3), CTX)
+    assert sync is not None and sync.line().startswith("gunicorn --workers 2 → 8: ")
+    uwsgi = predict(POOL, _served_by("uwsgi", "sync", 3), CTX)
+    assert uwsgi is not None and uwsgi.line().startswith("gunicorn (uwsgi) --processes 2 → 8: ")
+    # A server whose kind of workers no sampler read: the analysis's own words.
+    unread = predict(POOL, pool_steps(), CTX)
+    assert unread is not None and unread.line().startswith("gunicorn workers 2 → 8: ")
+
+
+def test_a_prediction_on_the_cores_others_left_says_it_assumes_they_keep_them() -> None:
+    # Other processes use 1.05 of the 2 cores (1.5 busy: gunicorn 0.4, the generator 0.05).
+    crowded = predict(POOL, pool_steps(host_cpu=1.5), CTX)
+    assert crowded is not None and crowded.limited_by == "cpu"
+    assert crowded.line().endswith(
+        "where the host's CPU limits, assuming the other processes keep using 1.05 cores"
+    )
+    alone = predict(POOL, pool_steps(host_cpu=0.45), CTX)
+    assert alone is not None and alone.limited_by == "cpu"
+    assert alone.line().endswith("where the host's CPU limits")
+    assert alone.predicted_rps > crowded.predicted_rps

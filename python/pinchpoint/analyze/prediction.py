@@ -18,10 +18,11 @@ Three ceilings bound a change at the heaviest load the plan tested:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pinchpoint.analyze.causes.connections import held_callee
 from pinchpoint.analyze.context import Context, busy_of, load_text, rate_of
+from pinchpoint.analyze.knobs import pool_terms
 from pinchpoint.analyze.thresholds import CPU_BOUND, CPU_SATURATED, LOAD_BOUND
 from pinchpoint.analyze.usage import GroupUse, group_use, host_use, process_group, sampled
 
@@ -39,6 +40,12 @@ class Prediction:
     # "workers", "processes", "connections", "cpu_quota", "process_cpu", "cpu" or "load"
     limited_by: str
     ceilings: dict[str, float]
+    # The change in the server's own settings ("gunicorn --threads 8 → 12"); empty: in
+    # the analysis's (the setting, now → to).
+    change: str = ""
+    # The cores other processes used at the heaviest step, which the CPU's ceiling leaves
+    # to them.
+    neighbours: float = 0.0
 
     def as_json(self) -> dict:
         return {
@@ -56,19 +63,26 @@ class Prediction:
 
     def line(self) -> str:
         then = {
-            "cpu": "where the host's CPU limits",
+            "cpu": "where the host's CPU limits" + self._assuming(),
             "load": "all the load offers: nothing limits before it",
             "cpu_quota": "where the quota limits again",
             "process_cpu": "where each process computes on its one core (its interpreter lock)",
         }.get(self.limited_by, f"where the {self.to:g} {self.setting} limit again")
         if self.limited_by == "workers" and self.setting != "workers":
             then = "where its server's workers limit"
+        change = self.change or (
+            f"{self.component} {self.setting.replace('_', ' ')} {self.now:g} → {self.to:g}"
+        )
         return (
-            f"{self.component} {self.setting.replace('_', ' ')} {self.now:g} → {self.to:g}: "
-            f"about {round(self.predicted_rps, 1):.0f} req/s at {self.at} (now "
+            f"{change}: about {round(self.predicted_rps, 1):.0f} req/s at {self.at} (now "
             f"{round(self.measured_rps, 1):.0f}), "
             f"{then}"
         )
+
+    def _assuming(self) -> str:
+        if round(self.neighbours, 2) <= 0:
+            return ""
+        return f", assuming the other processes keep using {self.neighbours:.2f} cores"
 
 
 def predict(bottleneck: dict, steps: list[dict], ctx: Context) -> Prediction | None:
@@ -95,6 +109,7 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     locked = use.threaded and computing
     setting, now = ("processes", use.processes) if locked else ("workers", use.workers)
     assert now is not None
+    terms = pool_terms(group, top, use.processes)
     x = top["throughput_rps"]
     ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
     if use.threaded and not locked and (most := _process_cpu_ceiling(use, x)):
@@ -112,7 +127,9 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
         if rate_of(top) is None:
             to = min(to, top["users"])
         to = max(now + 1, to)
-    return _limited(group, setting, now, to, top, {setting: x * to / now, **ceilings})
+    to = terms.slots(setting, to)
+    found = _limited(group, setting, now, to, top, {setting: x * to / now, **ceilings}, ctx)
+    return replace(found, change=terms.change(group, setting, now, to))
 
 
 def _quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
@@ -127,7 +144,7 @@ def _quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     ceilings["load"] = _load_ceiling(steps)
     if use.workers and (workers := _workers_ceiling(group, use.workers, low, ctx)):
         ceilings["workers"] = workers  # before the throttling
-    return _limited(group, "cpu_quota_cores", use.quota, to, top, ceilings)
+    return _limited(group, "cpu_quota_cores", use.quota, to, top, ceilings, ctx)
 
 
 def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | None:
@@ -150,9 +167,8 @@ def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | Non
     now = max(1, round(at_once))
     to = math.ceil(at_once * min(ceilings.values()) / (x * CPU_SATURATED))
     to = max(now + 1, min(to, use.workers))
-    return _limited(
-        tier, "connections", now, to, top, {"connections": x * to / at_once, **ceilings}
-    )
+    ceilings = {"connections": x * to / at_once, **ceilings}
+    return _limited(tier, "connections", now, to, top, ceilings, ctx)
 
 
 def _workers_ceiling(group: str, workers: int, low: dict, ctx: Context) -> float | None:
@@ -171,7 +187,13 @@ def _process_cpu_ceiling(use: GroupUse, x: float) -> float | None:
 
 
 def _limited(
-    group: str, setting: str, now: float, to: float, top: dict, ceilings: dict[str, float]
+    group: str,
+    setting: str,
+    now: float,
+    to: float,
+    top: dict,
+    ceilings: dict[str, float],
+    ctx: Context,
 ) -> Prediction:
     limited_by = min(ceilings, key=lambda k: ceilings[k])
     if limited_by == "cpu" and ceilings["cpu"] >= LOAD_BOUND * ceilings["load"]:
@@ -187,6 +209,8 @@ def _limited(
         at=load_text(top),
         limited_by=limited_by,
         ceilings=ceilings,
+        # As the CPU's ceiling counts them: none where no tier's processes were sampled.
+        neighbours=host_use(top, ctx).neighbours if sampled(top) else 0.0,
     )
 
 
