@@ -12,6 +12,8 @@ from pinchpoint.plan.model import parse_plan
 from pinchpoint_lab.matrix.build import (
     OTLP_SETTLE_S,
     as_planned,
+    asgi_components,
+    asgi_path,
     fanout_components,
     fanout_stacks,
     journey_flow,
@@ -20,6 +22,9 @@ from pinchpoint_lab.matrix.capacity import fair_shares, stack_cores
 from pinchpoint_lab.matrix.draws import draw
 from pinchpoint_lab.matrix.score import Outcome, accuracy_table, judge
 from pinchpoint_lab.matrix.spec import (
+    ASYNC_CALL_CPU_MS,
+    ASYNC_CALL_MS,
+    CALLEE_NAMES,
     CLASSES,
     FRONTS,
     SERVERS,
@@ -30,6 +35,7 @@ from pinchpoint_lab.matrix.spec import (
     Truth,
 )
 from pinchpoint_lab.scenarios import Scenario
+from pinchpoint_lab.sync_callee import SyncCallee
 
 
 def test_the_same_seed_draws_the_same_scenarios_and_another_seed_others() -> None:
@@ -357,3 +363,104 @@ def test_a_quota_is_drawn_below_what_a_cgroup_gets_beside_the_hog() -> None:
     quotas = [s for s in draw(401, 300) if s.quota is not None]
     assert quotas
     assert all(s.quota <= MARGIN * group_cores(s.hog_cores) for s in quotas)
+
+
+def _of(cls: str, count: int = 20) -> list[Spec]:
+    specs = [s for s in _many(count * len(CLASSES)) if s.cls == cls]
+    assert len(specs) == count
+    return specs
+
+
+def _start(spec: Spec, knee: float) -> int:
+    return next(n for n in spec.levels() if n >= knee - 1e-9)
+
+
+def test_a_computing_login_fills_one_worker_or_else_the_host_cores() -> None:
+    specs = _of("journey_cpu")
+    for spec in specs:
+        logins = [step for step in spec.journey if step.name == "login"]
+        assert len(logins) == 1 and 15 <= logins[0].cpu_ms <= 40 and logins[0].wait_ms == 0
+        app_cpu = sum(step.cpu_ms for step in spec.journey)
+        walk_cpu = app_cpu + len(spec.journey) * 1.0
+        walk_ms = sum(step.cpu_ms + step.wait_ms + 1.5 for step in spec.journey)
+        if spec.slots == 1:
+            assert spec.server in ("gunicorn-sync", "uwsgi-processes")
+            assert spec.truth == Truth(spec.server_name, "worker_pool", 1, "journey/login")
+            # The hog takes the core the worker's login computes on.
+            noisy = spec.expected(noisy=True)
+            assert (noisy.resource, noisy.refusal_ok) == ("cpu", spec.hog_cores > 1)
+            continue
+        host = 2 / walk_cpu
+        assert spec.workers >= 3
+        assert host <= 0.67 * min(spec.slots / walk_ms, spec.workers / app_cpu)
+        knee = host * walk_ms
+        assert spec.truth == Truth(spec.server_name, "cpu", _start(spec, knee), "journey/login")
+    assert {s.slots == 1 for s in specs} == {True, False}
+
+
+def test_a_blocked_event_loop_fills_once_the_users_outnumber_the_loops() -> None:
+    specs = _of("async_blocking")
+    assert {s.workers for s in specs} == {1, 2, 3}
+    for spec in specs:
+        assert (spec.server, spec.block, spec.server_name) == ("uvicorn", True, "uvicorn")
+        assert 5 <= spec.wait_ms <= 20 and 0.1 <= spec.cpu_ms <= 0.5
+        assert spec.truth == Truth("uvicorn", "event_loop", _start(spec, spec.workers + 1))
+        rps = spec.workers / (spec.cpu_ms + spec.wait_ms + 1.5)
+        assert rps * (spec.cpu_ms + 1.0) <= 0.5 * (2 - spec.hog_cores)  # light beside the hog
+        assert spec.expected(noisy=True) == spec.truth
+
+
+def test_computing_event_loops_as_many_as_the_cores_fill_the_host() -> None:
+    specs = _of("asgi_cpu")
+    assert {s.workers for s in specs} == {2, 3}
+    for spec in specs:
+        assert spec.wait_ms == 0 and 3 <= spec.cpu_ms <= 10 and not spec.block
+        knee = 2 / (spec.cpu_ms + 1.0) * (spec.cpu_ms + 1.5)
+        assert spec.truth == Truth("uvicorn", "cpu", _start(spec, knee))
+        noisy = spec.expected(noisy=True)
+        assert (noisy.component, noisy.resource) == ("uvicorn", "cpu")
+        assert noisy.refusal_ok == (spec.hog_cores > 1)
+        # A one-core hog leaves the loops as many cores as they had: the same start.
+        if spec.hog_cores == 1.0:
+            assert noisy.starts_at_users == spec.truth.starts_at_users
+
+
+def test_an_async_app_queues_for_its_callees_few_workers() -> None:
+    specs = _of("async_callee_pool")
+    assert {s.callee.workers for s in specs if s.callee} == {1, 2}
+    for spec in specs:
+        callee = spec.callee
+        assert callee is not None and callee.name in CALLEE_NAMES
+        assert 10 <= callee.wait_ms <= 20 and spec.server == "uvicorn" and not spec.block
+        call = callee.wait_ms + ASYNC_CALL_MS
+        knee = callee.workers * (call + spec.cpu_ms + 1.5) / call
+        assert spec.truth == Truth(callee.name, "worker_pool", _start(spec, knee))
+        cores = callee.workers / call * ASYNC_CALL_CPU_MS
+        assert cores <= 0.5  # light in the core a one-core hog leaves
+        refused = spec.hog_cores > 1 and cores > 0.5 * (2 - spec.hog_cores)
+        assert spec.expected(noisy=True) == replace(spec.truth, refusal_ok=refused)
+
+
+def test_an_async_app_plan_calls_its_callee_and_names_its_pool_when_planned(
+    tmp_path: Path,
+) -> None:
+    specs = _of("async_callee_pool")
+    assert {s.plan_workers for s in specs} == {True, False}
+    front = [
+        {"name": "nginx", "role": "proxy", "calls": ["uvicorn"]},
+        {"name": "uvicorn", "role": "app_server", "calls": [], "process": {"pids": [1]}},
+    ]
+    for spec in specs[:8]:
+        assert spec.callee is not None
+        callee = SyncCallee(tmp_path / spec.name, spec.callee.workers, spec.server_config)
+        components = asgi_components(spec, front, callee)
+        plan = parse_plan(Scenario("http://127.0.0.1:8080", components, asgi_path(spec)).plan())
+        named = {c.name: c for c in plan.component}
+        assert named["uvicorn"].calls == [spec.callee.name]
+        planned = named[spec.callee.name]
+        assert planned.workers == (spec.callee.workers if spec.plan_workers else None)
+        assert planned.log is not None and planned.process is not None
+        assert plan.request[0].path == f"/work?cpu={spec.cpu_ms:.2f}&wait=0.00&block=0&call=1"
+    blocking = _of("async_blocking")[0]
+    assert asgi_path(blocking).endswith("&block=1&call=0")
+    assert asgi_components(blocking, front, None) == front
