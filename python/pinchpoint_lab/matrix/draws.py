@@ -11,6 +11,16 @@ knee falls outside the users stepped, is drawn again: no scenario is ambiguous b
 In closed loop with no think time, N users keep N requests in flight, so a resource of
 capacity X saturates from N = X × (time of a request at no load).
 
+Journeys put the limit on one named request: a checkout's lock (journey), a search
+PostgreSQL computes (journey_db), a login that computes in the app (journey_cpu: one
+sync worker fills while a core idles, or more processes than cores fill the host).
+The async classes run uvicorn alone (`--workers N`, an event loop a process) with the
+lab's bare ASGI app, known by its processes: a loop whose handler waits in a synchronous
+call serves one request at a time, so the loops fill once the users outnumber them
+(async_blocking); a loop that computes is a core, so as many loops as cores fill the host
+(asgi_cpu); a loop that awaits a call holds any number of them, and the sync service it
+calls, of 1 or 2 workers, is the pool its callers queue for (async_callee_pool).
+
 A scenario is written as users write theirs: the plan names the app server's pool size
 (`workers`) in only a share of the draws, and the server reads its pool from its command
 line or from a config file (gunicorn's `-c gunicorn.conf.py`, `uwsgi --ini`). The traced
