@@ -1,4 +1,4 @@
-"""Every hop init meets is in the plan: a server it has no reader for (node, a plain python3)
+"""Every hop init meets is in the plan: node, and a server it has no reader for (a plain python3),
 as a component with its processes and its caller's calls, uvicorn with its workers on a unix
 socket as an event loop per process, an app's OTEL_* exporter as an [[otlp]] receiver, the
 PostgreSQL it holds connections to with [component.database], and a URL answering 404 said.
@@ -102,7 +102,7 @@ def test_a_node_server_behind_nginx_is_an_app_server_with_its_processes(tmp_path
     assert by_name["node"].log is None
     # Its selector finds its process tree and nothing else.
     assert selected == tree
-    assert "# warning: node's log is not known" in text
+    assert "# warning: Node.js logs no requests of its own: with Express, add" in text
 
 
 @needs_nginx

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinchpoint.discover import haproxy, nginx
+from pinchpoint.discover import haproxy, nginx, node, php_fpm, tomcat
 from pinchpoint.discover.appserver import read_asgi, read_gunicorn, read_uwsgi
 from pinchpoint.discover.postgres import read_postgres
 from pinchpoint.discover.tier import Address, Tier
@@ -17,6 +17,9 @@ ROLES = {
     "hypercorn": "app_server",
     "daphne": "app_server",
     "postgres": "database",
+    "php-fpm": "app_server",
+    "tomcat": "app_server",
+    "node": "app_server",
 }
 
 
@@ -39,3 +42,6 @@ READERS["uvicorn"] = READERS["hypercorn"] = READERS["daphne"] = read_asgi
 READERS["postgres"] = read_postgres
 READERS["nginx"] = nginx.read
 READERS["haproxy"] = haproxy.read
+READERS["php-fpm"] = php_fpm.read
+READERS["tomcat"] = tomcat.read
+READERS["node"] = node.read

@@ -15,6 +15,9 @@ import psutil
 
 from pinchpoint.collect.servers.argv import runs
 from pinchpoint.collect.servers.files import Owner, as_owner
+from pinchpoint.collect.servers.node import is_node
+from pinchpoint.collect.servers.php_fpm import is_php_fpm
+from pinchpoint.collect.servers.tomcat import is_tomcat
 from pinchpoint.discover.listeners import Sockets, root_of, tree_of
 from pinchpoint.discover.otel import otel_of
 from pinchpoint.discover.tier import Address, Tier
@@ -63,11 +66,13 @@ ASGI_SERVERS = ("uvicorn", "hypercorn", "daphne")
 
 def kind_of(argv: list[str], exe: str = "") -> str | None:
     """Which server a process runs: nginx, haproxy, gunicorn, uwsgi, uvicorn, hypercorn,
-    daphne, postgres; None for
-    anything else. A server with a program of its own is known by that program
-    (/proc/PID/exe, `exe`), which its owner cannot rename as it can rename its title; only
-    where the program is an interpreter, or cannot be read, is the command line read."""
+    daphne, postgres, php-fpm, tomcat, node; None for anything else. A server with a
+    program of its own is known by that program (/proc/PID/exe, `exe`), which its owner
+    cannot rename as it can rename its title; only where the program is an interpreter, or
+    cannot be read, is the command line read."""
     program = Path(exe).name.lower()
+    if program.startswith("php-fpm"):  # PHP's FastCGI server, not the php interpreter
+        return "php-fpm"
     if program and not program.startswith(_INTERPRETERS):
         return _by_program(program)
     first = Path(argv[0]).name.lower() if argv else ""
@@ -76,6 +81,12 @@ def kind_of(argv: list[str], exe: str = "") -> str | None:
     for kind in ASGI_SERVERS:
         if runs(argv, kind):
             return kind
+    if is_tomcat(argv) and (not program or program.startswith("java")):
+        return "tomcat"
+    if program in ("node", "nodejs") or (not program and is_node(argv)):
+        return "node"
+    if not program and is_php_fpm(argv):
+        return "php-fpm"
     return _by_program(first) if not program else None
 
 

@@ -86,6 +86,7 @@ SERVER_VARIABLES = frozenset(
         "UVICORN_UDS",
         "UVICORN_HOST",
         "UVICORN_PORT",
+        "CATALINA_PID",
         LOG_ENV,
     }
 )
