@@ -4,9 +4,13 @@ are printed without them. Timings are in bench/startup.py; these check what is i
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from pinchpoint_lab.serving import serving
 
 HEAVY = (
     "scipy",
@@ -77,3 +81,60 @@ def test_a_bad_url_for_load_is_refused_without_importing_the_engine(tmp_path: Pa
     assert done.returncode == 2
     assert "Port out of range" in done.stderr
     assert _heavy(names) == []
+
+
+# Runs `pinchpoint load <args>` in this child, writing the top-level modules imported at
+# the moment the engine is asked to start (just before the first request) to argv[1].
+AT_FIRST_REQUEST = """
+import json, sys
+from pinchpoint import _engine
+
+real_start = _engine.start
+seen = sys.argv[1]
+
+
+def start(config):
+    with open(seen, "w") as out:
+        json.dump(sorted({name.split(".")[0] for name in sys.modules}), out)
+    return real_start(config)
+
+
+_engine.start = start
+sys.argv = ["pinchpoint", "load", *sys.argv[2:]]
+from pinchpoint.cli import main
+
+main()
+"""
+
+
+class _Ok(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_load_sends_its_first_request_before_importing_the_heavy_libraries(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "modules.json"
+    with serving(_Ok) as port:
+        load = [f"http://127.0.0.1:{port}/", "-c", "1", "-d", "0.2", "--json"]
+        done = subprocess.run(
+            [sys.executable, "-c", AT_FIRST_REQUEST, str(seen), *load],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["requests"] > 0
+    at_start = set(json.loads(seen.read_text()))
+    assert {"pinchpoint", "typer"} <= at_start
+    assert sorted(at_start & {"polars", "pyarrow", "plotly", "scipy", "numpy", "pandas"}) == []
