@@ -3,8 +3,9 @@ computes on the event loop for cpu ms, then waits wait ms: awaited (`block=0`, t
 serves other requests meanwhile) or in a synchronous call (`block=1`, time.sleep: the
 loop serves nothing else until it returns), as an `async def` handler calling a blocking
 client does. With `call=1` it then awaits a GET of the URL in PINCHPOINT_ASGI_CALL_URL (a
-callee service, through httpx's AsyncClient: the loop serves others while it waits), and
-answers 502 if the callee fails. It logs nothing: the stack's plan knows it by its
+callee service, through httpx's AsyncClient: the loop serves others while it waits),
+passing the run's tag on in the callee's query as the demo app passes it to its database,
+and answers 502 if the callee fails. It logs nothing: the stack's plan knows it by its
 processes."""
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import asyncio
 import os
 import time
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 import httpx
 
+from pinchpoint.probe.work import TAG_PARAMS
 from pinchpoint_lab.env import ASGI_CALL_ENV
 
 _MOST_MS = 1000.0
@@ -38,12 +40,21 @@ def _burn(ms: float) -> None:
         pass
 
 
-async def _call() -> bool:
-    """GETs the callee's URL; whether it answered 2xx."""
+def _with_tag(url: str, params: dict[str, list[str]]) -> str:
+    """The callee's URL with the request's run tag (pp_run, pp_users, pp_req) added."""
+    tag = [(name, value) for name in sorted(TAG_PARAMS) for value in params.get(name, [])[:1]]
+    if not tag:
+        return url
+    return url + ("&" if "?" in url else "?") + urlencode(tag)
+
+
+async def _call(params: dict[str, list[str]]) -> bool:
+    """GETs the callee's URL with the request's tag; whether it answered 2xx."""
     global _client
     url = os.environ.get(ASGI_CALL_ENV)
     if not url:
         return False
+    url = _with_tag(url, params)
     if _client is None:
         _client = httpx.AsyncClient(timeout=CALL_TIMEOUT_S)
     try:
@@ -76,7 +87,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         time.sleep(wait)
     else:
         await asyncio.sleep(wait)
-    ok = params.get("call", ["0"])[0] != "1" or await _call()
+    ok = params.get("call", ["0"])[0] != "1" or await _call(params)
     body = b"ok" if ok else b"callee failed"
     await send(
         {

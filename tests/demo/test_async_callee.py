@@ -1,7 +1,7 @@
 """The matrix's async callee, started for real on 127.0.0.1: nginx → uvicorn's loop, which
 awaits for each request a call to gunicorn's sync workers (SyncCallee). The loop holds
-every call at once while the callee's workers pass them as they can, each in its log; a
-callee gone answers 502."""
+every call at once while the callee's workers pass them as they can, each in its log
+with the run's tag passed on; a callee gone answers 502."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import urllib.error
 from pathlib import Path
 
 import pytest
-from stack_helpers import concurrently, fetch
+from stack_helpers import concurrently, fetch, records, tagged
 
 from pinchpoint.demo import NginxNotFound, find_nginx
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
@@ -41,7 +41,7 @@ def test_one_loop_awaits_four_calls_at_once_and_two_callee_workers_pass_them(
     spec = Spec("async", "async_callee_pool", "uvicorn", "nginx", 1, 1, 0.1, 0.0,
                 callee=Callee("pricing", 2, WAIT_MS), users=(1, 4, 1))  # fmt: skip
     with running(spec, tmp_path) as scenario:
-        took, statuses = concurrently(scenario.url, [scenario.path] * 4)
+        took, statuses = concurrently(scenario.url, [tagged(scenario.path, r) for r in range(4)])
         named = {c["name"]: c for c in scenario.components}
     assert statuses == [200] * 4
     # Two at a time in the callee: two rounds of 300 ms, not four (a blocked loop's).
@@ -51,6 +51,8 @@ def test_one_loop_awaits_four_calls_at_once_and_two_callee_workers_pass_them(
     assert (pricing["workers"], pricing["log"]["log_format"]) == (2, GUNICORN_FORMAT)
     durations = _call_durations_ms(Path(pricing["log"]["path"]))
     assert len(durations) == 4 and all(WAIT_MS <= d < WAIT_MS + 100 for d in durations)
+    # The run's tag passed on: each call is matched to the request that made it.
+    assert sorted(row.req_id for row in records(pricing)) == [0, 1, 2, 3]
 
 
 @pytest.mark.timeout(90)
