@@ -51,7 +51,8 @@ _SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b"}
 def secret_values(plan: Plan) -> list[str]:
     """Every secret of the plan: its secret headers' values (and their credential parts:
     the value after `Bearer `, each cookie's value), the tokens and passwords its agents
-    and Prometheus servers read from the environment, and its databases' DSNs. Longest
+    and Prometheus servers read from the environment, and its databases' DSNs and Redis
+    URLs. Longest
     first."""
     names = {*SECRET_HEADERS, *(n.lower() for n in plan.target.secret_headers)}
     found: set[str] = set()
@@ -64,9 +65,12 @@ def secret_values(plan: Plan) -> list[str]:
     variables = [a.token_env for a in plan.agent]
     variables += [v for p in plan.prometheus for v in (p.token_env, p.password_env)]
     variables += [c.database.dsn_env for c in plan.component if c.database is not None]
-    for variable in variables:
+    servers = [c.redis.url_env for c in plan.component if c.redis is not None]
+    for variable in [*variables, *servers]:
         if variable and (value := os.environ.get(variable, "").strip()):
             found.add(value)
+            # A URL's password alone (mysql://, redis://), as a client's error may quote it.
+            found.update(p for p in url_credentials(value) if len(p) >= MIN_PART)
     urls = [plan.target.url, *(a.url for a in plan.agent), *(p.url for p in plan.prometheus)]
     found.update(p for url in urls for p in url_credentials(url))
     return sorted(found, key=lambda s: (-len(s), s))

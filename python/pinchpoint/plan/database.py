@@ -1,5 +1,5 @@
-"""A component's `[component.database]` table: sample the PostgreSQL server from inside
-during the run (collect/database/), through a read-only connection.
+"""A component's `[component.database]` table: sample the PostgreSQL, MySQL or MariaDB
+server from inside during the run (collect/database/), through a read-only connection.
 
 ```toml
 [[component]]
@@ -9,6 +9,7 @@ role = "database"
 [component.database]
 dsn_env = "PGDSN"   # the environment variable holding the connection string
 rate = 5            # samples per second of pg_stat_activity and pg_locks
+kind = "postgresql" # or "mysql" (MySQL and MariaDB): a mysql:// URL in dsn_env
 ```
 
 The plan holds no secret: only the name of the variable that holds the DSN, as
@@ -19,6 +20,7 @@ is a collection warning; the run goes on without the samples.
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -28,9 +30,12 @@ MAX_RATE_HZ = 20
 
 
 class Database(Strict):
-    # The environment variable holding the DSN (libpq's `key=value` or `postgresql://` URI).
+    # The environment variable holding the DSN: for PostgreSQL libpq's `key=value` or a
+    # `postgresql://` URI, for MySQL a `mysql://user:password@host:port/database` URL.
     dsn_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=200)
     rate: int = Field(default=5, ge=1, le=MAX_RATE_HZ)
+    # The server: PostgreSQL, or MySQL and MariaDB (collect/database/mysql_sampler.py).
+    kind: Literal["postgresql", "mysql"] = "postgresql"
 
     @model_validator(mode="before")
     @classmethod

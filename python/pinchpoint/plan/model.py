@@ -40,6 +40,7 @@ from pinchpoint.plan.otlp import Otlp
 from pinchpoint.plan.output import Output
 from pinchpoint.plan.profile import Profile
 from pinchpoint.plan.prometheus import Prometheus, check_series_names
+from pinchpoint.plan.redis import Redis
 from pinchpoint.plan.sla import Sla
 from pinchpoint.plan.templates import BUILTIN_VARS
 from pinchpoint.plan.toml import (
@@ -136,8 +137,10 @@ class Component(Strict):
     process: Process | None = None
     # The [[agent]] that collects this component; None: collected on this host.
     host: str | None = None
-    # A PostgreSQL server sampled from inside during the run (plan/database.py).
+    # A PostgreSQL or MySQL server sampled from inside during the run (plan/database.py).
     database: Database | None = None
+    # A Redis server sampled from inside during the run (plan/redis.py).
+    redis: Redis | None = None
 
     @model_validator(mode="after")
     def _remote_has_no_files(self) -> Component:

@@ -11,7 +11,7 @@ it waited for the row).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pinchpoint.collect.database.normalize import normalize
@@ -60,9 +60,14 @@ def tag_of(query: str | None) -> Tag | None:
 
 
 def sample_rows(
-    ts: float, component: str, backends: list[Backend], held: Mapping[int, set[str]]
+    ts: float,
+    component: str,
+    backends: list[Backend],
+    held: Mapping[int, set[str]],
+    normalizer: Callable[[str], str] = normalize,
 ) -> list[dict[str, Any]]:
-    """The rows of one sample: every backend, a waiter with its lock and blocker."""
+    """The rows of one sample: every backend, a waiter with its lock and blocker, each
+    statement as `normalizer` names it (PostgreSQL's, or normalize_mysql)."""
     by_pid = {b.pid: b for b in backends}
     rows = []
     for b in backends:
@@ -74,19 +79,22 @@ def sample_rows(
             "state": b.state,
             "wait_event_type": b.wait_event_type,
             "wait_event": b.wait_event,
-            "statement": normalize(b.query) if b.query else None,
+            "statement": normalizer(b.query) if b.query else None,
             "tag_run": tag.run_id if tag else None,
             "tag_users": tag.users if tag else None,
             "tag_req": tag.req_id if tag else None,
         }
         if b.waits_for_lock:
-            row.update(_waiting(b, by_pid, held))
+            row.update(_waiting(b, by_pid, held, normalizer))
         rows.append(row)
     return rows
 
 
 def _waiting(
-    b: Backend, by_pid: Mapping[int, Backend], held: Mapping[int, set[str]]
+    b: Backend,
+    by_pid: Mapping[int, Backend],
+    held: Mapping[int, set[str]],
+    normalizer: Callable[[str], str],
 ) -> dict[str, Any]:
     head = head_of_chain(b.pid, by_pid)
     blocker = by_pid.get(head) if head is not None else None
@@ -96,7 +104,7 @@ def _waiting(
         "lock_mode": b.lock_mode,
         "lock_relation": waited_table(b, head, held),
         "blocker_pid": head,
-        "blocker_statement": normalize(blocker.query) if blocker and blocker.query else None,
+        "blocker_statement": normalizer(blocker.query) if blocker and blocker.query else None,
         "blocker_state": blocker.state if blocker else None,
     }
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pinchpoint.collect.database.normalize import normalize
 from pinchpoint.collect.database.queries import (
+    Statement,
     activity,
     held_tables,
     statements,
@@ -64,15 +66,22 @@ class DatabaseSampler:
         if dsn is None:
             self._problem(f"{self.database.dsn_env} is not set: the database was not sampled")
             return
-        try:
-            import psycopg  # noqa: F401
-        except ImportError:
-            self._problem("psycopg is not installed (pip install 'psycopg[binary]')")
+        missing = self._driver_missing()
+        if missing is not None:
+            self._problem(missing)
             return
         self._thread = threading.Thread(
             target=self._run, args=(dsn,), name=f"pinchpoint-db-{self.component}", daemon=True
         )
         self._thread.start()
+
+    def _driver_missing(self) -> str | None:
+        """Why the server's client library cannot be used; None when it can."""
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            return "psycopg is not installed (pip install 'psycopg[binary]')"
+        return None
 
     def stop(self) -> None:
         """Stops sampling; waits for the thread JOIN_S at most."""
@@ -121,7 +130,7 @@ class DatabaseSampler:
                 "-c default_transaction_read_only=on -c lock_timeout=100",
             )
         except psycopg.Error as e:
-            self._failed(f"cannot connect: {_first_line(e)}")
+            self._failed(f"cannot connect: {first_line(e)}")
             return False
         self._column = self._statements_column()
         return True
@@ -144,7 +153,7 @@ class DatabaseSampler:
             pids = needs_tables(backends)
             held = held_tables(self._conn, pids) if pids else {}
         except psycopg.Error as e:
-            self._failed(f"sampling failed: {_first_line(e)}")
+            self._failed(f"sampling failed: {first_line(e)}")
             return
         self.rows.extend(sample_rows(time.time(), self.component, backends, held))
 
@@ -155,20 +164,25 @@ class DatabaseSampler:
         try:
             found = statements(self._conn, self._column, STATEMENTS_LIMIT)
         except psycopg.Error as e:
-            self._failed(f"reading pg_stat_statements failed: {_first_line(e)}")
+            self._failed(f"reading pg_stat_statements failed: {first_line(e)}")
             return
+        self.statements.extend(self._statement_rows(found, normalize))
+
+    def _statement_rows(
+        self, found: list[Statement], normalizer: Callable[[str], str]
+    ) -> list[dict[str, Any]]:
         now = time.time()
-        self.statements.extend(
+        return [
             {
                 "ts": now,
                 "component": self.component,
                 "queryid": s.queryid,
-                "statement": normalize(s.query) if s.query else None,
+                "statement": normalizer(s.query) if s.query else None,
                 "calls": s.calls,
                 "exec_ms": s.exec_ms,
             }
             for s in found
-        )
+        ]
 
     def _failed(self, text: str) -> None:
         """Records the first failures, drops the connection and waits before the next."""
@@ -186,6 +200,6 @@ class DatabaseSampler:
                 conn.close()
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     return text.splitlines()[0]

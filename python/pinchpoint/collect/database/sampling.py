@@ -1,6 +1,6 @@
 """The run's database samplers, one per component with a `[component.database]`, and what
 they sampled written into the run folder: db_activity.parquet, and db_statements.parquet
-where pg_stat_statements could be read."""
+where pg_stat_statements (MySQL: performance_schema's statement digests) could be read."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pinchpoint.collect.database.mysql_sampler import MysqlSampler
 from pinchpoint.collect.database.sampler import DatabaseSampler
 from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
@@ -25,7 +26,9 @@ class DatabaseSampling:
     def for_plan(cls, plan: Plan) -> DatabaseSampling | None:
         """The plan's samplers; None when no component has a [component.database]."""
         samplers = [
-            DatabaseSampler(c.name, c.database) for c in plan.component if c.database is not None
+            (MysqlSampler if c.database.kind == "mysql" else DatabaseSampler)(c.name, c.database)
+            for c in plan.component
+            if c.database is not None
         ]
         return cls(samplers) if samplers else None
 
@@ -43,10 +46,10 @@ class DatabaseSampling:
 
     def write(self, folder: files.RunFolder) -> None:
         """db_activity.parquet (even empty: the run asked for it), and db_statements.parquet
-        when some server's pg_stat_statements was read."""
+        when some server's pg_stat_statements (or performance_schema's digests) was read."""
         rows = [row for s in self.samplers for row in list(s.rows)]
         _write(folder, files.DB_ACTIVITY, rows, DB_ACTIVITY_SCHEMA)
-        if any(s.statements_source == "pg_stat_statements" for s in self.samplers):
+        if any(s.statements_source not in (None, "samples") for s in self.samplers):
             found = [row for s in self.samplers for row in list(s.statements)]
             _write(folder, files.DB_STATEMENTS, found, DB_STATEMENTS_SCHEMA)
 
