@@ -78,10 +78,10 @@ def fastcgi_to(root: Path, upstream: str) -> str:
 
 
 @contextlib.contextmanager
-def php_fpm(root: Path, listen: str, pool: str) -> Iterator[int]:
-    """PHP-FPM serving root's app.php, its one pool [app] listening at `listen` with the
-    settings `pool` (lines of its pool file), a second pool [other] beside it; its
-    master's pid."""
+def php_fpm(root: Path, listen: str, pool: str, other: bool = True) -> Iterator[int]:
+    """PHP-FPM serving root's app.php, its pool [app] listening at `listen` with the
+    settings `pool` (lines of its pool file), and a second pool [other] beside it when
+    `other`; its master's pid."""
     (root / "app.php").write_text(PHP_SCRIPT)
     (root / "pool.d").mkdir()
     (root / "php-fpm.conf").write_text(
@@ -91,6 +91,8 @@ def php_fpm(root: Path, listen: str, pool: str) -> Iterator[int]:
     (root / "pool.d" / "app.conf").write_text(f"[app]\nlisten = {listen}\n{pool}")
     (root / "pool.d" / "other.conf").write_text(
         f"[other]\nlisten = {root / 'other.sock'}\npm = ondemand\npm.max_children = 4\n"
+        if other
+        else ""
     )
     # As root, PHP-FPM's workers run as root only when told they may (-R).
     root_flag = ["-R"] if os.geteuid() == 0 else []
@@ -99,11 +101,18 @@ def php_fpm(root: Path, listen: str, pool: str) -> Iterator[int]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
-        _wait(lambda: (root / "fpm.pid").exists() and (root / "other.sock").exists(),
+        _wait(lambda: (root / "fpm.pid").exists() and _listening(listen),
               f"PHP-FPM started (see {root / 'fpm-error.log'})", 10)  # fmt: skip
         yield master.pid
     finally:
         end(master)
+
+
+def _listening(listen: str) -> bool:
+    """Whether a `listen` of a pool file (a socket's path or HOST:PORT) takes connections."""
+    if listen.startswith("/"):
+        return Path(listen).exists()
+    return listens(int(listen.rpartition(":")[2]))
 
 
 def _server_xml(port: int, threads: int, pattern: str | None) -> str:
