@@ -10,7 +10,7 @@ from pinchpoint.analyze.verdict import decide
 
 
 def niced_pool_steps(nice: float | None) -> list[dict]:
-    """Two workers full from 2 users on a host that reads 2 of its 2 cores busy: the
+    """Two workers busy from 2 users, requests waiting for them from 4, on a host that reads 2 of its 2 cores busy: the
     pool's processes used 0.9 cores and waited for 0.5 more between them, the generator
     0.05, and processes outside the stack the rest (at low priority when `nice` is given)."""
     steps = [
@@ -31,7 +31,7 @@ def niced_pool_steps(nice: float | None) -> list[dict]:
 def test_a_full_pool_beside_niced_neighbours_is_the_pool_of_waiting_workers() -> None:
     v = decide(niced_pool_steps(nice=2.0), CTX)
     b = v["bottleneck"]
-    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 2)
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 4)
     assert "workers themselves mostly wait" in b["summary"]
     assert any(
         "processes at low priority (nice) used 1.05 more cores at 8 users" in e

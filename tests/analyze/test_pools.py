@@ -5,6 +5,7 @@ from __future__ import annotations
 from pinchpoint.analyze.context import Context, workers_of
 from pinchpoint.analyze.pool_size import INFERRED, PLAN, SERVER
 from pinchpoint.analyze.pools import inferred, pool_sizes
+from pinchpoint.analyze.verdict import decide
 
 CTX = Context(["nginx", "uwsgi"], {"nginx": ["uwsgi"]}, {}, cpu_count=2, generator_threads=1)
 
@@ -100,3 +101,34 @@ def test_waiting_threads_give_a_single_size_whatever_the_thread_count() -> None:
     size = inferred("uwsgi", waiting)
     assert size is not None and (size.slots, size.most) == (2, None)
     assert "most" not in size.as_json()
+
+
+def _served(users: int, busy: float, queue_ms: float) -> dict:
+    """nginx → uwsgi (4 sync processes, as its ini says) → app, each request 10 ms in app."""
+    step = _step(users, busy, queue_ms, pool_slots=4, pool_kind="sync", pool_server="uwsgi",
+                 pool_source="config file stack/uwsgi.ini")  # fmt: skip
+    latency = users / step["throughput_rps"] * 1000
+    step["latency_ms"] = {"p50": latency, "p95": 1.2 * latency, "p99": 1.4 * latency}
+    step["tiers"]["nginx"].update(self_p50_ms=0.1, p50_ms=latency - 0.2)
+    step["tiers"]["uwsgi"]["self_p50_ms"] = 0.2
+    step["tiers"]["app"] = {"self_p50_ms": 9.8, "p50_ms": 9.8}
+    step["resources"].update(host={"cpu_cores": 0.5}, generator={"cpu_cores": 0.05})
+    return step
+
+
+def test_a_pool_is_named_from_where_requests_wait_for_it_not_where_it_first_reads_busy() -> None:
+    # 4 users keep the 4 processes busy (3.88 at once) with a slot each: nothing waits
+    # and the latency stays flat until 7 users, where the queue before uwsgi grows.
+    steps = [_served(1, 0.97, 0.3), _served(4, 3.88, 0.3), _served(7, 3.9, 7.5),
+             _served(10, 3.9, 15.0)]  # fmt: skip
+    ctx = Context(**{**CTX.__dict__, "order": ["nginx", "uwsgi", "app"],
+                     "calls": {"nginx": ["uwsgi"], "uwsgi": ["app"]},
+                     "roles": {"nginx": "proxy", "uwsgi": "app_server", "app": "app"}})  # fmt: skip
+    ctx.pools = pool_sizes(steps, ctx)
+    assert ctx.pools["uwsgi"].slots == 4
+    b = decide(steps, ctx)["bottleneck"]
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("uwsgi", "worker_pool", 7)
+    assert "uwsgi's worker pool is full from 7 users" in b["summary"]
+    # Where part of a slot's time is not logged, a queue at as many users as slots is a wait.
+    steps[1]["tiers"]["uwsgi"]["queue_p50_ms"] = 2.0
+    assert decide(steps, ctx)["bottleneck"]["starts_at_users"] == 4

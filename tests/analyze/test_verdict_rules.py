@@ -66,8 +66,9 @@ def pool_steps(pool_cpu: float = 0.4, host_cpu: float = 0.6) -> list[dict]:
 def test_full_pool_of_idle_workers_is_the_worker_pool() -> None:
     v = decide(pool_steps(), CTX)
     b = v["bottleneck"]
-    # Two users keep both workers busy (Little's law): the pool is full from there on.
-    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 2)
+    # Two users keep both workers busy (Little's law), but none waits for one before 4:
+    # the pool limits from there on.
+    assert (b["component"], b["resource"], b["starts_at_users"]) == ("gunicorn", "worker_pool", 4)
     assert any("1.97" in e and "2 workers" in e for e in b["evidence"])
 
 

@@ -19,7 +19,13 @@ from pinchpoint.analyze.causes.queues import queue_grows
 from pinchpoint.analyze.causes.wait_chain import computing_callee, waits_on_cpu
 from pinchpoint.analyze.context import Context, load_text, ms_text, pool_known, position, rate_of
 from pinchpoint.analyze.findings import Finding, estimate_line
-from pinchpoint.analyze.thresholds import CPU_BOUND, IDLE_CORE, POOL_FULL, POOL_QUEUED
+from pinchpoint.analyze.thresholds import (
+    CPU_BOUND,
+    IDLE_CORE,
+    POOL_FULL,
+    POOL_QUEUED,
+    QUEUE_GROWTH_MS,
+)
 from pinchpoint.analyze.usage import GroupUse, group_use, host_use
 
 
@@ -110,14 +116,36 @@ def _computes(use: GroupUse) -> bool:
     return demand is not None and demand >= 0.25
 
 
-def _pool_onset(group: str, steps: list[dict], ctx: Context, knee: dict) -> dict:
-    """The first step whose occupancy reads full (POOL_FULL); for a pool full by its queue
+def _pool_onset(
+    group: str, steps: list[dict], ctx: Context, knee: dict, waited: bool = False
+) -> dict:
+    """The first step whose occupancy reads full (POOL_FULL), and where `waited`, whose
+    requests waited for a slot (the start a finding names); for a pool full by its queue
     (its logged time leaves part of its work out), the first step near the occupancy it
     read when full, or the knee where the latency began to grow, whichever came first."""
     top = group_use(group, steps[-1], ctx).pool or 0.0
     mark = POOL_FULL if top >= POOL_FULL else 0.9 * top
-    first = next((s for s in steps if (group_use(group, s, ctx).pool or 0.0) >= mark), steps[-1])
+    first = next(
+        (s for s in steps if _full(group, s, ctx, mark, steps[0] if waited else None)), steps[-1]
+    )
     return first if top >= POOL_FULL else min(first, knee, key=lambda s: s["users"])
+
+
+def _full(group: str, step: dict, ctx: Context, mark: float, waited_since: dict | None) -> bool:
+    """Whether the step's occupancy reached `mark`, and, given `waited_since`, requests
+    waited for a slot too (_waited)."""
+    if (group_use(group, step, ctx).pool or 0.0) < mark:
+        return False
+    return waited_since is None or _waited(group, step, waited_since, ctx)
+
+
+def _waited(group: str, step: dict, base: dict, ctx: Context) -> bool:
+    """Whether requests waited for one of the group's slots: more users than slots, or a
+    queue before it grown since `base`. All slots busy with one for every user and no
+    queue is not yet a limit (a uWSGI pool of 4 at 4 users)."""
+    use = group_use(group, step, ctx)
+    queue = [s["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0 for s in (base, step)]
+    return not _users_fit(use, step) or queue[1] - queue[0] >= QUEUE_GROWTH_MS
 
 
 def _pool(
@@ -130,7 +158,7 @@ def _pool(
     knee: dict,
     onset: dict | None = None,
 ) -> Finding:
-    onset = onset or _pool_onset(group, steps, ctx, knee)
+    onset = onset or _pool_onset(group, steps, ctx, knee, waited=True)
     use = group_use(group, steps[-1], ctx)
     workers = use.workers
     if computing and use.processes and _locked(use):
