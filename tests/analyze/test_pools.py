@@ -129,6 +129,7 @@ def test_a_pool_is_named_from_where_requests_wait_for_it_not_where_it_first_read
     b = decide(steps, ctx)["bottleneck"]
     assert (b["component"], b["resource"], b["starts_at_users"]) == ("uwsgi", "worker_pool", 7)
     assert "uwsgi's worker pool is full from 7 users" in b["summary"]
+    assert "Add workers with uwsgi --processes (or make each request shorter)" in b["summary"]
     # Where part of a slot's time is not logged, a queue at as many users as slots is a wait.
     steps[1]["tiers"]["uwsgi"]["queue_p50_ms"] = 2.0
     assert decide(steps, ctx)["bottleneck"]["starts_at_users"] == 4

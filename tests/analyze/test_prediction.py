@@ -13,6 +13,7 @@ from test_verdict_rules import CTX, pool_steps
 from pinchpoint.analyze import analyze
 from pinchpoint.analyze.prediction import closed_loop_rate, predict
 from pinchpoint.analyze.usage import host_use
+from pinchpoint.analyze.verdict import decide
 
 DATA = Path(__file__).parent.parent / "data" / "runs"
 
@@ -137,3 +138,10 @@ def test_a_prediction_on_the_cores_others_left_says_it_assumes_they_keep_them() 
     assert alone is not None and alone.limited_by == "cpu"
     assert alone.line().endswith("where the host's CPU limits")
     assert alone.predicted_rps > crowded.predicted_rps
+
+
+def test_the_pools_summary_names_its_servers_setting_too() -> None:
+    v = decide(_served_by("gunicorn", "threads", 2), CTX)
+    assert "Add workers with gunicorn --threads (or make" in v["bottleneck"]["summary"]
+    sync = decide(_served_by("gunicorn", "sync", 3), CTX)
+    assert "Add workers with gunicorn --workers (or make" in sync["bottleneck"]["summary"]

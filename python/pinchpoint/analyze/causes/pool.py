@@ -19,6 +19,7 @@ from pinchpoint.analyze.causes.queues import queue_grows
 from pinchpoint.analyze.causes.wait_chain import computing_callee, waits_on_cpu
 from pinchpoint.analyze.context import Context, load_text, ms_text, pool_known, position, rate_of
 from pinchpoint.analyze.findings import Finding, estimate_line
+from pinchpoint.analyze.knobs import PoolTerms, pool_terms
 from pinchpoint.analyze.thresholds import (
     CPU_BOUND,
     IDLE_CORE,
@@ -161,20 +162,21 @@ def _pool(
     onset = onset or _pool_onset(group, steps, ctx, knee, waited=True)
     use = group_use(group, steps[-1], ctx)
     workers = use.workers
+    terms = pool_terms(group, steps[-1], use.processes)
     if computing and use.processes and _locked(use):
-        summary = _locked_summary(group, use.processes, onset, idle)
+        summary = _locked_summary(group, use.processes, onset, idle, _knob(terms, "processes"))
     elif computing:
         summary = (
             f"{group}'s {workers} workers are all busy from {load_text(onset)}, each computing "
             f"about a core, while the host still had {idle:.1f} idle cores: the pool is too small "
             f"for the host. Add workers (up to {int(workers or 0) + int(idle + 0.25)}, one per "
-            "idle core); more than the cores will not help."
+            f"idle core){_knob(terms, 'workers')}; more than the cores will not help."
         )
     else:
         summary = (
             f"{group}'s worker pool is full from {load_text(onset)}: requests queue for a free "
-            "worker while the workers themselves mostly wait rather than compute. Add workers "
-            "(or make each request shorter)."
+            "worker while the workers themselves mostly wait rather than compute. Add workers"
+            f"{_knob(terms, 'workers')} (or make each request shorter)."
         )
     return Finding(
         group, "worker_pool", onset["users"], evidence, f"{group} worker pool", summary,
@@ -182,14 +184,20 @@ def _pool(
     )  # fmt: skip
 
 
-def _locked_summary(group: str, processes: int, onset: dict, idle: float) -> str:
+def _knob(terms: PoolTerms, setting: str) -> str:
+    """The server's own setting for `setting`: " with gunicorn --threads"."""
+    knob = terms.knob(setting)
+    return f" with {terms.server} {knob}" if knob else ""
+
+
+def _locked_summary(group: str, processes: int, onset: dict, idle: float, knob: str = "") -> str:
     """Threads of a process share its interpreter lock: the processes are the pool."""
     some = f"{processes} worker processes each" if processes > 1 else "one worker process"
     verb = "compute" if processes > 1 else "computes"
     return (
         f"{group}'s {some} {verb} about a core from {load_text(onset)} (the threads of "
         f"one process share its interpreter lock), while the host still had {idle:.1f} idle "
-        f"cores: add processes (up to {processes + int(idle + 0.25)}, one per idle core); "
+        f"cores: add processes (up to {processes + int(idle + 0.25)}, one per idle core){knob}; "
         "more threads will not help."
     )
 
