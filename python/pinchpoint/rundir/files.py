@@ -18,6 +18,10 @@ runs/<run-id>/
     db_activity.parquet the database's backends sampled from inside: their state, wait,
                         statement, and the lock and statement that block them
     db_statements.parquet  pg_stat_statements read as the run went, where installed
+                        (MySQL: performance_schema's statement digests)
+    redis_info.parquet  a Redis component's INFO (CPU, clients) sampled from inside
+    redis_commands.parquet  its INFO commandstats: calls and time per command
+    redis_slowlog.parquet   its SLOWLOG entries of the run
     advice_check.json   this run against the prediction of an earlier run's advice
                         (`run --check-advice`)
     levels/             the knee search's probes, one run folder each
@@ -51,6 +55,9 @@ SUMMARY = "summary.json"
 PROFILE = "profile.json"
 DB_ACTIVITY = "db_activity.parquet"
 DB_STATEMENTS = "db_statements.parquet"
+REDIS_INFO = "redis_info.parquet"
+REDIS_COMMANDS = "redis_commands.parquet"
+REDIS_SLOWLOG = "redis_slowlog.parquet"
 ADVICE_CHECK = "advice_check.json"
 LEVELS = "levels"
 
