@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from pinchpoint.analyze.database.evidence import lock_sentence
 from pinchpoint.analyze.database.locks import lock_waits
 from pinchpoint.analyze.database.statements import by_stat_statements
 from pinchpoint.collect.database.mysql_sampler import MysqlSampler, parse_dsn
@@ -180,6 +181,10 @@ def test_a_hot_row_s_waiting_update_and_its_idle_holder_are_named(
     assert (top["waiting"], top["holding"], top["holder_state"]) == (UPDATE, UPDATE, "idle in transaction")  # fmt: skip
     # Two sessions in a transaction while the row was held: one of them waited.
     assert found["waiting_share"] == 0.5
+    assert lock_sentence({"database": found}) == (
+        f"Most waits are for X on a row in table shop.counters: `{UPDATE}` waits while "
+        f"`{UPDATE}` holds it."
+    )
 
 
 SCAN = "SELECT COUNT(*) FROM big WHERE pad LIKE '%zz%'"

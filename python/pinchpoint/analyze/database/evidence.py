@@ -25,11 +25,14 @@ LOCKS = ("db_lock",)
 COMPUTING = ("cpu", "cpu_quota")
 # The locks and statements said in the evidence (verdict.json keeps up to five).
 SAID = 3
-# Words for the lock types PostgreSQL reports.
+# Words for the lock types PostgreSQL and InnoDB report.
 LOCK_TYPES = {
     "transactionid": "a transaction id (the row another transaction updated)",
     "tuple": "a row",
     "relation": "the table",
+    # InnoDB's (MySQL, MariaDB)
+    "RECORD": "a row",
+    "TABLE": "the table",
 }
 
 
