@@ -5,7 +5,9 @@ is pinned to the other core with the same connections and duration, interleaved 
 several rounds. Printed per round and as medians: requests/s, generator CPU seconds,
 requests per generator CPU-second, nginx's CPU (to tell which side was saturated) and the
 whole machine's busy cores (on a shared machine, other work can take the cores from both),
-then each tool's ratios to wrk.
+then each tool's ratios to wrk. pinchpoint runs as `pinchpoint load` in a child, its
+whole process's CPU read by wait4 as wrk's and k6's are (start-up and the summary
+included); Locust's is read between the marks of its log (see other_generators.py).
 
 Locust (FastHttpUser, headless, one process) and k6 are installed the first time under
 .tools/ (see bench/other_generators.py); one that does not install is left out with the
@@ -17,6 +19,7 @@ reason. --skip-others runs only wrk and pinchpoint.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -30,8 +33,6 @@ from pathlib import Path
 
 import psutil
 from other_generators import Runner, other_runners
-
-from pinchpoint.load.plain import UrlLoad, plain_load
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -118,16 +119,28 @@ def run_wrk(url: str, connections: int, seconds: float, core: int) -> dict:
     return {"requests": total, "seconds": elapsed, "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
+def pinchpoint_child(args: list[str], core: int) -> dict:
+    """`pinchpoint load <args> --json -q` in a child pinned to `core`: its summary, and in
+    `cpu_s` the whole child's CPU time from wait4 (start-up, run, summary, exit), counted
+    as a peer's process is."""
+    argv = ["taskset", "-c", str(core), sys.executable, "-m", "pinchpoint", "load", *args]
+    proc = subprocess.Popen([*argv, "--json", "-q"], stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pinchpoint load exited {proc.returncode}")
+    return {**json.loads(out), "cpu_s": usage.ru_utime + usage.ru_stime}
+
+
 def run_pinchpoint(url: str, connections: int, seconds: float, core: int) -> dict:
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {core})
-    try:
-        cpu0 = time.process_time()
-        summary = plain_load(UrlLoad(url, connections, seconds, threads=1))
-        cpu = time.process_time() - cpu0
-    finally:
-        os.sched_setaffinity(0, before)
-    return {"requests": summary["requests"], "seconds": summary["duration_s"], "cpu_s": cpu}
+    args = [url, "-c", str(connections), "-d", f"{seconds:g}", "--threads", "1"]
+    summary = pinchpoint_child(args, core)
+    return {
+        "requests": summary["requests"],
+        "seconds": summary["duration_s"],
+        "cpu_s": summary["cpu_s"],
+    }
 
 
 def main() -> int:

@@ -11,9 +11,11 @@ core, for the same duration and concurrency, interleaved over several rounds:
 - http1: pinchpoint's engine, a GET on HTTP/1.1, one connection per user (as HTTP/1.1
   has it);
 - ghz: ghz v0.120.0 with the same .proto, message, concurrency and connections.
-Measured: calls (requests) per CPU-second of the load generator process only (its user
-and system time: psutil's for the process running the engine, all its threads, and
-wait4's for ghz), and calls per second. Printed per round and as medians, then
+Measured: calls (requests) per CPU-second of the load generator's whole process, counted
+the same way for each: `pinchpoint load plan.toml` and ghz each run as a child, their
+user and system time read by wait4 when they exit (start-up, the load, the summary and
+the exit; before, pinchpoint's was counted around the engine's run only), and calls per
+second over the load's own duration. Printed per round and as medians, then
 the ratios grpc/http1 and grpc/ghz (the bars: at least 0.5 and 1).
 
 Needs two cores, nginx and Go (`go` on PATH or in /usr/local/go/bin); ghz is installed
@@ -33,15 +35,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-import psutil
-from engine_vs_wrk import start_nginx
-
-from pinchpoint.load.engine import run_steps
-from pinchpoint.plan.model import parse_plan
+from engine_vs_wrk import pinchpoint_child, start_nginx
 
 GHZ_VERSION = "v0.120.0"
 SERVER_GO = """\
@@ -135,25 +132,20 @@ def start_server(go: str, workdir: Path, core: int) -> tuple[subprocess.Popen, i
 
 
 def run_engine(text: str, workdir: Path, core: int) -> dict:
-    """One run of the engine on `core`: its calls and its process's CPU time."""
-    plan = parse_plan(text, "bench.toml")
-    run_dir = Path(tempfile.mkdtemp(dir=workdir))
-    me = psutil.Process()
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {core})
-    try:
-        t0, wall0 = me.cpu_times(), time.monotonic()
-        result = run_steps(plan, run_dir.name, run_dir)
-        t1, wall = me.cpu_times(), time.monotonic() - wall0
-    finally:
-        os.sched_setaffinity(0, before)
-    steps = result.summary["steps"]
-    calls = sum(s["requests"] for s in steps)
-    errors = sum(sum(s["errors"].values()) for s in steps)
-    seconds = sum((b - a) / 1e6 for a, b in result.summary["windows"])
-    cpu = (t1.user - t0.user) + (t1.system - t0.system)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    return {"calls": calls - errors, "errors": errors, "seconds": seconds or wall, "cpu_s": cpu}
+    """One `pinchpoint load` of the plan in a child on `core`: its calls and the whole
+    child's CPU time."""
+    plan = Path(tempfile.mkdtemp(dir=workdir)) / "bench.toml"
+    plan.write_text(text)
+    summary = pinchpoint_child([str(plan)], core)
+    shutil.rmtree(plan.parent, ignore_errors=True)
+    errors = sum(summary["errors"].values())
+    calls = summary["requests"] - errors
+    return {
+        "calls": calls,
+        "errors": errors,
+        "seconds": summary["duration_s"],
+        "cpu_s": summary["cpu_s"],
+    }
 
 
 def engine_plan(url: str, args: argparse.Namespace, proto: Path | None) -> str:
