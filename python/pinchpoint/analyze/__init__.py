@@ -15,6 +15,7 @@ from pinchpoint.analyze.hot_code import add_hot_code, read_profile
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.pools import pool_sizes
 from pinchpoint.analyze.prediction import predict
+from pinchpoint.analyze.redis import add_redis, mark_main_threads
 from pinchpoint.analyze.run_input import RunInput, read_input
 from pinchpoint.analyze.sla_record import SlaOutcome
 from pinchpoint.analyze.steps import step_table
@@ -87,6 +88,7 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
     view = as_view(run_dir)
     data = read_input(view)
     steps = step_table(data)
+    mark_main_threads(steps, view)
     order, calls = data.tier_graph()
     ctx = Context(
         order=order,
@@ -138,6 +140,7 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
         add_hot_code(verdict, profile, ctx.cpu_count)
     # The database's locks or statements, sampled from inside (collect/database/).
     add_database(verdict, view)
+    add_redis(verdict, view)
     verdict = cast(dict, _clean(verdict))
     view.folder.write_verdict(cast(VerdictJson, verdict))
     return verdict

@@ -180,6 +180,21 @@ def saturated_steps(view: RunView) -> list[dict[str, Any]]:
     return found
 
 
+def mark_main_threads(steps: list[dict[str, Any]], view: RunView) -> None:
+    """Each step's `resources` of a sampled Redis component get `main_thread_cores`: the
+    cores its main thread used in the step, the one core all its commands run on."""
+    samples = read_redis(view)
+    if samples is None:
+        return
+    for component in sorted(samples.components()):
+        inside = redis_inside(samples, component, samples.windows)
+        by_step = {s["step"]: s["cores"] for s in inside["main_thread_cores"]}
+        for step in steps:
+            if step.get("step") in by_step:
+                row = step.setdefault("resources", {}).setdefault(component, {})
+                row["main_thread_cores"] = round(by_step[step["step"]], 3)
+
+
 def add_redis(verdict: dict[str, Any], view: RunView) -> None:
     """Adds the Redis inside (`redis`) and its evidence to each finding on a sampled Redis
     component, from the finding's onset step on."""

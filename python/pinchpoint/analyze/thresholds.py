@@ -56,6 +56,9 @@ CPU_NEED = 0.25  # hand: workers waiting on I/O read 0.03-0.05 per busy worker
 # A callee that used this share of the stack's CPU on a full host is what a pool of waiting
 # workers above it waits on.
 COMPUTES_MOST = 0.5  # hand: a database scanning for its callers used 0.70 of the stack's
+# A server that runs its work on one thread (Redis's main thread) at this share of a core is
+# saturated at that core.
+ONE_CORE_SATURATED = 0.9  # hand: Redis's own latency doctor calls a main thread near 100% busy
 # The host has room for another computing worker when this much of a core is idle.
 IDLE_CORE = 0.3  # hand
 # A host is CPU-saturated above this share of its cores (less what neighbours took)...

@@ -34,6 +34,7 @@ from pinchpoint.analyze.causes.pool import POOL, pool_or_cpu
 from pinchpoint.analyze.causes.proxy_queue import PROXY_QUEUE
 from pinchpoint.analyze.causes.refusals import REFUSED
 from pinchpoint.analyze.causes.serialized import SERIALIZED
+from pinchpoint.analyze.causes.wait_chain import one_core_callee, waits_on_one_core
 from pinchpoint.analyze.context import Context
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.usage import process_group
@@ -88,6 +89,10 @@ def tier_cause(
         found = cause.find(ask)
         if found is not None:
             return found
+    # A tier that waits on a callee running on one saturated thread, with no pool to fill.
+    callee = one_core_callee(tier, steps, ctx)
+    if callee is not None:
+        return waits_on_one_core(tier, ask.group, callee, steps, [], ctx)
     return own_time(tier, ask.group, steps, onset, ctx)
 
 

@@ -16,7 +16,12 @@ from pinchpoint.analyze.causes.cpu import (
     stack_fills_cpu,
 )
 from pinchpoint.analyze.causes.queues import queue_grows
-from pinchpoint.analyze.causes.wait_chain import computing_callee, waits_on_cpu
+from pinchpoint.analyze.causes.wait_chain import (
+    computing_callee,
+    one_core_callee,
+    waits_on_cpu,
+    waits_on_one_core,
+)
 from pinchpoint.analyze.context import Context, load_text, ms_text, pool_known, position, rate_of
 from pinchpoint.analyze.findings import Finding, estimate_line
 from pinchpoint.analyze.knobs import PoolTerms, pool_terms
@@ -61,6 +66,8 @@ def pool_or_cpu(
             return cpu_finding(tier, group, steps, onset, evidence, ctx)
         if not computing and (callee := computing_callee(tier, group, steps, onset, ctx)):
             return waits_on_cpu(tier, group, callee, steps, onset, evidence, ctx)
+        if not computing and (callee := one_core_callee(tier, steps, ctx)):
+            return waits_on_one_core(tier, group, callee, steps, evidence, ctx)
         if not computing:
             return _pool(group, steps, evidence, ctx, computing=False, idle=host.idle, knee=onset)
         if host.idle >= IDLE_CORE:

@@ -7,15 +7,17 @@ pool fills: more workers would only queue more work on the same cores. So a full
 workers that mostly wait is followed down the calls to the process group that used most of
 the host's CPU; when that group is one the pool's tier calls (directly or through others),
 used most of the stack's CPU and the host's cores are full, the CPU, in that group, is the
-limit.
+limit. A callee that runs every request on one thread (Redis's main thread) is saturated at
+one core, whatever the host has left: a tier whose time grows while it waits on one is
+limited by that core too.
 """
 
 from __future__ import annotations
 
 from pinchpoint.analyze.causes.cpu import consumer, cpu_finding, host_saturated, stack_fills_cpu
-from pinchpoint.analyze.context import Context, below, load_text
+from pinchpoint.analyze.context import Context, below, load_text, rate_of, resource_of
 from pinchpoint.analyze.findings import Finding
-from pinchpoint.analyze.thresholds import COMPUTES_MOST
+from pinchpoint.analyze.thresholds import COMPUTES_MOST, ONE_CORE_SATURATED
 from pinchpoint.analyze.usage import group_use, host_use, process_group
 
 
@@ -38,6 +40,50 @@ def computing_callee(
     if not host_saturated(steps, onset, ctx) or not stack_fills_cpu(use, host, ctx):
         return None
     return callee
+
+
+def one_core_callee(tier: str, steps: list[dict], ctx: Context) -> str | None:
+    """The nearest group below `tier` whose one thread of work (`main_thread_cores`: Redis's
+    main thread) used ONE_CORE_SATURATED of a core at the heaviest step; None otherwise."""
+    top = steps[-1]
+    for callee in below(tier, ctx)[1:]:
+        cores = resource_of(top, callee, "main_thread_cores")
+        if cores is not None and cores >= ONE_CORE_SATURATED:
+            return callee
+    return None
+
+
+def waits_on_one_core(
+    tier: str, group: str | None, callee: str, steps: list[dict], evidence: list[str], ctx: Context
+) -> Finding:
+    """The one core of a callee that runs its work on one thread, with the chain."""
+    top = steps[-1]
+    onset = next(
+        (
+            s
+            for s in steps
+            if (resource_of(s, callee, "main_thread_cores") or 0.0) >= ONE_CORE_SATURATED
+        ),
+        top,
+    )
+    cores = resource_of(top, callee, "main_thread_cores") or 0.0
+    who = f"{group}'s workers" if group else tier
+    lines = [
+        f"{who} wait on {callee}, whose main thread used {cores:.2f} of the one core it runs "
+        f"every command on at {load_text(top)}",
+        *evidence,
+    ]
+    summary = (
+        f"{callee} runs every command on one thread, and that thread is busy all the time from "
+        f"{load_text(onset)}: its callers queue for it, whatever cores the host has left. "
+        f"Make its commands cheaper (its busiest ones below), spread the keys over more "
+        f"instances (a cluster), or keep the work off it; more {group or tier} workers would "
+        "only queue more commands on it."
+    )
+    return Finding(
+        callee, "cpu", onset["users"], lines, f"{callee}'s one core (its main thread)", summary,
+        rate_of(onset),
+    )  # fmt: skip
 
 
 def waits_on_cpu(
