@@ -120,8 +120,12 @@ def _samples(folder: Path, began: float, ended: float) -> RedisSamples:
 def test_commands_clients_and_the_slowlog_are_sampled(redis: Any, tmp_path: Path) -> None:
     redis.command("DEBUG", "SLEEP", "0.03")  # logged before the run: not the run's
     sampler = RedisSampler("cache", Redis(url_env=redis.url_env, rate=20))
-    sampler.start()
     began = time.time()
+    sampler.start()
+    # The counts are the deltas from the first sample: none of the commands may precede it.
+    deadline = time.monotonic() + 5
+    while not sampler.info and time.monotonic() < deadline:
+        time.sleep(0.01)
     blocker = redis.connect()
     waiting = threading.Thread(target=lambda: blocker.command("BLPOP", "queue", "2"))
     waiting.start()
