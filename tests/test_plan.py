@@ -155,3 +155,20 @@ def test_a_log_format_that_does_not_compile_names_its_line() -> None:
     text = GOOD.replace('format = "nginx"', 'format = "nginx"\nlog_format = "$status"')
     with pytest.raises(PlanError, match=r"plan.toml:25: component\[1\].log.log_format: .*"):
         parse_plan(text, "plan.toml")
+
+
+def test_a_database_connection_without_a_password_is_taken_and_one_with_is_refused() -> None:
+    base = (
+        '[target]\nurl = "http://127.0.0.1:8080"\n[load]\nlower = 1\nupper = 1\nduration = "1s"\n'
+        '[[request]]\npath = "/"\n'
+    )
+    table = '[[component]]\nname = "pg"\nrole = "database"\n[component.database]\n'
+    plan = parse_plan(base + table + 'connection = "host=127.0.0.1 port=5432 user=app"\n')
+    assert plan.component[0].database is not None
+    assert plan.component[0].database.dsn() == "host=127.0.0.1 port=5432 user=app"
+    for secret in ("host=h user=app password=hunter2", "postgresql://app:hunter2@h/db"):
+        with pytest.raises(PlanError, match="the plan holds no secret") as refused:
+            parse_plan(base + table + f'connection = "{secret}"\n')
+        assert "hunter2" not in str(refused.value)
+    with pytest.raises(PlanError, match="set dsn_env"):
+        parse_plan(base + table + "rate = 5\n")

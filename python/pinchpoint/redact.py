@@ -64,7 +64,9 @@ def secret_values(plan: Plan) -> list[str]:
                 found.update(p for p in _parts(value) if len(p) >= MIN_PART)
     variables = [a.token_env for a in plan.agent]
     variables += [v for p in plan.prometheus for v in (p.token_env, p.password_env)]
-    variables += [c.database.dsn_env for c in plan.component if c.database is not None]
+    variables += [
+        c.database.dsn_env for c in plan.component if c.database is not None and c.database.dsn_env
+    ]
     servers = [c.redis.url_env for c in plan.component if c.redis is not None]
     for variable in [*variables, *servers]:
         if variable and (value := os.environ.get(variable, "").strip()):

@@ -109,6 +109,8 @@ def test_an_app_holding_a_postgresql_connection_gives_its_database_table(
     assert found.tiers[1].client_dsn == (
         f"host={HOST} port={postgres.port} user=postgres dbname=postgres"
     )
-    assert f'export PINCHPOINT_POSTGRES_DSN="{found.tiers[1].client_dsn}"' in text
+    # The run connects as the clients do with no hand edit; the password stays out.
+    assert database.database.connection == found.tiers[1].client_dsn
+    assert database.database.dsn() == found.tiers[1].client_dsn
     assert SECRET not in text
     assert found.tiers[0].pid == pid

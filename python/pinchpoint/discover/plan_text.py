@@ -112,6 +112,15 @@ def _database(tier: Tier) -> list[str]:
     variable = f"PINCHPOINT_{tier.name.upper().replace('-', '_').replace('.', '_')}_DSN"
     dsn = tier.client_dsn or "host=127.0.0.1 port=5432 user=USER dbname=DATABASE"
     said = "as its clients connect" if tier.client_dsn else "with the apps' user and database"
+    if tier.client_dsn:
+        return [
+            "[component.database]",
+            "# Sampled from inside during the run (pg_stat_activity, pg_locks), connecting",
+            "# as its clients do; a password comes from PGPASSWORD or ~/.pgpass, never the",
+            f"# plan. {variable}, where set, connects instead.",
+            f"connection = {_quoted(tier.client_dsn)}",
+            f"dsn_env = {_quoted(variable)}",
+        ]
     return [
         "[component.database]",
         "# Sampled from inside during the run (pg_stat_activity, pg_locks). Before",

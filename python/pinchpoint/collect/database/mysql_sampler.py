@@ -92,7 +92,7 @@ class MysqlSampler(DatabaseSampler):
         try:
             address = parse_dsn(dsn)
         except ValueError as e:
-            self._failed(f"{self.database.dsn_env}: {e}")
+            self._failed(f"{self.database.source()}: {e}")
             return False
         try:
             self._conn = pymysql.connect(
