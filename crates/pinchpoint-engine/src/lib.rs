@@ -7,6 +7,7 @@ pub mod client;
 pub mod config;
 pub mod drive;
 pub mod flow;
+pub mod live_steps;
 pub mod outcome;
 pub mod record;
 pub mod recorder;

@@ -191,6 +191,8 @@ pub struct Live {
     /// The longest a request of the batches since the last take was sent after its
     /// intended time, in µs (open loop; 0 in closed loop).
     pub lag_max_us: AtomicU64,
+    /// The same counts and window per step, by the step each request was sent in.
+    pub steps: crate::live_steps::LiveSteps,
 }
 
 impl Live {
@@ -223,5 +225,6 @@ impl Live {
             self.lag_max_us.fetch_max(lag as u64, Ordering::Relaxed);
         }
         self.window.add(records);
+        self.steps.add(records);
     }
 }

@@ -87,6 +87,7 @@ impl LoadRun {
             list.append(one)?;
         }
         d.set_item("endpoints", list)?;
+        d.set_item("by_step", live_steps(py, &self.live)?)?;
         Ok(d)
     }
 
@@ -186,6 +187,41 @@ fn live_classes<'py>(py: Python<'py>, live: &Live) -> PyResult<Bound<'py, PyDict
         }
     }
     Ok(d)
+}
+
+/// The steps whose requests ended since the previous snapshot, each counted by the step
+/// its requests were sent in: counts so far, errors by class, when its first request
+/// left (unix µs) and the window's latencies (V2) when it has any.
+fn live_steps<'py>(py: Python<'py>, live: &Live) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for s in live.steps.take() {
+        let d = PyDict::new(py);
+        d.set_item("step", s.step)?;
+        d.set_item("users", s.users)?;
+        d.set_item("requests", s.requests)?;
+        d.set_item("errors", s.errors)?;
+        d.set_item("first_start_us", s.first_start_us)?;
+        let classes = PyDict::new(py);
+        for class in ErrorClass::ALL {
+            if s.classes[class.index()] > 0 {
+                classes.set_item(class.name(), s.classes[class.index()])?;
+            }
+        }
+        for (name, n) in [("http_4xx", s.status_4xx), ("http_5xx", s.status_5xx)] {
+            if n > 0 {
+                classes.set_item(name, n)?;
+            }
+        }
+        d.set_item("errors_by_class", classes)?;
+        d.set_item("window_requests", s.window.len())?;
+        if !s.window.is_empty() {
+            d.set_item("window_p50_us", s.window.value_at_quantile(0.5))?;
+            d.set_item("window_p99_us", s.window.value_at_quantile(0.99))?;
+            d.set_item("window_hdr_v2", PyBytes::new(py, &v2(&s.window)?))?;
+        }
+        list.append(d)?;
+    }
+    Ok(list)
 }
 
 fn latency_items(py: Python<'_>, d: &Bound<'_, PyDict>, h: &Histogram<u64>) -> PyResult<()> {
