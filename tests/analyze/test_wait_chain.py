@@ -55,3 +55,42 @@ def test_a_redis_with_room_on_its_core_is_not_the_limit() -> None:
     calm = [_step(1, 0.1, 0.9, 0.2), _step(4, 1.0, 3.5, 0.4), _step(8, 12.0, 3.95, 0.6)]
     found = tier_cause("gunicorn", calm, calm[1], _ctx({"gunicorn": 4}), None)
     assert (found.component, found.resource) == ("gunicorn", "worker_pool")
+
+
+def _async_step(users: int, api_busy: float, callee_busy: float) -> dict:
+    return {
+        "step": users, "users": users, "level": float(users), "kind": "users",
+        "throughput_rps": 60.0, "latency_ms": {"p50": 1000 * users / 60.0},
+        "tiers": {
+            "nginx": {"p50_ms": 16.0, "self_p50_ms": 0.1, "concurrency": users},
+            "api": {"p50_ms": 16.0, "self_p50_ms": 1.0 + users, "concurrency": api_busy},
+            "shipping": {"p50_ms": 15.0, "self_p50_ms": 15.0, "concurrency": callee_busy},
+        },
+        "resources": {
+            "api": {"cpu_cores": 0.1, "processes": 1, "pool_kind": "async"},
+            "shipping": {"cpu_cores": 0.05, "cpu_wait_cores": 0.0, "processes": 2,
+                         "pool_slots": 1, "pool_kind": "sync", "pool_source": "command line"},
+            "host": {"cpu_cores": 0.3},
+        },
+    }  # fmt: skip
+
+
+def test_an_event_loop_awaiting_a_callee_whose_one_worker_is_busy_names_that_pool() -> None:
+    """The callee's log times each request from when its worker takes it: its time stays
+    flat while the loop's requests wait in its listen backlog. Neither the loop's
+    connections nor a blocked loop: the callee's pool of one."""
+    from pinchpoint.analyze.pools import pool_sizes
+
+    steps = [_async_step(1, 0.95, 0.9), _async_step(3, 2.9, 0.9), _async_step(7, 6.8, 0.9)]
+    ctx = Context(
+        order=["nginx", "api", "shipping"],
+        calls={"nginx": ["api"], "api": ["shipping"], "shipping": []},
+        workers={}, cpu_count=2, generator_threads=1,
+        roles={"nginx": "proxy", "api": "app_server", "shipping": "service"},
+    )  # fmt: skip
+    ctx.pools = pool_sizes(steps, ctx)
+    assert "api" not in ctx.pools  # an event loop has no slots to infer
+    estimate = {"workers": 0.95, "peak_throughput_rps": 60.0, "min_latency_ms": 16.0}
+    found = tier_cause("api", steps, steps[1], ctx, estimate)
+    assert (found.component, found.resource) == ("shipping", "worker_pool")
+    assert "api's requests wait for shipping's workers" in found.evidence[0]

@@ -44,9 +44,14 @@ def _size(name: str, steps: list[dict], ctx: Context) -> PoolSize | None:
     told = _from_server(name, steps)
     if told is not None:
         return told
-    if ctx.roles.get(name) in ("proxy", "database"):
+    if ctx.roles.get(name) in ("proxy", "database") or _event_loop(name, steps):
+        # An event loop holds any number of waiting requests: it has no slots to infer.
         return None
     return inferred(name, steps)
+
+
+def _event_loop(name: str, steps: list[dict]) -> bool:
+    return any(s.get("resources", {}).get(name, {}).get("pool_kind") == "async" for s in steps)
 
 
 def _from_server(name: str, steps: list[dict]) -> PoolSize | None:

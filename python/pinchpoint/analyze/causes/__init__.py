@@ -17,6 +17,7 @@ TIER_CAUSES, its thresholds in analyze/thresholds.py, and a test that builds ste
 from __future__ import annotations
 
 from pinchpoint.analyze.causes.callee import CALLEE
+from pinchpoint.analyze.causes.callee_pool import CALLEE_POOL
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.connections import CONNECTION_POOL
 from pinchpoint.analyze.causes.cpu import HOST_CPU
@@ -59,6 +60,7 @@ TIER_CAUSES: tuple[Cause, ...] = (
     DISK,
     MEMORY,
     CALLEE,
+    CALLEE_POOL,
     CONNECTION_POOL,
     EVENT_LOOP,
     POOL,

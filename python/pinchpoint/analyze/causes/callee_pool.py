@@ -1,0 +1,65 @@
+"""A callee whose own workers are all busy: its callers wait for it.
+
+A request a tier passes on waits in the callee's listen backlog until one of the callee's
+workers takes it, and the callee's log times it from then: its own time stays flat while
+its callers hold more and more requests. When the callee's pool size is known (its server's
+settings, the plan, or Little's law) and it serves about that many at once, the callee's
+pool is the limit — not the caller's connections to it, and not an event loop of the
+caller's that waits well. Its workers are then judged as any pool's: waiting or computing.
+"""
+
+from __future__ import annotations
+
+from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.pool import pool_or_cpu
+from pinchpoint.analyze.context import Context, busy_of, load_text, workers_of
+from pinchpoint.analyze.findings import Finding
+from pinchpoint.analyze.thresholds import POOL_FULL
+from pinchpoint.analyze.usage import process_group
+
+
+def full_callee(tier: str, group: str | None, steps: list[dict], ctx: Context) -> str | None:
+    """The first callee of `tier`, in processes of its own, whose known pool served at
+    least POOL_FULL of its slots at the heaviest step while `tier` held a request more than
+    it served; None otherwise."""
+    top = steps[-1]
+    for callee in ctx.calls.get(tier, []):
+        callee_group = process_group(callee, steps, ctx)
+        if callee_group is None or callee_group == group:
+            continue
+        slots = workers_of(callee_group, top, ctx)
+        if (callee_group not in ctx.pools and callee_group not in ctx.workers) or not slots:
+            continue
+        served = busy_of(callee, top)
+        if served >= POOL_FULL * slots and busy_of(tier, top) >= served + 1.0:
+            return callee
+    return None
+
+
+def _find_full_callee(ask: Ask) -> Finding | None:
+    callee = full_callee(ask.tier, ask.group, ask.steps, ask.ctx)
+    if callee is None:
+        return None
+    steps, ctx, top = ask.steps, ask.ctx, ask.steps[-1]
+    callee_group = process_group(callee, steps, ctx) or callee
+    found = pool_or_cpu(callee, callee_group, steps, ask.onset, ctx, None)
+    if found is None:
+        return None
+    found.evidence.insert(
+        0,
+        f"{ask.tier} held {busy_of(ask.tier, top):.2f} requests at once at {load_text(top)} "
+        f"while {callee} served {busy_of(callee, top):.2f} of its "
+        f"{workers_of(callee_group, top, ctx)} slots: {ask.tier}'s requests wait for "
+        f"{callee}'s workers, in its listen backlog, outside {callee}'s own log",
+    )
+    return found
+
+
+CALLEE_POOL = Cause(
+    resource="worker_pool",
+    saturates="a callee's own pool of workers",
+    reads=("tiers.concurrency", "pools", "resources.cpu_cores"),
+    needs_cpu=False,
+    fills_above=True,
+    find=_find_full_callee,
+)
