@@ -1,6 +1,6 @@
 """Peak memory of a whole `pinchpoint load` (start, run, summary) against its requests:
 a 1 s run and a 10 s one, closed loop (`-c`) and open loop (`--rate`, whose
-summary also reads the send lag back), beside wrk run for as long with as many
+send lag the engine keeps as a histogram too), beside wrk run for as long with as many
 connections. The summary is summed from the engine's histograms, so the peak should
 not grow with the requests.
 
@@ -10,6 +10,7 @@ the medians printed. With --compare DIR the same loads also run on the `python/`
 of another checkout (with the built `_engine` copied into its `python/pinchpoint/`).
 
     .venv/bin/python bench/load_memory.py --rounds 3
+    .venv/bin/python bench/load_memory.py --rounds 3 --open 1 25000 --open 80 25000
 """
 
 from __future__ import annotations
@@ -43,21 +44,24 @@ def _peak(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     return usage.ru_maxrss * 1024, text
 
 
-def _cases(url: str, cores: str) -> dict[str, tuple[list[str], bool]]:
+def _cases(
+    url: str, cores: str, sizes: list[tuple[float, int, float]], open_only: bool
+) -> dict[str, tuple[list[str], bool]]:
     """Each load by name: its command and whether it is pinchpoint's."""
     pin = ["taskset", "-c", cores]
     load = [*pin, sys.executable, "-m", "pinchpoint", "load", url, "-q", "--json"]
     cases: dict[str, tuple[list[str], bool]] = {}
-    for seconds, connections, rate in SIZES:
-        cases[f"closed -c {connections} -d {seconds:g}"] = (
-            [*load, "-c", str(connections), "-d", str(seconds)],
-            True,
-        )
+    for seconds, connections, rate in sizes:
+        if not open_only:
+            cases[f"closed -c {connections} -d {seconds:g}"] = (
+                [*load, "-c", str(connections), "-d", str(seconds)],
+                True,
+            )
         cases[f"open --rate {rate:g} -d {seconds:g}"] = (
             [*load, "--rate", str(rate), "-d", str(seconds)],
             True,
         )
-        if wrk := shutil.which("wrk"):
+        if not open_only and (wrk := shutil.which("wrk")):
             cases[f"wrk -c {connections} -d {seconds:g}"] = (
                 [*pin, wrk, "-c", str(connections), "-t", "1", "-d", f"{seconds:g}s", url],
                 False,
@@ -69,7 +73,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--compare", type=Path, help="another checkout to run beside this")
+    parser.add_argument(
+        "--open",
+        nargs=2,
+        type=float,
+        action="append",
+        metavar=("SECONDS", "RATE"),
+        help="open-loop loads only, each of SECONDS at RATE requests/s (repeatable)",
+    )
     args = parser.parse_args()
+    sizes = [(s, 10, r) for s, r in args.open] if args.open else list(SIZES)
     rounds = max(1, min(args.rounds, 20))
     trees: dict[str, Path | None] = {"this": None}
     if args.compare is not None:
@@ -81,7 +94,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pinchpoint-load-memory-") as tmp:
         nginx, port = start_nginx(Path(tmp), core=last)
         try:
-            cases = _cases(f"http://127.0.0.1:{port}/", cores)
+            cases = _cases(f"http://127.0.0.1:{port}/", cores, sizes, bool(args.open))
             for _ in range(rounds):
                 for name, (argv, ours) in cases.items():
                     for tree, python_dir in trees.items() if ours else [("", None)]:

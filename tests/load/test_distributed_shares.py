@@ -24,6 +24,7 @@ from pinchpoint.load.distributed.merge import (
 from pinchpoint.load.distributed.shares import check_ray_plan, share_of, shares, split
 from pinchpoint.load.engine_config import engine_config
 from pinchpoint.load.hdr import Histogram
+from pinchpoint.load.send_lag import send_lag_us
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 
@@ -168,6 +169,25 @@ def test_summaries_merge_counts_windows_and_reasons() -> None:
     assert merged["windows"] == [(1000, 5100)] and merged["records"] == 40
     assert merged["error_reasons"] == {"timeout": ["a", "b", "c"], "io": ["x"]}
     assert merge_reasons([]) == {}
+
+
+def test_open_loop_generators_send_lags_merge_into_one_histogram_and_max() -> None:
+    plan = parse_plan(_plan('[[load.phase]]\nduration = "1s"\narrival_rate = 10'))
+    lags = [np.array([0, 5, 40, 900]), np.array([3, 12_000])]
+    summaries = []
+    for lag in lags:
+        summary = _summary(lag.size, (1000, 5000), {})
+        summary["steps"][0]["send_lag_hdr_v2"] = Histogram.of(lag).v2()
+        summary["steps"][0]["send_lag_max_us"] = int(lag.max())
+        summaries.append(summary)
+    merged = merge_summaries(summaries, plan.load.levels())["steps"][0]
+    assert merged["send_lag_hdr_v2"] == Histogram.of(np.concatenate(lags)).v2()
+    assert merged["send_lag_max_us"] == 12_000
+    # p99 is the highest value of 12,000's bucket (8 µs wide there); max is exact.
+    assert send_lag_us([merged]) == {"p50": 5, "p99": 12_007, "max": 12_000}
+    closed = merge_summaries([_summary(2, (0, 1), {})], plan.load.levels())["steps"][0]
+    assert "send_lag_max_us" not in closed
+    assert send_lag_us([closed]) is None
 
 
 def test_parquet_parts_merge_into_one_file(tmp_path: Path) -> None:

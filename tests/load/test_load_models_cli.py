@@ -108,8 +108,8 @@ def test_a_saturated_generator_is_flagged_in_every_output(tmp_path: Path) -> Non
         '[[request]]\npath = "/"\n',
         "t",
     )
-    assert _generator(plan, cpu_s=0.95, wall_s=1.0, requests=0, run_dir=tmp_path)["saturated"]
-    assert not _generator(plan, cpu_s=0.5, wall_s=1.0, requests=0, run_dir=tmp_path)["saturated"]
+    assert _generator(plan, cpu_s=0.95, wall_s=1.0, steps=[])["saturated"]
+    assert not _generator(plan, cpu_s=0.5, wall_s=1.0, steps=[])["saturated"]
     summary = {
         "requests": 10,
         "duration_s": 1.0,
@@ -121,7 +121,7 @@ def test_a_saturated_generator_is_flagged_in_every_output(tmp_path: Path) -> Non
         "endpoints": [],
         "statuses": {"200": 10},
         "errors": {},
-        "generator": _generator(plan, cpu_s=0.95, wall_s=1.0, requests=0, run_dir=tmp_path),
+        "generator": _generator(plan, cpu_s=0.95, wall_s=1.0, steps=[]),
     }
     out = io.StringIO()
     render_summary(summary, Console(file=out, width=200))

@@ -22,4 +22,4 @@ pub use outcome::ErrorClass;
 pub use drive::{records_to_parquet, run, run_until, Level, RunSummary};
 pub use stats::Window;
 pub use schedule::{Arrivals, Phase, PhaseKind};
-pub use stats::{EndpointStats, Live, StepStats};
+pub use stats::{EndpointStats, Live, SendLag, StepStats};

@@ -37,6 +37,29 @@ pub struct StepStats {
     pub histogram: Histogram<u64>,
     /// The same per request of the plan, indexed by the record's `endpoint`.
     pub endpoints: Vec<EndpointStats>,
+    /// Open loop: how late every request left against its schedule; None in closed loop.
+    pub send_lag: Option<SendLag>,
+}
+
+/// The send lags of a step's requests (`start_us - intended_us`, all of them, answered or
+/// not): a histogram of the lags clamped into 1 µs .. one hour, as the latencies, and the
+/// largest lag exactly.
+#[derive(Clone, Debug)]
+pub struct SendLag {
+    pub histogram: Histogram<u64>,
+    pub max_us: Option<i64>,
+}
+
+impl SendLag {
+    fn new() -> Self {
+        Self { histogram: new_histogram(), max_us: None }
+    }
+
+    fn add(&mut self, lag_us: i64) {
+        let clamped = lag_us.clamp(1, HIST_MAX_US as i64) as u64;
+        self.histogram.record(clamped).expect("lag clamped into the histogram's range");
+        self.max_us = Some(self.max_us.map_or(lag_us, |m| m.max(lag_us)));
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -66,7 +89,13 @@ impl StepStats {
             bytes: 0,
             histogram: new_histogram(),
             endpoints: Vec::new(),
+            send_lag: None,
         }
+    }
+
+    /// An open-loop phase's statistics, which keep the send lag too.
+    pub fn open(step: u32) -> Self {
+        Self { send_lag: Some(SendLag::new()), ..Self::new(step, 0) }
     }
 
     pub fn add(&mut self, r: &Record) {
@@ -78,6 +107,9 @@ impl StepStats {
                 self.responses += 1;
                 *self.statuses.entry(r.status).or_insert(0) += 1;
             }
+        }
+        if let Some(lag) = self.send_lag.as_mut() {
+            lag.add(r.start_us - r.intended_us);
         }
         let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
         if r.error.is_none() {

@@ -119,6 +119,7 @@ fn weights_set_the_mix_in_closed_loop() {
     let counted: Vec<u64> = step.endpoints.iter().map(|e| e.histogram.len()).collect();
     assert_eq!(counted, vec![paths["/a"], paths["/b"]]);
     assert_eq!(step.endpoints.iter().map(|e| e.requests).sum::<u64>(), step.requests);
+    assert!(step.send_lag.is_none(), "a closed-loop step has no schedule to be late on");
 }
 
 #[test]

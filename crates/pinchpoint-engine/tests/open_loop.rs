@@ -187,6 +187,17 @@ fn the_cap_counts_late_and_unsent_requests() {
     for r in waited {
         assert!(r.latency_us >= r.service_us + (r.start_us - r.intended_us) - 1_000, "{r:?}");
     }
+    // The phase keeps the send lag of every request sent: its histogram holds each
+    // record's lag (under 1 µs as 1 µs) and its max is the records' exactly.
+    let kept = s.steps[0].send_lag.as_ref().expect("an open-loop phase keeps its send lag");
+    let lag = lags(&rows);
+    assert_eq!(kept.max_us, lag.iter().copied().max());
+    assert_eq!(kept.histogram.len(), rows.len() as u64);
+    let mut expected = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+    for &l in &lag {
+        expected.record(l.max(1) as u64).unwrap();
+    }
+    assert_eq!(kept.histogram, expected);
 }
 
 /// The target stops answering for 1 s. With 4 connections, requests scheduled during

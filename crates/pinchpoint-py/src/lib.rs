@@ -165,6 +165,13 @@ fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyRe
         endpoints.append(ed)?;
     }
     d.set_item("endpoints", endpoints)?;
+    // Open loop: the send lag of the step's requests, whole (V2) and its exact max.
+    if let Some(lag) = &s.send_lag {
+        if let Some(max_us) = lag.max_us {
+            d.set_item("send_lag_hdr_v2", PyBytes::new(py, &v2(&lag.histogram)?))?;
+            d.set_item("send_lag_max_us", max_us)?;
+        }
+    }
     Ok(d)
 }
 

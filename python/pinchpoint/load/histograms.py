@@ -15,7 +15,7 @@ from pinchpoint.rundir import files
 
 
 def _without_histograms(entry: dict) -> dict:
-    out = {k: v for k, v in entry.items() if k != "hdr_v2"}
+    out = {k: v for k, v in entry.items() if not k.endswith("hdr_v2")}
     if "endpoints" in out:
         out["endpoints"] = [_without_histograms(e) for e in out["endpoints"]]
     return out

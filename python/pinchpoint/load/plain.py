@@ -137,7 +137,7 @@ def _load_into(
         caught = interrupts.active()
         summary["signal"] = caught.first_name() if caught and caught.signals else None
         summary["abandoned"] = int(result.summary.get("abandoned") or 0)
-    summary["generator"] = _generator(plan, cpu_s, wall_s, summary["requests"], run_dir)
+    summary["generator"] = _generator(plan, cpu_s, wall_s, result.summary["steps"])
     if isinstance(source, UrlLoad):
         summary["url"] = source.url
         summary["connections"] = source.connections if source.rate is None else None
@@ -195,9 +195,9 @@ def _summary(plan: Plan, engine: dict) -> dict:
     }
 
 
-def _generator(plan: Plan, cpu_s: float, wall_s: float, requests: int, run_dir: Path) -> dict:
+def _generator(plan: Plan, cpu_s: float, wall_s: float, steps: list[dict]) -> dict:
     """The generator's self-check: its CPU against the cores it may use and, in open loop,
-    how late requests left against their schedule."""
+    how late requests left against their schedule (the engine's `steps` keep it)."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = min(plan.load.threads or (usable or 1), usable or 1)
     cores = cpu_s / max(wall_s, 1e-9)
@@ -206,9 +206,8 @@ def _generator(plan: Plan, cpu_s: float, wall_s: float, requests: int, run_dir: 
         "threads": threads,
         "saturated": cores >= GENERATOR_SATURATED * threads,
     }
-    if plan.load.open and requests:
+    if plan.load.open and any(s["requests"] for s in steps):
         from pinchpoint.load.send_lag import send_lag_us
-        from pinchpoint.rundir.view import RunView
 
-        check["send_lag_us"] = send_lag_us(RunView(run_dir))
+        check["send_lag_us"] = send_lag_us(steps)
     return check

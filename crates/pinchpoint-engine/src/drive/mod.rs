@@ -143,7 +143,7 @@ pub fn run_until(
         path: config.records_path.clone(),
         steps: match &config.open {
             None => config.steps.iter().enumerate().map(|(i, s)| StepStats::new(i as u32, s.users)).collect(),
-            Some(open) => (0..open.phases.len()).map(|i| StepStats::new(i as u32, 0)).collect(),
+            Some(open) => (0..open.phases.len()).map(|i| StepStats::open(i as u32)).collect(),
         },
         live: live.clone(),
     };

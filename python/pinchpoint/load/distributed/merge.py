@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pinchpoint.load.hdr import COUNTS_LEN, Histogram, decode_v2
+from pinchpoint.load.send_lag import merged_send_lag
 from pinchpoint.plan.model import Level
 
 # Distinct reasons kept per class of error, as the engine keeps them.
@@ -61,6 +62,7 @@ def _merge_step(parts: list[dict], index: int, level: Level) -> dict:
     out["errors"] = _sum_counts([p["errors"] for p in parts])
     out["statuses"] = _sum_counts([p["statuses"] for p in parts])
     out.update(merge_latency(parts))
+    out.update(merged_send_lag(parts))
     endpoints = []
     for e in range(max(len(p["endpoints"]) for p in parts)):
         mine = [p["endpoints"][e] for p in parts if e < len(p["endpoints"])]
