@@ -39,3 +39,23 @@ def test_a_dispatcher_on_nearly_every_sample_that_spends_little_itself_is_the_tr
     top = top_functions(stacks)
     assert _names(top["by_total"]) == [DUMPS, WAIT]
     assert top["by_total"][0]["total_share"] == 0.45
+
+
+def test_a_computing_bottleneck_carried_by_one_request_names_its_hot_function() -> None:
+    from pinchpoint.analyze.hot_code import add_hot_code
+
+    hash_pw = "hashpw (bcrypt/__init__.py:84)"
+    stacks = [[f"{SERVE};{HANDLE};{hash_pw}", 80], [f"{SERVE};{HANDLE}", 20]]
+    sampled = {"stacks": stacks, "start": 0.0, "end": 3.0, "sampler_cpu_s": 0.1}
+    profile = {"step": 3, "level": 5, "tool": "py-spy", "tiers": {"gunicorn": sampled}}
+    bottleneck = {"component": "gunicorn", "resource": "cpu", "request": "journey/login",
+                  "evidence": []}  # fmt: skip
+    verdict = {"headline": "Bottleneck: host CPU, in journey/login", "bottleneck": bottleneck,
+               "findings": [bottleneck]}  # fmt: skip
+    add_hot_code(verdict, profile, 2)
+    assert verdict["headline"] == f"Bottleneck: host CPU, in journey/login: {hash_pw}"
+    # A bottleneck of no one request keeps its headline.
+    del bottleneck["request"]
+    verdict["headline"] = "Bottleneck: host CPU"
+    add_hot_code(verdict, profile, 2)
+    assert verdict["headline"] == "Bottleneck: host CPU"

@@ -138,3 +138,17 @@ def add_hot_code(verdict: dict, profile: dict, cpu_count: int) -> None:
         if sampled is not None and sampled["samples"]:
             lines = evidence_lines(str(finding["component"]), profile, sampled, cpu_count)
             finding["evidence"] = [*finding.get("evidence", []), *lines]
+    _name_function(verdict, tops)
+
+
+def _name_function(verdict: dict, tops: dict[str, dict]) -> None:
+    """The headline of a computing bottleneck carried by one request names the function
+    that holds most of its tier's own time, where one holds a good share of it."""
+    bottleneck = verdict.get("bottleneck")
+    if not isinstance(bottleneck, dict) or not bottleneck.get("request"):
+        return
+    if bottleneck.get("resource") not in COMPUTING:
+        return
+    own = (tops.get(str(bottleneck.get("component"))) or {}).get("by_self") or []
+    if own and own[0]["self_share"] >= SPENDS:
+        verdict["headline"] = f"{verdict['headline']}: {own[0]['function']}"
