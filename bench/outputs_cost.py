@@ -34,7 +34,8 @@ from rich.console import Console
 
 from pinchpoint.live import LiveView
 from pinchpoint.load.plain import UrlLoad, plain_load
-from pinchpoint.outputs import LivePage, MetricsServer, fan_out
+from pinchpoint.outputs import MetricsServer, fan_out
+from pinchpoint.outputs.live_page import LivePage
 
 # A second process that reads an address every second (the metrics) or its event stream.
 SCRAPER = """

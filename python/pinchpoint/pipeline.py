@@ -1,4 +1,9 @@
-"""One path for every run: load + collect into the run folder, then analyze and report."""
+"""One path for every run: load + collect into the run folder, then analyze and report.
+
+The analysis and the report (polars, scipy, plotly) are imported once the load has
+ended, as are the knee search and Locust's runner when a plan asks for them: nothing of
+theirs delays the first request.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from pinchpoint.analyze import analyze
 from pinchpoint.collect.database.sampling import DatabaseSampling
 from pinchpoint.collect.gather import Collector, write_logs, write_resources
 from pinchpoint.collect.profiling.step import StepProfiler
@@ -21,16 +25,16 @@ from pinchpoint.collect.sources.local import LocalCollector
 from pinchpoint.collect.sources.prometheus import PrometheusCollector
 from pinchpoint.collect.sources.remote import RemoteCollector
 from pinchpoint.interrupts import catching
-from pinchpoint.knee_search import KneeRun, search_knee
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
-from pinchpoint.load.locust_steps import run_locust
 from pinchpoint.plan.model import Plan
 from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
 from pinchpoint.redact_messages import Redactor, plan_redactor
-from pinchpoint.report.html import write_report
 from pinchpoint.rundir import files
 from pinchpoint.rundir.shapes import RunJson
+
+if TYPE_CHECKING:
+    from pinchpoint.knee_search import KneeRun
 
 # Tiers write their log line when the response is done; give the last ones time to land.
 LOG_SETTLE_S = 0.3
@@ -139,9 +143,13 @@ def execute(
 
                 result = run_on_ray(plan, run_id, run_dir, on_tick=on_tick)
             elif plan.load.find_knee:
+                from pinchpoint.knee_search import search_knee
+
                 knee = search_knee(plan, run_id, run_dir, on_tick=on_tick)
                 result = knee.load
             elif plan.load.locustfile is not None:
+                from pinchpoint.load.locust_steps import run_locust
+
                 result = run_locust(plan, run_id, run_dir, on_tick=on_tick)
             else:
                 result = run_steps(plan, run_id, run_dir, on_tick=on_tick)
@@ -201,6 +209,9 @@ def execute(
     files.RunFolder(run_dir).write_run(cast(RunJson, run))
     write_histograms(summary, run_dir)
     stage("analyze")
+    from pinchpoint.analyze import analyze
+    from pinchpoint.report.html import write_report
+
     verdict = analyze(run_dir)
     write_report(run_dir)
     problems = [p for c in using for p in c.problems] + (profiler.problems if profiler else [])

@@ -83,8 +83,8 @@ def test_a_bad_url_for_load_is_refused_without_importing_the_engine(tmp_path: Pa
     assert _heavy(names) == []
 
 
-# Runs `pinchpoint load <args>` in this child, writing the top-level modules imported at
-# the moment the engine is asked to start (just before the first request) to argv[1].
+# Runs `pinchpoint <args>` in this child, writing the modules imported at the moment the
+# engine is asked to start (just before the first request) to argv[1].
 AT_FIRST_REQUEST = """
 import json, sys
 from pinchpoint import _engine
@@ -95,16 +95,35 @@ seen = sys.argv[1]
 
 def start(config):
     with open(seen, "w") as out:
-        json.dump(sorted({name.split(".")[0] for name in sys.modules}), out)
+        json.dump(sorted(sys.modules), out)
     return real_start(config)
 
 
 _engine.start = start
-sys.argv = ["pinchpoint", "load", *sys.argv[2:]]
+sys.argv = ["pinchpoint", *sys.argv[2:]]
 from pinchpoint.cli import main
 
 main()
 """
+# What the analysis and the report bring: none of it is wanted before the first request.
+ANALYSIS = {"polars", "pyarrow", "plotly", "scipy", "numpy", "pandas"}
+
+
+def _at_first_request(
+    args: list[str], cwd: Path
+) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules imported when `pinchpoint <args>` starts the engine, and how it ended."""
+    seen = cwd / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", AT_FIRST_REQUEST, str(seen), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(seen.read_text())), done
 
 
 class _Ok(BaseHTTPRequestHandler):
@@ -123,18 +142,30 @@ class _Ok(BaseHTTPRequestHandler):
 def test_load_sends_its_first_request_before_importing_the_heavy_libraries(
     tmp_path: Path,
 ) -> None:
-    seen = tmp_path / "modules.json"
     with serving(_Ok) as port:
-        load = [f"http://127.0.0.1:{port}/", "-c", "1", "-d", "0.2", "--json"]
-        done = subprocess.run(
-            [sys.executable, "-c", AT_FIRST_REQUEST, str(seen), *load],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
+        load = ["load", f"http://127.0.0.1:{port}/", "-c", "1", "-d", "0.2", "--json"]
+        at_start, done = _at_first_request(load, tmp_path)
     assert json.loads(done.stdout)["requests"] > 0
-    at_start = set(json.loads(seen.read_text()))
-    assert {"pinchpoint", "typer"} <= at_start
-    assert sorted(at_start & {"polars", "pyarrow", "plotly", "scipy", "numpy", "pandas"}) == []
+    top = {name.split(".")[0] for name in at_start}
+    assert {"pinchpoint", "typer"} <= top
+    assert sorted(top & ANALYSIS) == []
+
+
+def test_run_sends_its_first_request_before_importing_the_analysis(tmp_path: Path) -> None:
+    """`run` collects while it loads (numpy, pyarrow and psutil may come with the
+    collectors), but the analysis, the report and polars, scipy and plotly come after."""
+    with serving(_Ok) as port:
+        (tmp_path / "plan.toml").write_text(
+            f'[target]\nurl = "http://127.0.0.1:{port}"\n'
+            '[load]\nusers = 1\nduration = "0.3s"\nwarmup = 0\n[[request]]\npath = "/"\n'
+        )
+        run = ["run", "plan.toml", "--runs-dir", "runs", "-q", "--json"]
+        at_start, _ = _at_first_request(run, tmp_path)
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["load_steps"][0]["requests"] > 0
+    assert (run_dir / "verdict.json").exists(), "the analysis ran after the load"
+    assert "pinchpoint.pipeline" in at_start
+    top = {name.split(".")[0] for name in at_start}
+    assert sorted(top & {"polars", "scipy", "plotly", "pandas"}) == []
+    later = ("pinchpoint.analyze", "pinchpoint.report", "pinchpoint.knee_search")
+    assert sorted(n for n in at_start if n.startswith(later)) == []

@@ -1,6 +1,8 @@
 """What a run sends out while it goes, from the engine's snapshot of each second: a
 per-second JSON lines file (seconds.py), live metrics for Prometheus (openmetrics.py) and
-a live page that becomes the report (live_page.py)."""
+a live page that becomes the report (live_page.py, imported from there when asked for:
+its verdict so far brings the analysis's knee, which `run` imports only after the load
+otherwise)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Protocol
 
-from pinchpoint.outputs.live_page import LivePage
 from pinchpoint.outputs.openmetrics import MetricsServer
 from pinchpoint.outputs.seconds import SecondsFile
 
@@ -66,4 +67,4 @@ def fan_out(*ticks: Tick | None) -> Tick:
     return tick
 
 
-__all__ = ["LivePage", "MetricsServer", "SecondsFile", "Tick", "fan_out", "seconds_out", "serving"]
+__all__ = ["MetricsServer", "SecondsFile", "Tick", "fan_out", "seconds_out", "serving"]
