@@ -65,7 +65,7 @@ def component_lines(components: list[dict[str, Any]]) -> list[str]:
         for key in ("name", "role", "calls", "workers"):
             if c.get(key) is not None:
                 lines.append(f"{key} = {_toml_value(c[key])}")
-        for table in ("log", "process", "database"):
+        for table in ("log", "process", "database", "redis"):
             if c.get(table):
                 lines.append(f"[component.{table}]")
                 lines += [f"{k} = {_toml_value(v)}" for k, v in c[table].items() if v is not None]

@@ -22,11 +22,23 @@ from pinchpoint.demo.stack import DemoStack
 from pinchpoint_lab.blkio import DiskLimit
 from pinchpoint_lab.cgroup import CpuQuota
 from pinchpoint_lab.env import ASGI_CALL_ENV, FANOUT_CALLEES_ENV, FANOUT_PATH, FANOUT_WAIT_ENV
-from pinchpoint_lab.matrix.spec import ASGI_SERVER, FLOW, GATEWAY, Callee, JourneyStep, Spec
+from pinchpoint_lab.mariadb import MariadbServer
+from pinchpoint_lab.matrix.spec import (
+    ASGI_SERVER,
+    FLOW,
+    GATEWAY,
+    OTHER_SERVERS,
+    Callee,
+    JourneyStep,
+    Spec,
+)
 from pinchpoint_lab.neighbour import CpuHog, starved_generator
 from pinchpoint_lab.netns import ShapedLink
 from pinchpoint_lab.postgres import PostgresCluster, with_database
+from pinchpoint_lab.redis_server import RedisServer
 from pinchpoint_lab.scenarios import Scenario
+from pinchpoint_lab.server_stacks import STACKS
+from pinchpoint_lab.store_stack import StoreStack, loops_for, prepare_counters
 from pinchpoint_lab.sync_callee import SyncCallee
 from pinchpoint_lab.traced import (
     GATEWAY_APP,
@@ -140,6 +152,10 @@ def running(spec: Spec, workdir: Path, noisy: bool = False) -> Iterator[Scenario
             scenario = _traced(spec, workdir, stack)
         elif spec.server == ASGI_SERVER:
             scenario = _asgi(spec, workdir, stack)
+        elif spec.server in OTHER_SERVERS:
+            scenario = _other_server(spec, workdir, stack)
+        elif spec.database == "mariadb" or spec.redis_ms is not None:
+            scenario = _store(spec, workdir, stack)
         else:
             scenario = _demo(spec, workdir, stack)
         if noisy:
@@ -187,6 +203,31 @@ def _demo(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
         think_time_s=spec.think_ms / 1000,
         flow=journey_flow(spec, step_rows),
     )
+
+
+def _other_server(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
+    """nginx in front of PHP-FPM, Tomcat or Node.js, in `stack`."""
+    server = stack.enter_context(STACKS[spec.server](workdir, spec.slots))
+    path = server.path(spec.cpu_ms, spec.wait_ms, spec.block)
+    return Scenario(server.url, as_planned(spec, server.components()), path)
+
+
+def _store(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:
+    """gunicorn's store app and the MariaDB whose hot row it updates, or the Redis whose
+    one core its command costs, in `stack`."""
+    worker_class, threads = _worker_class(spec)
+    options: dict = {"worker_class": worker_class, "threads": threads, "front": spec.front,
+                     "server_config": spec.server_config}  # fmt: skip
+    if spec.redis_ms is not None:
+        redis = stack.enter_context(RedisServer())
+        app = stack.enter_context(StoreStack(workdir, spec.workers, redis=redis, **options))
+        path, method = f"/api/redis?loops={loops_for(redis, spec.redis_ms)}", "GET"
+    else:
+        mariadb = stack.enter_context(MariadbServer())
+        prepare_counters(mariadb)
+        app = stack.enter_context(StoreStack(workdir, spec.workers, mariadb=mariadb, **options))
+        path, method = f"/api/hot?hold={spec.hold_ms}", "POST"
+    return Scenario(app.url, as_planned(spec, app.components()), path, method=method)
 
 
 def _asgi(spec: Spec, workdir: Path, stack: ExitStack) -> Scenario:

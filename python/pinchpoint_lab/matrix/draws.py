@@ -21,6 +21,15 @@ call serves one request at a time, so the loops fill once the users outnumber th
 (asgi_cpu); a loop that awaits a call holds any number of them, and the sync service it
 calls, of 1 or 2 workers, is the pool its callers queue for (async_callee_pool).
 
+The servers most backends run, each behind nginx as its docs deploy it: PHP-FPM's static
+pool of 1-4 children whose script sleeps 8-20 ms fills once the users outnumber them
+(php_fpm_pool), as Tomcat 10's connector of 1-4 maxThreads does with a JSP that sleeps
+(tomcat_threads); one Node.js process is one event loop, a core where its route computes
+3-8 ms (its CPU) and held where it blocks 5-20 ms without computing (its event loop:
+node_loop). MariaDB holds db_lock's hot row 5-15 ms a request (mariadb_lock), and
+Redis runs each request's command of 3-8 ms on its one main thread, a core that fills
+before gunicorn's workers and the host's cores (redis_core).
+
 A scenario is written as users write theirs: the plan names the app server's pool size
 (`workers`) in only a share of the draws, and the server reads its pool from its command
 line or from a config file (gunicorn's `-c gunicorn.conf.py`, `uwsgi --ini`). The traced
@@ -67,12 +76,18 @@ from pinchpoint_lab.matrix.spec import (
     HOG_WEIGHTS,
     LOGIN,
     MARGIN,
+    NODE,
+    OTHER_SERVER_CPU_MS,
     OVERHEAD_CPU_MS,
     OVERHEAD_MS,
+    PHP_FPM,
     PLAN_WORKERS_SHARE,
+    REDIS_CALL_CPU_MS,
+    REDIS_CALL_MS,
     SEARCH,
     SERVER_CONFIGS,
     SERVERS,
+    TOMCAT,
     TRACED_CPU_MS,
     TRACED_FANOUT_MS,
     Callee,
@@ -235,8 +250,10 @@ def _cpu_quota(rng: random.Random, hog: float) -> Spec | None:
                 quota=quota, users=users, truth=truth)  # fmt: skip
 
 
-def _db_lock(rng: random.Random, hog: float) -> Spec | None:
-    hold = rng.randint(3, 10)
+def _db_lock(
+    rng: random.Random, hog: float, hold: int | None = None, component: str = "postgres"
+) -> Spec | None:
+    hold = rng.randint(3, 10) if hold is None else hold
     server = rng.choice(("gunicorn-sync", "gunicorn-gthread"))
     slots = rng.randint(4, 10)
     threads = 1 if server == "gunicorn-sync" else 2
@@ -247,7 +264,7 @@ def _db_lock(rng: random.Random, hog: float) -> Spec | None:
         return None
     knee = lock_rps * (hold + 3 + OVERHEAD_MS) / 1000
     users = steps_for(max(knee, 2), rng)
-    truth = Truth("postgres", "db_lock", first_level(levels(users), knee))
+    truth = Truth(component, "db_lock", first_level(levels(users), knee))
     return Spec("", "db_lock", server, rng.choice(FRONTS), workers, threads, 0.0, 0.0,
                 hold_ms=hold, users=users, truth=truth,
                 noisy_truth=_calm(truth, cpu_at(lock_rps, 0.0), hog))  # fmt: skip
@@ -562,6 +579,86 @@ def _async_callee_pool(rng: random.Random, hog: float) -> Spec | None:
                 callee=callee)  # fmt: skip
 
 
+def _waiting_pool(cls: str, server: str, rng: random.Random, hog: float) -> Spec | None:
+    """A pool of 1-4 slots of another server than Python's, whose script or page waits
+    8-20 ms: full once the users outnumber the slots, light beside the hog."""
+    slots = rng.randint(1, 4)
+    wait = round(rng.uniform(8, 20), 2)
+    rps = slots / (wait + OVERHEAD_MS) * 1000
+    if not light(rps, OTHER_SERVER_CPU_MS, CORES - hog):
+        return None
+    users = steps_for(slots, rng)
+    truth = Truth(server, "worker_pool", first_level(levels(users), slots))
+    return Spec("", cls, server, "nginx", slots, 1, 0.0, wait, users=users, truth=truth)
+
+
+def _php_fpm_pool(rng: random.Random, hog: float) -> Spec | None:
+    """nginx's fastcgi_pass to PHP-FPM's static pool of 1-4 children, a script that
+    sleeps (usleep) 8-20 ms."""
+    return _waiting_pool("php_fpm_pool", PHP_FPM, rng, hog)
+
+
+def _tomcat_threads(rng: random.Random, hog: float) -> Spec | None:
+    """nginx's proxy_pass to Tomcat 10, its connector's maxThreads 1-4, a JSP that sleeps
+    8-20 ms."""
+    return _waiting_pool("tomcat_threads", TOMCAT, rng, hog)
+
+
+def _node_loop(rng: random.Random, hog: float) -> Spec | None:
+    """nginx → one Node.js process (Express): a route that computes 3-8 ms in JavaScript
+    makes the loop a core, which fills at 1000 / cpu requests a second, before the host's
+    cores (CORES / CPU per request); a route that blocks 5-20 ms without computing
+    (Atomics.wait) holds the loop, full once the users outnumber it (two users)."""
+    if rng.random() < 0.5:
+        cpu = round(rng.uniform(3, 8), 2)
+        loop_rps = 1000 / cpu
+        if not separated(loop_rps, [CORES / (cpu + OVERHEAD_CPU_MS) * 1000]):
+            return None
+        knee = loop_rps * (cpu + OVERHEAD_MS) / 1000
+        users = steps_for(max(knee, 2), rng)
+        truth = Truth(NODE, "cpu", first_level(levels(users), knee))
+        start = cpu_start(levels(users), knee, 1, hog)
+        noisy = Truth(NODE, "cpu", start, refusal_ok=heavy(hog))
+        return Spec("", "node_loop", NODE, "nginx", 1, 1, cpu, 0.0, users=users, truth=truth,
+                    noisy_truth=noisy)  # fmt: skip
+    wait = round(rng.uniform(5, 20), 2)
+    if not light(1000 / (wait + OVERHEAD_MS), 0.0, CORES - hog):
+        return None
+    users = steps_for(2, rng)
+    truth = Truth(NODE, "event_loop", first_level(levels(users), 2))
+    return Spec("", "node_loop", NODE, "nginx", 1, 1, 0.0, wait, block=True, users=users,
+                truth=truth)  # fmt: skip
+
+
+def _mariadb_lock(rng: random.Random, hog: float) -> Spec | None:
+    """db_lock's hot row in MariaDB (InnoDB): each request updates one row in a
+    transaction that holds it 5-15 ms; the rows pass one at a time, 1000 / hold a second,
+    before the pool of 4-10 slots."""
+    spec = _db_lock(rng, hog, hold=rng.randint(5, 15), component="mariadb")
+    return None if spec is None else replace(spec, cls="mariadb_lock", database="mariadb")
+
+
+def _redis_core(rng: random.Random, hog: float) -> Spec | None:
+    """gunicorn's 3-8 sync workers each run, per request, one Redis command (a Lua loop)
+    costing Redis's main thread redis_ms: Redis serves 1000 / redis_ms a second on its one
+    core, before the pool's slots / (time of a request) and the host's CORES / (CPU of a
+    request, Redis's and the rest of the stack's)."""
+    cost = round(rng.uniform(3, 8), 2)
+    workers = rng.randint(3, 8)
+    request_ms = cost + REDIS_CALL_MS
+    redis_rps = 1000 / cost
+    pool_rps = workers / request_ms * 1000
+    host_rps = CORES / (cost + REDIS_CALL_CPU_MS) * 1000
+    if not separated(redis_rps, [pool_rps, host_rps]):
+        return None
+    knee = redis_rps * request_ms / 1000
+    users = steps_for(knee, rng)
+    truth = Truth("redis", "cpu", first_level(levels(users), knee))
+    noisy = Truth("redis", "cpu", cpu_start(levels(users), knee, 1, hog), refusal_ok=heavy(hog))
+    return Spec("", "redis_core", "gunicorn-sync", "nginx", workers, 1, 0.0, 0.0,
+                redis_ms=cost, users=users, truth=truth, noisy_truth=noisy)  # fmt: skip
+
+
 def _gateway_server(rng: random.Random, slots: int) -> tuple[str, int, int]:
     """gunicorn's sync workers, or gthread's of 2 to 4 threads, making `slots` or a few more."""
     if slots <= 6 and rng.random() < 0.5:
@@ -591,4 +688,9 @@ DRAWERS = {
     "async_blocking": _async_blocking,
     "asgi_cpu": _asgi_cpu,
     "async_callee_pool": _async_callee_pool,
+    "php_fpm_pool": _php_fpm_pool,
+    "tomcat_threads": _tomcat_threads,
+    "node_loop": _node_loop,
+    "mariadb_lock": _mariadb_lock,
+    "redis_core": _redis_core,
 }

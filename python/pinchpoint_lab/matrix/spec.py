@@ -42,6 +42,11 @@ CLASSES = (
     "async_blocking",
     "asgi_cpu",
     "async_callee_pool",
+    "php_fpm_pool",
+    "tomcat_threads",
+    "node_loop",
+    "mariadb_lock",
+    "redis_core",
 )
 SERVERS = ("gunicorn-sync", "gunicorn-gthread", "uwsgi-processes", "uwsgi-threads")
 FRONTS = ("nginx", "haproxy", "nginx2")
@@ -66,6 +71,19 @@ ASGI_SERVER = "uvicorn"
 # uvicorn, its client, the callee and the generator, in ms, as measured on a 2-core host.
 ASYNC_CALL_MS = 2.0
 ASYNC_CALL_CPU_MS = 4.0
+# Servers other than Python's, each behind nginx as its docs deploy it: PHP-FPM's static
+# pool (fastcgi_pass), Tomcat 10's connector threads and Node.js's one event loop
+# (proxy_pass); the spec's `server`, and the component each is named in the plan.
+PHP_FPM = "php-fpm"
+TOMCAT = "tomcat"
+NODE = "node"
+OTHER_SERVERS = (PHP_FPM, TOMCAT, NODE)
+# The CPU a request costs the stack beside the PHP script's or JSP's wait, in ms.
+OTHER_SERVER_CPU_MS = 0.5
+# The redis_core class: the CPU a request costs outside Redis (the proxy, gunicorn, the
+# app and its client, the generator), and its time beyond Redis's, in ms.
+REDIS_CALL_CPU_MS = 2.0
+REDIS_CALL_MS = 2.5
 # The traced_fanout class: its gateway's service name, and its callees' names drawn from these.
 GATEWAY = "gateway"
 CALLEE_NAMES = ("inventory", "pricing", "reviews", "shipping", "stock", "accounts")
@@ -174,6 +192,10 @@ class Spec:
     block: bool = False
     # The sync service an ASGI app awaits on each request (the async_callee_pool class).
     callee: Callee | None = None
+    # The database whose row hold_ms holds: PostgreSQL (db_lock) or MariaDB (mariadb_lock).
+    database: Literal["postgres", "mariadb"] = "postgres"
+    # Each request runs one Redis command costing Redis's main thread this many ms.
+    redis_ms: float | None = None
 
     @property
     def slots(self) -> int:
@@ -199,6 +221,6 @@ class Spec:
 
 
 def server_name(server: str) -> str:
-    if server == ASGI_SERVER:
-        return ASGI_SERVER
+    if server == ASGI_SERVER or server in OTHER_SERVERS:
+        return server
     return "uwsgi" if server.startswith("uwsgi") else "gunicorn"
