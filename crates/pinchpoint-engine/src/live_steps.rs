@@ -9,7 +9,6 @@ use hdrhistogram::Histogram;
 
 use crate::outcome::ErrorClass;
 use crate::record::Record;
-use crate::stats::{new_histogram, HIST_MAX_US};
 
 /// One step's counts so far and the latencies of its answered requests since the last take.
 #[derive(Clone)]
@@ -31,7 +30,7 @@ pub struct StepLive {
 }
 
 impl StepLive {
-    fn new(step: u32) -> Self {
+    fn new(step: u32, window: Histogram<u64>) -> Self {
         Self {
             step,
             users: 0,
@@ -41,7 +40,7 @@ impl StepLive {
             status_4xx: 0,
             status_5xx: 0,
             first_start_us: i64::MAX,
-            window: new_histogram(),
+            window,
             changed: false,
         }
     }
@@ -61,7 +60,7 @@ impl StepLive {
             self.errors += 1;
         }
         if r.error.is_none() {
-            let us = r.latency_us.clamp(1, HIST_MAX_US as i64) as u64;
+            let us = r.latency_us.clamp(1, self.window.high() as i64) as u64;
             self.window.record(us).expect("latency clamped into the histogram's range");
         }
     }
@@ -80,10 +79,11 @@ impl std::fmt::Debug for LiveSteps {
 }
 
 impl LiveSteps {
-    pub fn add(&self, records: &[Record]) {
+    /// Counts `records`; a step's first gets a window made by `new_window`.
+    pub fn add(&self, records: &[Record], new_window: fn() -> Histogram<u64>) {
         let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
         for r in records {
-            steps.entry(r.step).or_insert_with(|| StepLive::new(r.step)).add(r);
+            steps.entry(r.step).or_insert_with(|| StepLive::new(r.step, new_window())).add(r);
         }
     }
 
@@ -123,6 +123,7 @@ mod tests {
 
     #[test]
     fn a_batch_across_two_steps_counts_each_for_its_own() {
+        let window = || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
         let live = LiveSteps::default();
         live.add(&[
             record(0, 100, 200, None),
@@ -130,7 +131,7 @@ mod tests {
             record(1, 200, 200, None),
             record(1, 210, 0, Some(ErrorClass::Timeout)),
             record(1, 220, 404, None),
-        ]);
+        ], window);
         let taken = live.take();
         assert_eq!(taken.len(), 2);
         let (a, b) = (&taken[0], &taken[1]);
@@ -141,7 +142,7 @@ mod tests {
         assert_eq!(b.classes[ErrorClass::Timeout.index()], 1);
         assert_eq!(b.window.len(), 2);
         // Only the steps with new requests come back, their windows emptied, counts kept.
-        live.add(&[record(1, 300, 200, None)]);
+        live.add(&[record(1, 300, 200, None)], window);
         let again = live.take();
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].step, again[0].requests, again[0].window.len()), (1, 4, 1));

@@ -257,6 +257,6 @@ impl Live {
             self.lag_max_us.fetch_max(lag as u64, Ordering::Relaxed);
         }
         self.window.add(records);
-        self.steps.add(records);
+        self.steps.add(records, new_histogram);
     }
 }
