@@ -27,6 +27,8 @@ from pinchpoint_lab.matrix.spec import (
     CALLEE_NAMES,
     CLASSES,
     FRONTS,
+    REDIS_CALL_CPU_MS,
+    REDIS_CALL_MS,
     SERVERS,
     TRACED_CALL_MS,
     TRACED_CPU_MS,
@@ -35,6 +37,7 @@ from pinchpoint_lab.matrix.spec import (
     Truth,
 )
 from pinchpoint_lab.scenarios import Scenario
+from pinchpoint_lab.server_stacks import STACKS
 from pinchpoint_lab.sync_callee import SyncCallee
 
 
@@ -71,8 +74,8 @@ def test_every_truth_starts_at_a_stepped_level_with_steps_past_it() -> None:
 
 
 def test_a_database_cpu_scenario_fills_its_quota_or_the_cores_before_the_pool() -> None:
-    specs = [s for s in draw(5, 10 * len(CLASSES)) if s.cls == "db_cpu"]
-    assert len(specs) == 10
+    specs = [s for s in draw(5, 20 * len(CLASSES)) if s.cls == "db_cpu"]
+    assert len(specs) == 20
     assert {s.truth.resource for s in specs} == {"cpu", "cpu_quota"}
     for spec in specs:
         assert spec.scan_ms is not None and spec.truth.component == "postgres"
@@ -464,3 +467,96 @@ def test_an_async_app_plan_calls_its_callee_and_names_its_pool_when_planned(
     blocking = _of("async_blocking")[0]
     assert asgi_path(blocking).endswith("&block=1&call=0")
     assert asgi_components(blocking, front, None) == front
+
+
+def test_php_fpm_and_tomcat_pools_fill_once_the_users_outnumber_their_slots() -> None:
+    for cls, server in (("php_fpm_pool", "php-fpm"), ("tomcat_threads", "tomcat")):
+        specs = _of(cls)
+        assert {s.workers for s in specs} >= {1, 2}
+        for spec in specs:
+            assert (spec.server, spec.server_name, spec.front) == (server, server, "nginx")
+            assert 1 <= spec.slots <= 4 and 8 <= spec.wait_ms <= 20 and spec.cpu_ms == 0
+            assert spec.truth == Truth(server, "worker_pool", _start(spec, spec.slots))
+            rps = spec.slots / (spec.wait_ms + 1.5)
+            assert rps * (0.5 + 1.0) <= 0.5 * (2 - spec.hog_cores)  # light beside the hog
+            assert spec.expected(noisy=True) == spec.truth
+
+
+def test_one_node_process_is_a_core_when_it_computes_and_a_held_loop_when_it_blocks() -> None:
+    specs = _of("node_loop")
+    assert {s.block for s in specs} == {True, False}
+    for spec in specs:
+        assert (spec.server, spec.workers, spec.front) == ("node", 1, "nginx")
+        if spec.block:
+            assert spec.cpu_ms == 0 and 5 <= spec.wait_ms <= 20
+            assert spec.truth == Truth("node", "event_loop", _start(spec, 2))
+            assert 1 / (spec.wait_ms + 1.5) * 1.0 <= 0.5 * (2 - spec.hog_cores)
+            assert spec.expected(noisy=True) == spec.truth
+            continue
+        assert spec.wait_ms == 0 and 3 <= spec.cpu_ms <= 8
+        loop, host = 1 / spec.cpu_ms, 2 / (spec.cpu_ms + 1.0)
+        assert loop <= 0.67 * host  # the loop's one core fills before the host's two
+        knee = loop * (spec.cpu_ms + 1.5)
+        assert 1 < knee < 2 and spec.truth == Truth("node", "cpu", _start(spec, knee))
+        noisy = spec.expected(noisy=True)
+        assert (noisy.component, noisy.resource) == ("node", "cpu")
+        assert noisy.refusal_ok == (spec.hog_cores > 1)
+
+
+def test_a_mariadb_hot_row_passes_one_transaction_at_a_time_before_the_pool() -> None:
+    specs = _of("mariadb_lock")
+    for spec in specs:
+        assert spec.database == "mariadb" and spec.hold_ms is not None
+        assert 5 <= spec.hold_ms <= 15 and spec.server in ("gunicorn-sync", "gunicorn-gthread")
+        lock = 1 / spec.hold_ms
+        assert lock <= 0.67 * spec.slots / (spec.hold_ms + 3 + 1.5)
+        knee = lock * (spec.hold_ms + 3 + 1.5)
+        assert spec.truth == Truth("mariadb", "db_lock", _start(spec, knee))
+    assert {s.hold_ms for s in specs} - set(range(3, 5))  # holds past db_lock's 3-10
+    assert all(s.database == "postgres" for s in _of("db_lock"))
+
+
+def test_redis_s_one_core_fills_before_the_workers_and_the_host() -> None:
+    specs = _of("redis_core")
+    for spec in specs:
+        assert spec.redis_ms is not None and 3 <= spec.redis_ms <= 8
+        assert spec.server == "gunicorn-sync" and 3 <= spec.workers <= 8
+        request = spec.redis_ms + REDIS_CALL_MS
+        redis = 1 / spec.redis_ms
+        assert redis <= 0.67 * spec.workers / request
+        assert redis <= 0.67 * 2 / (spec.redis_ms + REDIS_CALL_CPU_MS)
+        assert spec.truth == Truth("redis", "cpu", _start(spec, redis * request))
+        noisy = spec.expected(noisy=True)
+        assert (noisy.component, noisy.resource, noisy.refusal_ok) == (
+            "redis",
+            "cpu",
+            spec.hog_cores > 1,
+        )
+
+
+def test_the_new_classes_come_after_the_old_so_a_seed_keeps_its_first_twenty_draws() -> None:
+    assert CLASSES[20:] == (
+        "php_fpm_pool", "tomcat_threads", "node_loop", "mariadb_lock", "redis_core",
+    )  # fmt: skip
+    assert [s.cls for s in draw(7, 20)] == list(CLASSES[:20])
+
+
+def test_a_plan_of_another_server_names_its_log_and_its_pool_when_planned(
+    tmp_path: Path,
+) -> None:
+    formats = {"php-fpm": "php-fpm", "tomcat": "tomcat", "node": "morgan"}
+    for cls in ("php_fpm_pool", "tomcat_threads", "node_loop"):
+        for spec in _of(cls)[:6]:
+            stack = STACKS[spec.server](tmp_path / spec.name, spec.slots)
+            scenario = Scenario(
+                stack.url,
+                as_planned(spec, stack.components()),
+                stack.path(spec.cpu_ms, spec.wait_ms, spec.block),
+            )
+            plan = parse_plan(scenario.plan())
+            named = {c.name: c for c in plan.component}
+            assert named["nginx"].calls == [spec.server]
+            server = named[spec.server]
+            assert server.log is not None and server.log.format == formats[spec.server]
+            pool = spec.slots if spec.plan_workers and spec.server != "node" else None
+            assert server.workers == pool

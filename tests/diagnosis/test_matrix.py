@@ -25,8 +25,12 @@ NOISY = ("pool_wait", "pool_cpu", "host_cpu", "cpu_quota")
 # cores and run alone.
 WAITING = ("pool_wait", "db_lock", "proxy_limit", "proxy_queue", "journey", "healthy", "bandwidth")
 # Each real draw costs the serial lane about 15 s: these shapes are run by the bench alone
-# (bench/diagnosis_matrix.py --only ...), and by their own tests in test_event_loops.py.
-BENCH_ONLY = ("journey_cpu", "async_blocking", "asgi_cpu", "async_callee_pool")
+# (bench/diagnosis_matrix.py --only ...), and by their own tests in test_event_loops.py;
+# the servers other than Python's (PHP-FPM, Tomcat, Node.js, MariaDB, Redis) by the bench.
+BENCH_ONLY = (
+    "journey_cpu", "async_blocking", "asgi_cpu", "async_callee_pool", "php_fpm_pool",
+    "tomcat_threads", "node_loop", "mariadb_lock", "redis_core",
+)  # fmt: skip
 
 
 def _lane(cls: str) -> pytest.MarkDecorator:
