@@ -7,6 +7,7 @@ each to be removed, never added to."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pinchpoint"
@@ -147,12 +148,28 @@ def test_a_string_naming_a_lab_module_counts_as_a_reference(tmp_path: Path) -> N
 CRATES = PACKAGE.parent.parent / "crates"
 
 
+# A path into the crate: from its root (`crate::`), from the module itself (`self::`) or
+# from its parents (`super::`, `super::super::`).
+_RUST_PATH = re.compile(r"\b(crate|self|(?:super::)*super)((?:::[a-z_0-9]+)+)")
+
+
+def _resolve(module: list[str], start: str, rest: str) -> list[str]:
+    """The path from the crate's root that `start` + `rest` names inside `module` (a file's
+    module path: `drive/walk.rs` is ["drive", "walk"], `drive/mod.rs` is ["drive"])."""
+    names = rest.strip(":").split("::")
+    if start == "crate":
+        return names
+    if start == "self":
+        return [*module, *names]
+    ups = start.count("super")
+    return [*module[: max(len(module) - ups, 0)], *names]
+
+
 def _crate_graph(src: Path) -> dict[str, set[str]]:
-    """Module → modules of the same crate it names (`crate::a::b`), from the source. A
-    module is a file or a folder's `mod.rs`, two levels deep at most (`client::http1` holds
-    its folder's files); a parent naming its own children is not an arrow, as it declares
-    them. Test modules are left out."""
-    import re
+    """Module → modules of the same crate it names (`crate::a::b`, `super::b`, `self::b`),
+    from the source. A module is a file or a folder's `mod.rs`, two levels deep at most
+    (`client::http1` holds its folder's files); a parent naming its own children is not an
+    arrow, as it declares them. Test modules are left out."""
 
     def node(parts: list[str]) -> str:
         return "::".join(parts[:2])
@@ -166,8 +183,8 @@ def _crate_graph(src: Path) -> dict[str, set[str]]:
         module = node(parts)
         text = path.read_text(encoding="utf-8").split("#[cfg(test)]")[0]
         used = set()
-        for target in re.findall(r"\bcrate((?:::[a-z_0-9]+)+)", text):
-            names = target.strip(":").split("::")
+        for start, rest in _RUST_PATH.findall(text):
+            names = _resolve(parts, start, rest)
             used.add(node(names if len(names) < 2 or names[1][0].islower() else names[:1]))
         graph.setdefault(module, set()).update(
             u for u in used if u != module and not u.startswith(module + "::")
@@ -225,3 +242,20 @@ def test_a_cycle_between_two_modules_is_found() -> None:
     assert _cycles({"run": {"open_loop"}, "open_loop": {"run", "stats"}, "stats": set()}) == [
         ["open_loop", "run"]
     ]
+
+
+def test_paths_from_the_module_itself_and_its_parents_are_arrows(tmp_path: Path) -> None:
+    drive = tmp_path / "drive"
+    drive.mkdir()
+    (drive / "mod.rs").write_text("pub mod walk;\npub mod walk_ws;\nuse self::walk::run;\n")
+    (drive / "walk.rs").write_text("fn f() { super::walk_ws::send(); }\n")
+    (drive / "walk_ws.rs").write_text("use crate::drive::walk::State;\n")
+    (tmp_path / "stats.rs").write_text("use super::drive::walk::State;\n")
+    graph = _crate_graph(tmp_path)
+    assert graph == {
+        "drive": set(),
+        "drive::walk": {"drive::walk_ws"},
+        "drive::walk_ws": {"drive::walk"},
+        "stats": {"drive::walk"},
+    }
+    assert _cycles(graph) == [["drive::walk", "drive::walk_ws"]]

@@ -3,6 +3,7 @@
 //! (`schedule.rs`); then collects.
 
 pub mod closed;
+pub mod flow_step;
 pub mod grpc;
 pub mod open;
 pub mod open_grpc;

@@ -1,7 +1,6 @@
 //! A closed-loop user's WebSocket step: the upgrade rendered with the user's variables
 //! and cookies, the session (`ws.rs`), and what the step's `on_fail` makes of it.
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use tokio::sync::watch;
@@ -9,8 +8,8 @@ use tokio::sync::watch;
 use crate::client::http1::{Tag, TagLevel};
 use crate::client::ws;
 use crate::config::flow::OnFail;
-use crate::drive::closed::{unpack_step, Shared, CONNECT_BACKOFF};
-use crate::drive::walk::{on_fail, push, render_into, Next, State};
+use crate::drive::closed::{Shared, CONNECT_BACKOFF};
+use crate::drive::flow_step::{new_record, on_fail, push, render_into, Next, State};
 use crate::drive::ws::{session, Ended, Side};
 use crate::flow::extract::Answer;
 use crate::flow::judge::{judge, Values};
@@ -96,27 +95,4 @@ pub(super) async fn send_ws_step(
             on_fail(step)
         }
     }
-}
-
-/// A record for `endpoint` at the run's current step; None once the user is parked.
-pub(super) fn new_record(shared: &Shared, endpoint: u16, index: u32, st: &State) -> Option<Record> {
-    let (step, active) = unpack_step(shared.current.load(Ordering::Acquire));
-    if index >= active {
-        return None;
-    }
-    let (epoch, epoch_us) = st.epoch;
-    let start_us = epoch_us + epoch.elapsed().as_micros() as i64;
-    Some(Record {
-        req_id: shared.next_req_id.fetch_add(1, Ordering::Relaxed),
-        step,
-        users: shared.tagged_users(step, active),
-        endpoint,
-        start_us,
-        intended_us: start_us,
-        latency_us: 0,
-        service_us: 0,
-        status: 0,
-        error: None,
-        bytes: 0,
-    })
 }
