@@ -166,14 +166,6 @@ def gthread_pool(workdir: Path, workers: int = 1, threads: int = 2) -> Iterator[
 
 
 @contextmanager
-def uwsgi_threads(workdir: Path, workers: int = 1, threads: int = 2) -> Iterator[Scenario]:
-    """nginx → uWSGI `--processes workers --threads threads` → the probe: a pool of
-    workers × threads slots."""
-    with UwsgiStack(workdir, workers=workers, threads=threads) as stack:
-        yield Scenario(stack.url, stack.components(), PROBE)
-
-
-@contextmanager
 def uvicorn_loop(workdir: Path, workers: int = 1) -> Iterator[Scenario]:
     """nginx → gunicorn with `workers` uvicorn event loops → the ASGI probe, 4 ms of CPU on
     the loop and 4 ms of awaited waiting: waits overlap without limit, the CPU does not,

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 from pinchpoint.discover.init import init_plan
@@ -71,26 +68,3 @@ def without_components(text: str) -> str:
         if not inside:
             kept.append(line)
     return "\n".join(kept) + "\n"
-
-
-def run_all(
-    specs: list[Spec],
-    noisy: bool,
-    step_s: float,
-    keep: Path | None = None,
-    report: Callable[[Outcome], None] | None = None,
-) -> list[Outcome]:
-    outcomes = []
-    for spec in specs:
-        workdir = Path(tempfile.mkdtemp(prefix="pinchpoint-matrix-"))
-        try:
-            outcome, _ = run_one(spec, workdir, noisy=noisy, step_s=step_s)
-        finally:
-            if keep is not None:
-                shutil.copytree(workdir / "runs", keep / spec.name / ("noisy" if noisy else "quiet"),
-                                dirs_exist_ok=True)  # fmt: skip
-            shutil.rmtree(workdir, ignore_errors=True)
-        outcomes.append(outcome)
-        if report is not None:
-            report(outcome)
-    return outcomes

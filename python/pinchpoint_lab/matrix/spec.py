@@ -205,10 +205,6 @@ class Spec:
     def server_name(self) -> str:
         return server_name(self.server)
 
-    @property
-    def front_name(self) -> str:
-        return "haproxy" if self.front == "haproxy" else "nginx"
-
     def levels(self) -> list[int]:
         lower, upper, step = self.users
         return list(range(lower, upper + 1, step))

@@ -10,7 +10,6 @@ interval it is the number of its tasks that waited for a CPU, on average.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 
 PROC = "/proc"
 
@@ -34,13 +33,3 @@ def run_delay_s(pid: int, proc: str = PROC) -> float | None:
             total += int(fields[1])
             seen = True
     return total / 1e9 if seen else None
-
-
-def run_delays(pids: Iterable[int], proc: str = PROC) -> dict[int, float]:
-    """The run-queue delay of each process that has one, by pid."""
-    out = {}
-    for pid in pids:
-        delay = run_delay_s(pid, proc)
-        if delay is not None:
-            out[pid] = delay
-    return out

@@ -4,6 +4,7 @@ when it is replaced), as the columns `pool_slots`, `pool_kind`, `pool_source` an
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pinchpoint.collect.servers import pool_of
@@ -11,8 +12,12 @@ from pinchpoint.collect.servers.pool import Pool, read_process
 
 
 class _Stat(Protocol):
-    ppid: int
-    start_s: float
+    """What the pool watch reads of a process in the sampler's table (its ProcStat)."""
+
+    @property
+    def ppid(self) -> int: ...
+    @property
+    def start_s(self) -> float: ...
 
 
 EMPTY: dict[str, Any] = {
@@ -32,7 +37,7 @@ class PoolWatch:
         self.cores = cores or os.cpu_count() or 1
         self._known: dict[tuple[int, float], Pool | None] = {}
 
-    def columns(self, pids: list[int], table: dict[int, Any]) -> dict[str, Any]:
+    def columns(self, pids: list[int], table: Mapping[int, _Stat]) -> dict[str, Any]:
         """The pool's columns for one sample of the component's processes."""
         chosen = set(pids)
         roots = [pid for pid in pids if pid in table and table[pid].ppid not in chosen]
@@ -47,7 +52,7 @@ class PoolWatch:
                 }
         return dict(EMPTY)
 
-    def _pool(self, root: int, table: dict[int, Any], chosen: set[int]) -> Pool | None:
+    def _pool(self, root: int, table: Mapping[int, _Stat], chosen: set[int]) -> Pool | None:
         key = (root, table[root].start_s)
         if key not in self._known:
             children = sum(1 for pid in chosen if pid in table and table[pid].ppid == root)
