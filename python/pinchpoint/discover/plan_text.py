@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from pinchpoint.discover.otel import otlp_lines
 from pinchpoint.discover.steps import Steps, steps_for
+from pinchpoint.discover.stores import sampled_lines
 from pinchpoint.discover.tier import Tier
 from pinchpoint.discover.walk import Discovery
 
@@ -101,7 +102,9 @@ def _component(tier: Tier, calls: list[str]) -> list[str]:
             f"host = {_quoted(tier.host)}  # its log and processes: in the agent's config",
         ]
     lines += _watched(tier)[2:]
-    if tier.role == "database" and tier.name.startswith("postgres"):
+    if tier.sampled_as is not None:
+        lines += sampled_lines(tier)
+    elif tier.role == "database" and tier.name.startswith("postgres"):
         lines += _database(tier)
     return lines
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pinchpoint.discover import haproxy, nginx, node, php_fpm, tomcat
 from pinchpoint.discover.appserver import read_asgi, read_gunicorn, read_uwsgi
 from pinchpoint.discover.postgres import read_postgres
+from pinchpoint.discover.stores import read_mysql, read_redis
 from pinchpoint.discover.tier import Address, Tier
 from pinchpoint.discover.walk import Reader
 
@@ -17,6 +18,8 @@ ROLES = {
     "hypercorn": "app_server",
     "daphne": "app_server",
     "postgres": "database",
+    "mysql": "database",
+    "redis": "cache",
     "php-fpm": "app_server",
     "tomcat": "app_server",
     "node": "app_server",
@@ -40,6 +43,8 @@ READERS["gunicorn"] = read_gunicorn
 READERS["uwsgi"] = read_uwsgi
 READERS["uvicorn"] = READERS["hypercorn"] = READERS["daphne"] = read_asgi
 READERS["postgres"] = read_postgres
+READERS["mysql"] = read_mysql
+READERS["redis"] = read_redis
 READERS["nginx"] = nginx.read
 READERS["haproxy"] = haproxy.read
 READERS["php-fpm"] = php_fpm.read

@@ -53,5 +53,8 @@ class Tier:
     # The OTEL_* variables its processes export spans by (discover/otel.py: a few, never
     # headers or other variables).
     otel: dict[str, str] = field(default_factory=dict)
+    # A store sampled from inside: "mysql" ([component.database] kind = "mysql") or "redis"
+    # ([component.redis]); client_dsn is then the URL to set, a placeholder for its password.
+    sampled_as: str | None = None
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

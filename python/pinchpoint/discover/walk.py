@@ -66,7 +66,7 @@ ASGI_SERVERS = ("uvicorn", "hypercorn", "daphne")
 
 def kind_of(argv: list[str], exe: str = "") -> str | None:
     """Which server a process runs: nginx, haproxy, gunicorn, uwsgi, uvicorn, hypercorn,
-    daphne, postgres, php-fpm, tomcat, node; None for anything else. A server with a
+    daphne, postgres, mysql (MariaDB too), redis, php-fpm, tomcat, node; None for anything else. A server with a
     program of its own is known by that program (/proc/PID/exe, `exe`), which its owner
     cannot rename as it can rename its title; only where the program is an interpreter, or
     cannot be read, is the command line read."""
@@ -96,6 +96,9 @@ def _by_program(name: str) -> str | None:
         ("haproxy", ("haproxy",)),
         ("uwsgi", ("uwsgi",)),
         ("postgres", ("postgres", "postmaster")),
+        ("mysql", ("mariadbd", "mysqld")),
+        # Debian links redis-server to redis-check-rdb, which serves when so named.
+        ("redis", ("redis-server", "redis-check-rdb")),
     ):
         if name.startswith(prefixes):
             return kind

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from pinchpoint.discover.init import init_plan
 from pinchpoint.pipeline import execute
-from pinchpoint.plan.model import parse_plan
+from pinchpoint.plan.model import Component, Plan, parse_plan
 from pinchpoint_lab.matrix.build import running
 from pinchpoint_lab.matrix.score import Outcome, judge
 from pinchpoint_lab.matrix.spec import Spec
@@ -28,14 +30,55 @@ def run_one(
     `pinchpoint init` finds from the stack's URL, not the scenario's own."""
     with running(spec, workdir / "stack", noisy=noisy) as scenario:
         text = scenario.plan(users=spec.users, duration_s=step_s)
+        exports: dict[str, str] = {}
         if discover:
             warm(scenario)
+            own = parse_plan(text)
             text = with_discovered_components(text, scenario.url + scenario.path, scenario.method)
+            exports = user_exports(parse_plan(text), own)
         plan = parse_plan(text)
         if find_knee:
             plan = plan.with_find_knee(text, spec.name)
-        outcome = execute(plan, text, workdir / "runs")
+        with exported(exports):
+            outcome = execute(plan, text, workdir / "runs")
     return judge(spec, outcome.verdict, noisy), outcome.verdict
+
+
+def user_exports(discovered: Plan, own: Plan) -> dict[str, str]:
+    """The variables a plan init wrote asks the user to set before the run (a store's
+    connection URL, its password in it), unset here: each given the value the scenario's
+    own plan reads for its store of the same kind, as the user would export it."""
+    exports = {}
+    for component in discovered.component:
+        wanted = _store_variable(component)
+        if wanted is None or wanted[1] in os.environ:
+            continue
+        for mine in own.component:
+            have = _store_variable(mine)
+            if have is not None and have[0] == wanted[0] and have[1] in os.environ:
+                exports[wanted[1]] = os.environ[have[1]]
+                break
+    return exports
+
+
+def _store_variable(component: Component) -> tuple[str, str] | None:
+    """The store's kind and the variable its connection string is read from."""
+    if component.redis is not None:
+        return "redis", component.redis.url_env
+    if component.database is not None and component.database.dsn_env is not None:
+        return component.database.kind, component.database.dsn_env
+    return None
+
+
+@contextlib.contextmanager
+def exported(variables: dict[str, str]) -> Iterator[None]:
+    """The variables set in this process's environment while the block runs."""
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name in variables:
+            os.environ.pop(name, None)
 
 
 def warm(scenario: Scenario) -> None:
