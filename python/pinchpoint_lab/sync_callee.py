@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pinchpoint.demo.stack import DemoStack, _Front
+from pinchpoint.demo.stack import DemoStack, Front
 
 
 class SyncCallee(DemoStack):
@@ -34,5 +34,5 @@ class SyncCallee(DemoStack):
     def components(self) -> list[dict[str, Any]]:
         return [self.component("gunicorn")]
 
-    def _prepare_fronts(self) -> list[_Front]:
+    def _prepare_fronts(self) -> list[Front]:
         return []

@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.gunicorn import slots
-from pinchpoint.demo.stack import HOST, DemoStack, _free_port, _Front
+from pinchpoint.demo.stack import HOST, DemoStack, Front
 from pinchpoint_lab.apps import own_app
+from pinchpoint_lab.ports import free_port
 
 GATEWAY_APP = "pinchpoint_lab.fanout_app:gateway()"
 SERVICE_APP = "pinchpoint_lab.fanout_app:service()"
@@ -39,7 +40,7 @@ _NEEDS = (
 
 def otlp_listen() -> str:
     """A free address on 127.0.0.1 for a run's OTLP receiver (the plan's `listen`)."""
-    return f"{HOST}:{_free_port()}"
+    return f"{HOST}:{free_port()}"
 
 
 def otlp_endpoint(listen: str) -> str:
@@ -137,5 +138,5 @@ class TracedService(TracedStack):
     def components(self) -> list[dict[str, Any]]:
         return [self.component()]
 
-    def _prepare_fronts(self) -> list[_Front]:
+    def _prepare_fronts(self) -> list[Front]:
         return []

@@ -31,9 +31,9 @@ from agent_helpers import (
 
 from pinchpoint.demo import DemoStack
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
+from pinchpoint.demo.gunicorn import gunicorn_has_control_socket
 from pinchpoint.demo.nginx import NginxPaths, find_nginx, nginx_argv, render_config
 from pinchpoint.demo.procs import Child
-from pinchpoint.demo.stack import _gunicorn_has_control_socket
 from pinchpoint.logformats.gunicorn import GUNICORN_FORMAT
 
 PROXY = ["nginx"]
@@ -205,7 +205,7 @@ def netns_split(tmp: Path, discover: bool = False) -> Iterator[tuple[Split, list
             "--error-logfile", str(app_dir / "gunicorn-error.log"),
             "--pid", str(app_dir / "gunicorn.pid"),
         ]  # fmt: skip
-        if _gunicorn_has_control_socket():
+        if gunicorn_has_control_socket():
             gunicorn_argv.append("--no-control-socket")
         gunicorn = Child(
             "gunicorn",

@@ -23,11 +23,6 @@ import pinchpoint
 from pinchpoint.demo.env import DB_ENV, PROBE_LOG_ENV
 from pinchpoint.demo.errors import StackError, StackTerminated
 from pinchpoint.demo.gunicorn import check_worker_class, gunicorn_argv, pool_config, slots
-
-# Importable from here as before.
-from pinchpoint.demo.gunicorn import (  # noqa: F401
-    gunicorn_has_control_socket as _gunicorn_has_control_socket,
-)
 from pinchpoint.demo.haproxy import (
     HaproxyPaths,
     check_options,
@@ -62,7 +57,7 @@ SERVER_CONFIGS = ("flags", "file")
 
 
 @dataclass(frozen=True)
-class _Front:
+class Front:
     """A proxy of the stack, as started: its name, port, command, output and logs."""
 
     name: str
@@ -246,7 +241,7 @@ class DemoStack(Started):
             return [nginx]
         return [nginx_component("edge", ["nginx"], self.edge_access_log, self.edge_pid_file), nginx]
 
-    def _prepare_fronts(self) -> list[_Front]:
+    def _prepare_fronts(self) -> list[Front]:
         """Writes and checks each proxy's config; the proxies from the front inwards."""
         if self.front == "haproxy":
             binary, ha_paths = find_haproxy(), self._haproxy_paths
@@ -257,7 +252,7 @@ class DemoStack(Started):
             argv = haproxy_argv(binary, ha_paths)
             # HAProxy logs to its stdout: its output file is its access log.
             return [
-                _Front(
+                Front(
                     "haproxy",
                     self.nginx_port,
                     argv,
@@ -291,7 +286,7 @@ class DemoStack(Started):
             check_config(nginx, paths)
             output = self.workdir / f"{paths.prefix}.out"
             fronts.append(
-                _Front(
+                Front(
                     paths.prefix, port, nginx_argv(nginx, paths), output, [paths.error_log, output]
                 )
             )
