@@ -105,6 +105,15 @@ def pool_known(tier: str, ctx: Context) -> bool:
     return tier in ctx.workers or tier in ctx.pools
 
 
+def tier_cost(step: dict, tier: str) -> float | None:
+    """A tier's own contribution to the latency of a step: self time plus the queue before
+    it (p50s); None where the tier logged no time of its own in the step."""
+    t = (step.get("tiers") or {}).get(tier)
+    if not t or t.get("self_p50_ms") is None:
+        return None
+    return float(t["self_p50_ms"]) + float(t.get("queue_p50_ms") or 0.0)
+
+
 def busy_of(tier: str, step: dict) -> float:
     """Requests in the tier at a time, by Little's law."""
     return float(step["tiers"].get(tier, {}).get("concurrency") or 0.0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pinchpoint.analyze.causes import tier_cause
 from pinchpoint.analyze.causes.serialized import serialized
-from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
+from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of, tier_cost
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
@@ -95,15 +95,9 @@ def growing_request(endpoints: list[dict]) -> Grown | None:
 
 def _tier_deltas(grown: Grown) -> dict[str, float]:
     """Each tier's own time (self + queue) for this request, heaviest step less lightest."""
-
-    def cost(step: dict, tier: str) -> float | None:
-        t = (step.get("tiers") or {}).get(tier) or {}
-        own = t.get("self_p50_ms")
-        return None if own is None else own + (t.get("queue_p50_ms") or 0.0)
-
     deltas = {}
     for tier in grown.top.get("tiers") or {}:
-        a, b = cost(grown.base, tier), cost(grown.top, tier)
+        a, b = tier_cost(grown.base, tier), tier_cost(grown.top, tier)
         if a is not None and b is not None:
             deltas[tier] = b - a
     return deltas

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from pinchpoint.analyze.causes.queues import queue_grows
 from pinchpoint.analyze.context import Context, busy_of, load_text, resource_of
 from pinchpoint.analyze.pool_size import INFERRED, PLAN, SERVER, PoolSize
 from pinchpoint.analyze.thresholds import (
@@ -22,8 +23,6 @@ from pinchpoint.analyze.thresholds import (
     POOL_FLAT_RATIO,
     POOL_LOAD_GROWTH,
     POOL_READS_LOW,
-    QUEUE_GROWTH_MS,
-    QUEUE_OVER_SERVICE,
 )
 
 
@@ -74,7 +73,7 @@ def inferred(name: str, steps: list[dict]) -> PoolSize | None:
         tail = steps[first:]
         if not _flat(name, tail):
             break
-        if _grew(tail) and _queued(name, tail):
+        if _grew(tail) and queue_grows(name, tail):
             best = tail
     if best is None:
         return None
@@ -130,10 +129,3 @@ def _grew(tail: list[dict]) -> bool:
         return float(step.get("level") or step["users"] or 0)
 
     return load(tail[-1]) >= POOL_LOAD_GROWTH * max(load(tail[0]), 1e-9)
-
-
-def _queued(name: str, tail: list[dict]) -> bool:
-    base, top = (s["tiers"].get(name, {}) for s in (tail[0], tail[-1]))
-    queued = (top.get("queue_p50_ms") or 0.0) - (base.get("queue_p50_ms") or 0.0)
-    served = (top.get("p50_ms") or 0.0) - (base.get("p50_ms") or 0.0)
-    return queued >= QUEUE_GROWTH_MS and queued >= QUEUE_OVER_SERVICE * max(served, 0.0)

@@ -14,7 +14,15 @@ from pinchpoint.analyze.causes.generator import (
 )
 from pinchpoint.analyze.causes.neighbours import neighbour_finding
 from pinchpoint.analyze.causes.refusals import REFUSALS, proxy_limit
-from pinchpoint.analyze.context import Context, cpu_of, load_text, ms_text, rate_of, start_text
+from pinchpoint.analyze.context import (
+    Context,
+    cpu_of,
+    load_text,
+    ms_text,
+    rate_of,
+    start_text,
+    tier_cost,
+)
 from pinchpoint.analyze.findings import Finding, workers_estimate
 from pinchpoint.analyze.per_request import growing_request, request_finding
 from pinchpoint.analyze.thresholds import (
@@ -30,24 +38,17 @@ from pinchpoint.analyze.thresholds import (
 )
 from pinchpoint.analyze.usage import group_use, process_group
 
-__all__ = ["Context", "decide", "tier_cost"]
+__all__ = ["Context", "decide"]
 
 
-def tier_cost(step: dict, tier: str) -> float | None:
-    """A tier's own contribution to the latency of a step: self time plus queue time."""
-    t = step.get("tiers", {}).get(tier)
-    if not t or t.get("self_p50_ms") is None:
-        return None
-    return t["self_p50_ms"] + (t.get("queue_p50_ms") or 0.0)
-
-
-def _latency(step: dict) -> float | None:
-    return step["latency_ms"]["p50"]
+def _usable(step: dict) -> bool:
+    """Whether the step has a latency to judge: some of its requests were answered."""
+    return step["latency_ms"]["p50"] is not None
 
 
 def _p50(step: dict) -> float:
-    """The p50 of a usable step: one that has it."""
-    return step["latency_ms"]["p50"]
+    """The p50 of a usable step."""
+    return float(step["latency_ms"]["p50"])
 
 
 def _grew(step: dict, base: dict) -> float:
@@ -56,7 +57,7 @@ def _grew(step: dict, base: dict) -> float:
     (Little's law), so it grows when throughput stops scaling even where the median hides it
     (a throttled quota delays a third of the requests by a whole period)."""
     shares = []
-    for key in (_latency, _mean):
+    for key in (_p50, _mean):
         a, b = key(base), key(step)
         if a is not None and b is not None and b - a > GROWTH_MIN_MS:
             shares.append((b - a) / a if a > 0 else float("inf"))
@@ -104,7 +105,7 @@ def decide(steps: list[dict], ctx: Context) -> dict:
     estimate = workers_estimate(steps, ctx.min_latency_ms, ctx.endpoint)
     verdict = _decide(steps, ctx, estimate)
     verdict["workers_estimate"] = [estimate] if estimate else []
-    _name_carrier(verdict, [s for s in steps if _latency(s) is not None], ctx)
+    _name_carrier(verdict, [s for s in steps if _usable(s)], ctx)
     return verdict
 
 
@@ -127,7 +128,7 @@ def _name_carrier(verdict: dict, usable: list[dict], ctx: Context) -> None:
 
 def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
     generator = generator_check(steps, ctx)
-    usable = [s for s in steps if _latency(s) is not None]
+    usable = [s for s in steps if _usable(s)]
     if len(usable) < 2:
         return {
             "bottleneck": None,

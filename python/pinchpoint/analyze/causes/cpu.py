@@ -19,6 +19,7 @@ from pinchpoint.analyze.context import (
     position,
     rate_of,
     resource_of,
+    tier_cost,
 )
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
@@ -150,12 +151,7 @@ def cpu_finding(
 
 def _grew(tier: str, steps: list[dict]) -> bool:
     """Whether the tier's own time (self + queue, medians) grew from the lightest step."""
-
-    def own(step: dict) -> float:
-        t = step.get("tiers", {}).get(tier) or {}
-        return float(t.get("self_p50_ms") or 0.0) + float(t.get("queue_p50_ms") or 0.0)
-
-    return own(steps[-1]) > own(steps[0])
+    return (tier_cost(steps[-1], tier) or 0.0) > (tier_cost(steps[0], tier) or 0.0)
 
 
 def cpu_lines(

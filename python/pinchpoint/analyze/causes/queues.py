@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.thresholds import QUEUE_OVER_SERVICE
+from pinchpoint.analyze.thresholds import QUEUE_GROWTH_MS, QUEUE_OVER_SERVICE
 
 
 def queue_onset(tier: str, steps: list[dict], key: str) -> dict:
@@ -22,4 +22,4 @@ def queue_grows(group: str, steps: list[dict]) -> bool:
     base, top = (s["tiers"].get(group, {}) for s in (steps[0], steps[-1]))
     queued = (top.get("queue_p50_ms") or 0.0) - (base.get("queue_p50_ms") or 0.0)
     served = (top.get("p50_ms") or 0.0) - (base.get("p50_ms") or 0.0)
-    return queued >= 1.0 and queued >= QUEUE_OVER_SERVICE * max(served, 0.0)
+    return queued >= QUEUE_GROWTH_MS and queued >= QUEUE_OVER_SERVICE * max(served, 0.0)
