@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from pinchpoint.analyze.context import users_text
 from pinchpoint.analyze.knee import MAX_SLOPE_RATIO
 from pinchpoint.analyze.steps import Window, client_step
-from pinchpoint.analyze.thresholds import GROWTH_MIN_MS, GROWTH_SHARE
+from pinchpoint.analyze.thresholds import GROWTH_MIN_MS, GROWTH_SHARE, LEVEL_LATENCY_BEND
 from pinchpoint.load.engine import LoadResult, run_steps
 from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
@@ -56,10 +56,9 @@ MAX_LEVELS = 12
 # Saturated: throughput per user below this share of the first level's...
 MIN_PER_USER = 1 / (1 + GROWTH_SHARE)
 # ...and from the level below, throughput gained per added user below this share of that
-# level's throughput per user (past the knee, as analyze.knee has it)...
+# level's throughput per user (past the knee, as analyze.knee has it), or latency bent by
+# LEVEL_LATENCY_BEND.
 MIN_GAIN = MAX_SLOPE_RATIO
-# ...or latency grew by at least this share of the users' relative growth.
-MIN_LATENCY_BEND = 0.5
 # The bracket's low end is the heaviest level at or below the throughput knee, give or
 # take this share: what throughput varies by from one run of a level to the next.
 KNEE_SLACK = 0.02
@@ -120,7 +119,7 @@ def stopped_scaling(point: Point, below: Point) -> bool:
     if not below.latency_ms or point.latency_ms is None:
         return False
     bend = (point.latency_ms / below.latency_ms - 1) / (point.users / below.users - 1)
-    return bend >= MIN_LATENCY_BEND
+    return bend >= LEVEL_LATENCY_BEND
 
 
 def saturated(point: Point, below: Point, base: Point) -> bool:

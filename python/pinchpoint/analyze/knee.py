@@ -17,11 +17,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from pinchpoint.analyze.thresholds import KNEE_LATENCY_BEND
+
 # After the knee, throughput grows by less than this share of its slope before it.
 MAX_SLOPE_RATIO = 0.5
-# After the knee, latency's slope grows by at least this share of latency/load at the knee,
-# the slope of a closed loop in which every extra user only queues.
-MIN_LATENCY_BEND = 0.25
 # Both the throughput breakpoint and the latency bend must be significant at this level.
 MAX_P_VALUE = 0.05
 # Below this confidence the knee is not reported.
@@ -175,7 +174,7 @@ def _is_knee(fit: _Fit, latency: _Segments) -> bool:
         return False
     if latency.at_knee <= 0:
         return False
-    return latency.slope_change >= MIN_LATENCY_BEND * latency.at_knee / fit.knee
+    return latency.slope_change >= KNEE_LATENCY_BEND * latency.at_knee / fit.knee
 
 
 def _line_sse(x: np.ndarray, ys: np.ndarray) -> np.ndarray:

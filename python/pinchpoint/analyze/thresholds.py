@@ -25,6 +25,16 @@ WEAK_EVIDENCE = 0.3  # hand: ranks "time" findings below any resource
 # A neighbour's finding follows the others with this confidence.
 NEIGHBOUR_CONFIDENCE = 0.5  # hand
 
+# --- The knee: where latency bends, measured against a closed loop where every added user
+# only queues (latency ÷ load: latency grows in proportion to the users) --------------------
+# A fitted knee (analyze/knee.py): past it, latency's slope rises by at least this share of
+# latency ÷ load at the knee. A fit over every step, its bend tested for significance.
+KNEE_LATENCY_BEND = 0.25  # hand
+# The knee search (knee_search.py), from one probed level to the next: latency's relative
+# growth over the users' (1 when the added users only queue). Twice the fitted bend's share:
+# one pair of levels, no significance test, and the slope before any knee counted in it.
+LEVEL_LATENCY_BEND = 0.5  # hand
+
 # --- Worker pools (USE: utilisation = Little's-law concurrency ÷ slots) ----------------------
 # A pool is full when its concurrency reaches this share of its slots...
 POOL_FULL = 0.8  # hand: Little's law over logged times reads a full pool at 0.85-0.98
