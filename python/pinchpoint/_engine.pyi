@@ -32,7 +32,10 @@ class LoadRun:
         """Stops the run and drops the requests in flight at once."""
 
     def snapshot(self) -> dict[str, Any]:
-        """Live counters: requests, errors, step, users, kind, level, late, window_*."""
+        """Live counters: requests, errors, step, users, kind, level, late, window_*, and
+        `by_step`: each step with requests ended since the previous snapshot, counted by
+        the step they were sent in (requests, errors, errors_by_class, users,
+        first_start_us, window_*)."""
 
     def wait(self, timeout_s: float) -> dict[str, Any] | None:
         """The run's summary once it has ended, None while it goes on after `timeout_s`."""

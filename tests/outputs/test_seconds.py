@@ -81,13 +81,17 @@ def test_a_run_writes_a_line_a_second_whose_counts_add_up_to_the_run(tmp_path: P
     run = json.loads((run_dir / files.RUN).read_text())
     requests = pl.read_parquet(run_dir / files.REQUESTS)
     print(f"\n{len(lines)} lines, {sum(x['requests'] for x in lines)} requests of {run['records']}")
-    assert 4 <= len(lines) <= 6  # two steps of 2 s, and the last second to the end
+    # Two steps of 2 s and the last second to the end; a second across the boundary (or
+    # its requests still in flight) is one line per step.
+    assert 4 <= len(lines) <= 8
     assert sum(x["requests"] for x in lines) == run["records"] == requests.height
     failed = requests.filter(pl.col("status") >= 400).height
     assert failed > 0 and sum(x["errors"] for x in lines) == failed
     assert sum(x["errors_by_class"].get("http_5xx", 0) for x in lines) == failed
     assert all("p95" in x["latency_ms"] for x in lines if x["requests"] > failed)
-    assert [x["step"] for x in lines] == sorted(x["step"] for x in lines)
+    # A step's requests still in flight at a tick may end in a line after the next step's.
+    firsts = list(dict.fromkeys(x["step"] for x in lines))
+    assert firsts == sorted(firsts)
     assert {x["step"] for x in lines} == {0, 1} and {x["run_id"] for x in lines} == {run["run_id"]}
     assert all(x["latency_ms"]["p50"] <= x["latency_ms"]["p99"] for x in lines if x["requests"])
 

@@ -18,6 +18,7 @@ from pinchpoint import _engine, interrupts
 from pinchpoint.load.abort import Abort, AbortWatch
 from pinchpoint.load.engine_config import engine_config
 from pinchpoint.load.hook_box import HookBox
+from pinchpoint.load.step_parts import StepParts
 from pinchpoint.plan.model import Plan
 from pinchpoint.rundir import files
 
@@ -110,6 +111,7 @@ def _wait(
     longest = max([plan.load.timeout, *(t or 0.0 for t in timeouts)])
     halt = _Halt(run, longest)
     next_tick = time.monotonic() + TICK_S
+    parts = StepParts(plan.load.levels())
     summary = None
     while summary is None:
         try:
@@ -120,15 +122,16 @@ def _wait(
             ticking = on_tick is not None or watch is not None
             if summary is None and ticking and time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + TICK_S
-                snapshot = run.snapshot()
-                if watch is not None and _breaks(watch, snapshot) and halt.level == 0:
-                    halt.stop(None)
-                if on_tick is not None:
-                    on_tick(snapshot)
+                for part in parts.split(run.snapshot()):
+                    if watch is not None and _breaks(watch, part) and halt.level == 0:
+                        halt.stop(None)
+                    if on_tick is not None:
+                        on_tick(part)
         except KeyboardInterrupt:
             halt.uncaught += 1
     if on_tick is not None:  # the last second, to the run's end
-        on_tick(run.snapshot())
+        for part in parts.split(run.snapshot()):
+            on_tick(part)
     return summary, halt.level > 0
 
 

@@ -27,13 +27,13 @@ class StepSoFar:
     load: str
     level: float
     rate: bool
-    seconds: int = 0
+    seconds: float = 0.0
     requests: int = 0
     errors: int = 0
     counts: np.ndarray | None = None
 
-    def add(self, row: dict[str, Any], counts: np.ndarray | None) -> None:
-        self.seconds += 1
+    def add(self, row: dict[str, Any], counts: np.ndarray | None, seconds: float) -> None:
+        self.seconds += seconds
         self.requests += int(row["requests"])
         self.errors += int(row["errors"])
         if counts is not None:  # decode_v2 gives every window the same length
@@ -47,7 +47,7 @@ class StepSoFar:
             "step": self.step,
             "load": self.load,
             "level": self.level,
-            "seconds": self.seconds,
+            "seconds": round(self.seconds, 3),
             "requests": self.requests,
             "errors": self.errors,
             "throughput": self.requests / self.seconds if self.seconds else 0.0,
@@ -90,7 +90,7 @@ class LiveRun:
             rate = snapshot.get("kind") == "rate"
             level = float(snapshot.get("level", 0.0)) if rate else float(snapshot.get("users", 0))
             self.steps[step] = StepSoFar(step, str(row["load"]), level, rate)
-        self.steps[step].add(row, counts)
+        self.steps[step].add(row, counts, float(snapshot.get("seconds", 1.0)))
         if ended:
             self.verdict = self.verdict_so_far(step)
         return {"row": row, "step": self.steps[step].summary(), "verdict": self.verdict}

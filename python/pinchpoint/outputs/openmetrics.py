@@ -47,6 +47,7 @@ MAX_REQUESTS = 64
 # A scrape is short and Prometheus makes one at a time: a few threads answer them, and
 # clients that connect and stall hold none (pinchpoint.outputs.bounded_server).
 LIMITS = Limits(max_connections=64, workers=4)
+CPU_EVERY_S = 0.5
 
 
 @dataclass
@@ -72,6 +73,7 @@ class State:
     """What the last tick said, and the latencies summed over every tick."""
 
     requests: int = 0
+    errors: int = 0
     # Failed requests by class: one `any` when the snapshot does not give classes.
     classes: dict[str, int] = field(default_factory=dict)
     step: int = 0
@@ -83,6 +85,8 @@ class State:
     in_flight: int | None = None
     send_lag_s: float | None = None
     steps: dict[int, StepLatency] = field(default_factory=dict)
+    # Requests and errors so far of each step, by the step they were sent in.
+    step_counts: dict[int, tuple[int, int]] = field(default_factory=dict)
     # Per named request of the plan: its counts so far and its latencies over the run.
     named: dict[str, NamedRequest] = field(default_factory=dict)
 
@@ -127,7 +131,14 @@ class MetricsServer:
         counts = _window_counts(snapshot)
         with self.lock:
             s = self.state
+            step = int(snapshot.get("step", 0))
+            sent = int(snapshot.get("requests", 0)) - s.requests
+            failed = int(snapshot.get("errors", 0)) - s.errors
+            if step in s.step_counts or len(s.step_counts) < MAX_STEPS:
+                requests, errors = s.step_counts.get(step, (0, 0))
+                s.step_counts[step] = (requests + sent, errors + failed)
             s.requests = int(snapshot.get("requests", 0))
+            s.errors = int(snapshot.get("errors", 0))
             classes = snapshot.get("errors_by_class")
             if classes is None:
                 classes = {"any": int(snapshot.get("errors", 0))}
@@ -140,7 +151,8 @@ class MetricsServer:
                 s.in_flight = int(snapshot["in_flight"])
             if "send_lag_max_us" in snapshot:
                 s.send_lag_s = int(snapshot["send_lag_max_us"]) / 1e6
-            if now > self._cpu_at[0]:
+            # The parts of one second come together: the CPU is read over the second.
+            if now - self._cpu_at[0] >= CPU_EVERY_S:
                 s.cpu_cores = (cpu_s - self._cpu_at[1]) / (now - self._cpu_at[0])
             self._cpu_at = (now, cpu_s)
             if counts is not None:
@@ -215,7 +227,7 @@ def exposition(state: State, run_id: str) -> str:
     metric(
         "pinchpoint_latency_seconds",
         "histogram",
-        "Latency of answered requests, by the step they ended in.",
+        "Latency of answered requests, by the step they were sent in.",
     )
     for step, latency in sorted(state.steps.items()):
         labels = f'{run},step="{step}"'
@@ -224,6 +236,12 @@ def exposition(state: State, run_id: str) -> str:
         lines.append(f'pinchpoint_latency_seconds_bucket{{{labels},le="+Inf"}} {latency.count}')
         lines.append(f"pinchpoint_latency_seconds_sum{{{labels}}} {latency.sum_s!r}")
         lines.append(f"pinchpoint_latency_seconds_count{{{labels}}} {latency.count}")
+    metric("pinchpoint_step_requests_total", "counter", "Requests ended so far, by step sent in.")
+    for step, (n, _) in sorted(state.step_counts.items()):
+        lines.append(f'pinchpoint_step_requests_total{{{run},step="{step}"}} {n}')
+    metric("pinchpoint_step_errors_total", "counter", "Failed requests so far, by step sent in.")
+    for step, (_, n) in sorted(state.step_counts.items()):
+        lines.append(f'pinchpoint_step_errors_total{{{run},step="{step}"}} {n}')
     _named_metrics(state, run, metric, lines)
     metric("pinchpoint_users", "gauge", "Users of the current step.")
     lines.append(f"pinchpoint_users{{{run}}} {state.users}")

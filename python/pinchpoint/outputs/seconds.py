@@ -1,7 +1,9 @@
 """`--out FILE.jsonl`: one JSON object per second of the run, for tools of one's own (as
 k6's JSON output). Each line is that second alone: its requests and errors (by class),
 its throughput, the percentiles of its responses' latencies (from the second's
-histogram), the step and its load. The file is appended and flushed each second, so it
+histogram), the step and its load. A second that straddles two steps is two lines, one
+per step, each counting the requests sent in its step (`seconds`: how much of the second
+that step ran), so that the lines of a step add up to its requests. The file is appended and flushed each second, so it
 can be followed (`tail -f`) while the run goes."""
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class SecondsFile:
     def line(self, snapshot: dict[str, Any], now: float) -> dict[str, Any]:
         """The second since the previous snapshot, as one JSON object."""
         seconds = now - self.last_at if self.last_at is not None else 1.0
+        if "seconds" in snapshot:  # a part of the second: one step's share of it
+            seconds = float(snapshot["seconds"])
         requests = snapshot.get("requests", 0) - self.last.get("requests", 0)
         errors = snapshot.get("errors", 0) - self.last.get("errors", 0)
         classes = snapshot.get("errors_by_class") or {}
@@ -71,6 +75,7 @@ class SecondsFile:
                 for name, n in sorted(classes.items())
                 if n - before.get(name, 0)
             },
+            "seconds": round(seconds, 3),
             "rps": round(requests / seconds, 3) if seconds > 0 else None,
             "latency_ms": _percentiles(snapshot),
         }
