@@ -12,7 +12,7 @@ from typing import get_type_hints
 import pytest
 
 from pinchpoint.rundir import files
-from pinchpoint.rundir.shapes import CollectionJson, RunJson, StepWindow, VerdictJson
+from pinchpoint.rundir.shapes import CollectionJson, FindingJson, RunJson, StepWindow, VerdictJson
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "pinchpoint"
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "runs"
@@ -53,7 +53,10 @@ def test_recorded_runs_have_the_declared_shapes(run: str) -> None:
     for window in record["steps"]:
         _check_shape(dict(window), StepWindow, f"{run}/run.json steps")
         assert window["start"] <= window["end"]
-    _check_shape(dict(folder.read_verdict()), VerdictJson, f"{run}/verdict.json")
+    verdict = folder.read_verdict()
+    _check_shape(dict(verdict), VerdictJson, f"{run}/verdict.json")
+    for finding in verdict.get("findings", []):
+        _check_shape(dict(finding), FindingJson, f"{run}/verdict.json findings")
     collection = folder.read_collection()
     _check_shape(dict(collection), CollectionJson, f"{run}/collection.json")
     for name, counts in collection["components"].items():

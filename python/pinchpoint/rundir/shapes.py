@@ -92,13 +92,21 @@ class CollectionJson(TypedDict):
     calls: NotRequired[dict[str, list[str]]]
 
 
-class Finding(TypedDict, total=False):
-    """One finding of the verdict: a component, the resource that limits it, the evidence."""
+class FindingJson(TypedDict):
+    """One finding of verdict.json: a component, the resource that limits it, the evidence
+    (the analysis builds it from an analyze.findings.Finding)."""
 
     component: str
     resource: str
     starts_at_users: int | None
     evidence: list[str]
+    summary: str
+    name: str
+    confidence: float
+    starts_at_rate: NotRequired[float]
+    request: NotRequired[str]
+    at_lowest_load: NotRequired[bool]
+    database: NotRequired[dict[str, Any]]
 
 
 class VerdictJson(TypedDict):
@@ -114,7 +122,7 @@ class VerdictJson(TypedDict):
     pools: NotRequired[dict[str, dict[str, Any]]]
     steps: NotRequired[list[dict[str, Any]]]
     generator: NotRequired[dict[str, Any]]
-    findings: NotRequired[list[Finding]]
+    findings: NotRequired[list[FindingJson]]
     workers_estimate: NotRequired[list[dict[str, Any]]]
     knee: NotRequired[dict[str, Any] | None]
     scalability: NotRequired[dict[str, Any] | None]
