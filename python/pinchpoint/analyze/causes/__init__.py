@@ -10,7 +10,7 @@ busy worker wants; last, a network path whose ceiling no gauge shows. A tier non
 explains is named for its own time.
 
 To add a cause: a module here with its function and a `Cause` entry (what it reads, what
-it saturates, whether it needs a core, whether it fills the pools above), its place in
+it saturates, whether it needs a core), its place in
 TIER_CAUSES, its thresholds in analyze/thresholds.py, and a test that builds steps for it.
 """
 

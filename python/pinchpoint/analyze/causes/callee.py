@@ -61,6 +61,5 @@ CALLEE = Cause(
     saturates="a callee's workers or connections",
     reads=("tiers.queue_p50_ms", "tiers.p50_ms", "tiers.concurrency"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_callee,
 )

@@ -60,6 +60,5 @@ CALLEE_POOL = Cause(
     saturates="a callee's own pool of workers",
     reads=("tiers.concurrency", "pools", "resources.cpu_cores"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_full_callee,
 )

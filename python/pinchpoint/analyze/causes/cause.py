@@ -1,6 +1,5 @@
 """One cause of a tier's growing time, as a typed unit: what it reads, the resource it
-saturates, whether it needs a core (so that a neighbour's CPU could be what slows it), and
-whether a saturated one fills the pools of the tiers that call it."""
+saturates, and whether it needs a core (so that a neighbour's CPU could be what slows it)."""
 
 from __future__ import annotations
 
@@ -28,7 +27,8 @@ class Ask:
 class Cause:
     resource: str  # as the verdict names it (`bottleneck.resource`)
     saturates: str | None  # the resource in words; None: nothing saturated (a tier's time)
-    reads: tuple[str, ...]  # what it reads of each step
+    # What it reads of verdict.json: `tiers.<key>`, `resources.<key>` (`host.`, `generator.`),
+    # `endpoints.<key>`, `pools`, or a step's own `<key>`.
+    reads: tuple[str, ...]
     needs_cpu: bool  # a busy host can be what makes it grow
-    fills_above: bool  # saturated, it fills the pools of the tiers that call it
     find: Callable[[Ask], Finding | None] | None  # None: decided over the whole run

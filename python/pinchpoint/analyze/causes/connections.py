@@ -155,6 +155,5 @@ CONNECTION_POOL = Cause(
     saturates="the connections a tier holds to what it calls",
     reads=("tiers.concurrency", "tiers.p50_ms", "tiers.self_p50_ms", "resources.cpu_cores"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_held,
 )

@@ -219,6 +219,5 @@ HOST_CPU = Cause(
         "resources.cpu_wait_cores",
     ),
     needs_cpu=True,
-    fills_above=True,
     find=None,
 )

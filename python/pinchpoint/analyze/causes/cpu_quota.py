@@ -75,6 +75,5 @@ CPU_QUOTA = Cause(
     saturates="a cgroup's CPU quota",
     reads=("resources.cpu_throttled_share", "resources.cpu_quota_cores", "resources.cpu_cores"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_cpu_quota,
 )

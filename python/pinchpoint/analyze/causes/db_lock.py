@@ -75,6 +75,5 @@ DB_LOCK = Cause(
     saturates="rows held by other transactions",
     reads=("resources.lock_waits", "tiers.p50_ms"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_db_lock,
 )

@@ -125,6 +125,5 @@ DISK = Cause(
         "resources.disk_write_limit_bytes_s",
     ),
     needs_cpu=False,
-    fills_above=True,
     find=_find_disk,
 )

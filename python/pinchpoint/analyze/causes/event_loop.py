@@ -153,6 +153,5 @@ EVENT_LOOP = Cause(
     saturates="an event loop a synchronous call blocks",
     reads=("pools", "resources.cpu_cores", "resources.processes", "tiers.p50_ms"),
     needs_cpu=False,
-    fills_above=True,
     find=blocked_loop,
 )

@@ -52,6 +52,5 @@ FLAT_BYTES = Cause(
     saturates="a network path with an unseen ceiling",
     reads=("bytes_per_s", "throughput_rps"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_flat_bytes,
 )

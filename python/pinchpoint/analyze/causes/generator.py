@@ -232,6 +232,5 @@ GENERATOR = Cause(
     saturates="the generator's cores, or its host's",
     reads=("generator.cpu_cores", "generator.cpu_wait_cores", "host.cpu_cores"),
     needs_cpu=True,
-    fills_above=False,
     find=None,
 )

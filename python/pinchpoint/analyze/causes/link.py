@@ -99,6 +99,5 @@ LINK = Cause(
     saturates="a network link's rate",
     reads=("host.net_util", "host.net_link_bytes_s", "bytes_per_s"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_link,
 )

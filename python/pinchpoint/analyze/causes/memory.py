@@ -48,6 +48,5 @@ MEMORY = Cause(
     saturates="memory",
     reads=("host.memory_pressure", "resources.rss_bytes"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_memory,
 )

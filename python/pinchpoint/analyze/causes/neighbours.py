@@ -58,6 +58,5 @@ NEIGHBOURS = Cause(
     saturates="the host's cores, taken by processes outside the stack",
     reads=("host.cpu_cores", "resources.cpu_cores", "resources.cpu_wait_cores"),
     needs_cpu=True,
-    fills_above=False,
     find=None,
 )

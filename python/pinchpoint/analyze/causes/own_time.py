@@ -37,6 +37,5 @@ OWN_TIME = Cause(
     saturates=None,
     reads=("tiers.self_p50_ms", "tiers.queue_p50_ms"),
     needs_cpu=True,
-    fills_above=False,
     find=None,
 )

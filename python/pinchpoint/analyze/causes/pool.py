@@ -268,6 +268,5 @@ POOL = Cause(
         "pools",
     ),
     needs_cpu=False,
-    fills_above=True,
     find=_find_pool,
 )

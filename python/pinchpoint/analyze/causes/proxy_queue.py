@@ -59,6 +59,5 @@ PROXY_QUEUE = Cause(
     saturates="a proxy's connection limit, queueing",
     reads=("tiers.logged_queue_p50_ms", "tiers.self_p50_ms", "tiers.concurrency"),
     needs_cpu=False,
-    fills_above=True,
     find=_find_proxy_queue,
 )

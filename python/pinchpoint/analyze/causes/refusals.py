@@ -100,6 +100,5 @@ REFUSED = Cause(
     saturates="a proxy's connection limit, refusing",
     reads=("error_rate", "errors_by_class", "error_latency_p50_ms", "tiers.rejected"),
     needs_cpu=False,
-    fills_above=False,
     find=None,
 )

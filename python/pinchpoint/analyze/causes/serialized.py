@@ -38,8 +38,7 @@ def serialized(
 SERIALIZED = Cause(
     resource="serialized",
     saturates="one request at a time inside the app",
-    reads=("endpoints.workers", "endpoints.behaviour", "endpoints.tiers"),
+    reads=("endpoints.workers", "endpoints.behaviour", "endpoints.steps.tiers"),
     needs_cpu=False,
-    fills_above=True,
     find=None,
 )
