@@ -19,7 +19,7 @@ SCALING_SHARE = 0.5
 # Tiers whose own time grew by this share of the latency's growth are findings too.
 OTHER_TIER_SHARE = 0.1  # hand
 # A tier named for its time alone must explain at least this share of the growth.
-EXPLAINS = 0.25  # hand: the issue that found verdicts naming tiers that grew 0-3%
+EXPLAINS = 0.25  # hand: no verdict names a tier that grew 0-3% of the latency's growth
 # How much a finding with no saturated resource behind it counts, against 1 for one with.
 WEAK_EVIDENCE = 0.3  # hand: ranks "time" findings below any resource
 # A neighbour's finding follows the others with this confidence.
@@ -150,7 +150,7 @@ LOOP_LOAD = 2  # hand: each user keeps a request in flight in closed loop
 # A request's throughput reaches a ceiling when its heaviest step gains on the best step
 # before it less than this share of what the load gained since that step (at least
 # LOAD_STEP): a closed loop at flat latency gains all of it...
-CEILING_SHARE = 0.375  # hand: 15% over a load 1.4 times as heavy, as the rule was
+CEILING_SHARE = 0.375  # hand: under 15% gained over a load 1.4 times as heavy (0.15 ÷ 0.4)
 LOAD_STEP = 0.2
 # ...and flat latency says "no ceiling" only once the load grew this many times over.
 LOAD_RANGE = 2.0  # hand
