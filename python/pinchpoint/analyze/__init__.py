@@ -10,6 +10,7 @@ from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.causes.generator import load_short
 from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.database.evidence import add_database
+from pinchpoint.analyze.database.samples import mark_lock_waits
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.hot_code import add_hot_code, read_profile
 from pinchpoint.analyze.knee import find_knee
@@ -89,6 +90,7 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
     data = read_input(view)
     steps = step_table(data)
     mark_main_threads(steps, view)
+    mark_lock_waits(steps, view)
     order, calls = data.tier_graph()
     ctx = Context(
         order=order,

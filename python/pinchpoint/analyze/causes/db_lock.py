@@ -21,13 +21,24 @@ def db_lock(tier: str, steps: list[dict], ctx: Context, grows_from: int = 0) -> 
     where they wait and the tier's time has grown (from `grows_from` users). A slow tier
     below fills the pools of every tier above it, so the whole chain below is asked."""
     for name in below(tier, ctx):
-        waits = [resource_of(s, name, "lock_waits") or 0.0 for s in steps]
-        if waits[-1] >= LOCK_WAITS and waits[-1] - waits[0] >= LOCK_WAITS / 2:
-            return _db_lock_finding(name, steps, waits, grows_from)
+        for key, source in _SOURCES:
+            waits = [resource_of(s, name, key) or 0.0 for s in steps]
+            if waits[-1] >= LOCK_WAITS and waits[-1] - waits[0] >= LOCK_WAITS / 2:
+                return _db_lock_finding(name, steps, waits, grows_from, source)
     return None
 
 
-def _db_lock_finding(name: str, steps: list[dict], waits: list[float], grows_from: int) -> Finding:
+# Where a database's lock waits are read: its process titles (PostgreSQL's backends say
+# "waiting"), or its own views, sampled from inside (any server with [component.database]).
+_SOURCES = (
+    ("lock_waits", "sampled from their process titles"),
+    ("lock_waits_inside", "sampled from inside: its sessions waiting on a lock"),
+)
+
+
+def _db_lock_finding(
+    name: str, steps: list[dict], waits: list[float], grows_from: int, source: str
+) -> Finding:
     base, top = steps[0], steps[-1]
     onset = next(
         s
@@ -36,8 +47,7 @@ def _db_lock_finding(name: str, steps: list[dict], waits: list[float], grows_fro
     )
     evidence = [
         f"{name}'s processes waiting for a lock: {waits[-1]:.1f} on average at "
-        f"{load_text(top)}, {waits[0]:.1f} at {load_text(base)} "
-        "(sampled from their process titles)",
+        f"{load_text(top)}, {waits[0]:.1f} at {load_text(base)} ({source})",
     ]
     own = [s.get("tiers", {}).get(name, {}).get("p50_ms") for s in (base, top)]
     if None not in own:
@@ -73,7 +83,7 @@ def _find_db_lock(ask: Ask) -> Finding | None:
 DB_LOCK = Cause(
     resource="db_lock",
     saturates="rows held by other transactions",
-    reads=("resources.lock_waits", "tiers.p50_ms"),
+    reads=("resources.lock_waits", "resources.lock_waits_inside", "tiers.p50_ms"),
     needs_cpu=False,
     find=_find_db_lock,
 )

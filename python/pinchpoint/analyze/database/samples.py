@@ -67,3 +67,26 @@ def sample_interval(activity: pl.DataFrame) -> float | None:
         return None
     value = times.diff().drop_nulls().median()
     return float(value) if isinstance(value, int | float) else None
+
+
+def mark_lock_waits(steps: list[dict[str, Any]], view: RunView) -> None:
+    """Each step's `resources` of a database sampled from inside get `lock_waits_inside`:
+    its backends waiting for a lock (wait_event_type Lock) per sample, on average. A server
+    that runs connections as threads (MySQL, MariaDB) shows its waits only from inside."""
+    samples = read_samples(view)
+    if samples is None:
+        return
+    by_step = {w.step: w for w in samples.windows}
+    for component in sorted(samples.components()):
+        mine = samples.activity.filter(pl.col("component") == component)
+        for step in steps:
+            window = by_step.get(step.get("step", -1))
+            if window is None:
+                continue
+            seen = in_windows(mine, [window])
+            taken = seen["ts"].n_unique()
+            if taken == 0:
+                continue
+            waiting = seen.filter(pl.col("wait_event_type") == "Lock").height
+            row = step.setdefault("resources", {}).setdefault(component, {})
+            row["lock_waits_inside"] = round(waiting / taken, 3)
