@@ -22,7 +22,7 @@ def neighbour_finding(steps: list[dict], ctx: Context) -> Finding | None:
     mean = sum(m[0].neighbours for m in measured) / len(measured)
     waits = [
         f"{name} waited for a core {w:.2f} cores' worth"
-        for name, w in _waits(step).items()
+        for name, w in sorted(_waits(step).items(), key=lambda item: (-item[1], item[0]))
         if w >= 0.05
     ]
     evidence = [
