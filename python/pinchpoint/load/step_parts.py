@@ -8,7 +8,8 @@ one snapshot into one part per such step, in step order. A part has the snapshot
 so every watcher of the ticks (the `--out` file, `--metrics`, the live page, an abort)
 reads it as before: its counters run on so that part minus previous part is that step's
 share of the second, its window is that step's latencies, its step, users and level are
-that step's, and `seconds` is the share of the second that step was running.
+that step's, `seconds` is the share of the second that step was running and `taken_at`
+the unix time of the snapshot, the same for all its parts.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class StepParts:
             late=self.totals["late"],
             step=step,
             seconds=self._seconds(step, since, now),
+            taken_at=now,
         )
         part.update({k: one[k] for k in _WINDOW if k in one})
         part.setdefault("window_requests", 0)

@@ -34,7 +34,7 @@ class SecondsFile:
         self.failed: str | None = None
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
-        self.write(snapshot, time.time())
+        self.write(snapshot, float(snapshot.get("taken_at", time.time())))
 
     def write(self, snapshot: dict[str, Any], now: float) -> None:
         """One line; a write that fails (a full disk) stops the file and the run, which
