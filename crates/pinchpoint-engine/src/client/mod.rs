@@ -43,6 +43,18 @@ pub enum Conn {
     H2(http2::Conn),
 }
 
+impl Conn {
+    /// Frees what the connection holds only while a request is under way (an HTTP/1.1
+    /// connection's read buffer), before a long wait.
+    pub fn shed_buffer(&mut self) {
+        match self {
+            Conn::Plain(c) => c.shed_buffer(),
+            Conn::Tls(c) => c.shed_buffer(),
+            Conn::H2(_) => {}
+        }
+    }
+}
+
 /// What a flow keeps of a response to capture from and check: its headers and body
 /// (the first [`MAX_KEPT_BODY`] bytes of it).
 #[derive(Debug, Default)]

@@ -27,6 +27,10 @@ pub(crate) const BATCH_EVERY: Duration = Duration::from_millis(100);
 /// in a tight loop that only fills the records file.
 pub(crate) const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 pub(crate) const PARKED_POLL: Duration = Duration::from_millis(20);
+/// A user that thinks at least this long frees its connection's read buffer meanwhile:
+/// one allocation per request is nothing beside a wait this long, and 10,000 users
+/// thinking hold 40 MB less.
+pub(crate) const SHED_AFTER: Duration = Duration::from_millis(10);
 
 /// What every user reads: the target, the plan's requests and the current step.
 pub struct Shared {
@@ -181,6 +185,11 @@ pub async fn run_user(
             flush(&out.tx, &mut out.batch, &mut last_flush, ended);
         }
         let wait = shared.think.sample(&mut rng).max(backoff);
+        if wait >= SHED_AFTER {
+            if let Some(c) = conn.as_mut() {
+                c.shed_buffer();
+            }
+        }
         if !wait.is_zero() {
             pause(&mut done, wait).await;
         }

@@ -14,7 +14,8 @@ use super::response::{parse_head, ChunkState, Chunked, Framing, Response};
 use crate::client::Kept;
 use crate::outcome::{classify_connect, classify_io, note, ErrorClass};
 
-/// Read buffer of a connection; it grows (up to [`MAX_HEAD`]) only for a larger head.
+/// Read buffer of a connection; it grows (up to [`MAX_HEAD`]) only for a larger head,
+/// and is given back while the connection idles (see [`Conn::shed_buffer`]).
 const READ_BUF: usize = 4096;
 /// The longest response head (status line and headers) accepted.
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -70,6 +71,17 @@ impl<S: Stream> Conn<S> {
     pub fn is_reusable(&mut self) -> bool {
         self.stream.idle_open()
     }
+
+    /// Frees the read buffer until the next exchange: nothing is kept in it between
+    /// two, and a user thinking for seconds need not hold 4 KiB (or a head's 64 KiB).
+    pub fn shed_buffer(&mut self) {
+        self.buf = Vec::new();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
 }
 
 /// Writes all of `data` and flushes it (a no-op on TCP; TLS may hold encrypted bytes).
@@ -116,6 +128,9 @@ pub async fn exchange_keeping<S: Stream>(
     mut keep: Option<&mut Kept>,
 ) -> Result<Response, ErrorClass> {
     let Conn { stream, buf } = conn;
+    if buf.is_empty() {
+        buf.resize(READ_BUF, 0);
+    }
     write_all(stream, request).await.map_err(|e| classify_io(&e))?;
     // Bytes buf[start..filled] are read and not yet used.
     let mut start = 0usize;

@@ -315,6 +315,36 @@ fn a_head_larger_than_the_buffer_is_read_and_a_huge_one_refused() {
     assert_eq!(got, vec![Err(ErrorClass::Io)]);
 }
 
+/// A user thinking frees its read buffer; the next exchange on the connection takes a
+/// new one, grown again for a long head, and reads the responses as before.
+#[test]
+fn a_shed_buffer_is_taken_again_by_the_next_exchange() {
+    let rt = rt();
+    let mut long = String::from("HTTP/1.1 200 OK\r\n");
+    for i in 0..90 {
+        long.push_str(&format!("X-Filler-{i}: {}\r\n", "a".repeat(100)));
+    }
+    long.push_str("Content-Length: 3\r\n\r\nabc");
+    let big = vec![b'x'; 100_000];
+    let responses = vec![long.into_bytes(), with_length("200 OK", b"hello"), with_length("200 OK", &big)];
+    let (got, capacities) = rt.block_on(async {
+        let addr = serve(responses, usize::MAX, After::KeepOpen).await;
+        let mut conn = connect(addr, Duration::from_secs(2)).await.unwrap();
+        let (mut got, mut capacities) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let r = exchange(&mut conn, &request("GET"), false).await;
+            got.push(r.map(|r| (r.status, r.bytes, r.closing)));
+            capacities.push(conn.buffer_capacity());
+            conn.shed_buffer();
+            capacities.push(conn.buffer_capacity());
+        }
+        (got, capacities)
+    });
+    assert_eq!(got, vec![Ok((200, 3, false)), Ok((200, 5, false)), Ok((200, 100_000, false))]);
+    // The 9 KiB head doubled the buffer twice; each exchange after a shed starts at 4 KiB.
+    assert_eq!(capacities, vec![16_384, 0, 4096, 0, 4096, 0]);
+}
+
 #[test]
 fn the_end_of_the_connection() {
     let rt = rt();
