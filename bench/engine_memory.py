@@ -5,9 +5,12 @@ keep-alive connection per user; the engine runs the users with a think time betw
 requests, in this process, while a thread samples this process's resident memory.
 Printed: RSS before the run, peak RSS, RSS growth from the first quarter of the run to
 its end (a leak shows as growth; the users all connect in the first seconds), requests
-and errors. The target is 10,000 users with 1 s think time in under 300 MB.
+and errors, and the memory per user: the peak less the RSS before the run, over the users.
+With --wrk, wrk then holds as many connections to the same nginx for as long (no think
+time: it has none), and its per connection is its peak RSS (sampled) less that of wrk
+with 10 connections. The target is 10,000 users with 1 s think time in under 300 MB.
 
-    .venv/bin/python bench/engine_memory.py --users 10000 --think 1 --seconds 20
+    .venv/bin/python bench/engine_memory.py --users 10000 --think 1 --seconds 20 --wrk
 """
 
 from __future__ import annotations
@@ -105,6 +108,28 @@ class RssSampler(threading.Thread):
             self.done.wait(SAMPLE_S)
 
 
+def wrk_peak(port: int, connections: int, seconds: float) -> int:
+    """wrk's peak RSS in bytes holding `connections` to nginx for `seconds`, one thread,
+    sampled as this process's is (wait4's ru_maxrss would count this process's pages,
+    which the child has between its fork and its exec)."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise RuntimeError("wrk is not installed (apt-get install wrk)")
+    argv = [wrk, "-t", "1", "-c", str(connections), "-d", f"{seconds:g}s", "--timeout", "10s"]
+    child = subprocess.Popen(
+        [*argv, f"http://127.0.0.1:{port}/"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    watched, peak = psutil.Process(child.pid), 0
+    while child.poll() is None:
+        try:
+            peak = max(peak, watched.memory_info().rss)
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(SAMPLE_S)
+    child.wait()
+    return peak
+
+
 def plan_text(port: int, users: int, seconds: float, think: float, threads: int) -> str:
     return "\n".join(
         [
@@ -133,6 +158,7 @@ def main() -> int:
     ap.add_argument("--think", type=float, default=1.0, help="think time, seconds")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--threads", type=int, default=0, help="engine threads; 0: one per core")
+    ap.add_argument("--wrk", action="store_true", help="then wrk with as many connections")
     args = ap.parse_args()
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
         print("nginx is not installed (apt-get install nginx)", file=sys.stderr)
@@ -161,6 +187,9 @@ def main() -> int:
             ended = time.monotonic()
             sampler.done.set()
             sampler.join()
+            if args.wrk:
+                wrk_base = wrk_peak(port, 10, 2.0)
+                wrk_full = wrk_peak(port, args.users, args.seconds)
         finally:
             nginx.terminate()
             nginx.wait(timeout=10)
@@ -185,6 +214,15 @@ def main() -> int:
         print(
             f"RSS growth           {growth / mb:+8.1f} MB  "
             f"(median of the last second against the second after the first quarter)"
+        )
+    print(
+        f"per user             {(peak - before) / args.users / 1024:8.2f} KiB  (peak less before)"
+    )
+    if args.wrk:
+        print(
+            f"wrk peak             {wrk_full / mb:8.1f} MB  ({args.users} connections; "
+            f"{(wrk_full - wrk_base) / args.users / 1024:.2f} KiB per connection over "
+            f"{wrk_base / mb:.1f} MB at 10)"
         )
     print(f"peak under target: {'yes' if peak / mb < TARGET_MB else 'NO'}")
     return 0 if peak / mb < TARGET_MB else 1
