@@ -46,7 +46,7 @@ http {{
   client_body_temp_path {dir}; proxy_temp_path {dir}; fastcgi_temp_path {dir};
   uwsgi_temp_path {dir}; scgi_temp_path {dir};
   server {{
-    listen 127.0.0.1:{port} backlog=4096;
+    listen 127.0.0.1:{port} backlog=4096{http2};
     keepalive_requests 100000000;
 {locations}
   }}
@@ -61,13 +61,25 @@ def free_port() -> int:
 
 
 def start_nginx(
-    workdir: Path, core: int, locations: str = '    location / { return 200 "ok"; }'
+    workdir: Path,
+    core: int,
+    locations: str = '    location / { return 200 "ok"; }',
+    http2: bool = False,
 ) -> tuple[subprocess.Popen, int]:
+    """nginx pinned to `core` on a free port; with `http2`, h2c (prior knowledge) only."""
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     port = free_port()
     conf = workdir / "nginx.conf"
     user = "user root;" if os.geteuid() == 0 else ""
-    conf.write_text(NGINX_CONF.format(dir=workdir, port=port, user=user, locations=locations))
+    conf.write_text(
+        NGINX_CONF.format(
+            dir=workdir,
+            port=port,
+            user=user,
+            locations=locations,
+            http2=" http2" if http2 else "",
+        )
+    )
     proc = subprocess.Popen(
         ["taskset", "-c", str(core), nginx, "-p", str(workdir), "-c", str(conf)]
     )

@@ -13,6 +13,8 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ "$mode" = test ]; then
   have chromium || need+=(chromium)
   have wrk || need+=(wrk)
+  # h2load, the HTTP/2 peer of the engine's h2c bench.
+  have h2load || need+=(nghttp2-client)
   # The discovery tests build a program that lies about its name.
   have cc || need+=(gcc libc6-dev)
   # Real programs whose log lines the format tests read.
