@@ -16,6 +16,9 @@ GROWTH_MIN_MS = 1.0  # hand: below the scheduling jitter of a busy 2-core host
 # share has saturated, however fast its requests (Little's law, not jitter).
 SCALING_LOAD = 2.0  # hand: static pages under a millisecond (the generator class)
 SCALING_SHARE = 0.5
+# A closed-loop step whose users each get less than this share of the lightest step's
+# throughput wait somewhere: a full pool whose every user has a slot already limits.
+PER_USER_SLOWED = 0.85  # hand: a demo pool of 2 at 2 users served each user 0.70 of one user's
 # Tiers whose own time grew by this share of the latency's growth are findings too.
 OTHER_TIER_SHARE = 0.1  # hand
 # A tier named for its time alone must explain at least this share of the growth.

@@ -28,6 +28,7 @@ from pinchpoint.analyze.knobs import PoolTerms, pool_terms
 from pinchpoint.analyze.thresholds import (
     CPU_BOUND,
     IDLE_CORE,
+    PER_USER_SLOWED,
     POOL_FULL,
     POOL_QUEUED,
     QUEUE_GROWTH_MS,
@@ -148,12 +149,26 @@ def _full(group: str, step: dict, ctx: Context, mark: float, waited_since: dict 
 
 
 def _waited(group: str, step: dict, base: dict, ctx: Context) -> bool:
-    """Whether requests waited for one of the group's slots: more users than slots, or a
-    queue before it grown since `base`. All slots busy with one for every user and no
-    queue is not yet a limit (a uWSGI pool of 4 at 4 users)."""
+    """Whether requests waited for one of the group's slots: more users than slots, a
+    queue before it grown since `base`, or, in closed loop, each user's throughput fallen
+    below PER_USER_SLOWED of the base's (every slot busy, each request slower). All slots
+    busy with one for every user, no queue and each user served as fast is not yet a
+    limit (a uWSGI pool of 4 at 4 users)."""
     use = group_use(group, step, ctx)
     queue = [s["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0 for s in (base, step)]
-    return not _users_fit(use, step) or queue[1] - queue[0] >= QUEUE_GROWTH_MS
+    return (
+        not _users_fit(use, step)
+        or queue[1] - queue[0] >= QUEUE_GROWTH_MS
+        or _per_user(step) < PER_USER_SLOWED * _per_user(base)
+    )
+
+
+def _per_user(step: dict) -> float:
+    """A closed-loop step's throughput per user (0 in open loop or without users)."""
+    users = step.get("users") or 0
+    if step.get("kind", "users") != "users" or users <= 0:
+        return 0.0
+    return float(step.get("throughput_rps") or 0.0) / users
 
 
 def _pool(
