@@ -133,3 +133,20 @@ def below(tier: str, ctx: Context) -> list[str]:
             found.append(name)
             todo.extend(ctx.calls.get(name, []))
     return found
+
+
+def logged_callees(tier: str, calls: dict[str, list[str]], logged: set[str]) -> list[str]:
+    """What the tier calls, a callee that logged nothing replaced by what it calls in turn
+    (an app whose log the plan names but that wrote none): the tiers its time is spent in."""
+    found: list[str] = []
+    todo, seen = list(calls.get(tier, [])), {tier}
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in logged:
+            found.append(name)
+        else:
+            todo.extend(calls.get(name, []))
+    return found

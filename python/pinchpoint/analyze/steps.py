@@ -16,6 +16,7 @@ from pinchpoint.analyze.client import (
     client_step,
     min_latency_ms,
 )
+from pinchpoint.analyze.context import logged_callees
 from pinchpoint.analyze.run_input import RunInput
 from pinchpoint.rundir.steady import Window, in_window, steady_windows
 
@@ -83,7 +84,8 @@ def tier_step(
             "concurrency": throughput * float(d.mean()),
             **_statuses(own, bool(calls.get(name)), share),
         }
-        entry.update(_self_time(own, wide, name, calls.get(name, []), part))
+        logged = set(part["component"].unique().to_list())
+        entry.update(_self_time(own, wide, name, logged_callees(name, calls, logged), part))
         entry.update(_logged_queue(own))
         out[name] = entry
     for caller in order:

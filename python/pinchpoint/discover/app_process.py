@@ -6,7 +6,7 @@ from __future__ import annotations
 import psutil
 
 from pinchpoint.collect.servers.pool import ServerProcess, read_process
-from pinchpoint.discover.listeners import Sockets, tree_of
+from pinchpoint.discover.hops import add_next_hops
 from pinchpoint.discover.tier import Tier
 
 
@@ -22,6 +22,4 @@ def server_process(pid: int, argv: list[str], environ: bool = False) -> ServerPr
 
 def add_calls(tier: Tier) -> None:
     """The listeners on this host its processes hold connections to, as its next hops."""
-    tier.next_hops = Sockets.read().called_by(tree_of(tier.pid))
-    for hop in tier.next_hops:
-        tier.notes.append(f"calls {hop}: its processes hold connections to it")
+    add_next_hops(tier)

@@ -12,7 +12,7 @@ import psutil
 
 from pinchpoint.collect.servers import files, gunicorn, pool_of, uwsgi
 from pinchpoint.collect.servers.pool import ASYNC, ServerProcess, read_process
-from pinchpoint.discover.listeners import Sockets, tree_of
+from pinchpoint.discover.hops import add_next_hops
 from pinchpoint.discover.tier import Address, Tier
 from pinchpoint.discover.unknown import choose_processes
 from pinchpoint.logformats.base import FormatError
@@ -273,9 +273,7 @@ def _pid_in(path: Path) -> int | None:
 
 
 def _next_hops(tier: Tier) -> None:
-    tier.next_hops = Sockets.read().called_by(tree_of(tier.pid))
-    for hop in tier.next_hops:
-        tier.notes.append(f"calls {hop}: its workers hold connections to it")
+    add_next_hops(tier, "workers")
     if not tier.next_hops:
         tier.notes.append(
             "its workers held no connection to another server on this host when read "

@@ -12,7 +12,8 @@ from pathlib import Path
 from pinchpoint.collect.resources.sampler import ProcessSelector
 from pinchpoint.collect.servers.argv import option
 from pinchpoint.collect.servers.files import read_text
-from pinchpoint.discover.listeners import Sockets, tree_of
+from pinchpoint.discover.hops import add_next_hops
+from pinchpoint.discover.listeners import tree_of
 from pinchpoint.discover.tier import Tier
 from pinchpoint.logformats import known_formats
 
@@ -127,6 +128,4 @@ def _pid_in(path: Path) -> int | None:
 
 
 def _next_hops(tier: Tier) -> None:
-    tier.next_hops = Sockets.read().called_by(tree_of(tier.pid))
-    for hop in tier.next_hops:
-        tier.notes.append(f"calls {hop}: its processes hold connections to it")
+    add_next_hops(tier)

@@ -4,6 +4,7 @@ and so on to the last tier on this host."""
 
 from __future__ import annotations
 
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from pinchpoint.collect.servers.node import is_node
 from pinchpoint.collect.servers.php_fpm import is_php_fpm
 from pinchpoint.collect.servers.tomcat import is_tomcat
 from pinchpoint.discover.listeners import Sockets, root_of, tree_of
-from pinchpoint.discover.otel import otel_of
+from pinchpoint.discover.otel import exports_traces, otel_of
 from pinchpoint.discover.tier import Address, Tier
 from pinchpoint.discover.unknown import read_unknown
 
@@ -207,8 +208,21 @@ def _tier_at(
             tier = reader(root, argv, address, path)
         if tier.role in APP_ROLES:
             tier.otel = otel_of(tree_of(root))
+            _named_for_service(tier)
     tier.name = free_name(tier.name, found)
     return tier
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+def _named_for_service(tier: Tier) -> None:
+    """An app server whose processes export spans is named for their service.name, as its
+    spans name it: its log and its spans are then one tier."""
+    service = tier.otel.get("OTEL_SERVICE_NAME", "")
+    if exports_traces(tier.otel) and _NAME.match(service) and service != tier.name:
+        tier.notes.append(f"named {service} for its OTEL_SERVICE_NAME: its spans name it so")
+        tier.name = service
 
 
 def program_of(pid: int) -> str:

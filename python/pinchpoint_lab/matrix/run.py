@@ -31,17 +31,42 @@ def run_one(
     with running(spec, workdir / "stack", noisy=noisy) as scenario:
         text = scenario.plan(users=spec.users, duration_s=step_s)
         exports: dict[str, str] = {}
+        names: dict[str, str] = {}
         if discover:
             warm(scenario)
             own = parse_plan(text)
             text = with_discovered_components(text, scenario.url + scenario.path, scenario.method)
             exports = user_exports(parse_plan(text), own)
+            names = discovered_names(own, parse_plan(text))
         plan = parse_plan(text)
         if find_knee:
             plan = plan.with_find_knee(text, spec.name)
         with exported(exports):
             outcome = execute(plan, text, workdir / "runs")
-    return judge(spec, outcome.verdict, noisy), outcome.verdict
+    return judge(spec, outcome.verdict, noisy, names), outcome.verdict
+
+
+def discovered_names(own: Plan, discovered: Plan) -> dict[str, str]:
+    """Each of the scenario's components by the name init gave the same server (the one
+    with its log file, its pid file or its processes): init names a server for what it is
+    (gunicorn), where the scenario names it for its role (shipping)."""
+    names = {}
+    for mine in own.component:
+        for found in discovered.component:
+            if _same_server(mine, found):
+                names[mine.name] = found.name
+                break
+    return names
+
+
+def _same_server(a: Component, b: Component) -> bool:
+    if a.log is not None and b.log is not None and a.log.path == b.log.path:
+        return True
+    if a.process is None or b.process is None:
+        return False
+    if a.process.pid_file is not None and a.process.pid_file == b.process.pid_file:
+        return True
+    return bool(set(a.process.pids) & set(b.process.pids))
 
 
 def user_exports(discovered: Plan, own: Plan) -> dict[str, str]:
@@ -97,16 +122,26 @@ def with_discovered_components(text: str, url: str, method: str = "GET") -> str:
     writes for the stack serving `url`."""
     found, _ = init_plan(url, method)
     start = found.find("\n\n", found.find("[[request]]"))
-    return without_components(text).rstrip("\n") + "\n" + found[start:]
+    discovered = found[start:]
+    if "[[otlp]]" in text:
+        # The scenario's receiver is where init's points (the stack exports there), with
+        # the time it keeps receiving past the load: one receiver on an address.
+        discovered = without_tables(discovered, "[[otlp]]", "[otlp.")
+    return without_components(text).rstrip("\n") + "\n" + discovered
 
 
 def without_components(text: str) -> str:
     """A plan's text without its `[[component]]` tables (and their sub-tables)."""
+    return without_tables(text, "[[component]]", "[component.")
+
+
+def without_tables(text: str, table: str, sub: str) -> str:
+    """A plan's text without the `table` tables and their sub-tables (`sub`...)."""
     kept, inside = [], False
     for line in text.splitlines():
-        if line.startswith("[[component]]"):
+        if line.startswith(table):
             inside = True
-        elif line.startswith("[") and not line.startswith("[component."):
+        elif line.startswith("[") and not line.startswith(sub):
             inside = False
         if not inside:
             kept.append(line)

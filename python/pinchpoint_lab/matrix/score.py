@@ -86,10 +86,14 @@ def refuses(verdict: dict[str, Any]) -> bool:
     return any(words in headline for words in REFUSALS)
 
 
-def judge(spec: Spec, verdict: dict, noisy: bool) -> Outcome:
+def judge(spec: Spec, verdict: dict, noisy: bool, names: dict[str, str] | None = None) -> Outcome:
+    """The verdict against the scenario's truth; `names`: the truth's component by the
+    name the plan's components give it (a plan init wrote names servers for what they are)."""
     b = verdict.get("bottleneck") or {}
     neighbour = any(f["component"] == "neighbours" for f in verdict.get("findings") or [])
     truth = spec.expected(noisy)
+    if names and truth.component in names:
+        truth = replace(truth, component=names[truth.component])
     outcome = Outcome(
         spec.name,
         spec.cls,

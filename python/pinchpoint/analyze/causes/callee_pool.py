@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.pool import pool_or_cpu
-from pinchpoint.analyze.context import Context, busy_of, load_text, workers_of
+from pinchpoint.analyze.context import Context, busy_of, load_text, logged_callees, workers_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import POOL_FULL
 from pinchpoint.analyze.usage import process_group
@@ -23,7 +23,7 @@ def full_callee(tier: str, group: str | None, steps: list[dict], ctx: Context) -
     least POOL_FULL of its slots at the heaviest step while `tier` held a request more than
     it served; None otherwise."""
     top = steps[-1]
-    for callee in ctx.calls.get(tier, []):
+    for callee in logged_callees(tier, ctx.calls, set(top.get("tiers", {}))):
         callee_group = process_group(callee, steps, ctx)
         if callee_group is None or callee_group == group:
             continue
