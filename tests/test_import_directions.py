@@ -14,7 +14,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "pinchpoint"
 
 # Lowest first. A part not listed fails the test: place it when it is added.
 LAYERS: list[set[str]] = [
-    {"rundir", "probe", "_engine", "interrupts", "logformats", "lifecycle", "user_paths"},
+    {
+        "rundir",
+        "probe",
+        "_engine",
+        "interrupts",
+        "logformats",
+        "lifecycle",
+        "user_paths",
+        "tolerances",
+    },
     {"plan", "redact", "redact_messages"},
     {"load", "collect"},
     {"analyze"},
@@ -39,7 +48,7 @@ LAYERS: list[set[str]] = [
 # folder's definitions are read by every stage, and the log formats are compiled by the
 # plan's check as well as read by collection; the checks of the paths a user names serve
 # every command.
-ALONE = {"probe", "rundir", "logformats", "user_paths"}
+ALONE = {"probe", "rundir", "logformats", "user_paths", "tolerances"}
 
 
 def _part(module: str) -> str | None:

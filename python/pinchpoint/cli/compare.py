@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pinchpoint.cli.app import app
-from pinchpoint.compare.gate import Tolerances
 from pinchpoint.terminal import Console, fail
+from pinchpoint.tolerances import Tolerances
 
 if TYPE_CHECKING:
     from pinchpoint.compare.result import ComparisonResult

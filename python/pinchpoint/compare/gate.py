@@ -15,16 +15,7 @@ import numpy as np
 
 from pinchpoint.compare.result import ComparisonResult
 from pinchpoint.compare.sides import Side
-
-
-@dataclass(frozen=True)
-class Tolerances:
-    """How much worse NEW may be than BASE."""
-
-    p95_ratio: float = 1.10
-    p99_ratio: float = 1.20
-    throughput_ratio: float = 0.90
-    error_rate_rise: float = 0.01
+from pinchpoint.tolerances import Tolerances
 
 
 @dataclass(frozen=True)
