@@ -47,10 +47,19 @@ def one_core_callee(tier: str, steps: list[dict], ctx: Context) -> str | None:
     main thread) used ONE_CORE_SATURATED of a core at the heaviest step; None otherwise."""
     top = steps[-1]
     for callee in below(tier, ctx)[1:]:
-        cores = resource_of(top, callee, "main_thread_cores")
-        if cores is not None and cores >= ONE_CORE_SATURATED:
+        wanted = _one_thread_wants(top, callee)
+        if wanted is not None and wanted >= ONE_CORE_SATURATED:
             return callee
     return None
+
+
+def _one_thread_wants(step: dict, callee: str) -> float | None:
+    """The core a callee's one thread of work wanted in a step: what it used, and what its
+    processes waited for a core (a neighbour's CPU slows the one thread as much)."""
+    cores = resource_of(step, callee, "main_thread_cores")
+    if cores is None:
+        return None
+    return cores + (resource_of(step, callee, "cpu_wait_cores") or 0.0)
 
 
 def waits_on_one_core(
@@ -59,18 +68,16 @@ def waits_on_one_core(
     """The one core of a callee that runs its work on one thread, with the chain."""
     top = steps[-1]
     onset = next(
-        (
-            s
-            for s in steps
-            if (resource_of(s, callee, "main_thread_cores") or 0.0) >= ONE_CORE_SATURATED
-        ),
+        (s for s in steps if (_one_thread_wants(s, callee) or 0.0) >= ONE_CORE_SATURATED),
         top,
     )
     cores = resource_of(top, callee, "main_thread_cores") or 0.0
+    wait = resource_of(top, callee, "cpu_wait_cores") or 0.0
     who = f"{group}'s workers" if group else tier
     lines = [
         f"{who} wait on {callee}, whose main thread used {cores:.2f} of the one core it runs "
-        f"every command on at {load_text(top)}",
+        f"every command on at {load_text(top)}"
+        + (f", and its processes waited for {wait:.2f} more" if wait >= 0.05 else ""),
         *evidence,
     ]
     summary = (
