@@ -237,6 +237,7 @@ def test_writes_parquet_with_exact_schema(tmp_path: Path, started: Started) -> N
         "pool_slots",
         "pool_kind",
         "pool_source",
+        "pool_server",
     ]
     frame = pl.read_parquet(path)
     assert frame.height == len(sampler.rows())
