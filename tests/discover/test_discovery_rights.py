@@ -201,3 +201,13 @@ def test_a_command_that_prints_without_end_is_cut_off() -> None:
         commands.run(["/usr/bin/yes", "x" * 200], 10.0, 1024 * 1024)
     with pytest.raises(commands.NotRun, match=r"no answer in 0\.3 s"):
         commands.run(["/bin/sleep", "5"], 0.3, 1024)
+
+
+def test_a_read_with_the_owners_rights_that_hangs_is_abandoned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(files, "CHILD_TIMEOUT_S", 0.3)
+    started = time.monotonic()
+    with pytest.raises(OSError, match=r"no answer in 0\.3 s"):
+        files.in_child(files.Owner(NOBODY, NOBODY, ()), lambda: time.sleep(30) or b"", 100)
+    assert time.monotonic() - started < 3
