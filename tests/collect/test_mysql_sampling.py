@@ -132,6 +132,9 @@ def _wait_for(predicate: Any, timeout_s: float = 10.0) -> None:
         time.sleep(0.02)
 
 
+# Its sampler must see the waits within InnoDB's lock timeout: at idle priority beside the
+# timed lane it saw none in 10 s (a fresh-clone run), so it runs with the timed tests.
+@pytest.mark.timed
 def test_a_hot_row_s_waiting_update_and_its_idle_holder_are_named(
     mariadb: Any, tmp_path: Path
 ) -> None:
