@@ -7,19 +7,22 @@ ends; elsewhere (CI, pipes) or with `quiet` nothing is drawn.
 
     with LiveView(console, quiet) as tick:
         run_steps(plan, run_id, run_dir, on_tick=tick)
+
+Given no console, the view takes stderr's at its first snapshot: rich is then imported a
+second into the run, not before its first request.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from pinchpoint.lifecycle import Closing
+
+if TYPE_CHECKING:
+    from rich.console import Console, Group
+    from rich.live import Live
 
 ROWS = 10
 
@@ -27,9 +30,9 @@ ROWS = 10
 class LiveView(Closing):
     """Call it with each snapshot; use it as a context manager to end the drawing."""
 
-    def __init__(self, console: Console, quiet: bool = False, rows: int = ROWS) -> None:
+    def __init__(self, console: Console | None, quiet: bool = False, rows: int = ROWS) -> None:
         self.console = console
-        self.enabled = not quiet and console.is_terminal
+        self.quiet = quiet
         self.rows: deque[dict] = deque(maxlen=rows)
         self._last: dict | None = None
         self._started = time.monotonic()
@@ -46,11 +49,28 @@ class LiveView(Closing):
         if not self.enabled:
             return
         if self._live is None:
-            self._live = Live(console=self.console, transient=True, auto_refresh=False)
+            from rich.live import Live
+
+            self._live = Live(console=self._console(), transient=True, auto_refresh=False)
             self._live.start()
         self._live.update(self.render(), refresh=True)
 
+    @property
+    def enabled(self) -> bool:
+        return not self.quiet and self._console().is_terminal
+
+    def _console(self) -> Console:
+        if self.console is None:
+            from pinchpoint.terminal import err_console
+
+            self.console = err_console()
+        return self.console
+
     def render(self) -> Group:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
         table = Table(box=None, pad_edge=False)
         for name in ("time", "step", "load", "req/s", "errors", "p50 ms", "p99 ms", "late"):
             table.add_column(name, justify="right")

@@ -151,6 +151,21 @@ def test_load_sends_its_first_request_before_importing_the_heavy_libraries(
     assert sorted(top & ANALYSIS) == []
 
 
+# Wanted only after the first request: the live view's drawing (its first snapshot comes a
+# second into the run), the summary's rendering, and the log formats a URL has none of.
+AFTER_FIRST_REQUEST = {"rich.live", "rich.table", "pinchpoint.logformats", "pinchpoint.report"}
+
+
+def test_load_of_a_url_starts_without_the_live_view_the_summary_or_the_log_formats(
+    tmp_path: Path,
+) -> None:
+    with serving(_Ok) as port:
+        load = ["load", f"http://127.0.0.1:{port}/", "-c", "1", "-d", "1.2"]
+        at_start, done = _at_first_request(load, tmp_path)
+    assert "requests" in done.stdout
+    assert sorted(at_start & AFTER_FIRST_REQUEST) == []
+
+
 def test_run_sends_its_first_request_before_importing_the_analysis(tmp_path: Path) -> None:
     """`run` collects while it loads (numpy, pyarrow and psutil may come with the
     collectors), but the analysis, the report and polars, scipy and plotly come after."""

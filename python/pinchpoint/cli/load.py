@@ -9,7 +9,7 @@ import typer
 
 from pinchpoint.cli.app import Quiet, app
 from pinchpoint.plan.errors import PlanError
-from pinchpoint.terminal import Console, err_console, fail, warn
+from pinchpoint.terminal import Console, fail, warn
 
 if TYPE_CHECKING:
     pass
@@ -81,7 +81,6 @@ def load(
     _check_load(ctx)
     from pinchpoint.live import LiveView
     from pinchpoint.load.plain import UrlLoad, plain_load
-    from pinchpoint.report.load_summary import interrupted_line, render_summary
 
     source: UrlLoad | Path
     if "://" in target:
@@ -112,7 +111,7 @@ def load(
 
     with catching(say=warn) as caught:
         try:
-            with LiveView(err_console(), quiet or as_json) as view:
+            with LiveView(None, quiet or as_json) as view:
                 summary = plain_load(source, out, on_tick=view)
         except (PlanError, OSError) as e:
             fail(e)
@@ -120,6 +119,8 @@ def load(
         except KeyboardInterrupt:
             fail("Interrupted again before the summary was written")
             raise typer.Exit(caught.exit_code() or 130) from None
+        from pinchpoint.report.load_summary import interrupted_line, render_summary
+
         if as_json:
             import json
 

@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from pinchpoint.logformats import get_parser, known_formats
+from pinchpoint.plan.abort import AbortRules
 from pinchpoint.plan.database import Database
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.flows import Flow, request_templates, template_fault, unreadable_template
@@ -98,6 +98,9 @@ class Log(Strict):
     @field_validator("format")
     @classmethod
     def _known_format(cls, name: str) -> str:
+        # Imported here: a plan with no logs (`pinchpoint load URL`) starts without them.
+        from pinchpoint.logformats import known_formats
+
         known = known_formats()
         if name not in known:
             raise ValueError(f"unknown log format {name!r}; known formats: {', '.join(known)}")
@@ -106,6 +109,8 @@ class Log(Strict):
     @model_validator(mode="after")
     def _compiles(self) -> Log:
         # Compiled now so a format that cannot parse stops the plan, not the run's end.
+        from pinchpoint.logformats import get_parser
+
         try:
             get_parser(self.format, self.log_format)
         except Exception as e:  # any failure to compile is the plan's fault
@@ -272,6 +277,8 @@ class Plan(Strict):
     otlp: list[Otlp] = Field(default_factory=list, max_length=8)
     # Service level objectives, checked after the run (pinchpoint.analyze.sla).
     sla: Sla | None = None
+    # Metrics of each second that stop the run past a limit (plan/abort.py).
+    abort: AbortRules = Field(default_factory=list)
     # Load generators on a Ray cluster (plan/generators.py, load/distributed/).
     generators: Generators = Generators()
     # Hot functions of the Python tiers sampled during one step (plan/profile.py).
