@@ -3,17 +3,14 @@
 pg_blocking_pids) `rate` times a second, and pg_stat_statements about once a second
 where it is installed.
 
-Bounded: one connection per database component, in a thread of its own, read-only, each
-statement cut off by statement_timeout; at most MAX_ROWS rows kept. It never blocks the
-run: the thread connects on its own, and stopping waits for it a moment at most. Every
-failure (no DSN, no psycopg, a refused connection, a statement that failed) becomes a
-problem the run reports as a warning; the run goes on with what was sampled.
+One connection per database component, read-only, each statement cut off by
+statement_timeout, in the bounded thread of collect/sampler_thread.py. Every failure (no
+DSN, no psycopg, a refused connection, a statement that failed) becomes a problem the run
+reports as a warning; the run goes on with what was sampled.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,38 +24,29 @@ from pinchpoint.collect.database.queries import (
     statements_column,
 )
 from pinchpoint.collect.database.rows import needs_tables, sample_rows
+from pinchpoint.collect.sampler_thread import SamplerThread
 from pinchpoint.plan.database import Database
 
 # What one statement of the sampler may take, and the connection's setup.
 STATEMENT_TIMEOUT_MS = 500
 CONNECT_TIMEOUT_S = 3
-# How often pg_stat_statements is read, and how many of its statements.
-STATEMENTS_EVERY_S = 1.0
+# How many of pg_stat_statements' statements are read each time.
 STATEMENTS_LIMIT = 100
-# The most rows of backends kept per component (a long run with many backends).
-MAX_ROWS = 1_000_000
-# After a failure, the next attempt to connect waits this long.
-RETRY_S = 2.0
-# How long stopping waits for the sampler's thread to end.
-JOIN_S = 2.0
 APPLICATION_NAME = "pinchpoint-sampler"
 
 
-class DatabaseSampler:
+class DatabaseSampler(SamplerThread):
     """Samples one database component's server in a thread of its own."""
 
+    kind = "database"
+
     def __init__(self, component: str, database: Database) -> None:
-        self.component = component
+        super().__init__(component, database.rate)
         self.database = database
         self.rows: list[dict[str, Any]] = []
         self.statements: list[dict[str, Any]] = []
-        self.problems: list[str] = []
         self.statements_source: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._conn: Any = None
         self._column: str | None = None
-        self._failures = 0
 
     def start(self) -> None:
         """Starts the thread; a missing DSN or psycopg is a problem, not an error."""
@@ -70,10 +58,7 @@ class DatabaseSampler:
         if missing is not None:
             self._problem(missing)
             return
-        self._thread = threading.Thread(
-            target=self._run, args=(dsn,), name=f"pinchpoint-db-{self.component}", daemon=True
-        )
-        self._thread.start()
+        self._start(dsn)
 
     def _driver_missing(self) -> str | None:
         """Why the server's client library cannot be used; None when it can."""
@@ -83,36 +68,14 @@ class DatabaseSampler:
             return "psycopg is not installed (pip install 'psycopg[binary]')"
         return None
 
-    def stop(self) -> None:
-        """Stops sampling; waits for the thread JOIN_S at most."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(JOIN_S)
-            if self._thread.is_alive():
-                self._problem("the sampler did not stop in time; its last sample is left out")
+    def _kept(self) -> int:
+        return len(self.rows)
 
-    def _problem(self, text: str) -> None:
-        self.problems.append(f"database {self.component}: {text}")
+    def _slow_read_on(self) -> bool:
+        return self._column is not None
 
-    def _run(self, dsn: str) -> None:
-        period = 1.0 / self.database.rate
-        next_statements = 0.0
-        try:
-            while not self._stop.is_set():
-                began = time.monotonic()
-                if self._connected(dsn):
-                    self._sample()
-                    if self._column is not None and began >= next_statements:
-                        self._read_statements()
-                        next_statements = began + STATEMENTS_EVERY_S
-                if len(self.rows) >= MAX_ROWS:
-                    self._problem(f"sampling stopped at {MAX_ROWS} rows")
-                    break
-                self._stop.wait(max(0.0, period - (time.monotonic() - began)))
-            if self._column is not None and self._conn is not None:
-                self._read_statements()  # the run's last statements
-        finally:
-            self._close()
+    def _slow_read(self) -> None:
+        self._read_statements()
 
     def _connected(self, dsn: str) -> bool:
         """Whether a connection is open, making one when the last failure is old enough."""
@@ -183,21 +146,6 @@ class DatabaseSampler:
             }
             for s in found
         ]
-
-    def _failed(self, text: str) -> None:
-        """Records the first failures, drops the connection and waits before the next."""
-        self._failures += 1
-        if self._failures <= 3:
-            self._problem(text)
-        self._close()
-        self._stop.wait(RETRY_S)
-
-    def _close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            # Closing a broken connection: nothing is left to do when it fails.
-            with contextlib.suppress(Exception):
-                conn.close()
 
 
 def first_line(error: BaseException) -> str:

@@ -1,31 +1,26 @@
 """Samples a Redis server from inside while the load runs: INFO cpu and clients, and INFO
 commandstats `rate` times a second, SLOWLOG about once a second (each entry once).
 
-Bounded: one connection per Redis component, in a thread of its own, each reply cut off
-after a timeout and a size; at most MAX_ROWS rows kept. It asks only INFO, SLOWLOG GET
-and (with a password in the URL) AUTH. Every failure (no URL, a refused connection, an
+One connection per Redis component, each reply cut off after a timeout and a size, in
+the bounded thread of collect/sampler_thread.py. It asks only INFO, SLOWLOG GET and (with
+a password in the URL) AUTH. Every failure (no URL, a refused connection, an
 error reply) becomes a problem the run reports as a warning; the run goes on with what
 was sampled.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from typing import Any
 
 from pinchpoint.collect.redis.info import command_stats, info_fields, number
 from pinchpoint.collect.redis.resp import RedisError, RespConnection
+from pinchpoint.collect.sampler_thread import SamplerThread
 from pinchpoint.plan.redis import Redis, parse_url
 
 TIMEOUT_S = 2.0
-SLOWLOG_EVERY_S = 1.0
 # SLOWLOG keeps 128 entries by default: read that many each second.
 SLOWLOG_COUNT = 128
-MAX_ROWS = 1_000_000
-RETRY_S = 2.0
-JOIN_S = 3.0
 CPU_FIELDS = (
     "used_cpu_sys",
     "used_cpu_user",
@@ -34,22 +29,21 @@ CPU_FIELDS = (
 )
 
 
-class RedisSampler:
+class RedisSampler(SamplerThread):
     """Samples one Redis component's server in a thread of its own."""
 
+    kind = "redis"
+    join_s = 3.0
+
     def __init__(self, component: str, redis: Redis) -> None:
-        self.component = component
+        super().__init__(component, redis.rate)
         self.redis = redis
         self.info: list[dict[str, Any]] = []
         self.commands: list[dict[str, Any]] = []
         self.slowlog: list[dict[str, Any]] = []
-        self.problems: list[str] = []
         self._seen_slow: set[int] = set()
         self._slowlog_primed = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._conn: RespConnection | None = None
-        self._failures = 0
 
     def start(self) -> None:
         """Starts the thread; a missing or malformed URL is a problem, not an error."""
@@ -62,43 +56,18 @@ class RedisSampler:
         except ValueError as e:
             self._problem(f"{self.redis.url_env}: {e}")
             return
-        self._thread = threading.Thread(
-            target=self._run, args=(url,), name=f"pinchpoint-redis-{self.component}", daemon=True
-        )
-        self._thread.start()
+        self._start(url)
 
-    def stop(self) -> None:
-        """Stops sampling; waits for the thread JOIN_S at most."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(JOIN_S)
-            if self._thread.is_alive():
-                self._problem("the sampler did not stop in time; its last sample is left out")
+    def _kept(self) -> int:
+        return len(self.info) + len(self.commands)
 
-    def _problem(self, text: str) -> None:
-        self.problems.append(f"redis {self.component}: {text}")
+    def _slow_read(self) -> None:
+        self._read_slowlog()
 
-    def _run(self, url: str) -> None:
-        period = 1.0 / self.redis.rate
-        next_slowlog = 0.0
-        try:
-            while not self._stop.is_set():
-                began = time.monotonic()
-                if self._connected(url):
-                    self._sample()
-                    if began >= next_slowlog and self._conn is not None:
-                        self._read_slowlog()
-                        next_slowlog = began + SLOWLOG_EVERY_S
-                if len(self.info) + len(self.commands) >= MAX_ROWS:
-                    self._problem(f"sampling stopped at {MAX_ROWS} rows")
-                    break
-                self._stop.wait(max(0.0, period - (time.monotonic() - began)))
-            if self._conn is not None:
-                self._sample()  # the run's last totals
-                if self._conn is not None:
-                    self._read_slowlog()
-        finally:
-            self._close()
+    def _last_read(self) -> None:
+        self._sample()  # the run's last totals
+        if self._conn is not None:
+            self._read_slowlog()
 
     def _connected(self, url: str) -> bool:
         if self._conn is not None:
@@ -171,17 +140,3 @@ class RedisSampler:
             "command": str(argv[0]).upper() if argv else None,
             "arguments": max(0, len(argv) - 1),
         }
-
-    def _failed(self, text: str) -> None:
-        """Records the first failures, drops the connection and waits before the next."""
-        self._failures += 1
-        if self._failures <= 3:
-            self._problem(text)
-        self._close()
-        self._stop.wait(RETRY_S)
-
-    def _close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(OSError):
-                conn.close()
