@@ -18,14 +18,13 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.procs import Child
-from pinchpoint.lifecycle import Started
-from pinchpoint_lab.ports import HOST, free_port
+from pinchpoint_lab.data_server import DataServer
+from pinchpoint_lab.ports import HOST
 
 DATABASE = "shop"
 SLOW_LOG = "slow.log"
@@ -53,19 +52,22 @@ def _server_user() -> str | None:
     return "mysql"
 
 
-class MariadbServer(Started):
+class MariadbServer(DataServer):
     """mariadb-install-db + mariadbd on 127.0.0.1 and a free port; stopped and removed on
     exit. While it runs, its DSN (as root, database `shop`) is in `dsn_env`."""
 
+    title = "MariaDB"
+
     def __init__(self, startup_timeout_s: float = 60.0) -> None:
-        self.startup_timeout_s = startup_timeout_s
-        self.folder: Path | None = None
-        self.port = free_port()
-        self._server: Child | None = None
+        super().__init__(startup_timeout_s)
 
     @property
     def dsn_env(self) -> str:
         return f"PINCHPOINT_LAB_MYSQL_{self.port}"
+
+    @property
+    def address_env(self) -> str:
+        return self.dsn_env
 
     @property
     def dsn(self) -> str:
@@ -75,11 +77,6 @@ class MariadbServer(Started):
     def slow_log(self) -> Path:
         assert self.folder is not None
         return self.folder / SLOW_LOG
-
-    @property
-    def pid(self) -> int:
-        assert self._server is not None
-        return self._server.pid
 
     def start(self) -> None:
         """Makes the data folder, starts the server, waits until it takes connections."""
@@ -118,18 +115,6 @@ class MariadbServer(Started):
         argv += ["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"]
         argv += ["--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0"]
         return [*argv, f"--user={user}"] if user is not None else argv
-
-    def stop(self) -> None:
-        """SIGTERM (a clean shutdown), SIGKILL after a while; removes the folder. Idempotent."""
-        server, self._server = self._server, None
-        folder, self.folder = self.folder, None
-        os.environ.pop(self.dsn_env, None)
-        try:
-            if server is not None:
-                server.stop(20.0)
-        finally:
-            if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
 
     def component(self, name: str = "mariadb") -> dict[str, Any]:
         """The server as a plan component, sampled from inside."""
@@ -171,16 +156,13 @@ class MariadbServer(Started):
             raise StackError(f"mariadb-install-db failed:\n{done.stderr or done.stdout}")
 
     def _wait_ready(self) -> None:
+        self._wait_answering(self._answers, "error.log")
+
+    def _answers(self) -> bool:
         import pymysql
 
-        assert self._server is not None and self.folder is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while not self._server.exited() and time.monotonic() < deadline:
-            try:
-                self.connect(database=None).close()
-                return
-            except pymysql.Error:
-                time.sleep(0.1)
-        log = self.folder / "error.log"
-        text = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-        raise StackError(f"MariaDB did not take connections on {HOST}:{self.port}:\n{text}")
+        try:
+            self.connect(database=None).close()
+        except pymysql.Error:
+            return False
+        return True

@@ -22,16 +22,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.procs import Child
-from pinchpoint.lifecycle import Started
-from pinchpoint_lab.ports import free_port
+from pinchpoint_lab.data_server import DataServer
+from pinchpoint_lab.ports import HOST
 
-HOST = "127.0.0.1"
 LOG_PREFIX = "%m [%p] %q%u@%d %a "
 LOG_FILE = "postgresql.log"
 _SETTINGS = {
@@ -90,23 +88,28 @@ def _as_user(argv: list[str], user: str | None) -> list[str]:
     return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv]
 
 
-class PostgresCluster(Started):
+class PostgresCluster(DataServer):
     """initdb + postgres on 127.0.0.1 and a free port; stopped and removed on exit.
 
     While it runs, its DSN is in the environment variable `dsn_env`, which its plan
     component names (`[component.database]`), so a run samples it from inside. With
     `statements`, the server loads pg_stat_statements and the database has it."""
 
+    title = "PostgreSQL"
+    # Fast shutdown.
+    stop_signal = signal.SIGINT
+
     def __init__(self, startup_timeout_s: float = 60.0, statements: bool = False) -> None:
-        self.startup_timeout_s = startup_timeout_s
+        super().__init__(startup_timeout_s)
         self.statements = statements
-        self.folder: Path | None = None
-        self.port = free_port()
-        self._server: Child | None = None
 
     @property
     def dsn_env(self) -> str:
         return f"PINCHPOINT_LAB_PGDSN_{self.port}"
+
+    @property
+    def address_env(self) -> str:
+        return self.dsn_env
 
     @property
     def dsn(self) -> str:
@@ -116,11 +119,6 @@ class PostgresCluster(Started):
     def log(self) -> Path:
         assert self.folder is not None
         return self.folder / LOG_FILE
-
-    @property
-    def pid(self) -> int:
-        assert self._server is not None
-        return self._server.pid
 
     def start(self) -> None:
         """initdb, start the server, wait until it takes connections; cleans up on failure."""
@@ -154,18 +152,6 @@ class PostgresCluster(Started):
         except BaseException:
             self.stop()
             raise
-
-    def stop(self) -> None:
-        """Fast shutdown (SIGINT), SIGKILL after a while; removes the folder. Idempotent."""
-        server, self._server = self._server, None
-        folder, self.folder = self.folder, None
-        os.environ.pop(self.dsn_env, None)
-        try:
-            if server is not None:
-                server.stop(20.0, sig=signal.SIGINT)
-        finally:
-            if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
 
     def component(self, name: str = "postgres") -> dict[str, Any]:
         """The cluster as a plan component: its statement log, its processes and the
@@ -202,16 +188,7 @@ class PostgresCluster(Started):
             raise StackError(f"initdb failed:\n{done.stderr or done.stdout}")
 
     def _wait_ready(self) -> None:
-        assert self._server is not None and self.folder is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while not self._server.exited():
-            if _answers(self.dsn):
-                return
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(0.1)
-        out = (self.folder / "server.out").read_text(errors="replace")[-3000:]
-        raise StackError(f"PostgreSQL did not take connections on {HOST}:{self.port}:\n{out}")
+        self._wait_answering(lambda: _answers(self.dsn), "server.out")
 
 
 def with_database(components: list[dict[str, Any]], database: dict[str, Any]) -> list[dict]:

@@ -13,15 +13,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from pinchpoint.collect.redis.resp import RedisError, RespConnection
 from pinchpoint.demo.errors import StackError
 from pinchpoint.demo.procs import Child
-from pinchpoint.lifecycle import Started
-from pinchpoint_lab.ports import HOST, free_port
+from pinchpoint_lab.data_server import DataServer
+from pinchpoint_lab.ports import HOST
 
 PASSWORD = "lab-redis-secret"
 SLOWER_THAN_US = 10_000
@@ -33,28 +32,27 @@ def find_redis() -> Path | None:
     return Path(path) if path else None
 
 
-class RedisServer(Started):
+class RedisServer(DataServer):
     """redis-server on 127.0.0.1 and a free port; stopped and its folder removed on exit.
     While it runs, its URL (with the password) is in `url_env`."""
 
+    title = "Redis"
+    stop_s = 10.0
+
     def __init__(self, startup_timeout_s: float = 20.0) -> None:
-        self.startup_timeout_s = startup_timeout_s
-        self.folder: Path | None = None
-        self.port = free_port()
-        self._server: Child | None = None
+        super().__init__(startup_timeout_s)
 
     @property
     def url_env(self) -> str:
         return f"PINCHPOINT_LAB_REDIS_{self.port}"
 
     @property
-    def url(self) -> str:
-        return f"redis://:{PASSWORD}@{HOST}:{self.port}/0"
+    def address_env(self) -> str:
+        return self.url_env
 
     @property
-    def pid(self) -> int:
-        assert self._server is not None
-        return self._server.pid
+    def url(self) -> str:
+        return f"redis://:{PASSWORD}@{HOST}:{self.port}/0"
 
     def start(self) -> None:
         server = find_redis()
@@ -73,18 +71,6 @@ class RedisServer(Started):
             self.stop()
             raise
 
-    def stop(self) -> None:
-        """SIGTERM, SIGKILL after a while; removes the folder. Idempotent."""
-        server, self._server = self._server, None
-        folder, self.folder = self.folder, None
-        os.environ.pop(self.url_env, None)
-        try:
-            if server is not None:
-                server.stop(10.0)
-        finally:
-            if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
-
     def connect(self) -> RespConnection:
         """A new connection, logged in."""
         conn = RespConnection(HOST, self.port, 30.0)
@@ -100,13 +86,10 @@ class RedisServer(Started):
             conn.close()
 
     def _wait_ready(self) -> None:
-        assert self._server is not None and self.folder is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while not self._server.exited() and time.monotonic() < deadline:
-            try:
-                if self.command("PING") == "PONG":
-                    return
-            except RedisError:
-                time.sleep(0.05)
-        out = (self.folder / "server.out").read_text(errors="replace")[-3000:]
-        raise StackError(f"Redis did not answer on {HOST}:{self.port}:\n{out}")
+        self._wait_answering(self._answers, "server.out", pause_s=0.05)
+
+    def _answers(self) -> bool:
+        try:
+            return bool(self.command("PING") == "PONG")
+        except RedisError:
+            return False
