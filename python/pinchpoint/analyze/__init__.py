@@ -83,14 +83,9 @@ def _endpoint(data: RunInput) -> str:
     return names.pop() if len(names) == 1 else "all requests"
 
 
-@private_files()
-def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
-    """Computes the verdict of a run folder and writes `verdict.json` into it."""
-    view = as_view(run_dir)
-    data = read_input(view)
-    steps = step_table(data)
-    mark_main_threads(steps, view)
-    mark_lock_waits(steps, view)
+def stack_context(data: RunInput, steps: list[dict]) -> Context:
+    """What the verdict's rules know of the run's stack: its tiers and calls, its plan, its
+    host, and what the steps show of its pools and named requests."""
     order, calls = data.tier_graph()
     ctx = Context(
         order=order,
@@ -105,8 +100,20 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
         timed_by=data.timed_by,
     )
     ctx.pools = pool_sizes(steps, ctx)
-    endpoints = endpoint_table(data)
-    ctx.endpoints = endpoints
+    ctx.endpoints = endpoint_table(data)
+    return ctx
+
+
+@private_files()
+def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
+    """Computes the verdict of a run folder and writes `verdict.json` into it."""
+    view = as_view(run_dir)
+    data = read_input(view)
+    steps = step_table(data)
+    mark_main_threads(steps, view)
+    mark_lock_waits(steps, view)
+    ctx = stack_context(data, steps)
+    endpoints = ctx.endpoints
     for step in steps:
         step["usage"] = usage_table(step, ctx)
     verdict = {

@@ -20,11 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from pinchpoint.analyze.causes.connections import held_callee
-from pinchpoint.analyze.context import Context, busy_of, load_text, rate_of
+from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.knobs import pool_terms
 from pinchpoint.analyze.thresholds import CPU_BOUND, CPU_SATURATED, LOAD_BOUND
-from pinchpoint.analyze.usage import GroupUse, group_use, host_use, process_group, sampled
+from pinchpoint.analyze.usage import GroupUse, group_use, host_use, sampled
 
 
 @dataclass(frozen=True)
@@ -85,22 +84,7 @@ class Prediction:
         return f", assuming the other processes keep using {self.neighbours:.2f} cores"
 
 
-def predict(bottleneck: dict, steps: list[dict], ctx: Context) -> Prediction | None:
-    """The effect of the change the bottleneck's advice names, where a number says it: a
-    pool's workers or processes, a cgroup's CPU quota. None for the others."""
-    answered = [s for s in steps if s["throughput_rps"] > 0]
-    if not answered or bottleneck.get("component") is None:
-        return None
-    if bottleneck["resource"] == "worker_pool":
-        return _pool(bottleneck["component"], answered, ctx)
-    if bottleneck["resource"] == "cpu_quota":
-        return _quota(bottleneck["component"], answered, ctx)
-    if bottleneck["resource"] == "connection_pool":
-        return _connections(bottleneck["component"], answered, ctx)
-    return None
-
-
-def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
+def predict_pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     top = steps[-1]
     use, host = group_use(group, top, ctx), host_use(top, ctx)
     if not use.workers:
@@ -111,8 +95,8 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     assert now is not None
     terms = pool_terms(group, top, use.processes)
     x = top["throughput_rps"]
-    ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
-    if use.threaded and not locked and (most := _process_cpu_ceiling(use, x)):
+    ceilings = {"load": load_ceiling(steps), "cpu": cpu_ceiling(steps, ctx)}
+    if use.threaded and not locked and (most := process_cpu_ceiling(use, x)):
         # More threads in the same processes: each process computes on one core at most
         # (its interpreter lock), whatever its threads.
         ceilings["process_cpu"] = most
@@ -128,11 +112,11 @@ def _pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
             to = min(to, top["users"])
         to = max(now + 1, to)
     to = terms.slots(setting, to)
-    found = _limited(group, setting, now, to, top, {setting: x * to / now, **ceilings}, ctx)
+    found = limited(group, setting, now, to, top, {setting: x * to / now, **ceilings}, ctx)
     return replace(found, change=terms.change(group, setting, now, to))
 
 
-def _quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
+def predict_quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     top, low = steps[-1], steps[0]
     use, host = group_use(group, top, ctx), host_use(top, ctx)
     if not use.quota or not use.cpu:
@@ -140,45 +124,21 @@ def _quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
     x = top["throughput_rps"]
     others = max(0.0, ctx.cpu_count - host.neighbours - (host.stack - use.cpu) - host.generator)
     to = round(min(2 * use.quota, max(others, use.quota)), 2)
-    ceilings = {"cpu_quota": x * to / use.cpu, "cpu": _cpu_ceiling(steps, ctx)}
-    ceilings["load"] = _load_ceiling(steps)
-    if use.workers and (workers := _workers_ceiling(group, use.workers, low, ctx)):
+    ceilings = {"cpu_quota": x * to / use.cpu, "cpu": cpu_ceiling(steps, ctx)}
+    ceilings["load"] = load_ceiling(steps)
+    if use.workers and (workers := workers_ceiling(group, use.workers, low, ctx)):
         ceilings["workers"] = workers  # before the throttling
-    return _limited(group, "cpu_quota_cores", use.quota, to, top, ceilings, ctx)
+    return limited(group, "cpu_quota_cores", use.quota, to, top, ceilings, ctx)
 
 
-def _connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | None:
-    top, low = steps[-1], steps[0]
-    group = process_group(tier, steps, ctx)
-    found = held_callee(tier, group, steps, ctx) if group is not None else None
-    if group is None or found is None:
-        return None
-    at_once, x = busy_of(found[0], top), top["throughput_rps"]
-    use = group_use(group, top, ctx)
-    assert use.workers is not None  # held_callee found them
-    ceilings = {"load": _load_ceiling(steps), "cpu": _cpu_ceiling(steps, ctx)}
-    if workers := _workers_ceiling(group, use.workers, low, ctx):
-        ceilings["workers"] = workers  # before any request waited for a connection
-    if use.threaded and (most := _process_cpu_ceiling(use, x)):
-        ceilings["process_cpu"] = most
-    # Connections for the first of the other ceilings, each in use at most CPU_SATURATED of
-    # the time there (past it requests queue for one), and no more than the workers that
-    # could hold them.
-    now = max(1, round(at_once))
-    to = math.ceil(at_once * min(ceilings.values()) / (x * CPU_SATURATED))
-    to = max(now + 1, min(to, use.workers))
-    ceilings = {"connections": x * to / at_once, **ceilings}
-    return _limited(tier, "connections", now, to, top, ceilings, ctx)
-
-
-def _workers_ceiling(group: str, workers: int, low: dict, ctx: Context) -> float | None:
+def workers_ceiling(group: str, workers: int, low: dict, ctx: Context) -> float | None:
     """Requests per second `workers` serve, each holding a request as long as at the
     lightest step (Little's law); None when that step kept none busy."""
     busy = group_use(group, low, ctx).busy
     return workers * low["throughput_rps"] / busy if busy > 0 else None
 
 
-def _process_cpu_ceiling(use: GroupUse, x: float) -> float | None:
+def process_cpu_ceiling(use: GroupUse, x: float) -> float | None:
     """Requests per second the group's processes serve on one core each (their interpreter
     locks), at the CPU per request `use` shows at `x` requests per second."""
     if not use.processes or not use.cpu:
@@ -186,7 +146,7 @@ def _process_cpu_ceiling(use: GroupUse, x: float) -> float | None:
     return use.processes * x / use.cpu
 
 
-def _limited(
+def limited(
     group: str,
     setting: str,
     now: float,
@@ -214,7 +174,7 @@ def _limited(
     )
 
 
-def _cpu_ceiling(steps: list[dict], ctx: Context) -> float:
+def cpu_ceiling(steps: list[dict], ctx: Context) -> float:
     """Requests per second the host's cores left by other processes would serve, each
     costing the stack and the generator what it did at the heaviest step; in a closed
     loop, what its users would send while waiting for those cores."""
@@ -246,7 +206,7 @@ def closed_loop_rate(users: int, cycle_s: float, cpu_s: float, cores: float) -> 
     return rate
 
 
-def _load_ceiling(steps: list[dict]) -> float:
+def load_ceiling(steps: list[dict]) -> float:
     """The most the heaviest step's load can send: its target rate in open loop; in closed
     loop its users, each at the shortest cycle one user had (answer and think time)."""
     top = steps[-1]

@@ -4,20 +4,29 @@ throughput × minimal latency."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pinchpoint.analyze.context import ms_text
+
+if TYPE_CHECKING:
+    from pinchpoint.analyze.causes.cause import Cause
 
 
 @dataclass
 class Finding:
     component: str
-    resource: str
+    cause: Cause  # what it names; verdict.json shows its `resource`
     starts_at_users: int
     evidence: list[str]
     name: str  # for the headline: "Bottleneck: <name> from <n> users"
     summary: str
     # Open loop: the target rate (requests/s) of the step where it starts.
     starts_at_rate: float | None = None
+
+    @property
+    def resource(self) -> str:
+        """The resource as verdict.json names it."""
+        return self.cause.resource
 
 
 def pct(share: float) -> str:

@@ -17,11 +17,10 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
+from pinchpoint.analyze.causes import CAUSES
 from pinchpoint.analyze.findings import pct
 from pinchpoint.rundir.view import RunView
 
-# The resources of a finding about a tier that computes.
-COMPUTING = ("cpu", "cpu_quota", "worker_pool")
 TOP = 5
 # A function whose samples went through one callee at least this share of the time is
 # a pass-through.
@@ -132,7 +131,7 @@ def add_hot_code(verdict: dict, profile: dict, cpu_count: int) -> None:
         "problems": list(profile.get("problems") or []),
     }
     for finding in [verdict.get("bottleneck"), *(verdict.get("findings") or [])]:
-        if not isinstance(finding, dict) or finding.get("resource") not in COMPUTING:
+        if not isinstance(finding, dict) or not _computes(finding):
             continue
         sampled = tops.get(str(finding.get("component")))
         if sampled is not None and sampled["samples"]:
@@ -147,8 +146,14 @@ def _name_function(verdict: dict, tops: dict[str, dict]) -> None:
     bottleneck = verdict.get("bottleneck")
     if not isinstance(bottleneck, dict) or not bottleneck.get("request"):
         return
-    if bottleneck.get("resource") not in COMPUTING:
+    if not _computes(bottleneck):
         return
     own = (tops.get(str(bottleneck.get("component"))) or {}).get("by_self") or []
     if own and own[0]["self_share"] >= SPENDS:
         verdict["headline"] = f"{verdict['headline']}: {own[0]['function']}"
+
+
+def _computes(finding: dict) -> bool:
+    """Whether the finding's cause is about a tier that computes (causes/cause.py)."""
+    shown = CAUSES.showing(str(finding.get("resource")))
+    return bool(shown) and shown[0].computes

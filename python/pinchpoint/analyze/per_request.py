@@ -12,10 +12,9 @@ request, in the tier where its time grows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pinchpoint.analyze.causes import tier_cause
-from pinchpoint.analyze.causes.serialized import serialized
-from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of, tier_cost
+from pinchpoint.analyze.context import Context, load_text, ms_text, tier_cost
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
@@ -25,10 +24,8 @@ from pinchpoint.analyze.thresholds import (
 )
 from pinchpoint.analyze.usage import process_group
 
-# What a request served one at a time makes of its tier: its pool fills, its time grows,
-# and what it calls sees it about once at a time (a lock around a query reads as one
-# connection; only the request's own figures tell a lock from a pool).
-_EFFECTS = frozenset({"time", "worker_pool", "cpu", "connection_pool"})
+if TYPE_CHECKING:
+    from pinchpoint.analyze.causes.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -103,9 +100,23 @@ def _tier_deltas(grown: Grown) -> dict[str, float]:
     return deltas
 
 
-def request_finding(grown: Grown, steps: list[dict], ctx: Context) -> tuple[Finding, str] | None:
-    """The finding for the request that grows, and the tier its time grows in; None when no
-    tier logged this request."""
+@dataclass(frozen=True)
+class InRequest:
+    """Where a request's time grows: the tier, its process group, the step it grew from,
+    the lines that say so, and what the tier's causes found there."""
+
+    tier: str
+    group: str
+    onset: dict
+    evidence: list[str]
+    found: Finding
+
+
+def request_cause(
+    grown: Grown, steps: list[dict], ctx: Context, causes: Registry
+) -> InRequest | None:
+    """What the tier the request's time grows in is limited by, asked of `causes`; None
+    when no tier logged this request."""
     deltas = _tier_deltas(grown)
     if not deltas:
         return None
@@ -113,26 +124,9 @@ def request_finding(grown: Grown, steps: list[dict], ctx: Context) -> tuple[Find
     group = process_group(tier, steps, ctx) or tier
     onset = _onset(grown, steps)
     evidence = _evidence(grown, tier, deltas)
-    name = grown.name
-    cause = tier_cause(tier, steps, onset, ctx, None)
-    cause.evidence = [*evidence, *cause.evidence]
-    # A resource below that the request waits on (a locked row, a quota) is the cause of
-    # its serializing; a pool it fills, or the tier's time, is not.
-    if cause.resource not in _EFFECTS:
-        return cause, tier
-    found = serialized(name, grown.entry, tier, group, onset, evidence)
-    if found is not None:
-        return found, tier
-    if cause.resource != "time":
-        return cause, tier
-    summary = (
-        f"{name}'s time inside {tier} grows from {load_text(onset)} while the other requests "
-        "stay flat: what limits the stack lives in this request."
-    )
-    return Finding(
-        group, "time", onset["users"], evidence, f"{name}: its time inside {tier} grows",
-        summary, rate_of(onset),
-    ), tier  # fmt: skip
+    found = causes.tier_finding(tier, steps, onset, ctx, None)
+    found.evidence = [*evidence, *found.evidence]
+    return InRequest(tier, group, onset, evidence, found)
 
 
 def _onset(grown: Grown, steps: list[dict]) -> dict:

@@ -3,17 +3,14 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pinchpoint.analyze.carrier import carrying_request
-from pinchpoint.analyze.causes import cause_of, own_time, pool_or_cpu, tier_cause
+from pinchpoint.analyze.causes import CAUSES, Cause, Judged, Registry, RunAsk
 from pinchpoint.analyze.causes.cpu import cpu_contended
-from pinchpoint.analyze.causes.generator import (
-    generator_check,
-    generator_finding,
-    generator_headline,
-    generator_limits,
-)
-from pinchpoint.analyze.causes.neighbours import neighbour_finding
-from pinchpoint.analyze.causes.refusals import REFUSALS, proxy_limit
+from pinchpoint.analyze.causes.generator import generator_check
+from pinchpoint.analyze.causes.own_time import own_time
+from pinchpoint.analyze.causes.pool import pool_or_cpu
 from pinchpoint.analyze.context import (
     Context,
     cpu_of,
@@ -24,13 +21,11 @@ from pinchpoint.analyze.context import (
     tier_cost,
 )
 from pinchpoint.analyze.findings import Finding, workers_estimate
-from pinchpoint.analyze.per_request import growing_request, request_finding
 from pinchpoint.analyze.thresholds import (
     CPU_NEED,
     EXPLAINS,
     GROWTH_MIN_MS,
     GROWTH_SHARE,
-    NEIGHBOUR_CONFIDENCE,
     OTHER_TIER_SHARE,
     SCALING_LOAD,
     SCALING_SHARE,
@@ -39,6 +34,17 @@ from pinchpoint.analyze.thresholds import (
 from pinchpoint.analyze.usage import group_use, process_group
 
 __all__ = ["Context", "decide"]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A finding on its way into the verdict: as verdict.json has it (without its name and
+    confidence), its name, how sure it is and the cause it names."""
+
+    finding: dict
+    name: str
+    confidence: float
+    cause: Cause
 
 
 def _usable(step: dict) -> bool:
@@ -100,10 +106,10 @@ _fmt = ms_text
 _cpu = cpu_of
 
 
-def decide(steps: list[dict], ctx: Context) -> dict:
-    """The verdict's findings, without the per-step table."""
+def decide(steps: list[dict], ctx: Context, causes: Registry = CAUSES) -> dict:
+    """The verdict's findings, without the per-step table, asking `causes`."""
     estimate = workers_estimate(steps, ctx.min_latency_ms, ctx.endpoint)
-    verdict = _decide(steps, ctx, estimate)
+    verdict = _decide(steps, ctx, estimate, causes)
     verdict["workers_estimate"] = [estimate] if estimate else []
     _name_carrier(verdict, [s for s in steps if _usable(s)], ctx)
     return verdict
@@ -126,7 +132,7 @@ def _name_carrier(verdict: dict, usable: list[dict], ctx: Context) -> None:
     )
 
 
-def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
+def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Registry) -> dict:
     generator = generator_check(steps, ctx)
     usable = [s for s in steps if _usable(s)]
     if len(usable) < 2:
@@ -136,22 +142,17 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
             "generator": generator,
             "findings": [],
         }
-    neighbour = neighbour_finding(usable, ctx)
-    extra = [(_finding_dict(neighbour), neighbour.name, NEIGHBOUR_CONFIDENCE)] if neighbour else []
-    if generator_limits(generator):
-        limit = generator_finding(usable, generator, ctx)
-        verdict = _verdict([(_finding_dict(limit), limit.name, 1.0), *extra], generator, usable)
-        verdict["headline"] = generator_headline(limit)
-        return verdict
-    refusing = proxy_limit(usable, ctx)
-    if refusing is not None:
-        share = _refused_share(usable[-1])
-        return _verdict(
-            [(_finding_dict(refusing), refusing.name, share), *extra], generator, usable
-        )
-    one = _one_request(usable, ctx)
-    if one is not None:
-        return _verdict([one, *extra], generator, usable)
+    ask = RunAsk(usable, ctx, generator, causes)
+    beside = [j for c in causes.asked("beside") if c.judge and (j := c.judge(ask)) is not None]
+    extra = [_entry(j) for j in beside]
+    neighbour = beside[0].finding if beside else None
+    for cause in causes.asked("run"):
+        judged = cause.judge(ask) if cause.judge else None
+        if judged is not None:
+            verdict = _verdict([_entry(judged), *extra], generator, usable)
+            if judged.headline is not None:
+                verdict["headline"] = judged.headline
+            return verdict
     base, top = usable[0], usable[-1]
     growth = max(_p50(top) - _p50(base), (_mean(top) or 0.0) - (_mean(base) or 0.0))
     onset = next((s for s in usable if _grew(s, base) > GROWTH_SHARE), None)
@@ -187,17 +188,17 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
     # The tier whose own time grew most is the bottleneck; others that grew by a good share
     # of the latency follow as further findings.
     ranked = sorted(deltas, key=lambda t: deltas[t], reverse=True)
-    found: list[tuple[dict, str, float]] = []
+    found: list[_Entry] = []
     for i, tier in enumerate(ranked):
         if i and (deltas[tier] <= 0 or deltas[tier] < OTHER_TIER_SHARE * growth):
             break
-        bottleneck, name = _tier_finding(
-            tier, usable, ctx, deltas, growth, threshold, estimate, found
+        finding = _tier_finding(
+            tier, usable, ctx, deltas, growth, threshold, estimate, found, causes
         )
-        strength = WEAK_EVIDENCE if bottleneck["resource"] == "time" else 1.0
+        strength = WEAK_EVIDENCE if finding.cause.saturates is None else 1.0
         attribution = min(1.0, max(0.0, deltas[tier] / growth)) if growth > 0 else 0.0
-        found.append((bottleneck, name, 0.5 * attribution + 0.5 * strength))
-    if _unexplained(found[0][0], deltas[ranked[0]], growth, threshold, base, top):
+        found.append(_entry(Judged(finding, 0.5 * attribution + 0.5 * strength)))
+    if _unexplained(found[0], deltas[ranked[0]], growth, threshold, base, top):
         return {
             "bottleneck": None,
             "headline": _unexplained_headline(onset, base, top, ranked[0], deltas[ranked[0]]),
@@ -216,12 +217,12 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None) -> dict:
 
 
 def _unexplained(
-    first: dict, delta: float, growth: float, threshold: float, base: dict, top: dict
+    first: _Entry, delta: float, growth: float, threshold: float, base: dict, top: dict
 ) -> bool:
     """Whether the tier that grew most, with no resource behind it, explains too little of
     the growth to be named: under EXPLAINS of the median's growth, or, where only the mean
     grew (a tail), no more than the threshold at its median."""
-    if first["resource"] != "time":
+    if first.cause.saturates is not None:
         return False
     if measure(base, top)[0] == "mean":
         return delta <= threshold
@@ -237,32 +238,14 @@ def _unexplained_headline(onset: dict, base: dict, top: dict, tier: str, delta: 
     )
 
 
-def _one_request(steps: list[dict], ctx: Context) -> tuple[dict, str, float] | None:
-    """The finding of the one named request whose time grows while the others stay flat."""
-    grown = growing_request(ctx.endpoints)
-    found = request_finding(grown, steps, ctx) if grown is not None else None
-    if grown is None or found is None:
-        return None
-    finding, _ = found
-    strength = WEAK_EVIDENCE if finding.resource == "time" else 1.0
-    return (
-        {**_finding_dict(finding), "request": grown.name},
-        finding.name,
-        0.5 * grown.share + 0.5 * strength,
-    )
-
-
-def _neighbour_explains(
-    found: list[tuple[dict, str, float]], steps: list[dict], onset: dict, ctx: Context
-) -> bool:
+def _neighbour_explains(found: list[_Entry], steps: list[dict], onset: dict, ctx: Context) -> bool:
     """No tier's growth has a saturated resource of the stack behind it, while processes
     outside the stack took the host's CPU (it is full, or its tasks waited for a core more
     as the load grew): the neighbour, not the stack, made it grow."""
-    for finding, _, _ in found:
-        cause = cause_of(finding["resource"])
-        if cause.saturates is not None or not cause.needs_cpu:
+    for entry in found:
+        if entry.cause.saturates is not None or not entry.cause.needs_cpu:
             return False
-        if not _wants_cpu(finding["component"], steps, ctx):
+        if not _wants_cpu(entry.finding["component"], steps, ctx):
             return False
     return cpu_contended(steps, onset, ctx)
 
@@ -291,8 +274,8 @@ def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> s
     )
 
 
-def _ranked(found: list[tuple[dict, str, float]]) -> list[dict]:
-    return [{**f, "name": name, "confidence": round(c, 2)} for f, name, c in found]
+def _ranked(found: list[_Entry]) -> list[dict]:
+    return [{**e.finding, "name": e.name, "confidence": round(e.confidence, 2)} for e in found]
 
 
 def _tier_finding(
@@ -303,10 +286,11 @@ def _tier_finding(
     growth: float,
     threshold: float,
     estimate: dict | None,
-    found: list[tuple[dict, str, float]],
-) -> tuple[dict, str]:
-    """What limits one tier whose own time grew, as a bottleneck entry and its name; a
-    finding already made (a database this tier calls) gives way to the tier's own."""
+    found: list[_Entry],
+    causes: Registry,
+) -> Finding:
+    """What limits one tier whose own time grew; a finding already made (a database this
+    tier calls) gives way to the tier's own."""
     base, top = usable[0], usable[-1]
     tier_onset = next(
         (
@@ -317,14 +301,14 @@ def _tier_finding(
         usable[-1],
     )
     growth_lines = _growth_lines(tier, base, top, deltas, growth)
-    cause = tier_cause(tier, usable, tier_onset, ctx, estimate)
-    if any(_same(_finding_dict(cause), f[0]) for f in found):
+    cause = causes.tier_finding(tier, usable, tier_onset, ctx, estimate)
+    if any(_same(_finding_dict(cause), e.finding) for e in found):
         group = process_group(tier, usable, ctx)
         cause = (
             pool_or_cpu(tier, group, usable, tier_onset, ctx, estimate) if group else None
         ) or own_time(tier, group, usable, tier_onset, ctx)
     cause.evidence = [*growth_lines, *cause.evidence]
-    return _finding_dict(cause), cause.name
+    return cause
 
 
 def _growth_lines(
@@ -349,6 +333,14 @@ def _same(a: dict, b: dict) -> bool:
     return (a["component"], a["resource"]) == (b["component"], b["resource"])
 
 
+def _entry(judged: Judged) -> _Entry:
+    finding = judged.finding
+    shown = _finding_dict(finding)
+    if judged.request is not None:
+        shown["request"] = judged.request
+    return _Entry(shown, finding.name, judged.confidence, finding.cause)
+
+
 def _finding_dict(finding: Finding) -> dict:
     return {
         "component": finding.component,
@@ -362,28 +354,22 @@ def _finding_dict(finding: Finding) -> dict:
     }
 
 
-def _refused_share(top: dict) -> float:
-    """The share of the heaviest step's failures that were refusals."""
-    by_class = top.get("errors_by_class") or {}
-    failed = sum(by_class.values())
-    refused = sum(n for name, n in by_class.items() if name in REFUSALS)
-    return 0.5 + 0.5 * refused / failed if failed else 0.5
-
-
-def _verdict(found: list[tuple[dict, str, float]], generator: dict, steps: list[dict]) -> dict:
+def _verdict(found: list[_Entry], generator: dict, steps: list[dict]) -> dict:
     """The first finding is the bottleneck; the others follow it by confidence."""
     first, *others = found
-    others.sort(key=lambda f: f[2], reverse=True)
+    others.sort(key=lambda e: e.confidence, reverse=True)
     findings = []
     seen = set()
-    for bottleneck, name, confidence in [first, *others]:
-        key = (bottleneck["component"], bottleneck["resource"])
+    for entry in [first, *others]:
+        key = (entry.finding["component"], entry.finding["resource"])
         if key in seen:
             continue
         seen.add(key)
-        findings.append({**bottleneck, "name": name, "confidence": round(confidence, 2)})
-    bottleneck, name, confidence = first
-    bottleneck = {**bottleneck, "confidence": round(confidence, 2)}
+        findings.append(
+            {**entry.finding, "name": entry.name, "confidence": round(entry.confidence, 2)}
+        )
+    name = first.name
+    bottleneck = {**first.finding, "confidence": round(first.confidence, 2)}
     lowest = steps[0]
     if bottleneck["starts_at_users"] == lowest["users"] and lowest.get("kind", "users") == "users":
         # Saturated already at the lightest load: where it begins lies below what was tested.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import host_saturated
 from pinchpoint.analyze.causes.queues import queue_grows, queue_onset
+from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, busy_of, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.usage import host_use
@@ -47,7 +48,7 @@ def remote_concurrency(tier: str, steps: list[dict], ctx: Context) -> Finding | 
         "workers or connections."
     )
     return Finding(
-        tier, "worker_pool", onset["users"], evidence,
+        tier, CALLEE, onset["users"], evidence,
         f"{tier} concurrency (about {slots} at once)", summary, rate_of(onset),
     )  # fmt: skip
 
@@ -57,9 +58,17 @@ def _find_callee(ask: Ask) -> Finding | None:
 
 
 CALLEE = Cause(
+    name="callee",
     resource="worker_pool",
+    scope="tier",
+    doc=__doc__,
+    advice="Give the callee more workers or connections.",
     saturates="a callee's workers or connections",
     reads=("tiers.queue_p50_ms", "tiers.p50_ms", "tiers.concurrency"),
+    thresholds=("QUEUE_GROWTH_MS", "QUEUE_OVER_SERVICE", "CPU_SATURATED"),
     needs_cpu=False,
     find=_find_callee,
+    computes=True,
+    predict=predict_pool,
+    effect_of_one_at_a_time=True,
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.pool import pool_or_cpu
+from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, busy_of, load_text, logged_callees, workers_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import POOL_FULL
@@ -56,9 +57,17 @@ def _find_full_callee(ask: Ask) -> Finding | None:
 
 
 CALLEE_POOL = Cause(
+    name="callee_pool",
     resource="worker_pool",
+    scope="tier",
+    doc=__doc__,
+    advice="Give the callee more workers, or make each of its requests shorter.",
     saturates="a callee's own pool of workers",
     reads=("tiers.concurrency", "pools", "resources.cpu_cores"),
+    thresholds=("POOL_FULL",),
     needs_cpu=False,
     find=_find_full_callee,
+    computes=True,
+    predict=predict_pool,
+    effect_of_one_at_a_time=True,
 )

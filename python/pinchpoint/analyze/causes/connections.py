@@ -9,13 +9,24 @@ but its workers would want a core each."""
 
 from __future__ import annotations
 
+import math
+
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import cpu_lines
+from pinchpoint.analyze.ceilings import (
+    Prediction,
+    cpu_ceiling,
+    limited,
+    load_ceiling,
+    process_cpu_ceiling,
+    workers_ceiling,
+)
 from pinchpoint.analyze.context import Context, busy_of, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
     CPU_BOUND,
+    CPU_SATURATED,
     GROWTH_MIN_MS,
     GROWTH_SHARE,
     HELD_LEAST,
@@ -139,7 +150,7 @@ def _finding(
         f"psycopg_pool's max_size, a client's max connections): raise it; {callee} has room."
     )
     return Finding(
-        tier, "connection_pool", first["users"], evidence,
+        tier, CONNECTION_POOL, first["users"], evidence,
         f"{tier}'s connections to {callee} (about {slots} at once)", summary, rate_of(first),
     )  # fmt: skip
 
@@ -150,10 +161,51 @@ def _find_held(ask: Ask) -> Finding | None:
     return held_connections(ask.tier, ask.group, ask.steps, ask.onset, ask.ctx)
 
 
+def predict_connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | None:
+    top, low = steps[-1], steps[0]
+    group = process_group(tier, steps, ctx)
+    found = held_callee(tier, group, steps, ctx) if group is not None else None
+    if group is None or found is None:
+        return None
+    at_once, x = busy_of(found[0], top), top["throughput_rps"]
+    use = group_use(group, top, ctx)
+    assert use.workers is not None  # held_callee found them
+    ceilings = {"load": load_ceiling(steps), "cpu": cpu_ceiling(steps, ctx)}
+    if workers := workers_ceiling(group, use.workers, low, ctx):
+        ceilings["workers"] = workers  # before any request waited for a connection
+    if use.threaded and (most := process_cpu_ceiling(use, x)):
+        ceilings["process_cpu"] = most
+    # Connections for the first of the other ceilings, each in use at most CPU_SATURATED of
+    # the time there (past it requests queue for one), and no more than the workers that
+    # could hold them.
+    now = max(1, round(at_once))
+    to = math.ceil(at_once * min(ceilings.values()) / (x * CPU_SATURATED))
+    to = max(now + 1, min(to, use.workers))
+    ceilings = {"connections": x * to / at_once, **ceilings}
+    return limited(tier, "connections", now, to, top, ceilings, ctx)
+
+
 CONNECTION_POOL = Cause(
+    name="connection_pool",
     resource="connection_pool",
+    scope="tier",
+    doc=__doc__,
+    advice="Raise the tier's pool of connections to its callee.",
     saturates="the connections a tier holds to what it calls",
     reads=("tiers.concurrency", "tiers.p50_ms", "tiers.self_p50_ms", "resources.cpu_cores"),
+    thresholds=(
+        "CARRIES",
+        "CPU_BOUND",
+        "GROWTH_MIN_MS",
+        "GROWTH_SHARE",
+        "HELD_LEAST",
+        "HELD_OVER",
+        "POOL_FLAT_RATIO",
+        "POOL_LOAD_GROWTH",
+        "POOL_QUEUED",
+    ),
     needs_cpu=False,
     find=_find_held,
+    predict=predict_connections,
+    effect_of_one_at_a_time=True,
 )

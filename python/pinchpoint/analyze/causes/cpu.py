@@ -146,7 +146,7 @@ def cpu_finding(
             cause += f", {owner} {used[owner]:.2f}"
         advice = f"More workers will not help; {lower} or more cores will."
     summary = f"The host's CPU is saturated from {load_text(onset)} ({cause}); {waits}. {advice}"
-    return Finding(owner, "cpu", onset["users"], evidence, name, summary, rate_of(onset))
+    return Finding(owner, HOST_CPU, onset["users"], evidence, name, summary, rate_of(onset))
 
 
 def _grew(tier: str, steps: list[dict]) -> bool:
@@ -209,7 +209,11 @@ def _pressed(base: dict, after: list[dict], ctx: Context) -> bool:
 
 # Found with the pool (causes/pool.py), by what its busy workers want.
 HOST_CPU = Cause(
+    name="cpu",
     resource="cpu",
+    scope="within",
+    doc=__doc__,
+    advice="Less CPU per request, or more cores; more workers will not help.",
     saturates="the host's cores",
     reads=(
         "host.cpu_cores",
@@ -218,6 +222,9 @@ HOST_CPU = Cause(
         "resources.cpu_cores",
         "resources.cpu_wait_cores",
     ),
+    thresholds=("CPU_SATURATED", "CPU_PRESSURE_SATURATED", "CPU_PRESSURE_RISE", "NEIGHBOUR_SHARE"),
     needs_cpu=True,
-    find=None,
+    computes=True,
+    database="statements",
+    effect_of_one_at_a_time=True,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.ceilings import predict_quota
 from pinchpoint.analyze.context import Context, below, cpu_of, load_text, rate_of, resource_of
 from pinchpoint.analyze.findings import Finding, pct
 from pinchpoint.analyze.thresholds import AT_QUOTA, HALF_USED, THROTTLED, THROTTLED_GROWTH
@@ -63,7 +64,7 @@ def _cpu_quota(tier: str, host: str, steps: list[dict], ctx: Context) -> Finding
         "Raise the quota (or use less CPU per request); more workers will not help."
     )
     name = f"{host} CPU quota ({quota:.2f} cores, throttled {throttled} of periods)"
-    return Finding(host, "cpu_quota", onset["users"], evidence, name, summary, rate_of(onset))
+    return Finding(host, CPU_QUOTA, onset["users"], evidence, name, summary, rate_of(onset))
 
 
 def _find_cpu_quota(ask: Ask) -> Finding | None:
@@ -71,9 +72,17 @@ def _find_cpu_quota(ask: Ask) -> Finding | None:
 
 
 CPU_QUOTA = Cause(
+    name="cpu_quota",
     resource="cpu_quota",
+    scope="tier",
+    doc=__doc__,
+    advice="Raise the cgroup's CPU quota, or use less CPU per request.",
     saturates="a cgroup's CPU quota",
     reads=("resources.cpu_throttled_share", "resources.cpu_quota_cores", "resources.cpu_cores"),
+    thresholds=("AT_QUOTA", "HALF_USED", "THROTTLED", "THROTTLED_GROWTH"),
     needs_cpu=False,
     find=_find_cpu_quota,
+    computes=True,
+    database="statements",
+    predict=predict_quota,
 )

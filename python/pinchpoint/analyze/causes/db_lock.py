@@ -72,7 +72,7 @@ def _db_lock_finding(
         "spread the writes over more rows; more workers or CPU will not help."
     )
     return Finding(
-        name, "db_lock", onset["users"], evidence, f"{name} lock waits", summary, rate_of(onset)
+        name, DB_LOCK, onset["users"], evidence, f"{name} lock waits", summary, rate_of(onset)
     )
 
 
@@ -81,9 +81,18 @@ def _find_db_lock(ask: Ask) -> Finding | None:
 
 
 DB_LOCK = Cause(
+    name="db_lock",
     resource="db_lock",
+    scope="tier",
+    doc=__doc__,
+    advice=(
+        "Hold locks shorter (less work inside the transaction), or spread the writes over "
+        "more rows; more workers or CPU will not help."
+    ),
     saturates="rows held by other transactions",
     reads=("resources.lock_waits", "resources.lock_waits_inside", "tiers.p50_ms"),
+    thresholds=("LOCK_WAITS",),
     needs_cpu=False,
     find=_find_db_lock,
+    database="locks",
 )

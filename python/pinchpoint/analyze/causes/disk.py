@@ -52,7 +52,7 @@ def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         "a faster disk will help; more workers or CPU will not."
     )
     return Finding(
-        who or tier, "disk", seen.onset["users"], evidence, f"disk I/O, seen in {tier}'s time", summary,
+        who or tier, DISK, seen.onset["users"], evidence, f"disk I/O, seen in {tier}'s time", summary,
         rate_of(seen.onset),
     )  # fmt: skip
 
@@ -84,7 +84,7 @@ def disk_limit(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
             "will not help."
         )
         return Finding(
-            who, "disk", onset["users"], evidence, f"{who} disk {way} limit ({limit / 1e6:.1f} MB/s)",
+            who, DISK, onset["users"], evidence, f"{who} disk {way} limit ({limit / 1e6:.1f} MB/s)",
             summary, rate_of(onset),
         )  # fmt: skip
     return None
@@ -116,7 +116,14 @@ def _find_disk(ask: Ask) -> Finding | None:
 
 
 DISK = Cause(
+    name="disk",
     resource="disk",
+    scope="tier",
+    doc=__doc__,
+    advice=(
+        "Fewer or smaller writes per request (batching, no fsync per request), a faster disk "
+        "or a higher cgroup limit; more workers or CPU will not help."
+    ),
     saturates="a disk, or a cgroup's disk limit",
     reads=(
         "host.disk_util",
@@ -124,6 +131,7 @@ DISK = Cause(
         "resources.disk_write_bytes_s",
         "resources.disk_write_limit_bytes_s",
     ),
+    thresholds=("DISK_SHARE", "DISK_UTIL", "DISK_UTIL_RISE", "IO_PRESSURE", "IO_PRESSURE_RISE"),
     needs_cpu=False,
     find=_find_disk,
 )

@@ -92,7 +92,7 @@ def blocked_loop(ask: Ask) -> Finding | None:
         "thread (asyncio.to_thread, run_in_executor); more worker processes only hide it."
     )
     name = f"{group}'s event loop, blocked by a synchronous call"
-    return Finding(group, "event_loop", ask.onset["users"], evidence, name, summary,
+    return Finding(group, EVENT_LOOP, ask.onset["users"], evidence, name, summary,
                    rate_of(ask.onset))  # fmt: skip
 
 
@@ -124,7 +124,9 @@ def computing_loops(ask: Ask, loops: int) -> Finding | None:
         f"computing off the loop ({off}); more threads will not help."
     )
     name = f"{group}'s event loop{'s' if loops > 1 else ''} ({loops}, one core each)"
-    return Finding(group, "cpu", ask.onset["users"], evidence, name, summary, rate_of(ask.onset))
+    return Finding(
+        group, BUSY_LOOPS, ask.onset["users"], evidence, name, summary, rate_of(ask.onset)
+    )
 
 
 def _callees(tier: str, steps: list[dict], ctx: Context) -> list[tuple[str, float, float]]:
@@ -149,9 +151,32 @@ def _callee_lines(tier: str, steps: list[dict], ctx: Context) -> list[str]:
 
 
 EVENT_LOOP = Cause(
+    name="event_loop",
     resource="event_loop",
+    scope="tier",
+    doc=__doc__,
+    advice=(
+        "Await the call (an async client) or run it in a thread (asyncio.to_thread, "
+        "run_in_executor); more worker processes only hide it."
+    ),
     saturates="an event loop a synchronous call blocks",
     reads=("pools", "resources.cpu_cores", "resources.processes", "tiers.p50_ms"),
+    thresholds=("CPU_BOUND", "CPU_NEED", "GROWTH_SHARE", "LOOP_LOAD", "ONE_AT_ONCE"),
     needs_cpu=False,
     find=blocked_loop,
+)
+# Found by the event loop's cause: loops that each compute a core on a host with idle ones.
+BUSY_LOOPS = Cause(
+    name="busy_loops",
+    resource="cpu",
+    scope="within",
+    doc=computing_loops.__doc__ or "",
+    advice="Add event loops, one per idle core, or move the computing off the loop.",
+    saturates="the one core each event loop computes on",
+    reads=("resources.cpu_cores", "resources.cpu_wait_cores", "resources.processes"),
+    thresholds=("CPU_BOUND", "IDLE_CORE"),
+    needs_cpu=True,
+    computes=True,
+    database="statements",
+    effect_of_one_at_a_time=True,
 )

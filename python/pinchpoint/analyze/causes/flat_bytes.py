@@ -38,7 +38,7 @@ def flat_bytes(tier: str, steps: list[dict], onset: dict) -> Finding | None:
         "limit. Check the link's speed and shaping (tc -s qdisc), or send fewer bytes."
     )
     return Finding(
-        "network", "bandwidth", onset["users"], evidence,
+        "network", FLAT_BYTES, onset["users"], evidence,
         f"a network path at {ceiling * 8 / 1e6:.1f} Mbit/s (inferred)", summary, rate_of(onset),
     )  # fmt: skip
 
@@ -48,9 +48,14 @@ def _find_flat_bytes(ask: Ask) -> Finding | None:
 
 
 FLAT_BYTES = Cause(
+    name="flat_bytes",
     resource="bandwidth",
+    scope="tier",
+    doc=__doc__,
+    advice="Check the link's speed and shaping (tc -s qdisc), or send fewer bytes.",
     saturates="a network path with an unseen ceiling",
     reads=("bytes_per_s", "throughput_rps"),
+    thresholds=("FLAT_LOAD_GROWTH", "FLAT_SPREAD", "LARGE_RESPONSE"),
     needs_cpu=False,
     find=_find_flat_bytes,
 )

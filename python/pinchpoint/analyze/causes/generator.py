@@ -7,7 +7,7 @@ delay: it does not limit, and the refusals are the finding.
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause
+from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
 from pinchpoint.analyze.causes.refusals import REFUSALS
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
@@ -202,7 +202,7 @@ def generator_finding(steps: list[dict], generator: dict, ctx: Context) -> Findi
     )
     onset = steps[0]
     return Finding(
-        "generator", "cpu", onset["users"], evidence, "the load generator's host", summary,
+        "generator", GENERATOR, onset["users"], evidence, "the load generator's host", summary,
         rate_of(onset),
     )  # fmt: skip
 
@@ -226,11 +226,37 @@ def generator_headline(finding: Finding) -> str:
     return f"{reason}: these results measure the generator, not the target."
 
 
+def _judge_generator(ask: RunAsk) -> Judged | None:
+    """The generator that could not keep up decides the run, its headline in place."""
+    if not generator_limits(ask.generator):
+        return None
+    limit = generator_finding(ask.steps, ask.generator, ask.ctx)
+    return Judged(limit, 1.0, headline=generator_headline(limit))
+
+
 # Asked of the whole run first: a generator short of CPU delays every request it measures.
 GENERATOR = Cause(
+    name="generator",
     resource="cpu",
+    scope="run",
+    doc=__doc__,
+    advice="Run the generator on another host, give it more cores, or load less.",
     saturates="the generator's cores, or its host's",
     reads=("generator.cpu_cores", "generator.cpu_wait_cores", "host.cpu_cores"),
+    thresholds=(
+        "CPU_SATURATED",
+        "FAST_ERRORS",
+        "GENERATOR_SATURATED",
+        "GENERATOR_SHARE",
+        "MOSTLY_ANSWERED",
+        "OUTSIDE_SHARE",
+        "STARVED_CORES",
+        "STARVED_DELAY",
+        "STARVED_SHARE",
+    ),
     needs_cpu=True,
-    find=None,
+    judge=_judge_generator,
+    computes=True,
+    database="statements",
+    effect_of_one_at_a_time=True,
 )

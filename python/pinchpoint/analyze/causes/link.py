@@ -27,7 +27,7 @@ def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         "or a faster link will help; more workers or CPU will not."
     )
     return Finding(
-        "network", "bandwidth", link.onset["users"], evidence, f"network link {name}", summary,
+        "network", LINK, link.onset["users"], evidence, f"network link {name}", summary,
         rate_of(link.onset),
     )  # fmt: skip
 
@@ -95,9 +95,17 @@ def _find_link(ask: Ask) -> Finding | None:
 
 
 LINK = Cause(
+    name="link",
     resource="bandwidth",
+    scope="tier",
+    doc=__doc__,
+    advice=(
+        "Smaller responses (compression), fewer bytes per request or a faster link will "
+        "help; more workers or CPU will not."
+    ),
     saturates="a network link's rate",
     reads=("host.net_util", "host.net_link_bytes_s", "bytes_per_s"),
+    thresholds=("LINK_HOPS", "LINK_SHARE", "NET_UTIL", "NET_UTIL_RISE"),
     needs_cpu=False,
     find=_find_link,
 )

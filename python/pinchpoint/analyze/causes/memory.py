@@ -34,7 +34,7 @@ def memory(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         "cgroup limit) or use less per request."
     )
     return Finding(
-        who or tier, "memory", stall.onset["users"], evidence, f"memory pressure, seen in {tier}'s time",
+        who or tier, MEMORY, stall.onset["users"], evidence, f"memory pressure, seen in {tier}'s time",
         summary, rate_of(stall.onset),
     )  # fmt: skip
 
@@ -44,9 +44,14 @@ def _find_memory(ask: Ask) -> Finding | None:
 
 
 MEMORY = Cause(
+    name="memory",
     resource="memory",
+    scope="tier",
+    doc=__doc__,
+    advice="Give it more memory (or a higher cgroup limit) or use less per request.",
     saturates="memory",
     reads=("host.memory_pressure", "resources.rss_bytes"),
+    thresholds=("MEMORY_PRESSURE", "MEMORY_PRESSURE_RISE"),
     needs_cpu=False,
     find=_find_memory,
 )

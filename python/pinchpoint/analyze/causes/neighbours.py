@@ -3,10 +3,10 @@ a finding of their own, beside whatever limits the stack."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause
+from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
-from pinchpoint.analyze.thresholds import NEIGHBOUR_SHARE
+from pinchpoint.analyze.thresholds import NEIGHBOUR_CONFIDENCE, NEIGHBOUR_SHARE
 from pinchpoint.analyze.usage import host_use
 
 
@@ -38,7 +38,7 @@ def neighbour_finding(steps: list[dict], ctx: Context) -> Finding | None:
         "numbers."
     )
     return Finding(
-        "neighbours", "cpu", step["users"], evidence,
+        "neighbours", NEIGHBOURS, step["users"], evidence,
         f"processes outside the stack ({h.neighbours:.2f} cores)", summary, rate_of(step),
     )  # fmt: skip
 
@@ -51,12 +51,28 @@ def _waits(step: dict) -> dict[str, float]:
     }
 
 
+def _judge_neighbours(ask: RunAsk) -> Judged | None:
+    found = neighbour_finding(ask.steps, ask.ctx)
+    return Judged(found, NEIGHBOUR_CONFIDENCE) if found is not None else None
+
+
 # Asked of the whole run; it explains a tier's growth only where that tier's work needs a
 # core (verdict.py).
 NEIGHBOURS = Cause(
+    name="neighbours",
     resource="cpu",
+    scope="beside",
+    doc=__doc__,
+    advice=(
+        "Run the test on a quiet host, or pin the neighbours elsewhere, before trusting "
+        "CPU-bound numbers."
+    ),
     saturates="the host's cores, taken by processes outside the stack",
     reads=("host.cpu_cores", "resources.cpu_cores", "resources.cpu_wait_cores"),
+    thresholds=("NEIGHBOUR_SHARE", "NEIGHBOUR_CONFIDENCE"),
     needs_cpu=True,
-    find=None,
+    judge=_judge_neighbours,
+    computes=True,
+    database="statements",
+    effect_of_one_at_a_time=True,
 )

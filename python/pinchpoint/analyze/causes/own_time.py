@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import cpu_lines
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
@@ -25,17 +25,27 @@ def own_time(tier: str, group: str | None, steps: list[dict], onset: dict, ctx: 
     elif caller is not None:
         evidence.append(f"{tier} logs nothing: its time is {caller}'s upstream time")
     return Finding(
-        tier, "time", onset["users"], evidence,
+        tier, OWN_TIME, onset["users"], evidence,
         f"{tier} (its own time grows; no saturated resource found)", summary, rate_of(onset),
     )  # fmt: skip
+
+
+def _find_own_time(ask: Ask) -> Finding:
+    return own_time(ask.tier, ask.group, ask.steps, ask.onset, ask.ctx)
 
 
 # What is left when no cause fires: a neighbour's CPU may explain it when its workers need a
 # core (verdict.py asks what they used and waited for).
 OWN_TIME = Cause(
+    name="time",
     resource="time",
+    scope="tier",
+    doc=__doc__,
+    advice="Profile the tier: its own time grows with no saturated resource found.",
     saturates=None,
     reads=("tiers.self_p50_ms", "tiers.queue_p50_ms"),
+    thresholds=(),
     needs_cpu=True,
-    find=None,
+    find=_find_own_time,
+    effect_of_one_at_a_time=True,
 )

@@ -22,6 +22,7 @@ from pinchpoint.analyze.causes.wait_chain import (
     waits_on_cpu,
     waits_on_one_core,
 )
+from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, load_text, ms_text, pool_known, position, rate_of
 from pinchpoint.analyze.findings import Finding, estimate_line
 from pinchpoint.analyze.knobs import PoolTerms, pool_terms
@@ -201,7 +202,7 @@ def _pool(
             f"{_knob(terms, 'workers')} (or make each request shorter)."
         )
     return Finding(
-        group, "worker_pool", onset["users"], evidence, f"{group} worker pool", summary,
+        group, POOL, onset["users"], evidence, f"{group} worker pool", summary,
         rate_of(onset),
     )  # fmt: skip
 
@@ -273,7 +274,11 @@ def _find_pool(ask: Ask) -> Finding | None:
 
 
 POOL = Cause(
+    name="worker_pool",
     resource="worker_pool",
+    scope="tier",
+    doc=__doc__,
+    advice="Add workers (or make each request shorter).",
     saturates="a pool of workers (or the cores its workers compute on)",
     reads=(
         "tiers.concurrency",
@@ -282,6 +287,17 @@ POOL = Cause(
         "resources.cpu_wait_cores",
         "pools",
     ),
+    thresholds=(
+        "CPU_BOUND",
+        "IDLE_CORE",
+        "PER_USER_SLOWED",
+        "POOL_FULL",
+        "POOL_QUEUED",
+        "QUEUE_GROWTH_MS",
+    ),
     needs_cpu=False,
     find=_find_pool,
+    computes=True,
+    predict=predict_pool,
+    effect_of_one_at_a_time=True,
 )

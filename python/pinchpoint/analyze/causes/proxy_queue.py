@@ -45,7 +45,7 @@ def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
         "Raise it to what the server can take."
     )
     return Finding(
-        tier, "proxy_limit", onset["users"], evidence, f"{tier} connection limit (queueing)",
+        tier, PROXY_QUEUE, onset["users"], evidence, f"{tier} connection limit (queueing)",
         summary, rate_of(onset),
     )  # fmt: skip
 
@@ -55,9 +55,14 @@ def _find_proxy_queue(ask: Ask) -> Finding | None:
 
 
 PROXY_QUEUE = Cause(
+    name="proxy_queue",
     resource="proxy_limit",
+    scope="tier",
+    doc=__doc__,
+    advice="Raise the proxy's limit on connections to the server to what the server can take.",
     saturates="a proxy's connection limit, queueing",
     reads=("tiers.logged_queue_p50_ms", "tiers.self_p50_ms", "tiers.concurrency"),
+    thresholds=("POOL_FULL",),
     needs_cpu=False,
     find=_find_proxy_queue,
 )

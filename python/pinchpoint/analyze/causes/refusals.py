@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause
+from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
 from pinchpoint.analyze.context import (
     Context,
     busy_of,
@@ -55,7 +55,7 @@ def proxy_limit(steps: list[dict], ctx: Context) -> Finding | None:
         "what the tier behind it can take, or queue instead of refusing."
     )
     name = f"{proxy} connection limit"
-    return Finding(proxy, "proxy_limit", onset["users"], evidence, name, summary, rate_of(onset))
+    return Finding(proxy, REFUSED, onset["users"], evidence, name, summary, rate_of(onset))
 
 
 def _refusing_tier(top: dict, ctx: Context, refused: dict[str, int]) -> str | None:
@@ -94,11 +94,33 @@ def _idle_line(callee: str, top: dict, ctx: Context) -> str | None:
     )
 
 
+def _judge_refusals(ask: RunAsk) -> Judged | None:
+    found = proxy_limit(ask.steps, ask.ctx)
+    return Judged(found, refused_share(ask.steps[-1])) if found is not None else None
+
+
+def refused_share(top: dict) -> float:
+    """How sure a proxy's limit is: half, and half again the share of the heaviest step's
+    failures that were refusals."""
+    by_class = top.get("errors_by_class") or {}
+    failed = sum(by_class.values())
+    refused = sum(n for name, n in by_class.items() if name in REFUSALS)
+    return 0.5 + 0.5 * refused / failed if failed else 0.5
+
+
 # Asked of the whole run, before any tier's time: refused requests never reach the tiers.
 REFUSED = Cause(
+    name="refused",
     resource="proxy_limit",
+    scope="run",
+    doc=__doc__,
+    advice=(
+        "Raise the proxy's limit (limit_conn, max_conns, maxconn) to what the tier behind "
+        "it can take, or queue instead of refusing."
+    ),
     saturates="a proxy's connection limit, refusing",
     reads=("error_rate", "errors_by_class", "error_latency_p50_ms", "tiers.rejected"),
+    thresholds=("FAST_ERRORS", "IDLE_POOL", "PROXY_ERRORS", "REFUSED_SHARE"),
     needs_cpu=False,
-    find=None,
+    judge=_judge_refusals,
 )

@@ -14,6 +14,7 @@ limited by that core too.
 
 from __future__ import annotations
 
+from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import consumer, cpu_finding, host_saturated, stack_fills_cpu
 from pinchpoint.analyze.context import Context, below, load_text, rate_of, resource_of
 from pinchpoint.analyze.findings import Finding
@@ -88,7 +89,7 @@ def waits_on_one_core(
         "only queue more commands on it."
     )
     return Finding(
-        callee, "cpu", onset["users"], lines, f"{callee}'s one core (its main thread)", summary,
+        callee, ONE_CORE, onset["users"], lines, f"{callee}'s one core (its main thread)", summary,
         rate_of(onset),
     )  # fmt: skip
 
@@ -117,3 +118,32 @@ def waits_on_cpu(
         f"for a core: more {group} workers would queue more work on the same cores."
     )
     return found
+
+
+def _find_one_core(ask: Ask) -> Finding | None:
+    callee = one_core_callee(ask.tier, ask.steps, ask.ctx)
+    if callee is None:
+        return None
+    return waits_on_one_core(ask.tier, ask.group, callee, ask.steps, [], ask.ctx)
+
+
+# Asked after every other resource of a tier: a callee whose one thread is full, with no
+# pool above it to fill (a pool that fills is the pool's cause to follow down).
+ONE_CORE = Cause(
+    name="one_core",
+    resource="cpu",
+    scope="tier",
+    doc=__doc__,
+    advice=(
+        "Make its commands cheaper, spread the keys over more instances (a cluster), or "
+        "keep the work off it."
+    ),
+    saturates="the one core a callee runs every command on",
+    reads=("resources.main_thread_cores", "resources.cpu_wait_cores"),
+    thresholds=("ONE_CORE_SATURATED",),
+    needs_cpu=True,
+    find=_find_one_core,
+    computes=True,
+    database="statements",
+    effect_of_one_at_a_time=True,
+)

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from pinchpoint.analyze.causes import CAUSES
 from pinchpoint.analyze.context import start_text
 from pinchpoint.analyze.database.locks import lock_waits
 from pinchpoint.analyze.database.samples import (
@@ -21,8 +22,6 @@ from pinchpoint.analyze.findings import pct
 from pinchpoint.analyze.thresholds import CARRIES
 from pinchpoint.rundir.view import RunView
 
-LOCKS = ("db_lock",)
-COMPUTING = ("cpu", "cpu_quota")
 # The locks and statements said in the evidence (verdict.json keeps up to five).
 SAID = 3
 # Words for the lock types PostgreSQL and InnoDB report.
@@ -75,8 +74,9 @@ def _name_statement(verdict: dict[str, Any]) -> None:
 
 def database_inside(samples: DatabaseSamples, finding: dict[str, Any]) -> dict[str, Any] | None:
     """The finding's `database`: its locks or its statements, from its onset step on."""
-    resource = finding.get("resource")
-    if resource not in LOCKS + COMPUTING:
+    shown = CAUSES.showing(str(finding.get("resource")))
+    wanted = shown[0].database if shown else None
+    if wanted is None:
         return None
     component = str(finding["component"])
     windows = onset_windows(samples.windows, finding)
@@ -85,7 +85,7 @@ def database_inside(samples: DatabaseSamples, finding: dict[str, Any]) -> dict[s
         "from_step": windows[0].step if windows else None,
         "samples": in_windows(activity, windows)["ts"].n_unique(),
     }
-    if resource in LOCKS:
+    if wanted == "locks":
         inside.update(lock_waits(in_windows(activity, windows)))
         return inside
     statements = samples.statements
