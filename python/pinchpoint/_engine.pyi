@@ -14,6 +14,8 @@ __all__ = [
     "flows_error",
     "grpc_method",
     "records_to_parquet",
+    "remote_write_body",
+    "remote_write_read",
     "start",
 ]
 
@@ -80,3 +82,11 @@ def config_records() -> dict[str, dict[str, bool]]:
 
 def records_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> int:
     """Converts a records stream to Parquet; returns the number of rows."""
+
+def remote_write_body(series: list[tuple[list[tuple[str, str]], float]], timestamp_ms: int) -> bytes:
+    """A Prometheus remote-write body: each (labels, value) one series of one sample at
+    `timestamp_ms`, as a WriteRequest (protobuf), snappy-compressed."""
+
+def remote_write_read(body: bytes) -> list[tuple[list[tuple[str, str]], list[tuple[float, int]]]]:
+    """A remote-write body read back: each series' labels and its (value, timestamp_ms).
+    A ValueError says what could not be read (snappy, WriteRequest)."""

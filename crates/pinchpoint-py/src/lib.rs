@@ -5,6 +5,7 @@
 mod config;
 mod flows;
 mod logs;
+mod remote_write;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -310,6 +311,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows::flows_error, m)?)?;
     m.add_function(wrap_pyfunction!(flows::grpc_method, m)?)?;
     m.add_function(wrap_pyfunction!(config::config_records, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_write::remote_write_body, m)?)?;
+    m.add_function(wrap_pyfunction!(remote_write::remote_write_read, m)?)?;
     m.add_class::<LoadRun>()?;
     m.add_class::<logs::NginxScanner>()?;
     m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pinchpoint.compare.advice_shapes import Prediction
     from pinchpoint.outputs.live_page import LivePage
     from pinchpoint.outputs.openmetrics import MetricsServer
+    from pinchpoint.outputs.remote_write import MetricsPush
 
 
 @app.command()
@@ -106,6 +107,24 @@ def run(
             "reads its final values (at least the scrape interval; Ctrl-C ends it).",
         ),
     ] = 5.0,
+    metrics_push: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-push",
+            metavar="URL",
+            help="Push the --metrics series each second by Prometheus remote write to this "
+            "URL (Prometheus' /api/v1/write, Mimir's /api/v1/push), and once more at the end.",
+        ),
+    ] = None,
+    metrics_push_header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metrics-push-header",
+            metavar="'NAME: VALUE'",
+            help="A header of each push, such as 'Authorization: Bearer TOKEN' or "
+            "'X-Scope-OrgID: team' (repeat for more).",
+        ),
+    ] = None,
     serve: Annotated[
         str | None,
         typer.Option(
@@ -172,6 +191,7 @@ def run(
     from pinchpoint.interrupts import catching
     from pinchpoint.live import LiveView
     from pinchpoint.outputs import fan_out, seconds_out, serving
+    from pinchpoint.outputs.remote_write import pushing
     from pinchpoint.pipeline import execute, new_run_id
     from pinchpoint.rundir import files
 
@@ -184,6 +204,7 @@ def run(
         plan.endpoints(),
         "--metrics" if metrics else f"{source}: [output] metrics",
     )
+    push = _metrics_push(metrics_push, metrics_push_header or [], run_id, plan.endpoints(), console)
     page = _live_page(
         serve or plan.output.serve,
         run_id,
@@ -195,8 +216,12 @@ def run(
         catching(say=lambda line: warn(line, console)) as caught,
     ):
         try:
-            with LiveView(console, quiet) as view, seconds_out(out, run_id) as seconds:
-                ticks = fan_out(view, seconds, server, page)
+            with (
+                LiveView(console, quiet) as view,
+                seconds_out(out, run_id) as seconds,
+                pushing(push, lambda line: warn(line, console)),
+            ):
+                ticks = fan_out(view, seconds, server, push, page)
                 outcome = execute(
                     plan,
                     text,
@@ -278,6 +303,27 @@ def _metrics_server(
     except OSError as e:
         fail(f"{said} {address}: cannot listen ({e.strerror or e})")
     raise typer.Exit(2)
+
+
+def _metrics_push(
+    url: str | None, headers: list[str], run_id: str, requests: list[str], console: RichConsole
+) -> MetricsPush | None:
+    """The --metrics-push pusher, its URL and headers checked before the run folder is
+    made; exits 2 on a bad one."""
+    if url is None:
+        if headers:
+            fail("--metrics-push-header goes with --metrics-push URL")
+            raise typer.Exit(2)
+        return None
+    from pinchpoint.outputs.remote_write import MetricsPush, check_push_url, parse_header
+
+    try:
+        check_push_url(url)
+        said = dict(parse_header(h) for h in headers)
+    except ValueError as e:
+        fail(f"--metrics-push {url}: {e}" if not headers else f"--metrics-push-header {e}")
+        raise typer.Exit(2) from None
+    return MetricsPush(url, run_id, requests, said, say=lambda line: warn(line, console))
 
 
 def _live_page(

@@ -98,17 +98,14 @@ class NamedRequest:
     latency: StepLatency = field(default_factory=StepLatency)
 
 
-class MetricsServer:
-    """An HTTP server in a daemon thread answering GET /metrics, fed by `__call__`."""
+class Tally:
+    """The run's metrics so far, fed each second by `__call__` with the engine's snapshot."""
 
     def __init__(
         self,
-        host: str,
-        port: int,
         run_id: str,
         cpu_clock: Callable[[], float] = time.process_time,
         requests: list[str] | None = None,
-        limits: Limits = LIMITS,
     ) -> None:
         self.run_id = run_id
         # The names of the plan's requests, by the engine's `endpoint` index.
@@ -118,11 +115,6 @@ class MetricsServer:
         self.lock = threading.Lock()
         # The CPU clock when last read, so that the first tick has a second to measure.
         self._cpu_at = (time.monotonic(), cpu_clock())
-        self.httpd, self.thread = start_server(host, port, _handler(self), limits)
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
         self.update(snapshot, time.monotonic(), self.cpu_clock())
@@ -181,6 +173,30 @@ class MetricsServer:
             return OTHER_CLASS
         return self.names[at] if at < len(self.names) else f"request {at}"
 
+    def families(self) -> list[Family]:
+        with self.lock:
+            return families(self.state, self.run_id)
+
+
+class MetricsServer(Tally):
+    """An HTTP server in a daemon thread answering GET /metrics with the tally's text."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        run_id: str,
+        cpu_clock: Callable[[], float] = time.process_time,
+        requests: list[str] | None = None,
+        limits: Limits = LIMITS,
+    ) -> None:
+        super().__init__(run_id, cpu_clock, requests)
+        self.httpd, self.thread = start_server(host, port, _handler(self), limits)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
     def render(self) -> str:
         with self.lock:
             return exposition(self.state, self.run_id)
@@ -210,93 +226,124 @@ def _bounded_classes(classes: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def exposition(state: State, run_id: str) -> str:
-    """The text format of `state`: HELP and TYPE then the samples of each metric."""
-    run = f'run_id="{_escape(run_id)}"'
-    lines: list[str] = []
+@dataclass
+class Family:
+    """One metric: its name, type, help and samples, each (name, labels, value); a
+    histogram's samples are its `_bucket`, `_sum` and `_count`."""
 
-    def metric(name: str, kind: str, about: str) -> None:
-        lines.append(f"# HELP {name} {about}")
-        lines.append(f"# TYPE {name} {kind}")
+    name: str
+    kind: str
+    about: str
+    samples: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
 
-    metric("pinchpoint_requests_total", "counter", "Requests ended so far.")
-    lines.append(f"pinchpoint_requests_total{{{run}}} {state.requests}")
-    metric("pinchpoint_errors_total", "counter", "Failed requests so far, by class.")
+
+def families(state: State, run_id: str) -> list[Family]:
+    """Every metric of `state`, labelled by run id, in the order the exposition gives."""
+    run = {"run_id": run_id}
+    out: list[Family] = []
+
+    def metric(name: str, kind: str, about: str) -> Family:
+        out.append(Family(name, kind, about))
+        return out[-1]
+
+    def one(family: Family, value: float, **labels: str) -> None:
+        family.samples.append((family.name, {**run, **labels}, value))
+
+    one(metric("pinchpoint_requests_total", "counter", "Requests ended so far."), state.requests)
+    errors = metric("pinchpoint_errors_total", "counter", "Failed requests so far, by class.")
     for name, n in state.classes.items():
-        lines.append(f'pinchpoint_errors_total{{{run},class="{_escape(name)}"}} {n}')
-    metric(
+        one(errors, n, **{"class": name})
+    latency = metric(
         "pinchpoint_latency_seconds",
         "histogram",
         "Latency of answered requests, by the step they were sent in.",
     )
-    for step, latency in sorted(state.steps.items()):
-        labels = f'{run},step="{step}"'
-        for bound, n in zip(BOUNDS_US, latency.buckets, strict=True):
-            lines.append(f'pinchpoint_latency_seconds_bucket{{{labels},le="{bound / 1e6:g}"}} {n}')
-        lines.append(f'pinchpoint_latency_seconds_bucket{{{labels},le="+Inf"}} {latency.count}')
-        lines.append(f"pinchpoint_latency_seconds_sum{{{labels}}} {latency.sum_s!r}")
-        lines.append(f"pinchpoint_latency_seconds_count{{{labels}}} {latency.count}")
-    metric("pinchpoint_step_requests_total", "counter", "Requests ended so far, by step sent in.")
+    for step, each in sorted(state.steps.items()):
+        _histogram(latency, each, {**run, "step": str(step)})
+    by_step = metric(
+        "pinchpoint_step_requests_total", "counter", "Requests ended so far, by step sent in."
+    )
     for step, (n, _) in sorted(state.step_counts.items()):
-        lines.append(f'pinchpoint_step_requests_total{{{run},step="{step}"}} {n}')
-    metric("pinchpoint_step_errors_total", "counter", "Failed requests so far, by step sent in.")
+        one(by_step, n, step=str(step))
+    by_step = metric(
+        "pinchpoint_step_errors_total", "counter", "Failed requests so far, by step sent in."
+    )
     for step, (_, n) in sorted(state.step_counts.items()):
-        lines.append(f'pinchpoint_step_errors_total{{{run},step="{step}"}} {n}')
-    _named_metrics(state, run, metric, lines)
-    metric("pinchpoint_users", "gauge", "Users of the current step.")
-    lines.append(f"pinchpoint_users{{{run}}} {state.users}")
-    metric("pinchpoint_load_level", "gauge", "The current step's level: users, or requests/s.")
-    lines.append(f'pinchpoint_load_level{{{run},kind="{_escape(state.kind)}"}} {state.level!r}')
-    metric("pinchpoint_step", "gauge", "The current step, from 0.")
-    lines.append(f"pinchpoint_step{{{run}}} {state.step}")
-    metric("pinchpoint_in_flight", "gauge", "Requests sent and not yet answered.")
+        one(by_step, n, step=str(step))
+    _named_metrics(state, run, metric)
+    one(metric("pinchpoint_users", "gauge", "Users of the current step."), state.users)
+    level = metric(
+        "pinchpoint_load_level", "gauge", "The current step's level: users, or requests/s."
+    )
+    one(level, state.level, kind=state.kind)
+    one(metric("pinchpoint_step", "gauge", "The current step, from 0."), state.step)
+    in_flight = metric("pinchpoint_in_flight", "gauge", "Requests sent and not yet answered.")
     if state.in_flight is not None:
-        lines.append(f"pinchpoint_in_flight{{{run}}} {state.in_flight}")
-    metric(
+        one(in_flight, state.in_flight)
+    lag = metric(
         "pinchpoint_send_lag_seconds",
         "gauge",
         "The longest a request of the last second was sent after its intended time.",
     )
     if state.send_lag_s is not None:
-        lines.append(f"pinchpoint_send_lag_seconds{{{run}}} {state.send_lag_s!r}")
-    metric("pinchpoint_generator_cpu_cores", "gauge", "CPU of the generator over the last second.")
+        one(lag, state.send_lag_s)
+    cpu = metric(
+        "pinchpoint_generator_cpu_cores", "gauge", "CPU of the generator over the last second."
+    )
     if state.cpu_cores is not None:
-        lines.append(f"pinchpoint_generator_cpu_cores{{{run}}} {state.cpu_cores!r}")
-    return "\n".join(lines) + "\n"
+        one(cpu, state.cpu_cores)
+    return out
+
+
+def _histogram(family: Family, latency: StepLatency, labels: dict[str, str]) -> None:
+    """The classic buckets, sum and count of `latency` under `labels`."""
+    bucket = f"{family.name}_bucket"
+    for bound, n in zip(BOUNDS_US, latency.buckets, strict=True):
+        family.samples.append((bucket, {**labels, "le": f"{bound / 1e6:g}"}, n))
+    family.samples.append((bucket, {**labels, "le": "+Inf"}, latency.count))
+    family.samples.append((f"{family.name}_sum", labels, latency.sum_s))
+    family.samples.append((f"{family.name}_count", labels, latency.count))
 
 
 def _named_metrics(
-    state: State, run: str, metric: Callable[[str, str, str], None], lines: list[str]
+    state: State, run: dict[str, str], metric: Callable[[str, str, str], Family]
 ) -> None:
     """The counts and latencies of each named request of the plan."""
     named = sorted(state.named.items())
-    metric("pinchpoint_named_requests_total", "counter", "Requests ended so far, by request.")
+    requests = metric(
+        "pinchpoint_named_requests_total", "counter", "Requests ended so far, by request."
+    )
     for name, one in named:
-        lines.append(
-            f'pinchpoint_named_requests_total{{{run},request="{_escape(name)}"}} {one.requests}'
-        )
-    metric("pinchpoint_named_errors_total", "counter", "Failed requests so far, by request.")
+        requests.samples.append((requests.name, {**run, "request": name}, one.requests))
+    errors = metric(
+        "pinchpoint_named_errors_total", "counter", "Failed requests so far, by request."
+    )
     for name, one in named:
-        lines.append(
-            f'pinchpoint_named_errors_total{{{run},request="{_escape(name)}"}} {one.errors}'
-        )
-    metric(
+        errors.samples.append((errors.name, {**run, "request": name}, one.errors))
+    latency = metric(
         "pinchpoint_named_latency_seconds",
         "histogram",
         "Latency of answered requests over the run, by request.",
     )
     for name, one in named:
-        labels = f'{run},request="{_escape(name)}"'
-        latency = one.latency
-        for bound, n in zip(BOUNDS_US, latency.buckets, strict=True):
-            lines.append(
-                f'pinchpoint_named_latency_seconds_bucket{{{labels},le="{bound / 1e6:g}"}} {n}'
-            )
-        lines.append(
-            f'pinchpoint_named_latency_seconds_bucket{{{labels},le="+Inf"}} {latency.count}'
-        )
-        lines.append(f"pinchpoint_named_latency_seconds_sum{{{labels}}} {latency.sum_s!r}")
-        lines.append(f"pinchpoint_named_latency_seconds_count{{{labels}}} {latency.count}")
+        _histogram(latency, one.latency, {**run, "request": name})
+
+
+def exposition(state: State, run_id: str) -> str:
+    """The text format of `state`: HELP and TYPE then the samples of each metric."""
+    lines: list[str] = []
+    for family in families(state, run_id):
+        lines.append(f"# HELP {family.name} {family.about}")
+        lines.append(f"# TYPE {family.name} {family.kind}")
+        for name, labels, value in family.samples:
+            said = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+            lines.append(f"{name}{{{said}}} {_number(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float) -> str:
+    """A count as an integer, a measure in full (repr)."""
+    return str(value) if isinstance(value, int) else repr(float(value))
 
 
 def _escape(value: str) -> str:
