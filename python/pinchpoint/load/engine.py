@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint import _engine, interrupts
-from pinchpoint.load.abort import Abort, AbortWatch
+from pinchpoint.load.abort import Abort
+from pinchpoint.load.abort_rules import Watches
 from pinchpoint.load.engine_config import engine_config
 from pinchpoint.load.hook_box import HookBox
 from pinchpoint.load.step_parts import StepParts
@@ -74,7 +75,7 @@ def run_steps(
     stream = run_dir / files.REQUEST_STREAM
     config = engine_config(plan, run_id, stream)
     box = config["hook"] if isinstance(config["hook"], HookBox) else None
-    watch = AbortWatch.of(plan.sla)
+    watch = Watches.of(plan.sla, plan.abort)
     try:
         summary, halted = _wait(_engine.start(config), plan, box, watch, on_tick)
     finally:
@@ -101,7 +102,7 @@ def _wait(
     run: _engine.LoadRun,
     plan: Plan,
     box: HookBox | None,
-    watch: AbortWatch | None,
+    watch: Watches | None,
     on_tick: Callable[[dict], None] | None,
 ) -> tuple[dict, bool]:
     """The engine's summary once it ends, and whether it was stopped before its end: by
@@ -135,8 +136,9 @@ def _wait(
     return summary, halt.level > 0
 
 
-def _breaks(watch: AbortWatch, snapshot: dict) -> Abort | None:
-    """The abort when this second breaks an aborting objective for long enough; it is
+def _breaks(watch: Watches, snapshot: dict) -> Abort | None:
+    """The abort when this second breaks an aborting objective (or passes an [[abort]]
+    rule's limit) for long enough; it is
     said on stderr at once, as a signal's stop is."""
     fired = watch.observe(snapshot, time.monotonic())
     if fired is not None:

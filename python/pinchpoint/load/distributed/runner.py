@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pinchpoint import interrupts
-from pinchpoint.load.abort import AbortWatch
+from pinchpoint.load.abort_rules import Watches
 from pinchpoint.load.distributed.actor import Generator
 from pinchpoint.load.distributed.merge import merge_parquet, merge_snapshots, merge_summaries
 from pinchpoint.load.distributed.shares import check_ray_plan, share_of, shares
@@ -144,7 +144,7 @@ def run_on_ray(
         _start_runs(ray, gens, start_at)
         streams = Streams(ray, run_dir / PARTS, {g.index: g.actor for g in gens})
         end = start_at + sum(lv.duration for lv in plan.load.levels())
-        watch = AbortWatch.of(plan.sla)
+        watch = Watches.of(plan.sla, plan.abort)
         deadline = end + _longest_timeout(plan) + LATE_S
         halted = _wait(ray, gens, streams, deadline, _Ticks(on_tick, watch))
         result = _gather(ray, plan, gens, streams, run_dir, halted)
@@ -310,7 +310,7 @@ class _Ticks:
     the watch of the objectives that abort (which stops every generator when one breaks)."""
 
     on_tick: Callable[[dict], None] | None
-    watch: AbortWatch | None
+    watch: Watches | None
     aborted: int = 0
 
     def wanted(self) -> bool:
