@@ -11,7 +11,7 @@ worker wants; then a network path whose ceiling no gauge shows and a callee's on
 thread. A tier none of them explains is named for its own time. The neighbours' CPU is a
 finding of its own beside the decision.
 
-To add a cause: a module here with its `Cause` (docs/architecture.md, "Add a cause"), its
+To add a cause: a module here with its `Cause` (docs/architecture.md, "Adding a cause"), its
 line in CAUSES, and a test that builds steps for it.
 """
 

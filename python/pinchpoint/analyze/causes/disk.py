@@ -130,6 +130,8 @@ DISK = Cause(
         "host.io_pressure",
         "resources.disk_write_bytes_s",
         "resources.disk_write_limit_bytes_s",
+        "resources.disk_read_limit_bytes_s",
+        "resources.disk_read_bytes_s",
     ),
     thresholds=("DISK_SHARE", "DISK_UTIL", "DISK_UTIL_RISE", "IO_PRESSURE", "IO_PRESSURE_RISE"),
     needs_cpu=False,

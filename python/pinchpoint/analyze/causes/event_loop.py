@@ -160,7 +160,13 @@ EVENT_LOOP = Cause(
         "run_in_executor); more worker processes only hide it."
     ),
     saturates="an event loop a synchronous call blocks",
-    reads=("pools", "resources.cpu_cores", "resources.processes", "tiers.p50_ms"),
+    reads=(
+        "pools",
+        "resources.cpu_cores",
+        "resources.processes",
+        "tiers.p50_ms",
+        "resources.pool_kind",
+    ),
     thresholds=("CPU_BOUND", "CPU_NEED", "GROWTH_SHARE", "LOOP_LOAD", "ONE_AT_ONCE"),
     needs_cpu=False,
     find=blocked_loop,

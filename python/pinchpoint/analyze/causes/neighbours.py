@@ -68,7 +68,16 @@ NEIGHBOURS = Cause(
         "CPU-bound numbers."
     ),
     saturates="the host's cores, taken by processes outside the stack",
-    reads=("host.cpu_cores", "resources.cpu_cores", "resources.cpu_wait_cores"),
+    reads=(
+        "host.cpu_cores",
+        "resources.cpu_cores",
+        "resources.cpu_wait_cores",
+        "generator.cpu_cores",
+        "host.cpu_nice_cores",
+        "host.cpu_pressure",
+        "generator.cpu_wait_cores",
+        "host.cpu_wait_cores",
+    ),
     thresholds=("NEIGHBOUR_SHARE", "NEIGHBOUR_CONFIDENCE"),
     needs_cpu=True,
     judge=_judge_neighbours,
