@@ -68,8 +68,7 @@ def _db_lock_finding(
     summary = (
         f"Requests wait for locks in {name} from {load_text(onset)}: transactions "
         "queue for rows that other transactions hold (a hot row), while the database "
-        "itself is mostly idle. Hold locks shorter (less work inside the transaction), or "
-        "spread the writes over more rows; more workers or CPU will not help."
+        f"itself is mostly idle. {DB_LOCK.advice}"
     )
     return Finding(
         name, DB_LOCK, onset["users"], evidence, f"{name} lock waits", summary, rate_of(onset)

@@ -35,7 +35,7 @@ def flat_bytes(tier: str, steps: list[dict], onset: dict) -> Finding | None:
         f"Throughput stops at a constant {ceiling * 8 / 1e6:.1f} Mbit/s from {load_text(onset)} "
         f"while nothing measured saturates and {tier}'s time grows: a network path with a "
         "ceiling (a shaped or slow link between the tiers, or to the client) is the likely "
-        "limit. Check the link's speed and shaping (tc -s qdisc), or send fewer bytes."
+        f"limit. {FLAT_BYTES.advice}"
     )
     return Finding(
         "network", FLAT_BYTES, onset["users"], evidence,

@@ -198,7 +198,7 @@ def generator_finding(steps: list[dict], generator: dict, ctx: Context) -> Findi
     summary = (
         f"The load generator could not keep up: {_why(generator, h, ctx)}. Every latency "
         "includes its own delay, so these results measure the generator's host, not the "
-        "target. Run the generator on another host, give it more cores, or load less."
+        f"target. {GENERATOR.advice}"
     )
     onset = steps[0]
     return Finding(

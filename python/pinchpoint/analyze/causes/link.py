@@ -23,8 +23,7 @@ def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     ]
     summary = (
         f"The network link {name} is full from {load_text(link.onset)}: {tier}'s time grows as "
-        "responses wait to be sent. Smaller responses (compression), fewer bytes per request "
-        "or a faster link will help; more workers or CPU will not."
+        f"responses wait to be sent. {LINK.advice}"
     )
     return Finding(
         "network", LINK, link.onset["users"], evidence, f"network link {name}", summary,

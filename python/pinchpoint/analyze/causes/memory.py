@@ -30,8 +30,7 @@ def memory(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
             )
     summary = (
         f"{tier}'s time grows while the host runs short of memory from {load_text(stall.onset)}: "
-        "the kernel reclaims or swaps while requests wait. Give it more memory (or a higher "
-        "cgroup limit) or use less per request."
+        f"the kernel reclaims or swaps while requests wait. {MEMORY.advice}"
     )
     return Finding(
         who or tier, MEMORY, stall.onset["users"], evidence, f"memory pressure, seen in {tier}'s time",

@@ -34,8 +34,7 @@ def neighbour_finding(steps: list[dict], ctx: Context) -> Finding | None:
     summary = (
         f"Other processes on this host used up to {h.neighbours:.2f} of its {ctx.cpu_count} cores "
         "during the run: the stack had that much less CPU, and its tiers waited for a core. "
-        "Run the test on a quiet host, or pin the neighbours elsewhere, before trusting CPU-bound "
-        "numbers."
+        + NEIGHBOURS.advice
     )
     return Finding(
         "neighbours", NEIGHBOURS, step["users"], evidence,

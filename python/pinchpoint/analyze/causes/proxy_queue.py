@@ -42,7 +42,7 @@ def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     summary = (
         f"{tier} holds requests in its queue from {load_text(onset)} while the tier behind it "
         "has room: its own limit on connections to the server (maxconn) is the ceiling. "
-        "Raise it to what the server can take."
+        + PROXY_QUEUE.advice
     )
     return Finding(
         tier, PROXY_QUEUE, onset["users"], evidence, f"{tier} connection limit (queueing)",
@@ -59,7 +59,7 @@ PROXY_QUEUE = Cause(
     resource="proxy_limit",
     scope="tier",
     doc=__doc__,
-    advice="Raise the proxy's limit on connections to the server to what the server can take.",
+    advice="Raise it to what the server can take.",
     saturates="a proxy's connection limit, queueing",
     reads=("tiers.logged_queue_p50_ms", "tiers.self_p50_ms", "tiers.concurrency"),
     thresholds=("POOL_FULL",),

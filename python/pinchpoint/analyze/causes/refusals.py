@@ -51,8 +51,7 @@ def proxy_limit(steps: list[dict], ctx: Context) -> Finding | None:
     summary = (
         f"{proxy} refuses requests beyond its limit from {load_text(onset)}: "
         f"{pct(top['error_rate'])} failed at once at {load_text(top)} while "
-        f"{callees} had room. Raise the proxy's limit (limit_conn, max_conns, maxconn) to "
-        "what the tier behind it can take, or queue instead of refusing."
+        f"{callees} had room. {REFUSED.advice}"
     )
     name = f"{proxy} connection limit"
     return Finding(proxy, REFUSED, onset["users"], evidence, name, summary, rate_of(onset))

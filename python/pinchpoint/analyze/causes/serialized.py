@@ -31,7 +31,7 @@ def serialized(
         f"{load_text(onset)} with about {at_once:.1f} served at once, while its time inside "
         f"{tier} grows and the other requests stay flat: the app serves this request one at "
         "a time (a lock it takes, a single-threaded section, a row every such request "
-        "updates). Shorten or remove what it holds; more workers or CPU will not help."
+        f"updates). {SERIALIZED.advice}"
     )
     return Finding(
         group, SERIALIZED, onset["users"], evidence,
@@ -84,7 +84,7 @@ SERIALIZED = Cause(
     resource="serialized",
     scope="run",
     doc=__doc__,
-    advice="Shorten or remove what the request holds; more workers or CPU will not help.",
+    advice="Shorten or remove what it holds; more workers or CPU will not help.",
     saturates="one request at a time inside the app",
     reads=(
         "endpoints.workers",
