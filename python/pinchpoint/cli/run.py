@@ -344,7 +344,7 @@ def _live_page(
     except OSError as e:
         fail(f"{said} {address}: cannot listen ({e.strerror or e})")
     else:
-        console.print(f"Live page: {page.url}")
+        console.print(f"Live page: {', '.join(page.urls)}")
         return page
     raise typer.Exit(2)
 

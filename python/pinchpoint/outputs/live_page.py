@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from pinchpoint.outputs.addresses import reachable_hosts
 from pinchpoint.outputs.bounded_server import BoundedHandler, Limits, start_server, stop_server
 from pinchpoint.outputs.live_state import LiveRun
 
@@ -73,10 +74,15 @@ class LivePage:
 
     @property
     def url(self) -> str:
-        """The page's address, with its token when it has one."""
-        shown = f"[{self.host}]" if ":" in self.host else self.host
+        """The page's address, with its token when it has one (listening on a wildcard:
+        the first of this host's addresses)."""
+        return self.urls[0]
+
+    @property
+    def urls(self) -> list[str]:
+        """Each address the page can be browsed at, with its token when it has one."""
         query = f"?token={self.token}" if self.token is not None else ""
-        return f"http://{shown}:{self.port}/{query}"
+        return [f"http://{host}:{self.port}/{query}" for host in reachable_hosts(self.host)]
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
         with self.lock:
