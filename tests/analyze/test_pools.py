@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pinchpoint.analyze.context import Context, workers_of
 from pinchpoint.analyze.pool_size import INFERRED, PLAN, SERVER
 from pinchpoint.analyze.pools import inferred, pool_sizes
@@ -72,9 +74,9 @@ def test_the_plan_then_the_server_then_little_s_law() -> None:
 def test_the_worker_count_uses_the_found_pool_before_the_process_count() -> None:
     ctx = Context(**{**CTX.__dict__})
     assert workers_of("uwsgi", FULL[-1], ctx) == 4  # 5 processes less a master
-    ctx.pools = {"uwsgi": inferred("uwsgi", FULL)}  # type: ignore[dict-item]
+    ctx = replace(ctx, pools={"uwsgi": inferred("uwsgi", FULL)})
     threaded = _step(9, 5.9, 12.0)
-    ctx.pools = pool_sizes([_step(n, 5.9, 4.0 * n) for n in (5, 7, 9)], ctx)
+    ctx = replace(ctx, pools=pool_sizes([_step(n, 5.9, 4.0 * n) for n in (5, 7, 9)], ctx))
     assert workers_of("uwsgi", threaded, ctx) == 6
 
 
@@ -124,7 +126,7 @@ def test_a_pool_is_named_from_where_requests_wait_for_it_not_where_it_first_read
     ctx = Context(**{**CTX.__dict__, "order": ["nginx", "uwsgi", "app"],
                      "calls": {"nginx": ["uwsgi"], "uwsgi": ["app"]},
                      "roles": {"nginx": "proxy", "uwsgi": "app_server", "app": "app"}})  # fmt: skip
-    ctx.pools = pool_sizes(steps, ctx)
+    ctx = replace(ctx, pools=pool_sizes(steps, ctx))
     assert ctx.pools["uwsgi"].slots == 4
     b = decide(steps, ctx)["bottleneck"]
     assert (b["component"], b["resource"], b["starts_at_users"]) == ("uwsgi", "worker_pool", 7)

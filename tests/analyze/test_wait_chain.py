@@ -3,6 +3,8 @@ one core (Redis's main thread) names that core, never more workers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pinchpoint.analyze.causes import tier_cause
 from pinchpoint.analyze.context import Context
 
@@ -88,7 +90,7 @@ def test_an_event_loop_awaiting_a_callee_whose_one_worker_is_busy_names_that_poo
         workers={}, cpu_count=2, generator_threads=1,
         roles={"nginx": "proxy", "api": "app_server", "shipping": "service"},
     )  # fmt: skip
-    ctx.pools = pool_sizes(steps, ctx)
+    ctx = replace(ctx, pools=pool_sizes(steps, ctx))
     assert "api" not in ctx.pools  # an event loop has no slots to infer
     estimate = {"workers": 0.95, "peak_throughput_rps": 60.0, "min_latency_ms": 16.0}
     found = tier_cause("api", steps, steps[1], ctx, estimate)

@@ -204,12 +204,12 @@ def test_parquet_parts_merge_into_one_file(tmp_path: Path) -> None:
 
 
 def test_a_saturated_generator_on_ray_makes_the_generator_limit_the_run() -> None:
-    ctx = Context([], {}, {}, cpu_count=2, generator_threads=2)
-    ctx.generators = [
+    generators = [
         {"generator": 0, "cpu_cores": 0.4, "threads": 4, "saturated": False},
         {"generator": 1, "cpu_cores": 1.9, "threads": 2, "saturated": True},
         {"generator": 2, "lost": True, "reason": "node lost"},
     ]
+    ctx = Context([], {}, {}, cpu_count=2, generator_threads=2, generators=generators)
     check = generator_check([], ctx)
     assert check["saturated"] and generator_limits(check)
     assert (check["cpu_cores_max"], check["threads"]) == (1.9, 2)

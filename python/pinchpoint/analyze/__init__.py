@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -87,7 +88,7 @@ def stack_context(data: RunInput, steps: list[dict]) -> Context:
     """What the verdict's rules know of the run's stack: its tiers and calls, its plan, its
     host, and what the steps show of its pools and named requests."""
     order, calls = data.tier_graph()
-    ctx = Context(
+    stack = Context(
         order=order,
         calls=calls,
         workers={c.name: c.workers for c in data.plan.component if c.workers},
@@ -99,9 +100,7 @@ def stack_context(data: RunInput, steps: list[dict]) -> Context:
         generators=list(data.run.get("generators") or []),
         timed_by=data.timed_by,
     )
-    ctx.pools = pool_sizes(steps, ctx)
-    ctx.endpoints = endpoint_table(data)
-    return ctx
+    return replace(stack, pools=pool_sizes(steps, stack), endpoints=endpoint_table(data))
 
 
 @private_files()

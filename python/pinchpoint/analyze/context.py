@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pinchpoint.analyze.pool_size import PoolSize
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
+    """What the verdict's rules know of the stack, built once per analysis."""
+
     order: list[str]
     calls: dict[str, list[str]]
     workers: dict[str, int]
@@ -21,10 +23,9 @@ class Context:
     roles: dict[str, str] = field(default_factory=dict)
     # Generators on Ray (run.json `generators`): each one's CPU self-check, or `lost`.
     generators: list[dict] = field(default_factory=list)
-    # Each app server's pool size and where it was found (analyze/pools.py), set once the
-    # steps are known.
+    # Each app server's pool size and where it was found (analyze/pools.py), from the steps.
     pools: dict[str, PoolSize] = field(default_factory=dict)
-    # Each named request of the plan on its own (analyze/endpoints.py), set with the steps.
+    # Each named request of the plan on its own (analyze/endpoints.py).
     endpoints: list[dict] = field(default_factory=list)
     # Tiers that logged nothing, timed by their caller's upstream time (analyze/unlogged.py);
     # those the plan does not name at all run in no process it samples.
