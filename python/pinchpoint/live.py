@@ -77,7 +77,7 @@ class LiveView(Closing):
         for row in self.rows:
             table.add_row(
                 f"{row['elapsed_s']:.0f}s",
-                str(row["step"] + 1),
+                str(row["step"]),
                 row["load"],
                 f"{row['requests']:,}",
                 str(row["errors"]),

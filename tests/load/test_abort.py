@@ -67,7 +67,7 @@ def test_an_objective_breaks_only_once_it_stayed_broken_for_abort_after() -> Non
     assert fired is not None and fired.objective == "p99_ms" and fired.broken_s == 3.0
     assert 79 <= fired.value <= 81 and fired.step == 2
     reason = fired.reason()
-    assert reason.startswith("[sla] p99_ms broke for 3 s in step 3 (3 users): p99 was 80")
+    assert reason.startswith("[sla] p99_ms broke for 3 s in step 2 (3 users): p99 was 80")
     assert reason.endswith(" ms (objective 45 ms)")
     assert watch.observe(_second(600, 0, slow), now=15.0) is None  # fires once
 
@@ -178,7 +178,7 @@ def test_load_stops_at_the_first_second_past_its_error_rate_and_exits_4(tmp_path
     assert done.returncode == 4, done.stderr
     summary = json.loads(done.stdout)
     assert summary["aborted"].startswith(
-        "[sla] error_rate broke for 1 s in step 1 (4 users): error_rate was 1 (objective 0.5)"
+        "[sla] error_rate broke for 1 s in step 0 (4 users): error_rate was 1 (objective 0.5)"
     )
     assert summary["duration_s"] < 3.0 and not summary["interrupted"]
     assert summary["requests"] == summary["statuses"]["503"] > 0

@@ -64,8 +64,9 @@ def test_a_rule_fires_once_it_held_for_for_s_and_not_before_after_s() -> None:
     assert watch.observe(_second(500, 0, slow), now=5.0) is None
     fired = watch.observe(_second(600, 0, slow, step=1), now=6.0)
     assert fired is not None and fired.objective == "p99_ms" and fired.broken_s == 2.0
-    assert fired.reason().startswith("[[abort]] p99_ms above 40 for 2 s in step 2 (4 users): ")
+    assert fired.reason().startswith("[[abort]] p99_ms above 40 for 2 s in step 1 (4 users): ")
     assert 79 <= fired.value <= 81 and fired.reason().endswith(f"p99_ms was {fired.value:.4g}")
+    # The reason counts steps as run.json, requests.parquet and the tables do: from 0.
     assert fired.as_json()["limit"] == 40 and fired.as_json()["step"] == 1
     assert watch.observe(_second(700, 0, slow), now=7.0) is None  # fires once
 
@@ -174,9 +175,10 @@ def test_a_run_stops_for_s_after_after_s_and_run_json_says_why(tmp_path: Path) -
     assert aborted["objective"] == "p99_ms" and aborted["limit"] == 40
     assert 55 <= aborted["value"] <= 90
     assert aborted["reason"].startswith(
-        f"[[abort]] p99_ms above 40 for {FOR_S:g} s in step 1 (2 users): p99_ms was "
+        f"[[abort]] p99_ms above 40 for {FOR_S:g} s in step 0 (2 users): p99_ms was "
     )
     [step] = run["steps"]
+    assert step["step"] == aborted["step"] == 0 and " in step 0 (" in aborted["reason"]
     slow_from = _SlowsDown.served[_SlowsDown.SLOW_AFTER] - _SlowsDown.served[0]
     took = step["end"] - step["start"]
     print(f"slow from {slow_from:.2f} s, stopped after {took:.2f} s of the run")

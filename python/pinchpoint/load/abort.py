@@ -43,7 +43,7 @@ class Abort:
             what += f" (objective {self.limit:g}{unit})"
         load = f"{self.level:g} req/s" if self.kind == "rate" else f"{self.level:g} users"
         held = f" for {self.broken_s:.0f} s" if self.broken_s >= 1 else ""
-        return f"[sla] {self.objective} broke{held} in step {self.step + 1} ({load}): {what}"
+        return f"[sla] {self.objective} broke{held} in step {self.step} ({load}): {what}"
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -30,7 +30,7 @@ class RuleAbort(Abort):
         load = f"{self.level:g} req/s" if self.kind == "rate" else f"{self.level:g} users"
         held = f" for {self.broken_s:.0f} s" if self.broken_s >= 1 else ""
         return (
-            f"[[abort]] {self.objective} {side} {self.limit:g}{held} in step {self.step + 1} "
+            f"[[abort]] {self.objective} {side} {self.limit:g}{held} in step {self.step} "
             f"({load}): {self.objective} was {self.value:.4g}"
         )
 

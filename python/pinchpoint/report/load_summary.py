@@ -85,7 +85,7 @@ def _steps_table(steps: list[dict]) -> Table:
             v for k, v in s["statuses"].items() if int(k) >= 400
         )
         table.add_row(
-            str(s["step"] + 1),
+            str(s["step"]),
             f"{s['name']} ({load})" if s.get("name") else load,
             f"{s['requests_per_s']:,.1f}",
             str(failed),
