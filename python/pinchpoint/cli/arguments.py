@@ -17,8 +17,15 @@ def check_number(
     """A command-line number is finite and within [low, high] (low excluded with low_open)."""
     below = value <= low if low_open else value < low
     if not math.isfinite(value) or below or value > high:
-        bound = f"above {low:g}" if low_open else f"at least {low:g}"
-        raise PlanError(f"{flag} {value!r}: must be {bound} and at most {high:g}")
+        bound = f"above {_number(low)}" if low_open else f"at least {_number(low)}"
+        raise PlanError(f"{flag} {_number(value)}: must be {bound} and at most {_number(high)}")
+
+
+def _number(value: float) -> str:
+    """A number as it is written: 0 as 0 (not 0.0), 1000000 in full, 0.25 as 0.25."""
+    if math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return repr(float(value))
 
 
 def check_url_load(params: dict) -> None:
