@@ -163,6 +163,29 @@ def test_a_grpc_mistake_names_file_line_and_field(
     assert message.startswith(said), message
 
 
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (
+            'data = { id = "1", colour = 2, size = 3 }',
+            "bad.toml:16: flow[0].step[0].data: colour: shop.ItemRequest has no field colour "
+            "(it has: id, count, tags); size: shop.ItemRequest has no field size (it has: id, "
+            "count, tags)",
+        ),
+        (
+            'data = { colour = 2, count = "many" }',
+            "bad.toml:16: flow[0].step[0].data: colour: shop.ItemRequest has no field colour "
+            "(it has: id, count, tags); not a shop.ItemRequest: ",
+        ),
+    ],
+)
+def test_every_mistake_of_a_data_block_is_said(plan_text: str, data: str, said: str) -> None:
+    text = plan_text.replace('data = { id = "${user_index}", count = 2 }', data, 1)
+    with pytest.raises(PlanError) as e:
+        parse_plan(text, "bad.toml")
+    assert str(e.value).startswith(said), str(e.value)
+
+
 def test_a_missing_proto_or_a_call_field_without_grpc_is_named(
     plan_text: str, tmp_path: Path
 ) -> None:

@@ -96,8 +96,17 @@ pub async fn receive(socket: &mut Socket) -> Result<Vec<u8>, ErrorClass> {
         match socket.next().await {
             Some(Ok(Frame::Text(text))) => return Ok(text.as_bytes().to_vec()),
             Some(Ok(Frame::Binary(data))) => return Ok(data.to_vec()),
-            Some(Ok(Frame::Close(_))) | None => {
-                note(ErrorClass::Closed, || "the server closed the WebSocket before a frame came".into());
+            Some(Ok(Frame::Close(close))) => {
+                // The server's code and reason say why (1011 and its error, 1008 a policy).
+                note(ErrorClass::Closed, || match close {
+                    Some(c) if c.reason.is_empty() => format!("the server closed the WebSocket before a frame came: code {}", u16::from(c.code)),
+                    Some(c) => format!("the server closed the WebSocket before a frame came: code {} ({})", u16::from(c.code), c.reason.as_str()),
+                    None => "the server closed the WebSocket before a frame came, with no close code".into(),
+                });
+                return Err(ErrorClass::Closed);
+            }
+            None => {
+                note(ErrorClass::Closed, || "the connection ended before a frame came, with no close frame".into());
                 return Err(ErrorClass::Closed);
             }
             Some(Ok(_)) => {}

@@ -100,49 +100,65 @@ fn one_line(e: &protox::Error) -> String {
 }
 
 /// Err(why) when `data` (JSON whose strings may hold `${name}`) is not a message of
-/// `desc`: a field it does not have (named by its path), a value of the wrong type.
-/// A string holding a template stands for a value of its field's type.
+/// `desc`: every field it does not have (named by its path), then the first value of the
+/// wrong type among the others, joined by "; ". A string holding a template stands for a
+/// value of its field's type.
 pub fn check_data(desc: &MessageDescriptor, data: &str) -> Result<(), String> {
     let mut value: Value = serde_json::from_str(data).map_err(|e| format!("the request message is not JSON: {e}"))?;
     if !value.is_object() {
         return Err(format!("the request message is a JSON object of {}'s fields", desc.full_name()));
     }
-    stand_in_message(desc, &mut value, "")?;
-    DynamicMessage::deserialize(desc.clone(), value).map(|_| ()).map_err(|e| format!("not a {}: {e}", desc.full_name()))
+    let mut faults = Vec::new();
+    stand_in_message(desc, &mut value, "", &mut faults);
+    if let Err(e) = DynamicMessage::deserialize(desc.clone(), value) {
+        faults.push(format!("not a {}: {e}", desc.full_name()));
+    }
+    if faults.is_empty() {
+        Ok(())
+    } else {
+        Err(faults.join("; "))
+    }
 }
 
-fn stand_in_message(desc: &MessageDescriptor, value: &mut Value, at: &str) -> Result<(), String> {
+/// Stands in for the templates of a message's fields; a field the message does not have
+/// is a fault, taken out so that the rest is still read.
+fn stand_in_message(desc: &MessageDescriptor, value: &mut Value, at: &str, faults: &mut Vec<String>) {
     if desc.full_name().starts_with("google.protobuf.") {
-        return Ok(());
+        return;
     }
-    let Value::Object(fields) = value else { return Ok(()) };
+    let Value::Object(fields) = value else { return };
+    let mut unknown = Vec::new();
     for (key, v) in fields.iter_mut() {
         let path = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
         let Some(field) = desc.get_field_by_json_name(key).or_else(|| desc.get_field_by_name(key)) else {
             let known: Vec<String> = desc.fields().map(|f| f.name().to_string()).collect();
-            return Err(format!("{path}: {} has no field {key} (it has: {})", desc.full_name(), list(&known)));
+            faults.push(format!("{path}: {} has no field {key} (it has: {})", desc.full_name(), list(&known)));
+            unknown.push(key.clone());
+            continue;
         };
         match v {
             Value::Array(items) if field.is_list() => {
                 for (i, item) in items.iter_mut().enumerate() {
-                    stand_in(&field.kind(), item, &format!("{path}[{i}]"))?;
+                    stand_in(&field.kind(), item, &format!("{path}[{i}]"), faults);
                 }
             }
             Value::Object(entries) if field.is_map() => {
                 let Kind::Message(entry) = field.kind() else { continue };
                 let kind = entry.map_entry_value_field().kind();
                 for (k, item) in entries.iter_mut() {
-                    stand_in(&kind, item, &format!("{path}.{k}"))?;
+                    stand_in(&kind, item, &format!("{path}.{k}"), faults);
                 }
             }
-            _ => stand_in(&field.kind(), v, &path)?,
+            _ => stand_in(&field.kind(), v, &path, faults),
         }
     }
-    Ok(())
+    for key in unknown {
+        fields.remove(&key);
+    }
 }
 
 /// A string holding a template replaced by a value of `kind`; a message looked into.
-fn stand_in(kind: &Kind, value: &mut Value, at: &str) -> Result<(), String> {
+fn stand_in(kind: &Kind, value: &mut Value, at: &str, faults: &mut Vec<String>) {
     if let Value::String(s) = value {
         if s.contains("${") {
             *value = match kind {
@@ -152,11 +168,10 @@ fn stand_in(kind: &Kind, value: &mut Value, at: &str) -> Result<(), String> {
                 _ => Value::from(0),
             };
         }
-        return Ok(());
+        return;
     }
-    match kind {
-        Kind::Message(m) => stand_in_message(m, value, at),
-        _ => Ok(()),
+    if let Kind::Message(m) = kind {
+        stand_in_message(m, value, at, faults);
     }
 }
 
