@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
+from typing import Any, TypedDict, cast
 
 from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.causes.generator import load_short
@@ -44,7 +44,12 @@ def _clean(value: object) -> object:
     return value
 
 
-def _curve(steps: list[dict]) -> dict:
+class _Curve(TypedDict):
+    knee: dict[str, Any] | None
+    scalability: dict[str, Any] | None
+
+
+def _curve(steps: list[dict]) -> _Curve:
     """The knee and the scalability law fitted to throughput and p50 latency by users."""
     measured = [s for s in steps if s["latency_ms"]["p50"] is not None]
     # The load of each step: its users, or its target rate (open loop); the scalability
@@ -59,10 +64,7 @@ def _curve(steps: list[dict]) -> dict:
         # Past the knee already at the lightest step (its interval reaches that step): it
         # lies at or below it.
         knee_dict["at_lowest_load"] = True
-    return {
-        "knee": knee_dict,
-        "scalability": scalability.as_dict() if scalability else None,
-    }
+    return {"knee": knee_dict, "scalability": scalability.as_dict() if scalability else None}
 
 
 def _sla(data: RunInput) -> dict | None:
@@ -104,7 +106,7 @@ def stack_context(data: RunInput, steps: list[dict]) -> Context:
 
 
 @private_files()
-def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
+def analyze(run_dir: RunView | files.RunFolder | Path) -> dict[str, Any]:
     """Computes the verdict of a run folder and writes `verdict.json` into it."""
     view = as_view(run_dir)
     data = read_input(view)
@@ -115,26 +117,34 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
     endpoints = ctx.endpoints
     for step in steps:
         step["usage"] = usage_table(step, ctx)
-    verdict = {
+    decision = decide(steps, ctx)
+    curve = _curve(steps)
+    verdict: VerdictJson = {
         "schema": SCHEMA,
         "run_id": data.run["run_id"],
         "interrupted": bool(data.run.get("interrupted")),
-        # Rebuilt after the run was killed (recover.py): what the folder lacked.
-        **(
-            {"partial": True, "missing": data.run["recovered"]["missing"]}
-            if data.run.get("partial")
-            else {}
-        ),
         "tiers": ctx.order,
         "pools": {name: p.as_json() for name, p in ctx.pools.items()},
         "calls": ctx.calls,
         "steps": steps,
-        **decide(steps, ctx),
-        **_curve(steps),
+        "bottleneck": decision["bottleneck"],
+        "headline": decision["headline"],
+        "generator": decision["generator"],
+        "findings": decision["findings"],
+        "workers_estimate": decision.get("workers_estimate", []),
+        "knee": curve["knee"],
+        "scalability": curve["scalability"],
         "sla": _sla(data),
     }
-    if verdict.get("bottleneck") and (found := predict(verdict["bottleneck"], steps, ctx)):
-        verdict["bottleneck"]["prediction"] = found.as_json()
+    if "unattributed" in decision:
+        verdict["unattributed"] = decision["unattributed"]
+    if data.run.get("partial"):
+        # Rebuilt after the run was killed (recover.py): what the folder lacked.
+        verdict["partial"] = True
+        verdict["missing"] = data.run["recovered"]["missing"]
+    bottleneck = verdict["bottleneck"]
+    if bottleneck and (found := predict(bottleneck, steps, ctx)):
+        bottleneck["prediction"] = found.as_json()
     if aborted := data.run.get("aborted"):
         verdict["aborted"] = aborted["reason"]
     if short := load_short(ctx.generators):
@@ -149,6 +159,6 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict:
     # The database's locks or statements, sampled from inside (collect/database/).
     add_database(verdict, view)
     add_redis(verdict, view)
-    verdict = cast(dict, _clean(verdict))
-    view.folder.write_verdict(cast(VerdictJson, verdict))
-    return verdict
+    clean = cast(dict[str, Any], _clean(verdict))
+    view.folder.write_verdict(cast(VerdictJson, clean))
+    return clean

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pinchpoint.analyze.pool_size import PoolSize
 
@@ -65,7 +67,7 @@ def load_text(step: dict) -> str:
     return users_text(step["users"]) if rate is None else f"{rate:g} req/s"
 
 
-def start_text(bottleneck: dict) -> str:
+def start_text(bottleneck: Mapping[str, Any]) -> str:
     """Where a bottleneck starts: its users, or in open loop its target rate."""
     rate = bottleneck.get("starts_at_rate")
     return users_text(bottleneck["starts_at_users"]) if rate is None else f"{rate:g} req/s"

@@ -14,11 +14,14 @@ work in its own frame) is kept, trunk or not.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 from pinchpoint.analyze.causes import CAUSES
 from pinchpoint.analyze.findings import pct
+from pinchpoint.rundir.shapes import VerdictJson
 from pinchpoint.rundir.view import RunView
 
 TOP = 5
@@ -114,7 +117,7 @@ def read_profile(view: RunView) -> dict | None:
     return profile if profile is not None and isinstance(profile.get("tiers"), dict) else None
 
 
-def add_hot_code(verdict: dict, profile: dict, cpu_count: int) -> None:
+def add_hot_code(verdict: VerdictJson, profile: dict, cpu_count: int) -> None:
     """Puts each profiled tier's top functions in verdict.json (`profile`) and in the
     evidence of every finding about that tier's CPU or pool of workers."""
     tops = {
@@ -140,7 +143,7 @@ def add_hot_code(verdict: dict, profile: dict, cpu_count: int) -> None:
     _name_function(verdict, tops)
 
 
-def _name_function(verdict: dict, tops: dict[str, dict]) -> None:
+def _name_function(verdict: VerdictJson, tops: dict[str, dict]) -> None:
     """The headline of a computing bottleneck carried by one request names the function
     that holds most of its tier's own time, where one holds a good share of it."""
     bottleneck = verdict.get("bottleneck")
@@ -153,7 +156,7 @@ def _name_function(verdict: dict, tops: dict[str, dict]) -> None:
         verdict["headline"] = f"{verdict['headline']}: {own[0]['function']}"
 
 
-def _computes(finding: dict) -> bool:
+def _computes(finding: Mapping[str, Any]) -> bool:
     """Whether the finding's cause is about a tier that computes (causes/cause.py)."""
     shown = CAUSES.showing(str(finding.get("resource")))
     return bool(shown) and shown[0].computes

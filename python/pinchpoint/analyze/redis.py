@@ -14,6 +14,7 @@ component's main thread was saturated, for a rule to name it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from pinchpoint.analyze.context import start_text
 from pinchpoint.analyze.database.samples import in_windows, onset_windows
 from pinchpoint.analyze.findings import pct
 from pinchpoint.rundir import files
+from pinchpoint.rundir.shapes import VerdictJson
 from pinchpoint.rundir.steady import Window, steady_windows
 from pinchpoint.rundir.view import RunView
 
@@ -195,7 +197,7 @@ def mark_main_threads(steps: list[dict[str, Any]], view: RunView) -> None:
                 row["main_thread_cores"] = round(by_step[step["step"]], 3)
 
 
-def add_redis(verdict: dict[str, Any], view: RunView) -> None:
+def add_redis(verdict: VerdictJson, view: RunView) -> None:
     """Adds the Redis inside (`redis`) and its evidence to each finding on a sampled Redis
     component, from the finding's onset step on."""
     samples = read_redis(view)
@@ -210,7 +212,7 @@ def add_redis(verdict: dict[str, Any], view: RunView) -> None:
         finding["evidence"] = [*finding.get("evidence", []), *evidence_lines(finding)]
 
 
-def evidence_lines(finding: dict[str, Any]) -> list[str]:
+def evidence_lines(finding: Mapping[str, Any]) -> list[str]:
     """The finding's `redis` in the evidence's words."""
     inside = finding["redis"]
     name = finding["component"]

@@ -3,10 +3,8 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pinchpoint.analyze.carrier import carrying_request
-from pinchpoint.analyze.causes import CAUSES, Cause, Judged, Registry, RunAsk
+from pinchpoint.analyze.causes import CAUSES, Judged, Registry, RunAsk
 from pinchpoint.analyze.causes.cpu import cpu_contended
 from pinchpoint.analyze.causes.generator import generator_check
 from pinchpoint.analyze.causes.own_time import own_time
@@ -17,9 +15,9 @@ from pinchpoint.analyze.context import (
     load_text,
     ms_text,
     rate_of,
-    start_text,
     tier_cost,
 )
+from pinchpoint.analyze.decision import Decision, decided, findings_json
 from pinchpoint.analyze.findings import Finding, workers_estimate
 from pinchpoint.analyze.thresholds import (
     CPU_NEED,
@@ -34,17 +32,6 @@ from pinchpoint.analyze.thresholds import (
 from pinchpoint.analyze.usage import group_use, process_group
 
 __all__ = ["Context", "decide"]
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """A finding on its way into the verdict: as verdict.json has it (without its name and
-    confidence), its name, how sure it is and the cause it names."""
-
-    finding: dict
-    name: str
-    confidence: float
-    cause: Cause
 
 
 def _usable(step: dict) -> bool:
@@ -106,7 +93,7 @@ _fmt = ms_text
 _cpu = cpu_of
 
 
-def decide(steps: list[dict], ctx: Context, causes: Registry = CAUSES) -> dict:
+def decide(steps: list[dict], ctx: Context, causes: Registry = CAUSES) -> Decision:
     """The verdict's findings, without the per-step table, asking `causes`."""
     estimate = workers_estimate(steps, ctx.min_latency_ms, ctx.endpoint)
     verdict = _decide(steps, ctx, estimate, causes)
@@ -115,24 +102,25 @@ def decide(steps: list[dict], ctx: Context, causes: Registry = CAUSES) -> dict:
     return verdict
 
 
-def _name_carrier(verdict: dict, usable: list[dict], ctx: Context) -> None:
+def _name_carrier(verdict: Decision, usable: list[dict], ctx: Context) -> None:
     """Names the request that carries the bottleneck's work, where one does."""
-    bottleneck = verdict.get("bottleneck")
+    bottleneck = verdict["bottleneck"]
     if not bottleneck or bottleneck.get("request") or not usable:
         return
     carrier = carrying_request(bottleneck["component"], usable, ctx)
     if carrier is None:
         return
     line = carrier.line(usable[-1])
-    for finding in (bottleneck, verdict["findings"][0]):
-        finding["request"] = carrier.name
-        finding["evidence"] = [*finding["evidence"], line]
+    first = verdict["findings"][0]
+    bottleneck["request"] = first["request"] = carrier.name
+    bottleneck["evidence"] = [*bottleneck["evidence"], line]
+    first["evidence"] = [*first["evidence"], line]
     verdict["headline"] += (
         f", in {carrier.name} ({carrier.share:.0%} of {carrier.component}'s work)"
     )
 
 
-def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Registry) -> dict:
+def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Registry) -> Decision:
     generator = generator_check(steps, ctx)
     usable = [s for s in steps if _usable(s)]
     if len(usable) < 2:
@@ -144,12 +132,12 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Regi
         }
     ask = RunAsk(usable, ctx, generator, causes)
     beside = [j for c in causes.asked("beside") if c.judge and (j := c.judge(ask)) is not None]
-    extra = [_entry(j) for j in beside]
+    extra = beside
     neighbour = beside[0].finding if beside else None
     for cause in causes.asked("run"):
         judged = cause.judge(ask) if cause.judge else None
         if judged is not None:
-            verdict = _verdict([_entry(judged), *extra], generator, usable)
+            verdict = decided([judged, *extra], generator, usable)
             if judged.headline is not None:
                 verdict["headline"] = judged.headline
             return verdict
@@ -165,7 +153,7 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Regi
             "bottleneck": None,
             "headline": _no_bottleneck(usable, ctx),
             "generator": generator,
-            "findings": _ranked(extra),
+            "findings": findings_json(extra),
         }
 
     deltas = {}
@@ -183,12 +171,12 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Regi
             "headline": headline,
             "generator": generator,
             "unattributed": True,
-            "findings": _ranked(extra),
+            "findings": findings_json(extra),
         }
     # The tier whose own time grew most is the bottleneck; others that grew by a good share
     # of the latency follow as further findings.
     ranked = sorted(deltas, key=lambda t: deltas[t], reverse=True)
-    found: list[_Entry] = []
+    found: list[Judged] = []
     for i, tier in enumerate(ranked):
         if i and (deltas[tier] <= 0 or deltas[tier] < OTHER_TIER_SHARE * growth):
             break
@@ -197,32 +185,32 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Regi
         )
         strength = WEAK_EVIDENCE if finding.cause.saturates is None else 1.0
         attribution = min(1.0, max(0.0, deltas[tier] / growth)) if growth > 0 else 0.0
-        found.append(_entry(Judged(finding, 0.5 * attribution + 0.5 * strength)))
+        found.append(Judged(finding, 0.5 * attribution + 0.5 * strength))
     if _unexplained(found[0], deltas[ranked[0]], growth, threshold, base, top):
         return {
             "bottleneck": None,
             "headline": _unexplained_headline(onset, base, top, ranked[0], deltas[ranked[0]]),
             "generator": generator,
             "unattributed": True,
-            "findings": _ranked([*extra, *found]),
+            "findings": findings_json([*extra, *found]),
         }
     if neighbour is not None and _neighbour_explains(found, usable, onset, ctx):
         return {
             "bottleneck": None,
             "headline": _neighbour_headline(usable, onset, neighbour),
             "generator": generator,
-            "findings": _ranked([*extra, *found]),
+            "findings": findings_json([*extra, *found]),
         }
-    return _verdict([*found, *extra], generator, usable)
+    return decided([*found, *extra], generator, usable)
 
 
 def _unexplained(
-    first: _Entry, delta: float, growth: float, threshold: float, base: dict, top: dict
+    first: Judged, delta: float, growth: float, threshold: float, base: dict, top: dict
 ) -> bool:
     """Whether the tier that grew most, with no resource behind it, explains too little of
     the growth to be named: under EXPLAINS of the median's growth, or, where only the mean
     grew (a tail), no more than the threshold at its median."""
-    if first.cause.saturates is not None:
+    if first.finding.cause.saturates is not None:
         return False
     if measure(base, top)[0] == "mean":
         return delta <= threshold
@@ -238,14 +226,15 @@ def _unexplained_headline(onset: dict, base: dict, top: dict, tier: str, delta: 
     )
 
 
-def _neighbour_explains(found: list[_Entry], steps: list[dict], onset: dict, ctx: Context) -> bool:
+def _neighbour_explains(found: list[Judged], steps: list[dict], onset: dict, ctx: Context) -> bool:
     """No tier's growth has a saturated resource of the stack behind it, while processes
     outside the stack took the host's CPU (it is full, or its tasks waited for a core more
     as the load grew): the neighbour, not the stack, made it grow."""
-    for entry in found:
-        if entry.cause.saturates is not None or not entry.cause.needs_cpu:
+    for judged in found:
+        cause = judged.finding.cause
+        if cause.saturates is not None or not cause.needs_cpu:
             return False
-        if not _wants_cpu(entry.finding["component"], steps, ctx):
+        if not _wants_cpu(judged.finding.component, steps, ctx):
             return False
     return cpu_contended(steps, onset, ctx)
 
@@ -274,10 +263,6 @@ def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> s
     )
 
 
-def _ranked(found: list[_Entry]) -> list[dict]:
-    return [{**e.finding, "name": e.name, "confidence": round(e.confidence, 2)} for e in found]
-
-
 def _tier_finding(
     tier: str,
     usable: list[dict],
@@ -286,7 +271,7 @@ def _tier_finding(
     growth: float,
     threshold: float,
     estimate: dict | None,
-    found: list[_Entry],
+    found: list[Judged],
     causes: Registry,
 ) -> Finding:
     """What limits one tier whose own time grew; a finding already made (a database this
@@ -302,7 +287,7 @@ def _tier_finding(
     )
     growth_lines = _growth_lines(tier, base, top, deltas, growth)
     cause = causes.tier_finding(tier, usable, tier_onset, ctx, estimate)
-    if any(_same(_finding_dict(cause), e.finding) for e in found):
+    if any(_same(cause, j.finding) for j in found):
         group = process_group(tier, usable, ctx)
         cause = (
             pool_or_cpu(tier, group, usable, tier_onset, ctx, estimate) if group else None
@@ -329,71 +314,8 @@ def _growth_lines(
     ]
 
 
-def _same(a: dict, b: dict) -> bool:
-    return (a["component"], a["resource"]) == (b["component"], b["resource"])
-
-
-def _entry(judged: Judged) -> _Entry:
-    finding = judged.finding
-    shown = _finding_dict(finding)
-    if judged.request is not None:
-        shown["request"] = judged.request
-    return _Entry(shown, finding.name, judged.confidence, finding.cause)
-
-
-def _finding_dict(finding: Finding) -> dict:
-    return {
-        "component": finding.component,
-        "resource": finding.resource,
-        "starts_at_users": finding.starts_at_users,
-        **(
-            {"starts_at_rate": finding.starts_at_rate} if finding.starts_at_rate is not None else {}
-        ),
-        "evidence": finding.evidence,
-        "summary": finding.summary,
-    }
-
-
-def _verdict(found: list[_Entry], generator: dict, steps: list[dict]) -> dict:
-    """The first finding is the bottleneck; the others follow it by confidence."""
-    first, *others = found
-    others.sort(key=lambda e: e.confidence, reverse=True)
-    findings = []
-    seen = set()
-    for entry in [first, *others]:
-        key = (entry.finding["component"], entry.finding["resource"])
-        if key in seen:
-            continue
-        seen.add(key)
-        findings.append(
-            {**entry.finding, "name": entry.name, "confidence": round(entry.confidence, 2)}
-        )
-    name = first.name
-    bottleneck = {**first.finding, "confidence": round(first.confidence, 2)}
-    lowest = steps[0]
-    if bottleneck["starts_at_users"] == lowest["users"] and lowest.get("kind", "users") == "users":
-        # Saturated already at the lightest load: where it begins lies below what was tested.
-        bottleneck["at_lowest_load"] = True
-        headline = f"Bottleneck: {name} at or below {start_text(bottleneck)}, " + _lower(lowest)
-    else:
-        headline = f"Bottleneck: {name} from {start_text(bottleneck)}"
-    findings[0] = {**findings[0], **{k: v for k, v in bottleneck.items() if k == "at_lowest_load"}}
-    return {
-        "bottleneck": bottleneck,
-        "headline": headline,
-        "generator": generator,
-        "findings": findings,
-    }
-
-
-def _lower(lowest: dict) -> str:
-    """What would show where a limit already reached at the lightest step begins."""
-    if lowest["users"] > 1:
-        return "the lowest load tested: start lower to see where it begins"
-    return (
-        "the lightest load a closed loop has: an arrival rate below one user's "
-        f"{lowest['throughput_rps']:.0f} req/s (an open-loop plan) would show where it begins"
-    )
+def _same(a: Finding, b: Finding) -> bool:
+    return (a.component, a.resource) == (b.component, b.resource)
 
 
 def _share(part: float, whole: float) -> str:

@@ -107,6 +107,8 @@ class FindingJson(TypedDict):
     request: NotRequired[str]
     at_lowest_load: NotRequired[bool]
     database: NotRequired[dict[str, Any]]
+    # A Redis component's inside (analyze/redis.py).
+    redis: NotRequired[dict[str, Any]]
 
 
 class VerdictJson(TypedDict):
@@ -117,7 +119,7 @@ class VerdictJson(TypedDict):
     headline: str
     bottleneck: dict[str, Any] | None
     interrupted: NotRequired[bool]
-    tiers: NotRequired[list[dict[str, Any]]]
+    tiers: NotRequired[list[str]]  # component names, callers first
     calls: NotRequired[dict[str, Any]]
     pools: NotRequired[dict[str, dict[str, Any]]]
     steps: NotRequired[list[dict[str, Any]]]
@@ -135,3 +137,9 @@ class VerdictJson(TypedDict):
     sla: NotRequired[dict[str, Any] | None]
     # The profiled step's top functions per Python tier (analyze/hot_code.py).
     profile: NotRequired[dict[str, Any]]
+    # The latency grew, but no tier's own time explains it.
+    unattributed: NotRequired[bool]
+    # Why an [sla] objective stopped the run (run.json `aborted`'s reason).
+    aborted: NotRequired[str]
+    # Generators lost mid-run: the load they did not send (analyze/causes/generator.py).
+    load_short: NotRequired[str]

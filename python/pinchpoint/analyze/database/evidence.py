@@ -4,6 +4,7 @@ statements; for its CPU (or CPU quota) the statements by active time."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -20,6 +21,7 @@ from pinchpoint.analyze.database.samples import (
 from pinchpoint.analyze.database.statements import by_samples, by_stat_statements
 from pinchpoint.analyze.findings import pct
 from pinchpoint.analyze.thresholds import CARRIES
+from pinchpoint.rundir.shapes import VerdictJson
 from pinchpoint.rundir.view import RunView
 
 # The locks and statements said in the evidence (verdict.json keeps up to five).
@@ -35,7 +37,7 @@ LOCK_TYPES = {
 }
 
 
-def add_database(verdict: dict[str, Any], view: RunView) -> None:
+def add_database(verdict: VerdictJson, view: RunView) -> None:
     """Adds the database's inside to each finding on a sampled database component."""
     samples = read_samples(view)
     if samples is None:
@@ -57,7 +59,7 @@ def add_database(verdict: dict[str, Any], view: RunView) -> None:
 HEADLINE_STATEMENT = 80
 
 
-def _name_statement(verdict: dict[str, Any]) -> None:
+def _name_statement(verdict: VerdictJson) -> None:
     """The headline of a bottleneck carried by one request names the statement that holds
     most of the database's active time, where one does."""
     bottleneck = verdict.get("bottleneck")
@@ -72,7 +74,7 @@ def _name_statement(verdict: dict[str, Any]) -> None:
     verdict["headline"] = f"{verdict['headline']}: `{text}`"
 
 
-def database_inside(samples: DatabaseSamples, finding: dict[str, Any]) -> dict[str, Any] | None:
+def database_inside(samples: DatabaseSamples, finding: Mapping[str, Any]) -> dict[str, Any] | None:
     """The finding's `database`: its locks or its statements, from its onset step on."""
     shown = CAUSES.showing(str(finding.get("resource")))
     wanted = shown[0].database if shown else None
@@ -97,7 +99,7 @@ def database_inside(samples: DatabaseSamples, finding: dict[str, Any]) -> dict[s
     return {**inside, "source": "samples", "statements": by_samples(activity, windows)}
 
 
-def evidence_lines(finding: dict[str, Any]) -> list[str]:
+def evidence_lines(finding: Mapping[str, Any]) -> list[str]:
     """The finding's `database` in the evidence's words."""
     inside = finding["database"]
     name = finding["component"]
@@ -136,7 +138,7 @@ def _statement_lines(name: str, since: str, inside: dict[str, Any]) -> list[str]
     return [f"{name}'s statements by active time {since} ({source}): {said}"]
 
 
-def lock_sentence(finding: dict[str, Any]) -> str | None:
+def lock_sentence(finding: Mapping[str, Any]) -> str | None:
     """The lock most waited for in one sentence, for the finding's summary."""
     locks = (finding.get("database") or {}).get("locks") or []
     if not locks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ def read_samples(view: RunView) -> DatabaseSamples | None:
     return DatabaseSamples(activity, statements, windows)
 
 
-def onset_windows(windows: list[Window], finding: dict[str, Any]) -> list[Window]:
+def onset_windows(windows: list[Window], finding: Mapping[str, Any]) -> list[Window]:
     """The windows from the step where the finding starts to the last; all of them when
     that step is not found."""
     rate = finding.get("starts_at_rate")
