@@ -11,6 +11,7 @@ caller's that waits well. Its workers are then judged as any pool's: waiting or 
 from __future__ import annotations
 
 from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cpu import CPU_LINES_READS
 from pinchpoint.analyze.causes.pool import pool_or_cpu
 from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, busy_of, load_text, logged_callees, workers_of
@@ -63,24 +64,7 @@ CALLEE_POOL = Cause(
     doc=__doc__,
     advice="Give the callee more workers, or make each of its requests shorter.",
     saturates="a callee's own pool of workers",
-    reads=(
-        "tiers.concurrency",
-        "pools",
-        "resources.cpu_cores",
-        "resources.cpu_wait_cores",
-        "resources.cpu_quota_cores",
-        "resources.cpu_throttled_share",
-        "resources.lock_waits",
-        "resources.processes",
-        "generator.cpu_cores",
-        "host.cpu_cores",
-        "host.cpu_nice_cores",
-        "host.cpu_pressure",
-        "generator.cpu_wait_cores",
-        "tiers.queue_p50_ms",
-        "resources.pool_kind",
-        "resources.pool_server",
-    ),
+    reads=("tiers.queue_p50_ms", "resources.pool_kind", "resources.pool_server", *CPU_LINES_READS),
     thresholds=("POOL_FULL",),
     needs_cpu=False,
     find=_find_full_callee,

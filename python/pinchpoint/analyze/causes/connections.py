@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from pinchpoint.analyze.causes.cause import Ask, Cause
-from pinchpoint.analyze.causes.cpu import cpu_lines
+from pinchpoint.analyze.causes.cpu import CPU_LINES_READS, cpu_lines
 from pinchpoint.analyze.ceilings import (
     Prediction,
     cpu_ceiling,
@@ -192,23 +192,7 @@ CONNECTION_POOL = Cause(
     doc=__doc__,
     advice="Raise the tier's pool of connections to its callee.",
     saturates="the connections a tier holds to what it calls",
-    reads=(
-        "tiers.concurrency",
-        "tiers.p50_ms",
-        "tiers.self_p50_ms",
-        "resources.cpu_cores",
-        "resources.cpu_wait_cores",
-        "resources.cpu_quota_cores",
-        "resources.cpu_throttled_share",
-        "resources.lock_waits",
-        "resources.processes",
-        "generator.cpu_cores",
-        "host.cpu_cores",
-        "host.cpu_nice_cores",
-        "host.cpu_pressure",
-        "generator.cpu_wait_cores",
-        "pools",
-    ),
+    reads=("tiers.p50_ms", "tiers.self_p50_ms", *CPU_LINES_READS),
     thresholds=(
         "CARRIES",
         "CPU_BOUND",

@@ -30,6 +30,23 @@ from pinchpoint.analyze.thresholds import (
 )
 from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, sampled
 
+# What the CPU's lines of a tier (cpu_lines) read, through its group's and the host's use.
+CPU_LINES_READS = (
+    "tiers.concurrency",
+    "resources.cpu_cores",
+    "resources.cpu_wait_cores",
+    "resources.cpu_quota_cores",
+    "resources.cpu_throttled_share",
+    "resources.lock_waits",
+    "resources.processes",
+    "host.cpu_cores",
+    "host.cpu_nice_cores",
+    "host.cpu_pressure",
+    "generator.cpu_cores",
+    "generator.cpu_wait_cores",
+    "pools",
+)
+
 
 def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
     """The host's CPU is full at the onset or a heavier step: its cores busy, or its tasks

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pinchpoint.analyze.causes.cause import Ask, Cause
-from pinchpoint.analyze.causes.cpu import cpu_lines
+from pinchpoint.analyze.causes.cpu import CPU_LINES_READS, cpu_lines
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
 
@@ -43,23 +43,7 @@ OWN_TIME = Cause(
     doc=__doc__,
     advice="Profile the tier: its own time grows with no saturated resource found.",
     saturates=None,
-    reads=(
-        "tiers.self_p50_ms",
-        "tiers.queue_p50_ms",
-        "resources.cpu_cores",
-        "generator.cpu_cores",
-        "host.cpu_cores",
-        "host.cpu_nice_cores",
-        "host.cpu_pressure",
-        "generator.cpu_wait_cores",
-        "tiers.concurrency",
-        "resources.cpu_wait_cores",
-        "resources.cpu_quota_cores",
-        "resources.cpu_throttled_share",
-        "resources.lock_waits",
-        "resources.processes",
-        "pools",
-    ),
+    reads=("tiers.self_p50_ms", "tiers.queue_p50_ms", *CPU_LINES_READS),
     thresholds=(),
     needs_cpu=True,
     find=_find_own_time,

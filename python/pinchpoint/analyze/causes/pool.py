@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import (
+    CPU_LINES_READS,
     consumer,
     cpu_finding,
     cpu_lines,
@@ -281,24 +282,12 @@ POOL = Cause(
     advice="Add workers (or make each request shorter).",
     saturates="a pool of workers (or the cores its workers compute on)",
     reads=(
-        "tiers.concurrency",
         "tiers.queue_p50_ms",
-        "resources.cpu_cores",
-        "resources.cpu_wait_cores",
-        "pools",
-        "resources.cpu_quota_cores",
-        "resources.cpu_throttled_share",
-        "resources.lock_waits",
-        "resources.processes",
-        "generator.cpu_cores",
-        "host.cpu_cores",
-        "host.cpu_nice_cores",
-        "host.cpu_pressure",
-        "generator.cpu_wait_cores",
-        "resources.pool_kind",
-        "resources.pool_server",
         "tiers.self_p50_ms",
         "tiers.p50_ms",
+        "resources.pool_kind",
+        "resources.pool_server",
+        *CPU_LINES_READS,
     ),
     thresholds=(
         "CPU_BOUND",
