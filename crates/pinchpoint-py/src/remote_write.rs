@@ -38,6 +38,8 @@ struct Sample {
 }
 
 type Series = (Vec<(String, String)>, f64);
+/// A series read back: its labels and its (value, timestamp_ms) samples.
+type ReadSeries = (Vec<(String, String)>, Vec<(f64, i64)>);
 
 /// The body of one remote-write request: each (labels, value) a series of one sample at
 /// `timestamp_ms`; the labels (`__name__` among them) sorted by name, as receivers ask.
@@ -73,7 +75,7 @@ pub fn remote_write_body<'py>(
 
 /// A remote-write body read back: each series' labels and its (value, timestamp_ms).
 #[pyfunction]
-pub fn remote_write_read(body: &[u8]) -> PyResult<Vec<(Vec<(String, String)>, Vec<(f64, i64)>)>> {
+pub fn remote_write_read(body: &[u8]) -> PyResult<Vec<ReadSeries>> {
     let raw = snap::raw::Decoder::new()
         .decompress_vec(body)
         .map_err(|e| PyValueError::new_err(format!("snappy: {e}")))?;
