@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -164,6 +165,25 @@ def test_a_bad_url_or_header_stops_before_the_run(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_run_whose_pushes_are_refused_goes_on_and_says_how_many_failed(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/api/v1/write"  # bound, not listening
+        with serving(_Target) as port:
+            _plan(tmp_path, port)
+            done = _pinchpoint(tmp_path, "--metrics-push", url, timeout=120)
+    said = " ".join((done.stdout + done.stderr).split())
+    print(f"\n{said[-600:]}")
+    assert done.returncode in (0, 1), done.stderr
+    assert f"--metrics-push {url}: a push failed (ConnectError: " in said
+    [(failed, pushes)] = re.findall(r"--metrics-push \S+: (\d+) of (\d+) pushes failed", said)
+    assert failed == pushes and int(pushes) >= 2
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert pl.read_parquet(run_dir / files.REQUESTS).height > 0
+
+
 def _until(done: Any, timeout_s: float = 10.0) -> None:
     until = time.monotonic() + timeout_s
     while not done():
@@ -257,7 +277,7 @@ class Pushed:
     prometheus: str
     run_dir: Path
     run_id: str
-    stderr: str
+    said: str
     at: float
 
     def query(self, promql: str) -> list[dict[str, Any]]:
@@ -279,7 +299,7 @@ def pushed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pushed]:
         assert done.returncode in (0, 1), done.stderr
         [run_dir] = (folder / "runs").iterdir()
         run_id = json.loads((run_dir / files.RUN).read_text())["run_id"]
-        yield Pushed(prometheus, run_dir, run_id, done.stderr, time.time())
+        yield Pushed(prometheus, run_dir, run_id, done.stdout + done.stderr, time.time())
 
 
 @pytest.mark.timed
@@ -306,4 +326,4 @@ def test_prometheus_receives_the_run_s_counts_per_step(pushed: Pushed) -> None:
     [first] = pushed.query(f"min_over_time(pinchpoint_requests_total{{{run}}}[5m])")
     print(f"{pushes['value'][1]} pushes, the first at {first['value'][1]} requests")
     assert int(pushes["value"][1]) >= 3 and float(first["value"][1]) < requests.height
-    assert "--metrics-push" not in pushed.stderr
+    assert "--metrics-push" not in pushed.said  # no push failed
