@@ -10,6 +10,7 @@ from typing import Any, TypedDict, cast
 from pinchpoint.analyze import sla as slas
 from pinchpoint.analyze.causes.generator import load_short
 from pinchpoint.analyze.client import min_latency
+from pinchpoint.analyze.context import level_of
 from pinchpoint.analyze.database.evidence import add_database
 from pinchpoint.analyze.database.samples import mark_lock_waits
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
@@ -26,7 +27,7 @@ from pinchpoint.analyze.usl import fit_usl
 from pinchpoint.analyze.verdict import Context, decide
 from pinchpoint.redact import private_files
 from pinchpoint.rundir import files
-from pinchpoint.rundir.shapes import VerdictJson
+from pinchpoint.rundir.shapes import StepJson, VerdictJson
 from pinchpoint.rundir.steady import usable_windows
 from pinchpoint.rundir.view import RunView, as_view
 
@@ -49,14 +50,15 @@ class _Curve(TypedDict):
     scalability: dict[str, Any] | None
 
 
-def _curve(steps: list[dict]) -> _Curve:
+def _curve(steps: list[StepJson]) -> _Curve:
     """The knee and the scalability law fitted to throughput and p50 latency by users."""
-    measured = [s for s in steps if s["latency_ms"]["p50"] is not None]
+    p50s = {i: p50 for i, s in enumerate(steps) if (p50 := s["latency_ms"]["p50"]) is not None}
+    measured = [steps[i] for i in p50s]
     # The load of each step: its users, or its target rate (open loop); the scalability
     # law models concurrency, so it is fitted to closed-loop steps only.
-    users = [s.get("level", s["users"]) for s in measured]
+    users = [level_of(s) for s in measured]
     throughput = [s["throughput_rps"] for s in measured]
-    knee = find_knee(users, throughput, [s["latency_ms"]["p50"] for s in measured])
+    knee = find_knee(users, throughput, list(p50s.values()))
     closed = all(s.get("kind", "users") == "users" for s in measured)
     scalability = fit_usl(users, throughput) if closed else None
     knee_dict = knee.as_dict() if knee else None
@@ -86,7 +88,7 @@ def _endpoint(data: RunInput) -> str:
     return names.pop() if len(names) == 1 else "all requests"
 
 
-def stack_context(data: RunInput, steps: list[dict]) -> Context:
+def stack_context(data: RunInput, steps: list[StepJson]) -> Context:
     """What the verdict's rules know of the run's stack: its tiers and calls, its plan, its
     host, and what the steps show of its pools and named requests."""
     order, calls = data.tier_graph()

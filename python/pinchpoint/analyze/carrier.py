@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pinchpoint.analyze.context import Context, load_text, ms_text
+from pinchpoint.analyze.context import Context, level_of, load_text, ms_text
 from pinchpoint.analyze.thresholds import CARRIES, DOMINATES
 from pinchpoint.analyze.usage import process_group
+from pinchpoint.rundir.shapes import StepJson
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Carrier:
     own_ms: float
     others_ms: float
 
-    def line(self, step: dict) -> str:
+    def line(self, step: StepJson) -> str:
         return (
             f"{self.name} carries {self.share:.0%} of {self.component}'s work at "
             f"{load_text(step)}: {ms_text(self.own_ms)} in {self.component} a request, the "
@@ -36,12 +37,12 @@ class Carrier:
         )
 
 
-def carrying_request(component: str, steps: list[dict], ctx: Context) -> Carrier | None:
+def carrying_request(component: str, steps: list[StepJson], ctx: Context) -> Carrier | None:
     """The named request that carries most of the component's work at the heaviest step,
     each of its calls costing DOMINATES times the others' average; None otherwise (one
     request, or the work spread over several)."""
     tiers = [t for t in ctx.order if process_group(t, steps, ctx) == component] or [component]
-    level = steps[-1].get("level", steps[-1]["users"])
+    level = level_of(steps[-1])
     costs: dict[str, tuple[int, float]] = {}
     for entry in ctx.endpoints:
         step = _at(entry, level)

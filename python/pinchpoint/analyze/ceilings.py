@@ -24,6 +24,7 @@ from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.knobs import pool_terms
 from pinchpoint.analyze.thresholds import CPU_BOUND, CPU_SATURATED, LOAD_BOUND
 from pinchpoint.analyze.usage import GroupUse, group_use, host_use, sampled
+from pinchpoint.rundir.shapes import StepJson
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Prediction:
         return f", assuming the other processes keep using {self.neighbours:.2f} cores"
 
 
-def predict_pool(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
+def predict_pool(group: str, steps: list[StepJson], ctx: Context) -> Prediction | None:
     top = steps[-1]
     use, host = group_use(group, top, ctx), host_use(top, ctx)
     if not use.workers:
@@ -116,7 +117,7 @@ def predict_pool(group: str, steps: list[dict], ctx: Context) -> Prediction | No
     return replace(found, change=terms.change(group, setting, now, to))
 
 
-def predict_quota(group: str, steps: list[dict], ctx: Context) -> Prediction | None:
+def predict_quota(group: str, steps: list[StepJson], ctx: Context) -> Prediction | None:
     top, low = steps[-1], steps[0]
     use, host = group_use(group, top, ctx), host_use(top, ctx)
     if not use.quota or not use.cpu:
@@ -131,7 +132,7 @@ def predict_quota(group: str, steps: list[dict], ctx: Context) -> Prediction | N
     return limited(group, "cpu_quota_cores", use.quota, to, top, ceilings, ctx)
 
 
-def workers_ceiling(group: str, workers: int, low: dict, ctx: Context) -> float | None:
+def workers_ceiling(group: str, workers: int, low: StepJson, ctx: Context) -> float | None:
     """Requests per second `workers` serve, each holding a request as long as at the
     lightest step (Little's law); None when that step kept none busy."""
     busy = group_use(group, low, ctx).busy
@@ -151,7 +152,7 @@ def limited(
     setting: str,
     now: float,
     to: float,
-    top: dict,
+    top: StepJson,
     ceilings: dict[str, float],
     ctx: Context,
 ) -> Prediction:
@@ -174,7 +175,7 @@ def limited(
     )
 
 
-def cpu_ceiling(steps: list[dict], ctx: Context) -> float:
+def cpu_ceiling(steps: list[StepJson], ctx: Context) -> float:
     """Requests per second the host's cores left by other processes would serve, each
     costing the stack and the generator what it did at the heaviest step; in a closed
     loop, what its users would send while waiting for those cores."""
@@ -206,7 +207,7 @@ def closed_loop_rate(users: int, cycle_s: float, cpu_s: float, cores: float) -> 
     return rate
 
 
-def load_ceiling(steps: list[dict]) -> float:
+def load_ceiling(steps: list[StepJson]) -> float:
     """The most the heaviest step's load can send: its target rate in open loop; in closed
     loop its users, each at the shortest cycle one user had (answer and think time)."""
     top = steps[-1]
@@ -216,6 +217,6 @@ def load_ceiling(steps: list[dict]) -> float:
     return top["users"] * _per_user_rate(steps)
 
 
-def _per_user_rate(steps: list[dict]) -> float:
+def _per_user_rate(steps: list[StepJson]) -> float:
     """The most one user sent a second: at its shortest cycle (answer and think time)."""
     return max(s["throughput_rps"] / s["users"] for s in steps if s["users"] > 0)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pinchpoint.analyze.pool_size import PoolSize
+from pinchpoint.rundir.shapes import StepJson
 
 
 @dataclass(frozen=True)
@@ -42,12 +43,12 @@ class Context:
 _NO_POOL = frozenset({"proxy", "database", "app"})
 
 
-def from_onset(steps: list[dict], onset: dict) -> list[dict]:
+def from_onset(steps: list[StepJson], onset: StepJson) -> list[StepJson]:
     """The steps from the onset on (all of them when the onset is not one of them)."""
     return steps[position(steps, onset) :]
 
 
-def position(steps: list[dict], step: dict) -> int:
+def position(steps: list[StepJson], step: StepJson) -> int:
     """Where a step is among the steps, lightest first (0 when it is not one of them)."""
     return next((i for i, s in enumerate(steps) if s is step), 0)
 
@@ -56,12 +57,18 @@ def users_text(n: int) -> str:
     return f"{n} user" if n == 1 else f"{n} users"
 
 
-def rate_of(step: dict) -> float | None:
+def level_of(step: StepJson) -> float:
+    """A step's load level: its target rate in open loop, its users in closed loop."""
+    level = step.get("level")
+    return level if level is not None else step["users"]
+
+
+def rate_of(step: Mapping[str, Any]) -> float | None:
     """An open-loop step's target rate (requests per second); None in closed loop."""
     return float(step.get("level") or 0.0) if step.get("kind") == "rate" else None
 
 
-def load_text(step: dict) -> str:
+def load_text(step: Mapping[str, Any]) -> str:
     """A step's load level in words: "4 users", or in open loop "250 req/s"."""
     rate = rate_of(step)
     return users_text(step["users"]) if rate is None else f"{rate:g} req/s"
@@ -77,18 +84,18 @@ def ms_text(ms: float) -> str:
     return f"{ms:.1f} ms" if abs(ms) >= 1 else f"{ms:.2f} ms"
 
 
-def cpu_of(step: dict, who: str) -> float | None:
+def cpu_of(step: StepJson, who: str) -> float | None:
     """The CPU a component (or `host`, `generator`) used in a step, in cores."""
     r = step.get("resources", {}).get(who)
     return r["cpu_cores"] if r else None
 
 
-def resource_of(step: dict, who: str, key: str) -> float | None:
+def resource_of(step: StepJson, who: str, key: str) -> float | None:
     value = step.get("resources", {}).get(who, {}).get(key)
     return float(value) if value is not None else None
 
 
-def workers_of(tier: str, step: dict, ctx: Context) -> int | None:
+def workers_of(tier: str, step: StepJson, ctx: Context) -> int | None:
     """The tier's worker count: from the plan, the server's own settings or Little's law
     (ctx.pools), else (for a tier that may be a pool of workers) its processes less a
     pre-fork master."""
@@ -108,7 +115,7 @@ def pool_known(tier: str, ctx: Context) -> bool:
     return tier in ctx.workers or tier in ctx.pools
 
 
-def tier_cost(step: dict, tier: str) -> float | None:
+def tier_cost(step: Mapping[str, Any], tier: str) -> float | None:
     """A tier's own contribution to the latency of a step: self time plus the queue before
     it (p50s); None where the tier logged no time of its own in the step."""
     t = (step.get("tiers") or {}).get(tier)
@@ -117,7 +124,7 @@ def tier_cost(step: dict, tier: str) -> float | None:
     return float(t["self_p50_ms"]) + float(t.get("queue_p50_ms") or 0.0)
 
 
-def busy_of(tier: str, step: dict) -> float:
+def busy_of(tier: str, step: StepJson) -> float:
     """Requests in the tier at a time, by Little's law."""
     return float(step["tiers"].get(tier, {}).get("concurrency") or 0.0)
 

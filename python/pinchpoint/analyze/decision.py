@@ -7,7 +7,7 @@ from typing import Any, NotRequired, TypedDict
 
 from pinchpoint.analyze.causes import Judged
 from pinchpoint.analyze.context import start_text
-from pinchpoint.rundir.shapes import FindingJson
+from pinchpoint.rundir.shapes import FindingJson, StepJson
 
 
 class Decision(TypedDict):
@@ -59,7 +59,7 @@ def findings_json(found: list[Judged]) -> list[FindingJson]:
     return [finding_json(j) for j in found]
 
 
-def decided(found: list[Judged], generator: dict[str, Any], steps: list[dict]) -> Decision:
+def decided(found: list[Judged], generator: dict[str, Any], steps: list[StepJson]) -> Decision:
     """The first finding is the bottleneck; the others follow it by confidence, one to a
     component and resource."""
     first, *others = found
@@ -93,7 +93,7 @@ def decided(found: list[Judged], generator: dict[str, Any], steps: list[dict]) -
     }
 
 
-def _lower(lowest: dict) -> str:
+def _lower(lowest: StepJson) -> str:
     """What would show where a limit already reached at the lightest step begins."""
     if lowest["users"] > 1:
         return "the lowest load tested: start lower to see where it begins"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pinchpoint.analyze.context import ms_text
+from pinchpoint.rundir.shapes import StepJson
 
 if TYPE_CHECKING:
     from pinchpoint.analyze.causes.cause import Cause
@@ -36,7 +37,9 @@ def pct(share: float) -> str:
     )
 
 
-def workers_estimate(steps: list[dict], min_latency_ms: float | None, endpoint: str) -> dict | None:
+def workers_estimate(
+    steps: list[StepJson], min_latency_ms: float | None, endpoint: str
+) -> dict | None:
     """Little's law as a worker count: peak throughput × minimal latency (the concurrency the
     server reaches when each request takes its shortest time)."""
     answered = [s for s in steps if s["throughput_rps"] > 0]

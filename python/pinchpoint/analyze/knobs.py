@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pinchpoint.rundir.shapes import StepJson
+
 SYNC, THREADS = "sync", "threads"
 
 # Each server's setting for its worker processes and for the threads in each.
@@ -70,7 +72,7 @@ class PoolTerms:
         return text
 
 
-def pool_terms(group: str, step: dict, processes: int | None) -> PoolTerms:
+def pool_terms(group: str, step: StepJson, processes: int | None) -> PoolTerms:
     """The group's server as the step's sampler read it; the group's own name when the
     sampler did not name one (runs recorded before it did)."""
     row = step.get("resources", {}).get(group, {})

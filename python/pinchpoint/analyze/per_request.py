@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pinchpoint.analyze.context import Context, load_text, ms_text, tier_cost
+from pinchpoint.analyze.context import Context, level_of, load_text, ms_text, tier_cost
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
@@ -23,6 +23,7 @@ from pinchpoint.analyze.thresholds import (
     GROWTH_SHARE,
 )
 from pinchpoint.analyze.usage import process_group
+from pinchpoint.rundir.shapes import StepJson
 
 if TYPE_CHECKING:
     from pinchpoint.analyze.causes.registry import Registry
@@ -107,13 +108,13 @@ class InRequest:
 
     tier: str
     group: str
-    onset: dict
+    onset: StepJson
     evidence: list[str]
     found: Finding
 
 
 def request_cause(
-    grown: Grown, steps: list[dict], ctx: Context, causes: Registry
+    grown: Grown, steps: list[StepJson], ctx: Context, causes: Registry
 ) -> InRequest | None:
     """What the tier the request's time grows in is limited by, asked of `causes`; None
     when no tier logged this request."""
@@ -129,12 +130,12 @@ def request_cause(
     return InRequest(tier, group, onset, evidence, found)
 
 
-def _onset(grown: Grown, steps: list[dict]) -> dict:
+def _onset(grown: Grown, steps: list[StepJson]) -> StepJson:
     """The run's step at which the request's time first grew past the mark."""
     mark = max(GROWTH_MIN_MS, GROWTH_SHARE * grown.base["p50_ms"])
     ordered = sorted(grown.entry["steps"], key=lambda s: s["level"])
     first = next((s for s in ordered if s["p50_ms"] - grown.base["p50_ms"] > mark), grown.top)
-    return next((s for s in steps if s.get("level", s["users"]) == first["level"]), steps[-1])
+    return next((s for s in steps if level_of(s) == first["level"]), steps[-1])
 
 
 def _evidence(grown: Grown, tier: str, deltas: dict[str, float]) -> list[str]:

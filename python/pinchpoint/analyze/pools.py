@@ -24,9 +24,10 @@ from pinchpoint.analyze.thresholds import (
     POOL_LOAD_GROWTH,
     POOL_READS_LOW,
 )
+from pinchpoint.rundir.shapes import StepJson
 
 
-def pool_sizes(steps: list[dict], ctx: Context) -> dict[str, PoolSize]:
+def pool_sizes(steps: list[StepJson], ctx: Context) -> dict[str, PoolSize]:
     """The pool of every component with sampled processes or a plan's `workers`."""
     names = {name for s in steps for name in s.get("resources", {})} - {"host", "generator"}
     found = {}
@@ -37,7 +38,7 @@ def pool_sizes(steps: list[dict], ctx: Context) -> dict[str, PoolSize]:
     return found
 
 
-def _size(name: str, steps: list[dict], ctx: Context) -> PoolSize | None:
+def _size(name: str, steps: list[StepJson], ctx: Context) -> PoolSize | None:
     if name in ctx.workers:
         return PoolSize(ctx.workers[name], PLAN, "the plan's workers")
     told = _from_server(name, steps)
@@ -49,11 +50,11 @@ def _size(name: str, steps: list[dict], ctx: Context) -> PoolSize | None:
     return inferred(name, steps)
 
 
-def _event_loop(name: str, steps: list[dict]) -> bool:
+def _event_loop(name: str, steps: list[StepJson]) -> bool:
     return any(s.get("resources", {}).get(name, {}).get("pool_kind") == "async" for s in steps)
 
 
-def _from_server(name: str, steps: list[dict]) -> PoolSize | None:
+def _from_server(name: str, steps: list[StepJson]) -> PoolSize | None:
     rows = [s.get("resources", {}).get(name, {}) for s in steps]
     slots = Counter(r["pool_slots"] for r in rows if r.get("pool_slots"))
     if not slots:
@@ -65,7 +66,7 @@ def _from_server(name: str, steps: list[dict]) -> PoolSize | None:
     return PoolSize(size, SERVER, f"{what}, from {source}" if what else f"from {source}")
 
 
-def inferred(name: str, steps: list[dict]) -> PoolSize | None:
+def inferred(name: str, steps: list[StepJson]) -> PoolSize | None:
     """A pool read from Little's law: the tier's concurrency flat over the heaviest steps
     while the load grew and the queue before the tier grew far more than its own time."""
     best = None
@@ -97,14 +98,14 @@ def inferred(name: str, steps: list[dict]) -> PoolSize | None:
     return PoolSize(slots, INFERRED, source)
 
 
-def _serving(step: dict, name: str) -> int | None:
+def _serving(step: StepJson, name: str) -> int | None:
     processes = resource_of(step, name, "processes")
     if not processes:
         return None
     return int(processes) - 1 if processes > 1 else int(processes)
 
 
-def _threads_if_locked(name: str, step: dict) -> int | None:
+def _threads_if_locked(name: str, step: StepJson) -> int | None:
     """The threads that may hold a request (all but a pre-fork master's), when every worker
     process wanted about a core (used plus waited): Little's law then reads the lock's
     limit, not the slots."""
@@ -119,13 +120,13 @@ def _threads_if_locked(name: str, step: dict) -> int | None:
     return int(threads) - (1 if processes > 1 else 0)
 
 
-def _flat(name: str, tail: list[dict]) -> bool:
+def _flat(name: str, tail: list[StepJson]) -> bool:
     busy = [busy_of(name, s) for s in tail]
     return min(busy) > 0 and max(busy) <= POOL_FLAT_RATIO * min(busy)
 
 
-def _grew(tail: list[dict]) -> bool:
-    def load(step: dict) -> float:
+def _grew(tail: list[StepJson]) -> bool:
+    def load(step: StepJson) -> float:
         return float(step.get("level") or step["users"] or 0)
 
     return load(tail[-1]) >= POOL_LOAD_GROWTH * max(load(tail[0]), 1e-9)

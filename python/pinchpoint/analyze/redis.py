@@ -24,7 +24,7 @@ from pinchpoint.analyze.context import start_text
 from pinchpoint.analyze.database.samples import in_windows, onset_windows
 from pinchpoint.analyze.findings import pct
 from pinchpoint.rundir import files
-from pinchpoint.rundir.shapes import VerdictJson
+from pinchpoint.rundir.shapes import StepJson, VerdictJson
 from pinchpoint.rundir.steady import Window, steady_windows
 from pinchpoint.rundir.view import RunView
 
@@ -182,7 +182,7 @@ def saturated_steps(view: RunView) -> list[dict[str, Any]]:
     return found
 
 
-def mark_main_threads(steps: list[dict[str, Any]], view: RunView) -> None:
+def mark_main_threads(steps: list[StepJson], view: RunView) -> None:
     """Each step's `resources` of a sampled Redis component get `main_thread_cores`: the
     cores its main thread used in the step, the one core all its commands run on."""
     samples = read_redis(view)

@@ -18,6 +18,7 @@ from pinchpoint.analyze.client import (
 )
 from pinchpoint.analyze.context import logged_callees
 from pinchpoint.analyze.run_input import RunInput
+from pinchpoint.rundir.shapes import StepJson
 from pinchpoint.rundir.steady import Window, in_window, steady_windows
 
 __all__ = [
@@ -319,10 +320,10 @@ def _lock_waits(frame: pl.DataFrame) -> dict:
     return {"lock_waits": float(cast(float, waits.mean()))} if waits is not None else {}
 
 
-def step_table(data: RunInput) -> list[dict]:
+def step_table(data: RunInput) -> list[StepJson]:
     order, calls = data.tier_graph()
     digest = data.digest()
-    steps: list[dict] = []
+    steps: list[StepJson] = []
     if digest.count() == 0:
         return steps
     for i, w in enumerate(data.windows()):
@@ -340,5 +341,6 @@ def step_table(data: RunInput) -> list[dict]:
         else:
             step["tiers"] = {}
         step["resources"] = resource_step(data.resources, w)
-        steps.append(step)
+        # The frame's numbers, as verdict.json's step.
+        steps.append(cast(StepJson, step))
     return steps

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from pinchpoint.analyze.context import Context, busy_of, callers_of, resource_of, workers_of
 from pinchpoint.analyze.thresholds import IDLE_CORE, NEIGHBOUR_SHARE
+from pinchpoint.rundir.shapes import StepJson
 
 HOST = "host"
 GENERATOR = "generator"
@@ -123,12 +124,12 @@ class GroupUse:
         return self.cpu / self.running
 
 
-def sampled(step: dict) -> list[str]:
+def sampled(step: StepJson) -> list[str]:
     """The components whose processes were sampled in a step."""
     return [name for name in step.get("resources", {}) if name not in (HOST, GENERATOR)]
 
 
-def host_use(step: dict, ctx: Context) -> HostUse:
+def host_use(step: StepJson, ctx: Context) -> HostUse:
     resources = step.get("resources", {})
     stack = sum(float(resources[n].get("cpu_cores") or 0.0) for n in sampled(step))
     generator = float(resources.get(GENERATOR, {}).get("cpu_cores") or 0.0)
@@ -150,7 +151,7 @@ def host_use(step: dict, ctx: Context) -> HostUse:
     )
 
 
-def process_group(tier: str, steps: list[dict], ctx: Context) -> str | None:
+def process_group(tier: str, steps: list[StepJson], ctx: Context) -> str | None:
     """The component whose processes run `tier`: the tier itself when its processes were
     sampled, else the nearest caller whose were (the app runs in gunicorn's workers)."""
     if ctx.unnamed(tier):
@@ -167,7 +168,7 @@ def process_group(tier: str, steps: list[dict], ctx: Context) -> str | None:
     return None
 
 
-def group_use(group: str, step: dict, ctx: Context) -> GroupUse:
+def group_use(group: str, step: StepJson, ctx: Context) -> GroupUse:
     return GroupUse(
         component=group,
         busy=busy_of(group, step),
@@ -189,7 +190,7 @@ def serving_processes(processes: float | None) -> int | None:
     return int(processes) - 1 if processes > 1 else int(processes)
 
 
-def usage_table(step: dict, ctx: Context) -> dict[str, dict[str, float]]:
+def usage_table(step: StepJson, ctx: Context) -> dict[str, dict[str, float]]:
     """Per component and for the host, the utilisation of each resource it depends on, at
     one step: worker occupancy, CPU against what it may use, throttled periods, lock
     waits; the host's CPU split by who used it, its link and its disk."""

@@ -30,21 +30,24 @@ from pinchpoint.analyze.thresholds import (
     WEAK_EVIDENCE,
 )
 from pinchpoint.analyze.usage import group_use, process_group
+from pinchpoint.rundir.shapes import StepJson
 
 __all__ = ["Context", "decide"]
 
 
-def _usable(step: dict) -> bool:
+def _usable(step: StepJson) -> bool:
     """Whether the step has a latency to judge: some of its requests were answered."""
     return step["latency_ms"]["p50"] is not None
 
 
-def _p50(step: dict) -> float:
+def _p50(step: StepJson) -> float:
     """The p50 of a usable step."""
-    return float(step["latency_ms"]["p50"])
+    p50 = step["latency_ms"]["p50"]
+    assert p50 is not None, "a usable step has a p50"
+    return float(p50)
 
 
-def _grew(step: dict, base: dict) -> float:
+def _grew(step: StepJson, base: StepJson) -> float:
     """How much the step's latency grew over the base's, as a share of the base's: the median's
     or the mean's growth, whichever is larger. A closed loop's mean is users ÷ throughput
     (Little's law), so it grows when throughput stops scaling even where the median hides it
@@ -57,7 +60,7 @@ def _grew(step: dict, base: dict) -> float:
     return max([*shares, _stopped_scaling(step, base)])
 
 
-def _stopped_scaling(step: dict, base: dict) -> float:
+def _stopped_scaling(step: StepJson, base: StepJson) -> float:
     """In closed loop, the growth of users ÷ throughput (the mean time a user waits for an
     answer, by Little's law) when the load grew but the throughput per user collapsed; 0
     otherwise. It finds the knee of endpoints too fast for a millisecond to show it."""
@@ -71,11 +74,11 @@ def _stopped_scaling(step: dict, base: dict) -> float:
     return 1 / per_user - 1 if per_user <= SCALING_SHARE else 0.0
 
 
-def _mean(step: dict) -> float | None:
+def _mean(step: StepJson) -> float | None:
     return step.get("latency_mean_ms")
 
 
-def measure(base: dict, top: dict) -> tuple[str, float, float]:
+def measure(base: StepJson, top: StepJson) -> tuple[str, float, float]:
     """The latency that grew most from base to top, in words and numbers: the median, or
     the mean where a tail grew under a flat median (users ÷ throughput, Little's law)."""
     a, b = _mean(base), _mean(top)
@@ -84,7 +87,7 @@ def measure(base: dict, top: dict) -> tuple[str, float, float]:
     return "p50", _p50(base), _p50(top)
 
 
-def _grown_text(base: dict, top: dict) -> str:
+def _grown_text(base: StepJson, top: StepJson) -> str:
     label, a, b = measure(base, top)
     return f"{label} {_fmt(a)} → {_fmt(b)}"
 
@@ -93,7 +96,7 @@ _fmt = ms_text
 _cpu = cpu_of
 
 
-def decide(steps: list[dict], ctx: Context, causes: Registry = CAUSES) -> Decision:
+def decide(steps: list[StepJson], ctx: Context, causes: Registry = CAUSES) -> Decision:
     """The verdict's findings, without the per-step table, asking `causes`."""
     estimate = workers_estimate(steps, ctx.min_latency_ms, ctx.endpoint)
     verdict = _decide(steps, ctx, estimate, causes)
@@ -102,7 +105,7 @@ def decide(steps: list[dict], ctx: Context, causes: Registry = CAUSES) -> Decisi
     return verdict
 
 
-def _name_carrier(verdict: Decision, usable: list[dict], ctx: Context) -> None:
+def _name_carrier(verdict: Decision, usable: list[StepJson], ctx: Context) -> None:
     """Names the request that carries the bottleneck's work, where one does."""
     bottleneck = verdict["bottleneck"]
     if not bottleneck or bottleneck.get("request") or not usable:
@@ -120,7 +123,9 @@ def _name_carrier(verdict: Decision, usable: list[dict], ctx: Context) -> None:
     )
 
 
-def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Registry) -> Decision:
+def _decide(
+    steps: list[StepJson], ctx: Context, estimate: dict | None, causes: Registry
+) -> Decision:
     generator = generator_check(steps, ctx)
     usable = [s for s in steps if _usable(s)]
     if len(usable) < 2:
@@ -205,7 +210,7 @@ def _decide(steps: list[dict], ctx: Context, estimate: dict | None, causes: Regi
 
 
 def _unexplained(
-    first: Judged, delta: float, growth: float, threshold: float, base: dict, top: dict
+    first: Judged, delta: float, growth: float, threshold: float, base: StepJson, top: StepJson
 ) -> bool:
     """Whether the tier that grew most, with no resource behind it, explains too little of
     the growth to be named: under EXPLAINS of the median's growth, or, where only the mean
@@ -217,7 +222,9 @@ def _unexplained(
     return delta < EXPLAINS * growth
 
 
-def _unexplained_headline(onset: dict, base: dict, top: dict, tier: str, delta: float) -> str:
+def _unexplained_headline(
+    onset: StepJson, base: StepJson, top: StepJson, tier: str, delta: float
+) -> str:
     return (
         f"Latency grows from {load_text(onset)} ({_grown_text(base, top)}), but no tier's own "
         f"time explains it (the most, {tier}, grew {_fmt(delta)}): the time goes where no tier "
@@ -226,7 +233,9 @@ def _unexplained_headline(onset: dict, base: dict, top: dict, tier: str, delta: 
     )
 
 
-def _neighbour_explains(found: list[Judged], steps: list[dict], onset: dict, ctx: Context) -> bool:
+def _neighbour_explains(
+    found: list[Judged], steps: list[StepJson], onset: StepJson, ctx: Context
+) -> bool:
     """No tier's growth has a saturated resource of the stack behind it, while processes
     outside the stack took the host's CPU (it is full, or its tasks waited for a core more
     as the load grew): the neighbour, not the stack, made it grow."""
@@ -239,7 +248,7 @@ def _neighbour_explains(found: list[Judged], steps: list[dict], onset: dict, ctx
     return cpu_contended(steps, onset, ctx)
 
 
-def _wants_cpu(tier: str, steps: list[dict], ctx: Context) -> bool:
+def _wants_cpu(tier: str, steps: list[StepJson], ctx: Context) -> bool:
     """Whether the tier's work needs a core, so that a neighbour's CPU can slow it: its
     busy workers used or waited for at least CPU_NEED of a core each. Workers that wait on
     I/O, a lock or a link need none, whatever the host's CPU does. Unknown (no sampled
@@ -253,7 +262,7 @@ def _wants_cpu(tier: str, steps: list[dict], ctx: Context) -> bool:
     return use.demand_per_worker >= CPU_NEED
 
 
-def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> str:
+def _neighbour_headline(steps: list[StepJson], onset: StepJson, neighbour: Finding) -> str:
     base, top = steps[0], steps[-1]
     return (
         f"No bottleneck of the stack's own from {load_text(base).split()[0]} to "
@@ -265,7 +274,7 @@ def _neighbour_headline(steps: list[dict], onset: dict, neighbour: Finding) -> s
 
 def _tier_finding(
     tier: str,
-    usable: list[dict],
+    usable: list[StepJson],
     ctx: Context,
     deltas: dict[str, float],
     growth: float,
@@ -297,7 +306,7 @@ def _tier_finding(
 
 
 def _growth_lines(
-    tier: str, base: dict, top: dict, deltas: dict[str, float], growth: float
+    tier: str, base: StepJson, top: StepJson, deltas: dict[str, float], growth: float
 ) -> list[str]:
     """The latency's growth and the tier's part of it. Tier times are medians: they carry a
     share of the median's growth, not of a mean a tail of slow requests made grow."""
@@ -322,7 +331,7 @@ def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole > 0 else "all"
 
 
-def _no_bottleneck(steps: list[dict], ctx: Context) -> str:
+def _no_bottleneck(steps: list[StepJson], ctx: Context) -> str:
     top = steps[-1]
     host = max((_cpu(s, "host") or 0.0 for s in steps), default=0.0)
     room = f"; host CPU peaked at {host:.2f} of {ctx.cpu_count} cores" if host else ""

@@ -92,6 +92,68 @@ class CollectionJson(TypedDict):
     calls: NotRequired[dict[str, list[str]]]
 
 
+# verdict.json's `steps[]`: what the client saw, each tier's times and each component's
+# resources (docs/verdict.schema.json's `step`, `tier` and `resource`). A component's samples
+# are read by key name (analyze/context.py `resource_of`), so they stay a map of numbers.
+# A percentile (`p50`, `p95`, `p99.9`) of the answered requests, in ms; None: no answer.
+LatencyJson = dict[str, float | None]
+# A component's (or `host`'s, `generator`'s) samples over the step: `cpu_cores`,
+# `cpu_wait_cores`, `processes`, `lock_waits`, `net_util`...
+ResourceJson = dict[str, Any]
+
+# One tier's times in a step; a key is missing where the tier's records do not give it.
+TierJson = TypedDict(
+    "TierJson",
+    {
+        "count": int,
+        "p50_ms": float | None,
+        "p90_ms": float | None,
+        "p95_ms": float | None,
+        "p99_ms": float | None,
+        "p99.9_ms": float | None,
+        "mean_ms": float | None,
+        "concurrency": float | None,
+        "self_p50_ms": float | None,
+        "self_p90_ms": float | None,
+        "self_p95_ms": float | None,
+        "self_p99_ms": float | None,
+        "self_p99.9_ms": float | None,
+        "self_by": str,
+        "queue_p50_ms": float | None,
+        "queue_p95_ms": float | None,
+        "queue_mean_ms": float | None,
+        "logged_queue_p50_ms": float | None,
+        "logged_queue_p95_ms": float | None,
+        "errors": int,
+        "rejected": int,
+    },
+    total=False,
+)
+
+
+class StepJson(TypedDict):
+    step: int
+    users: int
+    duration_s: float
+    requests: int
+    errors: int
+    error_rate: float
+    errors_by_class: dict[str, int]
+    throughput_rps: float
+    latency_ms: LatencyJson
+    latency_mean_ms: float | None
+    tiers: dict[str, TierJson]
+    resources: dict[str, ResourceJson]
+    kind: NotRequired[str]  # "users" (closed loop) or "rate" (open loop)
+    level: NotRequired[float | None]  # the users, or the target rate
+    late: NotRequired[int]
+    unsent: NotRequired[int]
+    bytes_per_s: NotRequired[float]
+    error_latency_p50_ms: NotRequired[float | None]
+    # Each component's utilisation of what it depends on (analyze/usage.py).
+    usage: NotRequired[dict[str, Any]]
+
+
 class FindingJson(TypedDict):
     """One finding of verdict.json: a component, the resource that limits it, the evidence
     (the analysis builds it from an analyze.findings.Finding)."""
@@ -122,7 +184,7 @@ class VerdictJson(TypedDict):
     tiers: NotRequired[list[str]]  # component names, callers first
     calls: NotRequired[dict[str, Any]]
     pools: NotRequired[dict[str, dict[str, Any]]]
-    steps: NotRequired[list[dict[str, Any]]]
+    steps: NotRequired[list[StepJson]]
     generator: NotRequired[dict[str, Any]]
     findings: NotRequired[list[FindingJson]]
     workers_estimate: NotRequired[list[dict[str, Any]]]

@@ -40,6 +40,7 @@ from pinchpoint.analyze.causes.serialized import SERIALIZED
 from pinchpoint.analyze.causes.wait_chain import ONE_CORE
 from pinchpoint.analyze.context import Context
 from pinchpoint.analyze.findings import Finding
+from pinchpoint.rundir.shapes import StepJson
 
 __all__ = ["CAUSES", "Ask", "Cause", "Judged", "Registry", "RunAsk", "tier_cause"]
 
@@ -71,7 +72,7 @@ CAUSES = Registry(
 
 
 def tier_cause(
-    tier: str, steps: list[dict], onset: dict, ctx: Context, estimate: dict | None
+    tier: str, steps: list[StepJson], onset: StepJson, ctx: Context, estimate: dict | None
 ) -> Finding:
     """The resource behind a tier's growing time, asked of CAUSES."""
     return CAUSES.tier_finding(tier, steps, onset, ctx, estimate)

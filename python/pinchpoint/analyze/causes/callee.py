@@ -10,9 +10,10 @@ from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, busy_of, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.usage import host_use
+from pinchpoint.rundir.shapes import StepJson
 
 
-def remote_concurrency(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+def remote_concurrency(tier: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     """A tier whose processes are not sampled (a service known from its log or spans) and
     whose callers wait longer for it while its own time stays flat: it serves a limited
     number of requests at once. A CPU that slowed it would lengthen its own time; the CPU

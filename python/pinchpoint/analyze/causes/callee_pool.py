@@ -18,9 +18,10 @@ from pinchpoint.analyze.context import Context, busy_of, load_text, logged_calle
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import POOL_FULL
 from pinchpoint.analyze.usage import process_group
+from pinchpoint.rundir.shapes import StepJson
 
 
-def full_callee(tier: str, group: str | None, steps: list[dict], ctx: Context) -> str | None:
+def full_callee(tier: str, group: str | None, steps: list[StepJson], ctx: Context) -> str | None:
     """The first callee of `tier`, in processes of its own, whose known pool served at
     least POOL_FULL of its slots at the heaviest step while `tier` held a request more than
     it served; None otherwise."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pinchpoint.analyze.context import Context
 from pinchpoint.analyze.findings import Finding
+from pinchpoint.rundir.shapes import StepJson
 
 if TYPE_CHECKING:
     from pinchpoint.analyze.causes.registry import Registry
@@ -32,8 +33,8 @@ class Ask:
     running it."""
 
     tier: str
-    steps: list[dict]
-    onset: dict
+    steps: list[StepJson]
+    onset: StepJson
     ctx: Context
     estimate: dict | None
     group: str | None
@@ -44,7 +45,7 @@ class RunAsk:
     """What a run cause is asked about: the usable steps, the stack, the generator's
     self-check and the causes being asked."""
 
-    steps: list[dict]
+    steps: list[StepJson]
     ctx: Context
     generator: dict
     causes: Registry
@@ -82,7 +83,7 @@ class Cause:
     computes: bool = False
     database: DatabaseInside | None = None
     # The throughput after the change its advice names: (component, answered steps, stack).
-    predict: Callable[[str, list[dict], Context], Prediction | None] | None = None
+    predict: Callable[[str, list[StepJson], Context], Prediction | None] | None = None
     # What a request served one at a time makes of its tier (a pool it fills, its time):
     # an effect of a serialized request, not its cause (analyze/per_request.py).
     effect_of_one_at_a_time: bool = False

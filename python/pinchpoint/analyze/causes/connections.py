@@ -36,10 +36,11 @@ from pinchpoint.analyze.thresholds import (
     POOL_QUEUED,
 )
 from pinchpoint.analyze.usage import GroupUse, group_use, process_group
+from pinchpoint.rundir.shapes import StepJson
 
 
 def held_connections(
-    tier: str, group: str, steps: list[dict], onset: dict, ctx: Context
+    tier: str, group: str, steps: list[StepJson], onset: StepJson, ctx: Context
 ) -> Finding | None:
     """The first callee of `tier` that it reaches through a few connections, as a finding
     of `tier`; None when every callee serves as many at once as the load sends."""
@@ -51,8 +52,8 @@ def held_connections(
 
 
 def held_callee(
-    tier: str, group: str, steps: list[dict], ctx: Context
-) -> tuple[str, list[dict]] | None:
+    tier: str, group: str, steps: list[StepJson], ctx: Context
+) -> tuple[str, list[StepJson]] | None:
     """The first callee `tier` reaches through a few connections, and the steps over which
     its concurrency stayed at their number; None when there is none."""
     top = steps[-1]
@@ -71,7 +72,7 @@ def held_callee(
     return None
 
 
-def _computes(use: GroupUse, top: dict, own_ms: float | None) -> bool | None:
+def _computes(use: GroupUse, top: StepJson, own_ms: float | None) -> bool | None:
     """Whether its busy workers compute rather than wait (None: not known): a process whose
     threads share one core (an interpreter lock) near it, or, per request, a time computing
     or waiting for a core that carries half the tier's own time. Threads that waited for a
@@ -85,14 +86,14 @@ def _computes(use: GroupUse, top: dict, own_ms: float | None) -> bool | None:
     return core_ms >= CARRIES * own_ms
 
 
-def _held(tier: str, callee: str, steps: list[dict]) -> list[dict] | None:
+def _held(tier: str, callee: str, steps: list[StepJson]) -> list[StepJson] | None:
     """The steps over which the callee's concurrency stays flat while the load and the
     requests inside the tier grow past it, its own time flat; None when there are none."""
     usable = [s for s in steps if s["tiers"].get(callee, {}).get("p50_ms") is not None]
     if len(usable) < 3:
         return None
     base, top = usable[0], usable[-1]
-    own = [float(s["tiers"][callee]["p50_ms"]) for s in (base, top)]
+    own = [_own_p50(callee, s) for s in (base, top)]
     if own[1] - own[0] > max(GROWTH_MIN_MS, GROWTH_SHARE * own[0]):
         return None
     at_once = busy_of(callee, top)
@@ -109,19 +110,26 @@ def _held(tier: str, callee: str, steps: list[dict]) -> list[dict] | None:
     return flat
 
 
+def _own_p50(tier: str, step: StepJson) -> float:
+    p50 = step["tiers"][tier].get("p50_ms")
+    if p50 is None:
+        raise TypeError(f"{tier} logged no p50 in the step at {load_text(step)}")
+    return float(p50)
+
+
 def _finding(
     tier: str,
     group: str,
     callee: str,
-    flat: list[dict],
-    steps: list[dict],
-    onset: dict,
+    flat: list[StepJson],
+    steps: list[StepJson],
+    onset: StepJson,
     ctx: Context,
 ) -> Finding:
     first, top = flat[0], flat[-1]
     at_once = busy_of(callee, top)
     slots = max(1, round(at_once))
-    own = [float(s["tiers"][callee]["p50_ms"]) for s in (steps[0], top)]
+    own = [_own_p50(callee, s) for s in (steps[0], top)]
     mine = [s["tiers"].get(tier, {}).get("self_p50_ms") for s in (steps[0], top)]
     evidence = [
         f"{callee} served {busy_of(callee, first):.2f} requests at once at {load_text(first)} "
@@ -161,7 +169,7 @@ def _find_held(ask: Ask) -> Finding | None:
     return held_connections(ask.tier, ask.group, ask.steps, ask.onset, ask.ctx)
 
 
-def predict_connections(tier: str, steps: list[dict], ctx: Context) -> Prediction | None:
+def predict_connections(tier: str, steps: list[StepJson], ctx: Context) -> Prediction | None:
     top, low = steps[-1], steps[0]
     group = process_group(tier, steps, ctx)
     found = held_callee(tier, group, steps, ctx) if group is not None else None

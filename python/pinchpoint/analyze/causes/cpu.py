@@ -29,6 +29,7 @@ from pinchpoint.analyze.thresholds import (
     NEIGHBOUR_SHARE,
 )
 from pinchpoint.analyze.usage import GroupUse, HostUse, group_use, host_use, sampled
+from pinchpoint.rundir.shapes import StepJson
 
 # What the CPU's lines of a tier (cpu_lines) read, through its group's and the host's use.
 CPU_LINES_READS = (
@@ -48,7 +49,7 @@ CPU_LINES_READS = (
 )
 
 
-def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
+def host_saturated(steps: list[StepJson], onset: StepJson, ctx: Context) -> bool:
     """The host's CPU is full at the onset or a heavier step: its cores busy, or its tasks
     queued for a core more than they did at the lightest step."""
     after = from_onset(steps, onset)
@@ -56,7 +57,7 @@ def host_saturated(steps: list[dict], onset: dict, ctx: Context) -> bool:
     return busy >= CPU_SATURATED * ctx.cpu_count or _pressed(steps[0], after, ctx)
 
 
-def cpu_contended(steps: list[dict], onset: dict, ctx: Context) -> bool:
+def cpu_contended(steps: list[StepJson], onset: StepJson, ctx: Context) -> bool:
     """The host's CPU is full from the onset, or its tasks waited for a core
     CPU_PRESSURE_RISE more of the time than at the lightest step, however little."""
     pressure = _pressure(steps[0], from_onset(steps, onset), ctx)
@@ -93,7 +94,7 @@ def neighbour_wait_line(host: HostUse, ctx: Context) -> str:
     )
 
 
-def filled_by_stack(step: dict, ctx: Context) -> bool:
+def filled_by_stack(step: StepJson, ctx: Context) -> bool:
     """Whether the stack (and the generator it drives) kept the host's cores busy at a step:
     the host at CPU_SATURATED of its cores, and the stack's share of what neighbours left
     at that share too."""
@@ -103,7 +104,7 @@ def filled_by_stack(step: dict, ctx: Context) -> bool:
     return host.stack + host.generator >= CPU_SATURATED * (ctx.cpu_count - host.neighbours)
 
 
-def first_filled(steps: list[dict], ctx: Context) -> dict | None:
+def first_filled(steps: list[StepJson], ctx: Context) -> StepJson | None:
     """The lightest step from which the stack keeps the host's cores busy at every heavier
     step; None when it never does by the heaviest."""
     first = None
@@ -112,7 +113,7 @@ def first_filled(steps: list[dict], ctx: Context) -> dict | None:
     return first
 
 
-def consumer(step: dict, ctx: Context) -> tuple[str, dict[str, float]] | None:
+def consumer(step: StepJson, ctx: Context) -> tuple[str, dict[str, float]] | None:
     """The stack's process group that used the most CPU at a step, and every group's cores."""
     used = {
         name: cores
@@ -125,7 +126,7 @@ def consumer(step: dict, ctx: Context) -> tuple[str, dict[str, float]] | None:
 
 
 def cpu_finding(
-    tier: str, group: str, steps: list[dict], onset: dict, evidence: list[str], ctx: Context
+    tier: str, group: str, steps: list[StepJson], onset: StepJson, evidence: list[str], ctx: Context
 ) -> Finding:
     """The host's CPU behind `tier`'s growth: named for the group that used most of it, from
     the step the stack filled the cores (or the tier's onset, if that came first)."""
@@ -166,13 +167,13 @@ def cpu_finding(
     return Finding(owner, HOST_CPU, onset["users"], evidence, name, summary, rate_of(onset))
 
 
-def _grew(tier: str, steps: list[dict]) -> bool:
+def _grew(tier: str, steps: list[StepJson]) -> bool:
     """Whether the tier's own time (self + queue, medians) grew from the lightest step."""
     return (tier_cost(steps[-1], tier) or 0.0) > (tier_cost(steps[0], tier) or 0.0)
 
 
 def cpu_lines(
-    tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context
+    tier: str, group: str | None, steps: list[StepJson], onset: StepJson, ctx: Context
 ) -> list[str]:
     top = steps[-1]
     host: HostUse = host_use(top, ctx)
@@ -208,7 +209,7 @@ def _by_use(used: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(used.items(), key=lambda kv: kv[1], reverse=True)
 
 
-def _pressure(base: dict, after: list[dict], ctx: Context) -> tuple[float, float] | None:
+def _pressure(base: StepJson, after: list[StepJson], ctx: Context) -> tuple[float, float] | None:
     """The share of the time tasks waited for a core (PSI "some") at the base step, and its
     peak over `after`; None where it was not measured (or low-priority tasks' waits fill it)."""
     at_base = host_use(base, ctx).cpu_pressure
@@ -216,7 +217,7 @@ def _pressure(base: dict, after: list[dict], ctx: Context) -> tuple[float, float
     return None if at_base is None or not measured else (at_base, max(measured))
 
 
-def _pressed(base: dict, after: list[dict], ctx: Context) -> bool:
+def _pressed(base: StepJson, after: list[StepJson], ctx: Context) -> bool:
     pressure = _pressure(base, after, ctx)
     if pressure is None:
         return False

@@ -8,9 +8,10 @@ from pinchpoint.analyze.context import Context, below, cpu_of, load_text, rate_o
 from pinchpoint.analyze.findings import Finding, pct
 from pinchpoint.analyze.thresholds import AT_QUOTA, HALF_USED, THROTTLED, THROTTLED_GROWTH
 from pinchpoint.analyze.usage import process_group as host_of
+from pinchpoint.rundir.shapes import StepJson
 
 
-def cpu_quota(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+def cpu_quota(tier: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     """The processes of the tier, or of one below it, are held back by their cgroup's CPU
     quota: a throttled tier below fills the pools of every tier above it."""
     groups = []
@@ -25,7 +26,7 @@ def cpu_quota(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     return None
 
 
-def _cpu_quota(tier: str, host: str, steps: list[dict], ctx: Context) -> Finding | None:
+def _cpu_quota(tier: str, host: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     shares = [resource_of(s, host, "cpu_throttled_share") or 0.0 for s in steps]
     top, base = steps[-1], steps[0]
     quota_top = resource_of(top, host, "cpu_quota_cores") or 0.0

@@ -14,9 +14,10 @@ from pinchpoint.analyze.context import (
 )
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import LOCK_WAITS
+from pinchpoint.rundir.shapes import StepJson
 
 
-def db_lock(tier: str, steps: list[dict], ctx: Context, grows_from: int = 0) -> Finding | None:
+def db_lock(tier: str, steps: list[StepJson], ctx: Context, grows_from: int = 0) -> Finding | None:
     """The tier, or one below it, is a database whose processes wait for locks; it starts
     where they wait and the tier's time has grown (from `grows_from` users). A slow tier
     below fills the pools of every tier above it, so the whole chain below is asked."""
@@ -37,7 +38,7 @@ _SOURCES = (
 
 
 def _db_lock_finding(
-    name: str, steps: list[dict], waits: list[float], grows_from: int, source: str
+    name: str, steps: list[StepJson], waits: list[float], grows_from: int, source: str
 ) -> Finding:
     base, top = steps[0], steps[-1]
     onset = next(
@@ -49,11 +50,11 @@ def _db_lock_finding(
         f"{name}'s processes waiting for a lock: {waits[-1]:.1f} on average at "
         f"{load_text(top)}, {waits[0]:.1f} at {load_text(base)} ({source})",
     ]
-    own = [s.get("tiers", {}).get(name, {}).get("p50_ms") for s in (base, top)]
-    if None not in own:
+    low, high = (s.get("tiers", {}).get(name, {}).get("p50_ms") for s in (base, top))
+    if low is not None and high is not None:
         evidence.append(
-            f"{name}'s time per request p50 {ms_text(own[0])} at {load_text(base)}, "
-            f"{ms_text(own[1])} at {load_text(top)}"
+            f"{name}'s time per request p50 {ms_text(low)} at {load_text(base)}, "
+            f"{ms_text(high)} at {load_text(top)}"
         )
     cpu = cpu_of(top, name)
     if cpu is not None:

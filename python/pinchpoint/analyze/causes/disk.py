@@ -14,9 +14,10 @@ from pinchpoint.analyze.thresholds import (
     IO_PRESSURE_RISE,
 )
 from pinchpoint.analyze.usage import process_group as host_of
+from pinchpoint.rundir.shapes import StepJson
 
 
-def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+def disk(tier: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     """The host's disk is busy, or tasks stall on I/O, as the tier's time grows."""
     limited = disk_limit(tier, steps, ctx)
     if limited is not None:
@@ -57,7 +58,7 @@ def disk(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     )  # fmt: skip
 
 
-def disk_limit(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+def disk_limit(tier: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     """The tier's processes read or write at the limit their cgroup allows them (blkio
     throttle, io.max): their disk bytes/s against that limit, as CPU against a quota."""
     who = host_of(tier, steps, ctx)
@@ -90,13 +91,13 @@ def disk_limit(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     return None
 
 
-def _limit_share(step: dict, who: str, way: str) -> float | None:
+def _limit_share(step: StepJson, who: str, way: str) -> float | None:
     limit = resource_of(step, who, f"disk_{way}_limit_bytes_s")
     done = resource_of(step, who, f"disk_{way}_bytes_s")
     return done / limit if limit and done is not None else None
 
 
-def _its_io(tier: str, step: dict, steps: list[dict], ctx: Context) -> bool:
+def _its_io(tier: str, step: StepJson, steps: list[StepJson], ctx: Context) -> bool:
     """Whether the disk's traffic is the tier's: its processes read or wrote a good share of
     what the host's disks did, where both are known (else another's I/O filled the disk)."""
     who = host_of(tier, steps, ctx)

@@ -25,6 +25,7 @@ from pinchpoint.analyze.thresholds import (
     ONE_AT_ONCE,
 )
 from pinchpoint.analyze.usage import group_use, host_use, serving_processes
+from pinchpoint.rundir.shapes import StepJson
 
 ASYNC = "async"
 
@@ -43,12 +44,12 @@ _OFF_LOOP = {
 _PYTHON_OFF_LOOP = "a process pool (loop.run_in_executor with a ProcessPoolExecutor)"
 
 
-def _server(group: str, steps: list[dict]) -> str:
+def _server(group: str, steps: list[StepJson]) -> str:
     found = [s.get("resources", {}).get(group, {}).get("pool_server") for s in steps]
     return next((str(f) for f in reversed(found) if f), group)
 
 
-def is_event_loop(group: str, steps: list[dict]) -> bool:
+def is_event_loop(group: str, steps: list[StepJson]) -> bool:
     """Whether the group's server said it runs an event loop in each process."""
     return any(s.get("resources", {}).get(group, {}).get("pool_kind") == ASYNC for s in steps)
 
@@ -129,7 +130,7 @@ def computing_loops(ask: Ask, loops: int) -> Finding | None:
     )
 
 
-def _callees(tier: str, steps: list[dict], ctx: Context) -> list[tuple[str, float, float]]:
+def _callees(tier: str, steps: list[StepJson], ctx: Context) -> list[tuple[str, float, float]]:
     """Each logged tier below this one: its median at the lightest and heaviest steps."""
     out = []
     for callee in below(tier, ctx)[1:]:
@@ -139,11 +140,11 @@ def _callees(tier: str, steps: list[dict], ctx: Context) -> list[tuple[str, floa
     return out
 
 
-def _callee_grew(tier: str, steps: list[dict], ctx: Context) -> bool:
+def _callee_grew(tier: str, steps: list[StepJson], ctx: Context) -> bool:
     return any(b - a > max(1.0, GROWTH_SHARE * a) for _, a, b in _callees(tier, steps, ctx))
 
 
-def _callee_lines(tier: str, steps: list[dict], ctx: Context) -> list[str]:
+def _callee_lines(tier: str, steps: list[StepJson], ctx: Context) -> list[str]:
     return [
         f"{callee} p50 {ms_text(a)} → {ms_text(b)}: what the loop calls stays fast"
         for callee, a, b in _callees(tier, steps, ctx)

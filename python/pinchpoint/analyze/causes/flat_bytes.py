@@ -7,9 +7,10 @@ from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.context import from_onset, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import FLAT_LOAD_GROWTH, FLAT_SPREAD, LARGE_RESPONSE
+from pinchpoint.rundir.shapes import StepJson
 
 
-def flat_bytes(tier: str, steps: list[dict], onset: dict) -> Finding | None:
+def flat_bytes(tier: str, steps: list[StepJson], onset: StepJson) -> Finding | None:
     """Nothing measured saturates, yet the bytes the client receives per second stop at a
     ceiling past the onset while the load grows, and responses are large enough for a link
     to be what stops them: a network path with a ceiling the host does not expose."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pinchpoint.analyze.context import resource_of
+from pinchpoint.rundir.shapes import StepJson
 
 HOST = "host"
 
@@ -14,13 +15,13 @@ HOST = "host"
 class Rise:
     """A gauge that reached `level` from `onset` on, peaking at `peak`, from `base`."""
 
-    onset: dict
+    onset: StepJson
     peak: float
-    peak_step: dict
+    peak_step: StepJson
     base: float
 
 
-def rise(steps: list[dict], who: str, key: str, level: float, by: float) -> Rise | None:
+def rise(steps: list[StepJson], who: str, key: str, level: float, by: float) -> Rise | None:
     """The gauge's rise, when it reaches `level` and gains at least `by` over the run."""
     values = [(s, resource_of(s, who, key)) for s in steps]
     measured = [(s, v) for s, v in values if v is not None]

@@ -23,12 +23,13 @@ from pinchpoint.analyze.thresholds import (
     STARVED_SHARE,
 )
 from pinchpoint.analyze.usage import HostUse, host_use
+from pinchpoint.rundir.shapes import StepJson
 
 # Past this share of a step's requests refused at once, the generator was busy with them.
 MOST_REFUSED = 0.5
 
 
-def generator_check(steps: list[dict], ctx: Context) -> dict:
+def generator_check(steps: list[StepJson], ctx: Context) -> dict:
     """Whether the generator, or the host it runs on, limited the run."""
     hosts = [host_use(s, ctx) for s in steps]
     peak = max((h.generator for h in hosts), default=0.0)
@@ -64,7 +65,7 @@ def _wanted(h: HostUse) -> float:
     return h.generator + (h.generator_wait or 0.0)
 
 
-def _fast_refusals(step: dict) -> bool:
+def _fast_refusals(step: StepJson) -> bool:
     """Whether most of the step's requests were refused (REFUSALS) faster than its answers
     took: requests that come back at once, which a generator sends as fast as it can."""
     by_class = step.get("errors_by_class") or {}
@@ -126,7 +127,7 @@ def _kept(generator: dict) -> str:
     )
 
 
-def _delay_share(h: HostUse, step: dict) -> float:
+def _delay_share(h: HostUse, step: StepJson) -> float:
     """The generator's wait for a core per request, as a share of the median latency."""
     latency = step["latency_ms"]["p50"]
     seconds = step.get("duration_s") or 0.0
@@ -137,7 +138,7 @@ def _delay_share(h: HostUse, step: dict) -> float:
     return (h.generator_wait or 0.0) * 1000 / rate / latency
 
 
-def _delayed(h: HostUse, step: dict, share: float, ctx: Context) -> bool:
+def _delayed(h: HostUse, step: StepJson, share: float, ctx: Context) -> bool:
     """Whether the generator's waits for a core delayed this step's requests: it waited
     much of the time it wanted a core, and that wait is a good share of each request's
     time, or most of that time no tier saw."""
@@ -152,7 +153,7 @@ def _delayed(h: HostUse, step: dict, share: float, ctx: Context) -> bool:
     return delay >= STARVED_DELAY or (outside or 0.0) >= OUTSIDE_SHARE
 
 
-def _outside_share(step: dict, ctx: Context) -> float | None:
+def _outside_share(step: StepJson, ctx: Context) -> float | None:
     """The share of the client's median latency that no tier saw: the time between the
     generator and the first tier (the network, and the generator's own delays); None when
     no tier logged the requests."""
@@ -178,7 +179,7 @@ def generator_limits(generator: dict) -> bool:
     return bool(at_limit and not generator.get("refusals"))
 
 
-def generator_finding(steps: list[dict], generator: dict, ctx: Context) -> Finding:
+def generator_finding(steps: list[StepJson], generator: dict, ctx: Context) -> Finding:
     """The run measured its generator: which way, with the numbers."""
     hosts = [host_use(s, ctx) for s in steps]
     top = max(range(len(steps)), key=lambda i: hosts[i].busy or 0.0)

@@ -7,9 +7,10 @@ from pinchpoint.analyze.causes.gauges import HOST, Rise, pct, rise
 from pinchpoint.analyze.context import Context, load_text, rate_of, resource_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import LINK_HOPS, LINK_SHARE, NET_UTIL, NET_UTIL_RISE
+from pinchpoint.rundir.shapes import StepJson
 
 
-def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+def bandwidth(tier: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     """The busiest network link (or its shaped rate) runs near its ceiling as the tier's time
     grows: the network path is the component."""
     link = rise(steps, HOST, "net_util", NET_UTIL, NET_UTIL_RISE) or _full_throughout(steps)
@@ -31,7 +32,7 @@ def bandwidth(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
     )  # fmt: skip
 
 
-def _full_throughout(steps: list[dict]) -> Rise | None:
+def _full_throughout(steps: list[StepJson]) -> Rise | None:
     """A link full from some step on, at every heavier step, carrying the run's own bytes at
     each (so its traffic is the load's, not another's): already near full at the lightest
     step, it shows no rise, but it is the ceiling all the same."""
@@ -48,7 +49,7 @@ def _full_throughout(steps: list[dict]) -> Rise | None:
     return Rise(full[0][0], peak, peak_step, measured[0][1])
 
 
-def _carries_the_load(step: dict, known: bool = False) -> bool:
+def _carries_the_load(step: StepJson, known: bool = False) -> bool:
     """Whether the link's traffic is the run's: about the bytes the client received, once
     per hop, where both are known."""
     carried = resource_of(step, HOST, "net_link_bytes_s")
@@ -58,12 +59,12 @@ def _carries_the_load(step: dict, known: bool = False) -> bool:
     return LINK_SHARE * received <= carried <= LINK_HOPS * received
 
 
-def _link_name(step: dict) -> str:
+def _link_name(step: StepJson) -> str:
     name = step.get("resources", {}).get(HOST, {}).get("net_link")
     return str(name) if name else "(busiest interface)"
 
 
-def _link_lines(step: dict) -> list[str]:
+def _link_lines(step: StepJson) -> list[str]:
     at = load_text(step)
     carried = resource_of(step, HOST, "net_link_bytes_s")
     limit = resource_of(step, HOST, "net_link_limit_bytes_s")

@@ -8,9 +8,10 @@ from pinchpoint.analyze.context import Context, load_text, rate_of, resource_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import MEMORY_PRESSURE, MEMORY_PRESSURE_RISE
 from pinchpoint.analyze.usage import process_group as host_of
+from pinchpoint.rundir.shapes import StepJson
 
 
-def memory(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+def memory(tier: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     """Tasks stall on memory (reclaim, swapping) as the tier's time grows."""
     stall = rise(steps, HOST, "memory_pressure", MEMORY_PRESSURE, MEMORY_PRESSURE_RISE)
     if stall is None:

@@ -8,9 +8,10 @@ from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import NEIGHBOUR_CONFIDENCE, NEIGHBOUR_SHARE
 from pinchpoint.analyze.usage import host_use
+from pinchpoint.rundir.shapes import StepJson
 
 
-def neighbour_finding(steps: list[dict], ctx: Context) -> Finding | None:
+def neighbour_finding(steps: list[StepJson], ctx: Context) -> Finding | None:
     """Processes outside the stack and the generator that took a good share of the CPU."""
     hosts = [host_use(s, ctx) for s in steps]
     measured = [(h, s) for h, s in zip(hosts, steps, strict=True) if h.busy is not None]
@@ -42,7 +43,7 @@ def neighbour_finding(steps: list[dict], ctx: Context) -> Finding | None:
     )  # fmt: skip
 
 
-def _waits(step: dict) -> dict[str, float]:
+def _waits(step: StepJson) -> dict[str, float]:
     return {
         name: float(r["cpu_wait_cores"])
         for name, r in step.get("resources", {}).items()

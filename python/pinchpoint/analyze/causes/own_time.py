@@ -6,9 +6,12 @@ from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import CPU_LINES_READS, cpu_lines
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.findings import Finding
+from pinchpoint.rundir.shapes import StepJson
 
 
-def own_time(tier: str, group: str | None, steps: list[dict], onset: dict, ctx: Context) -> Finding:
+def own_time(
+    tier: str, group: str | None, steps: list[StepJson], onset: StepJson, ctx: Context
+) -> Finding:
     evidence = cpu_lines(tier, group, steps, onset, ctx) if group else []
     summary = f"{tier}'s own time grows with load from {load_text(onset)}."
     caller = ctx.timed_by.get(tier)

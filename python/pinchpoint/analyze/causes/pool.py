@@ -36,10 +36,16 @@ from pinchpoint.analyze.thresholds import (
     QUEUE_GROWTH_MS,
 )
 from pinchpoint.analyze.usage import GroupUse, group_use, host_use
+from pinchpoint.rundir.shapes import StepJson
 
 
 def pool_or_cpu(
-    tier: str, group: str, steps: list[dict], onset: dict, ctx: Context, estimate: dict | None
+    tier: str,
+    group: str,
+    steps: list[StepJson],
+    onset: StepJson,
+    ctx: Context,
+    estimate: dict | None,
 ) -> Finding | None:
     """A full pool of waiting workers; a full pool of computing workers on a host with idle
     cores (too few workers); computing workers on a host without (the CPU)."""
@@ -88,7 +94,7 @@ def pool_or_cpu(
     return None
 
 
-def _cpu_filled_first(group: str, steps: list[dict], onset: dict, ctx: Context) -> bool:
+def _cpu_filled_first(group: str, steps: list[StepJson], onset: StepJson, ctx: Context) -> bool:
     """Whether another of the stack's groups used most of the host's CPU, and the stack
     filled the cores at a lighter step than the one where this pool of waiting workers
     filled: its workers wait on work that waits for a core, and the pool is full because
@@ -100,7 +106,7 @@ def _cpu_filled_first(group: str, steps: list[dict], onset: dict, ctx: Context) 
     return position(steps, filled) < position(steps, _pool_onset(group, steps, ctx, onset))
 
 
-def _users_fit(use: GroupUse, step: dict, processes: bool = False) -> bool:
+def _users_fit(use: GroupUse, step: StepJson, processes: bool = False) -> bool:
     """Whether the pool has a slot (or a process) for every user of a closed-loop step:
     its users have at most one request each in flight, so none waited for a worker."""
     slots = (use.processes or use.workers) if processes else use.workers
@@ -128,8 +134,8 @@ def _computes(use: GroupUse) -> bool:
 
 
 def _pool_onset(
-    group: str, steps: list[dict], ctx: Context, knee: dict, waited: bool = False
-) -> dict:
+    group: str, steps: list[StepJson], ctx: Context, knee: StepJson, waited: bool = False
+) -> StepJson:
     """The first step whose occupancy reads full (POOL_FULL), and where `waited`, whose
     requests waited for a slot (the start a finding names); for a pool full by its queue
     (its logged time leaves part of its work out), the first step near the occupancy it
@@ -142,7 +148,9 @@ def _pool_onset(
     return first if top >= POOL_FULL else min(first, knee, key=lambda s: s["users"])
 
 
-def _full(group: str, step: dict, ctx: Context, mark: float, waited_since: dict | None) -> bool:
+def _full(
+    group: str, step: StepJson, ctx: Context, mark: float, waited_since: StepJson | None
+) -> bool:
     """Whether the step's occupancy reached `mark`, and, given `waited_since`, requests
     waited for a slot too (_waited)."""
     if (group_use(group, step, ctx).pool or 0.0) < mark:
@@ -150,7 +158,7 @@ def _full(group: str, step: dict, ctx: Context, mark: float, waited_since: dict 
     return waited_since is None or _waited(group, step, waited_since, ctx)
 
 
-def _waited(group: str, step: dict, base: dict, ctx: Context) -> bool:
+def _waited(group: str, step: StepJson, base: StepJson, ctx: Context) -> bool:
     """Whether requests waited for one of the group's slots: more users than slots, a
     queue before it grown since `base`, or, in closed loop, each user's throughput fallen
     below PER_USER_SLOWED of the base's (every slot busy, each request slower). All slots
@@ -165,7 +173,7 @@ def _waited(group: str, step: dict, base: dict, ctx: Context) -> bool:
     )
 
 
-def _per_user(step: dict) -> float:
+def _per_user(step: StepJson) -> float:
     """A closed-loop step's throughput per user (0 in open loop or without users)."""
     users = step.get("users") or 0
     if step.get("kind", "users") != "users" or users <= 0:
@@ -175,13 +183,13 @@ def _per_user(step: dict) -> float:
 
 def _pool(
     group: str,
-    steps: list[dict],
+    steps: list[StepJson],
     evidence: list[str],
     ctx: Context,
     computing: bool,
     idle: float,
-    knee: dict,
-    onset: dict | None = None,
+    knee: StepJson,
+    onset: StepJson | None = None,
 ) -> Finding:
     onset = onset or _pool_onset(group, steps, ctx, knee, waited=True)
     use = group_use(group, steps[-1], ctx)
@@ -214,7 +222,9 @@ def _knob(terms: PoolTerms, setting: str) -> str:
     return f" with {terms.server} {knob}" if knob else ""
 
 
-def _locked_summary(group: str, processes: int, onset: dict, idle: float, knob: str = "") -> str:
+def _locked_summary(
+    group: str, processes: int, onset: StepJson, idle: float, knob: str = ""
+) -> str:
     """Threads of a process share its interpreter lock: the processes are the pool."""
     some = f"{processes} worker processes each" if processes > 1 else "one worker process"
     verb = "compute" if processes > 1 else "computes"
@@ -226,7 +236,7 @@ def _locked_summary(group: str, processes: int, onset: dict, idle: float, knob: 
     )
 
 
-def _pool_lines(tier: str, use: GroupUse, steps: list[dict], ctx: Context) -> list[str]:
+def _pool_lines(tier: str, use: GroupUse, steps: list[StepJson], ctx: Context) -> list[str]:
     top = steps[-1]
     queue = (top["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0) - (
         steps[0]["tiers"].get(use.component, {}).get("queue_p50_ms") or 0.0

@@ -8,9 +8,10 @@ from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import POOL_FULL
 from pinchpoint.analyze.usage import group_use
+from pinchpoint.rundir.shapes import StepJson
 
 
-def proxy_queue(tier: str, steps: list[dict], ctx: Context) -> Finding | None:
+def proxy_queue(tier: str, steps: list[StepJson], ctx: Context) -> Finding | None:
     """The tier queues requests itself (it logs the wait: HAProxy's Tw) while what it calls
     has room: its own connection limit holds them back (maxconn)."""
     base, top = steps[0], steps[-1]

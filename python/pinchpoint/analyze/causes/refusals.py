@@ -14,13 +14,14 @@ from pinchpoint.analyze.context import (
 )
 from pinchpoint.analyze.findings import Finding, pct
 from pinchpoint.analyze.thresholds import FAST_ERRORS, IDLE_POOL, PROXY_ERRORS, REFUSED_SHARE
+from pinchpoint.rundir.shapes import StepJson
 
 REFUSALS = frozenset({"503", "502", "429", "reset", "closed", "connect_refused"})
 
 CONNECTION_REFUSALS = frozenset({"reset", "closed", "connect_refused"})
 
 
-def proxy_limit(steps: list[dict], ctx: Context) -> Finding | None:
+def proxy_limit(steps: list[StepJson], ctx: Context) -> Finding | None:
     """Requests fail fast at a tier that answers them itself, while the tier behind idles."""
     base, top = steps[0], steps[-1]
     top_rate, base_rate = top.get("error_rate", 0.0), base.get("error_rate", 0.0)
@@ -57,7 +58,7 @@ def proxy_limit(steps: list[dict], ctx: Context) -> Finding | None:
     return Finding(proxy, REFUSED, onset["users"], evidence, name, summary, rate_of(onset))
 
 
-def _refusing_tier(top: dict, ctx: Context, refused: dict[str, int]) -> str | None:
+def _refusing_tier(top: StepJson, ctx: Context, refused: dict[str, int]) -> str | None:
     """The tier that answered the failures itself; the entry tier for connection errors
     that no tier logged."""
     tiers = top.get("tiers", {})
@@ -69,7 +70,7 @@ def _refusing_tier(top: dict, ctx: Context, refused: dict[str, int]) -> str | No
     return None
 
 
-def _refusal_line(proxy: str, top: dict, ctx: Context) -> str:
+def _refusal_line(proxy: str, top: StepJson, ctx: Context) -> str:
     rejected = top.get("tiers", {}).get(proxy, {}).get("rejected")
     callees = " or ".join(ctx.calls.get(proxy, [])) or "anything"
     if not rejected:
@@ -80,7 +81,7 @@ def _refusal_line(proxy: str, top: dict, ctx: Context) -> str:
     )
 
 
-def _idle_line(callee: str, top: dict, ctx: Context) -> str | None:
+def _idle_line(callee: str, top: StepJson, ctx: Context) -> str | None:
     if callee not in top.get("tiers", {}):
         return None
     busy, workers = busy_of(callee, top), workers_of(callee, top, ctx)
@@ -98,7 +99,7 @@ def _judge_refusals(ask: RunAsk) -> Judged | None:
     return Judged(found, refused_share(ask.steps[-1])) if found is not None else None
 
 
-def refused_share(top: dict) -> float:
+def refused_share(top: StepJson) -> float:
     """How sure a proxy's limit is: half, and half again the share of the heaviest step's
     failures that were refusals."""
     by_class = top.get("errors_by_class") or {}

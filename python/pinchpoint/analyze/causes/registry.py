@@ -11,6 +11,7 @@ from pinchpoint.analyze.causes.cause import Ask, Cause, Scope
 from pinchpoint.analyze.context import Context
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.usage import process_group
+from pinchpoint.rundir.shapes import StepJson
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Registry:
         return tuple(c for c in self.causes if c.resource == resource)
 
     def tier_finding(
-        self, tier: str, steps: list[dict], onset: dict, ctx: Context, estimate: dict | None
+        self, tier: str, steps: list[StepJson], onset: StepJson, ctx: Context, estimate: dict | None
     ) -> Finding:
         """The resource behind a tier's growing time: the first tier cause that fires (the
         tier's own time, asked last, always does)."""

@@ -15,10 +15,11 @@ from pinchpoint.analyze.per_request import (
     request_cause,
 )
 from pinchpoint.analyze.thresholds import ONE_AT_ONCE, WEAK_EVIDENCE
+from pinchpoint.rundir.shapes import StepJson
 
 
 def serialized(
-    name: str, entry: dict, tier: str, group: str, onset: dict, evidence: list[str]
+    name: str, entry: dict, tier: str, group: str, onset: StepJson, evidence: list[str]
 ) -> Finding | None:
     """The finding when the request `name` (its entry of the requests' table) is served
     about one at a time and its throughput stopped; None otherwise."""

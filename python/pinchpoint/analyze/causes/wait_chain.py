@@ -20,10 +20,11 @@ from pinchpoint.analyze.context import Context, below, load_text, rate_of, resou
 from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import COMPUTES_MOST, ONE_CORE_SATURATED
 from pinchpoint.analyze.usage import group_use, host_use, process_group
+from pinchpoint.rundir.shapes import StepJson
 
 
 def computing_callee(
-    tier: str, group: str, steps: list[dict], onset: dict, ctx: Context
+    tier: str, group: str, steps: list[StepJson], onset: StepJson, ctx: Context
 ) -> str | None:
     """The process group below `tier` that the host's full CPU went to most (at least
     COMPUTES_MOST of the stack's): what the tier's waiting workers wait on. None otherwise."""
@@ -43,7 +44,7 @@ def computing_callee(
     return callee
 
 
-def one_core_callee(tier: str, steps: list[dict], ctx: Context) -> str | None:
+def one_core_callee(tier: str, steps: list[StepJson], ctx: Context) -> str | None:
     """The nearest group below `tier` whose one thread of work (`main_thread_cores`: Redis's
     main thread) used ONE_CORE_SATURATED of a core at the heaviest step; None otherwise."""
     top = steps[-1]
@@ -54,7 +55,7 @@ def one_core_callee(tier: str, steps: list[dict], ctx: Context) -> str | None:
     return None
 
 
-def _one_thread_wants(step: dict, callee: str) -> float | None:
+def _one_thread_wants(step: StepJson, callee: str) -> float | None:
     """The core a callee's one thread of work wanted in a step: what it used, and what its
     processes waited for a core (a neighbour's CPU slows the one thread as much)."""
     cores = resource_of(step, callee, "main_thread_cores")
@@ -64,7 +65,12 @@ def _one_thread_wants(step: dict, callee: str) -> float | None:
 
 
 def waits_on_one_core(
-    tier: str, group: str | None, callee: str, steps: list[dict], evidence: list[str], ctx: Context
+    tier: str,
+    group: str | None,
+    callee: str,
+    steps: list[StepJson],
+    evidence: list[str],
+    ctx: Context,
 ) -> Finding:
     """The one core of a callee that runs its work on one thread, with the chain."""
     top = steps[-1]
@@ -98,8 +104,8 @@ def waits_on_cpu(
     tier: str,
     group: str,
     callee: str,
-    steps: list[dict],
-    onset: dict,
+    steps: list[StepJson],
+    onset: StepJson,
     evidence: list[str],
     ctx: Context,
 ) -> Finding:

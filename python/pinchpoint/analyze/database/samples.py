@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from pinchpoint.rundir import files
+from pinchpoint.rundir.shapes import StepJson
 from pinchpoint.rundir.steady import Window, steady_windows
 from pinchpoint.rundir.view import RunView
 
@@ -70,7 +71,7 @@ def sample_interval(activity: pl.DataFrame) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def mark_lock_waits(steps: list[dict[str, Any]], view: RunView) -> None:
+def mark_lock_waits(steps: list[StepJson], view: RunView) -> None:
     """Each step's `resources` of a database sampled from inside get `lock_waits_inside`:
     its backends waiting for a lock (wait_event_type Lock) per sample, on average. A server
     that runs connections as threads (MySQL, MariaDB) shows its waits only from inside."""
