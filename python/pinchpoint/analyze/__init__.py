@@ -69,7 +69,7 @@ def _curve(steps: list[StepJson]) -> _Curve:
     return {"knee": knee_dict, "scalability": scalability.as_dict() if scalability else None}
 
 
-def _sla(data: RunInput) -> dict | None:
+def _sla(data: RunInput) -> dict[str, Any] | None:
     """The plan's [sla] checked on the steady parts of the run, once, for verdict.json
     (`analyze/sla_record.py`); None when the plan has none."""
     objectives = data.plan.sla

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pinchpoint.analyze.context import Context, load_text, rate_of
 from pinchpoint.analyze.knobs import pool_terms
@@ -47,7 +48,7 @@ class Prediction:
     # to them.
     neighbours: float = 0.0
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "component": self.component,
             "setting": self.setting,

@@ -3,6 +3,8 @@ bytes and latency percentiles, from the requests' digest (`rundir.digest`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from pinchpoint.rundir.digest import ANSWER, FAILED, OK, Digest
@@ -33,7 +35,7 @@ def _ms(value: float | None) -> float | None:
     return value / 1000 if value is not None else None
 
 
-def client_numbers(part: Digest, w: Window) -> dict:
+def client_numbers(part: Digest, w: Window) -> dict[str, Any]:
     """The client's view of one step from the digest of its steady part. A request belongs
     by its intended send time (open loop: one sent late because the target stalled still
     counts in its phase, with its latency from that time)."""
@@ -65,7 +67,7 @@ def client_numbers(part: Digest, w: Window) -> dict:
     }
 
 
-def client_step(requests: Frame, w: Window) -> tuple[dict, pl.Series]:
+def client_step(requests: Frame, w: Window) -> tuple[dict[str, Any], pl.Series]:
     """The client's view of one step of `requests`, and the request ids kept in its steady
     part (a table small enough to list them: a knee search's level, a test's)."""
     step = client_numbers(Digest.of(requests, [w]).where(pl.col("window") == 0), w)

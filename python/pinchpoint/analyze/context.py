@@ -25,11 +25,11 @@ class Context:
     # Each component's role in the plan (proxy, app_server, database, ...).
     roles: dict[str, str] = field(default_factory=dict)
     # Generators on Ray (run.json `generators`): each one's CPU self-check, or `lost`.
-    generators: list[dict] = field(default_factory=list)
+    generators: list[dict[str, Any]] = field(default_factory=list)
     # Each app server's pool size and where it was found (analyze/pools.py), from the steps.
     pools: dict[str, PoolSize] = field(default_factory=dict)
     # Each named request of the plan on its own (analyze/endpoints.py).
-    endpoints: list[dict] = field(default_factory=list)
+    endpoints: list[dict[str, Any]] = field(default_factory=list)
     # Tiers that logged nothing, timed by their caller's upstream time (analyze/unlogged.py);
     # those the plan does not name at all run in no process it samples.
     timed_by: dict[str, str] = field(default_factory=dict)

@@ -10,6 +10,8 @@ grows: the requests in flight (throughput × mean latency) follow the load.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from pinchpoint.analyze.client import min_latency
@@ -25,7 +27,7 @@ from pinchpoint.analyze.thresholds import (
 from pinchpoint.rundir.digest import FAILED, OK, Digest
 
 
-def endpoint_table(data: RunInput) -> list[dict]:
+def endpoint_table(data: RunInput) -> list[dict[str, Any]]:
     """Per request of the plan: its steps (throughput, latency, concurrency), its worker
     estimate and its behaviour. Empty for runs whose records do not name the request."""
     digest = data.digest()
@@ -56,7 +58,7 @@ def _step(
     req_ids: pl.Series | None,
     graph: tuple[list[str], dict[str, list[str]]],
     share: float = 1.0,
-) -> dict | None:
+) -> dict[str, Any] | None:
     ok = part.where(OK)
     if ok.count() == 0:
         return None
@@ -78,15 +80,22 @@ def _step(
     return step
 
 
-def _tiers(step: dict[str, dict]) -> dict[str, dict]:
+def _tiers(step: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each tier's time for this request alone: its median, and its own part of it."""
     keep = ("count", "p50_ms", "self_p50_ms", "queue_p50_ms")
     return {tier: {k: v[k] for k in keep if k in v} for tier, v in step.items()}
 
 
-def describe(endpoint: str, index: int, steps: list[dict], min_ms: float | None) -> dict:
+def describe(
+    endpoint: str, index: int, steps: list[dict[str, Any]], min_ms: float | None
+) -> dict[str, Any]:
     """The finding of one endpoint from its steps (ordered by load)."""
-    entry: dict = {"endpoint": endpoint, "index": index, "steps": steps, "min_latency_ms": min_ms}
+    entry: dict[str, Any] = {
+        "endpoint": endpoint,
+        "index": index,
+        "steps": steps,
+        "min_latency_ms": min_ms,
+    }
     peak = max(steps, key=lambda s: s["throughput_rps"], default=None)
     if peak is not None and min_ms is not None:
         entry["workers"] = peak["throughput_rps"] * min_ms / 1000
@@ -97,7 +106,7 @@ def describe(endpoint: str, index: int, steps: list[dict], min_ms: float | None)
     return entry
 
 
-def _behaviour(steps: list[dict]) -> dict:
+def _behaviour(steps: list[dict[str, Any]]) -> dict[str, Any]:
     ordered = sorted(steps, key=lambda s: s["level"])
     if len(ordered) < 3:
         return {"behaviour": "undecided"}
@@ -116,7 +125,7 @@ def _behaviour(steps: list[dict]) -> dict:
     return {"behaviour": "undecided"}
 
 
-def _summary(e: dict) -> str:
+def _summary(e: dict[str, Any]) -> str:
     top = max(e["steps"], key=lambda s: s["level"], default=None)
     if e["behaviour"] == "synchronous" and "workers" in e:
         return (
@@ -139,7 +148,7 @@ def _summary(e: dict) -> str:
     return f"{e['endpoint']}: no answered request"
 
 
-def workers_estimates(endpoints: list[dict]) -> list[dict]:
+def workers_estimates(endpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The verdict's `workers_estimate` entries, one per endpoint that was answered."""
     keys = ("endpoint", "peak_throughput_rps", "at_users", "min_latency_ms", "workers")
     return [{k: e[k] for k in keys} for e in endpoints if "workers" in e]

@@ -4,7 +4,7 @@ throughput × minimal latency."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pinchpoint.analyze.context import ms_text
 from pinchpoint.rundir.shapes import StepJson
@@ -39,7 +39,7 @@ def pct(share: float) -> str:
 
 def workers_estimate(
     steps: list[StepJson], min_latency_ms: float | None, endpoint: str
-) -> dict | None:
+) -> dict[str, Any] | None:
     """Little's law as a worker count: peak throughput × minimal latency (the concurrency the
     server reaches when each request takes its shortest time)."""
     answered = [s for s in steps if s["throughput_rps"] > 0]
@@ -55,7 +55,7 @@ def workers_estimate(
     }
 
 
-def estimate_line(estimate: dict) -> str:
+def estimate_line(estimate: dict[str, Any]) -> str:
     return (
         f"peak throughput × minimal latency ({estimate['peak_throughput_rps']:.0f} req/s × "
         f"{ms_text(estimate['min_latency_ms'])}) estimates {estimate['workers']:.1f} workers "

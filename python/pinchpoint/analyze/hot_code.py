@@ -40,7 +40,7 @@ class FunctionTime:
     own: int  # samples where it was the innermost frame
     total: int  # samples where it was anywhere on the stack
 
-    def as_json(self, samples: int) -> dict:
+    def as_json(self, samples: int) -> dict[str, Any]:
         return {
             "function": self.name,
             "self_share": self.own / samples if samples else 0.0,
@@ -71,7 +71,7 @@ def pass_through(stacks: list[tuple[str, int]], total: dict[str, int]) -> set[st
     return {caller for (caller, _), n in edges.items() if n >= PASS_THROUGH * total[caller]}
 
 
-def top_functions(stacks: list[tuple[str, int]], top: int = TOP) -> dict:
+def top_functions(stacks: list[tuple[str, int]], top: int = TOP) -> dict[str, Any]:
     """The functions with the most own time, and with the most total time less the trunk
     and the pass-throughs, with their shares of the samples."""
     samples = sum(n for _, n in stacks)
@@ -89,7 +89,9 @@ def top_functions(stacks: list[tuple[str, int]], top: int = TOP) -> dict:
     }
 
 
-def evidence_lines(tier: str, profile: dict, top: dict, cpu_count: int) -> list[str]:
+def evidence_lines(
+    tier: str, profile: dict[str, Any], top: dict[str, Any], cpu_count: int
+) -> list[str]:
     """What the profile says of `tier`, in the evidence's words."""
     spent = "; ".join(f"{f['function']} {pct(f['self_share'])}" for f in top["by_self"])
     within = "; ".join(f"{f['function']} {pct(f['total_share'])}" for f in top["by_total"])
@@ -111,13 +113,13 @@ def evidence_lines(tier: str, profile: dict, top: dict, cpu_count: int) -> list[
     return lines
 
 
-def read_profile(view: RunView) -> dict | None:
+def read_profile(view: RunView) -> dict[str, Any] | None:
     """profile.json, or None when the run took no profile or it cannot be read."""
     profile = view.profile
     return profile if profile is not None and isinstance(profile.get("tiers"), dict) else None
 
 
-def add_hot_code(verdict: VerdictJson, profile: dict, cpu_count: int) -> None:
+def add_hot_code(verdict: VerdictJson, profile: dict[str, Any], cpu_count: int) -> None:
     """Puts each profiled tier's top functions in verdict.json (`profile`) and in the
     evidence of every finding about that tier's CPU or pool of workers."""
     tops = {
@@ -143,7 +145,7 @@ def add_hot_code(verdict: VerdictJson, profile: dict, cpu_count: int) -> None:
     _name_function(verdict, tops)
 
 
-def _name_function(verdict: VerdictJson, tops: dict[str, dict]) -> None:
+def _name_function(verdict: VerdictJson, tops: dict[str, dict[str, Any]]) -> None:
     """The headline of a computing bottleneck carried by one request names the function
     that holds most of its tier's own time, where one holds a good share of it."""
     bottleneck = verdict.get("bottleneck")

@@ -180,12 +180,12 @@ def _is_knee(fit: _Fit, latency: _Segments) -> bool:
 def _line_sse(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Squared error of the best line through the origin, for each row of `ys`."""
     slopes = ys @ x / (x @ x)
-    return ((ys - slopes[:, None] * x) ** 2).sum(axis=1)
+    return np.asarray(((ys - slopes[:, None] * x) ** 2).sum(axis=1))
 
 
 def _f_stat(line_sse: np.ndarray, knee_sse: np.ndarray, dof: int) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return ((line_sse - knee_sse) / 2) / (knee_sse / dof)
+        return np.asarray(((line_sse - knee_sse) / 2) / (knee_sse / dof))
 
 
 def _breakpoint_p_value(
@@ -213,7 +213,7 @@ def _resample(
     n = len(fitted)
     rel = resid / np.maximum(np.abs(fitted), 1e-12) * np.sqrt(n / max(n - params, 1))
     rel -= rel.mean()
-    return fitted[None] * (1 + rel[rng.integers(0, n, size=(BOOTSTRAP, n))])
+    return np.asarray(fitted[None] * (1 + rel[rng.integers(0, n, size=(BOOTSTRAP, n))]))
 
 
 def _bootstrap(

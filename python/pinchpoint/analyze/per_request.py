@@ -12,7 +12,7 @@ request, in the tier where its time grows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pinchpoint.analyze.context import Context, level_of, load_text, ms_text, tier_cost
 from pinchpoint.analyze.findings import Finding
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 class Grown:
     """One named request's growth from its lightest step to its heaviest."""
 
-    entry: dict
-    base: dict
-    top: dict
+    entry: dict[str, Any]
+    base: dict[str, Any]
+    top: dict[str, Any]
     share: float  # of the growth of the mean latency of all requests
     # The most another request's median grew, as a share of its median at the lightest step.
     others_growth: float = 0.0
@@ -45,24 +45,24 @@ class Grown:
         return str(self.entry["endpoint"])
 
 
-def _mean_ms(step: dict) -> float:
+def _mean_ms(step: dict[str, Any]) -> float:
     return 1000 * step["concurrency"] / step["throughput_rps"] if step["throughput_rps"] else 0.0
 
 
-def _rise(base: dict, top: dict) -> float:
+def _rise(base: dict[str, Any], top: dict[str, Any]) -> float:
     return float(top["p50_ms"] - base["p50_ms"])
 
 
-def _relative(base: dict, top: dict) -> float:
+def _relative(base: dict[str, Any], top: dict[str, Any]) -> float:
     return max(_rise(base, top), 0.0) / base["p50_ms"] if base["p50_ms"] > 0 else 0.0
 
 
-def _grows(base: dict, top: dict) -> bool:
+def _grows(base: dict[str, Any], top: dict[str, Any]) -> bool:
     rise = _rise(base, top)
     return rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
 
 
-def growing_request(endpoints: list[dict]) -> Grown | None:
+def growing_request(endpoints: list[dict[str, Any]]) -> Grown | None:
     """The one named request whose time grows while every other stays flat (or grows by a
     DOMINATES times smaller share of its own time), when it carries most of the growth of
     the mean latency; None otherwise (one request, or several grow alike)."""
@@ -161,6 +161,6 @@ def _evidence(grown: Grown, tier: str, deltas: dict[str, float]) -> list[str]:
     return lines
 
 
-def _level(step: dict) -> str:
+def _level(step: dict[str, Any]) -> str:
     kind = "users" if step.get("users") else "rate"
     return load_text({"users": step["users"], "kind": kind, "level": step["level"]})

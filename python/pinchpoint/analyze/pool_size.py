@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 PLAN, SERVER, INFERRED = "plan", "server", "inferred"
 
@@ -22,8 +23,8 @@ class PoolSize:
         plural = "s" if self.slots != 1 or self.most else ""
         return f"{tier}'s pool: {size} slot{plural} ({self.source})"
 
-    def as_json(self) -> dict:
-        out: dict = {"slots": self.slots, "found": self.how, "source": self.source}
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"slots": self.slots, "found": self.how, "source": self.source}
         if self.most:
             out["most"] = self.most
         return out

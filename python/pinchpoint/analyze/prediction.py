@@ -3,6 +3,8 @@ that names the bottleneck's resource predicts it (analyze/ceilings.py holds the 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pinchpoint.analyze.causes import CAUSES
 from pinchpoint.analyze.ceilings import Prediction, closed_loop_rate
 from pinchpoint.analyze.context import Context
@@ -11,7 +13,7 @@ from pinchpoint.rundir.shapes import StepJson
 __all__ = ["Prediction", "closed_loop_rate", "predict"]
 
 
-def predict(bottleneck: dict, steps: list[StepJson], ctx: Context) -> Prediction | None:
+def predict(bottleneck: dict[str, Any], steps: list[StepJson], ctx: Context) -> Prediction | None:
     """The throughput after the change the bottleneck's advice names (a pool's workers or
     processes, a cgroup's CPU quota, a pool of connections); None for the others."""
     answered = [s for s in steps if s["throughput_rps"] > 0]

@@ -75,7 +75,7 @@ def main_thread_cores(info: pl.DataFrame) -> float | None:
     before, after = _cpu(first), _cpu(last)
     if before is None or after is None:
         return None
-    return max(0.0, (after - before) / seconds)
+    return max(0.0, float((after - before) / seconds))
 
 
 def _cpu(row: dict[str, Any]) -> float | None:
@@ -119,7 +119,9 @@ def busiest_commands(commands: pl.DataFrame, top: int = TOP) -> list[dict[str, A
     ]
 
 
-def slow_commands(slowlog: pl.DataFrame, start: float, end: float, top: int = TOP) -> list[dict]:
+def slow_commands(
+    slowlog: pl.DataFrame, start: float, end: float, top: int = TOP
+) -> list[dict[str, Any]]:
     """The commands SLOWLOG logged as started between `start` and `end`, the most first."""
     logged = slowlog.filter(pl.col("started").is_between(start - 1, end))
     grouped = (

@@ -60,7 +60,7 @@ def tier_step(
     calls: dict[str, list[str]],
     throughput: float,
     share: float = 1.0,
-) -> dict[str, dict]:
+) -> dict[str, dict[str, Any]]:
     """Each tier's time, self time and queue time in one step. Records without a request
     id join the step by its users; open-loop steps (users None) take none of them. `share`:
     of the requests the records are a sample of (their counts are scaled by it)."""
@@ -72,7 +72,7 @@ def tier_step(
     )
     part = pl.concat([tagged, untagged]) if untagged.height else tagged
     wide = _wide(tagged, order)
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in order:
         own = part.filter(pl.col("component") == name)
         if own.height == 0:
@@ -98,7 +98,7 @@ def tier_step(
     return out
 
 
-def _logged_queue(own: pl.DataFrame) -> dict:
+def _logged_queue(own: pl.DataFrame) -> dict[str, Any]:
     """The queue time the tier logged itself (HAProxy Tw), where it logs one."""
     if "queue_s" not in own.columns:
         return {}
@@ -133,7 +133,7 @@ def per_request(tagged: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _statuses(own: pl.DataFrame, calls_others: bool, share: float = 1.0) -> dict:
+def _statuses(own: pl.DataFrame, calls_others: bool, share: float = 1.0) -> dict[str, Any]:
     """Server errors the tier logged and, for a tier that calls others, how many of them it
     answered itself without waiting on what it calls (a proxy refusing: 503 of limit_conn)."""
     if "status" not in own.columns:
@@ -147,7 +147,7 @@ def _statuses(own: pl.DataFrame, calls_others: bool, share: float = 1.0) -> dict
 
 def _self_time(
     own: pl.DataFrame, wide: pl.DataFrame, name: str, callees: list[str], part: pl.DataFrame
-) -> dict:
+) -> dict[str, Any]:
     d = own["duration_s"].to_numpy()
     up = own["upstream_s"].to_numpy() if "upstream_s" in own.columns else np.array([])
     if not callees:
@@ -184,7 +184,7 @@ def _self_time(
     }
 
 
-def _queue_time(wide: pl.DataFrame, caller: str, callee: str) -> dict:
+def _queue_time(wide: pl.DataFrame, caller: str, callee: str) -> dict[str, Any]:
     """Time the caller waited on the callee beyond the callee's own time: the callee's
     accept queue, which the callee cannot see in its own log."""
     need = [f"u:{caller}", f"d:{callee}"]
@@ -201,7 +201,7 @@ def _queue_time(wide: pl.DataFrame, caller: str, callee: str) -> dict:
     }
 
 
-def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict]:
+def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict[str, Any]]:
     if resources.height == 0:
         return {}
     part = resources.filter((pl.col("ts") >= w.start) & (pl.col("ts") <= w.end))
@@ -234,7 +234,7 @@ def _measured(frame: pl.DataFrame, column: str) -> pl.Series | None:
     return values if values.len() else None
 
 
-def _quota(frame: pl.DataFrame) -> dict:
+def _quota(frame: pl.DataFrame) -> dict[str, Any]:
     """The cgroup CPU quota over the step and the share of its periods that were throttled."""
     quota = _measured(frame, "cpu_quota_cores")
     if quota is None:
@@ -247,7 +247,7 @@ def _quota(frame: pl.DataFrame) -> dict:
     }
 
 
-def _pressure(frame: pl.DataFrame) -> dict:
+def _pressure(frame: pl.DataFrame) -> dict[str, Any]:
     """Mean pressure-stall shares and run queue over the step, where the host gave them."""
     out = {}
     for column in ("cpu_pressure", "memory_pressure", "io_pressure", "run_queue"):
@@ -279,7 +279,7 @@ _MEANS = (
 )
 
 
-def _io_and_sockets(frame: pl.DataFrame) -> dict:
+def _io_and_sockets(frame: pl.DataFrame) -> dict[str, Any]:
     """Disk, network and socket means over the step, the peak accept backlog and what it
     may hold, the memory limit and the threads (median, as processes)."""
     out: dict[str, float | str] = {}
@@ -315,7 +315,7 @@ def _io_and_sockets(frame: pl.DataFrame) -> dict:
     return out
 
 
-def _lock_waits(frame: pl.DataFrame) -> dict:
+def _lock_waits(frame: pl.DataFrame) -> dict[str, Any]:
     waits = _measured(frame, "lock_waits")
     return {"lock_waits": float(cast(float, waits.mean()))} if waits is not None else {}
 

@@ -48,7 +48,7 @@ class UslFit:
 
 def usl(n: np.ndarray, lambda_: float, sigma: float, kappa: float) -> np.ndarray:
     """Throughput at load `n` by the Universal Scalability Law."""
-    return lambda_ * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+    return np.asarray(lambda_ * n / (1 + sigma * (n - 1) + kappa * n * (n - 1)))
 
 
 def fit_usl(load: Sequence[float], throughput: Sequence[float]) -> UslFit | None:

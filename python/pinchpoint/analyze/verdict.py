@@ -3,6 +3,8 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pinchpoint.analyze.carrier import carrying_request
 from pinchpoint.analyze.causes import CAUSES, Judged, Registry, RunAsk
 from pinchpoint.analyze.causes.cpu import cpu_contended
@@ -124,7 +126,7 @@ def _name_carrier(verdict: Decision, usable: list[StepJson], ctx: Context) -> No
 
 
 def _decide(
-    steps: list[StepJson], ctx: Context, estimate: dict | None, causes: Registry
+    steps: list[StepJson], ctx: Context, estimate: dict[str, Any] | None, causes: Registry
 ) -> Decision:
     generator = generator_check(steps, ctx)
     usable = [s for s in steps if _usable(s)]
@@ -279,7 +281,7 @@ def _tier_finding(
     deltas: dict[str, float],
     growth: float,
     threshold: float,
-    estimate: dict | None,
+    estimate: dict[str, Any] | None,
     found: list[Judged],
     causes: Registry,
 ) -> Finding:

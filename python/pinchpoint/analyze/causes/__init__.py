@@ -17,6 +17,8 @@ line in CAUSES, and a test that builds steps for it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pinchpoint.analyze.causes.callee import CALLEE
 from pinchpoint.analyze.causes.callee_pool import CALLEE_POOL
 from pinchpoint.analyze.causes.cause import Ask, Cause, Judged, RunAsk
@@ -72,7 +74,7 @@ CAUSES = Registry(
 
 
 def tier_cause(
-    tier: str, steps: list[StepJson], onset: StepJson, ctx: Context, estimate: dict | None
+    tier: str, steps: list[StepJson], onset: StepJson, ctx: Context, estimate: dict[str, Any] | None
 ) -> Finding:
     """The resource behind a tier's growing time, asked of CAUSES."""
     return CAUSES.tier_finding(tier, steps, onset, ctx, estimate)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pinchpoint.analyze.context import Context
 from pinchpoint.analyze.findings import Finding
@@ -36,7 +36,7 @@ class Ask:
     steps: list[StepJson]
     onset: StepJson
     ctx: Context
-    estimate: dict | None
+    estimate: dict[str, Any] | None
     group: str | None
 
 
@@ -47,7 +47,7 @@ class RunAsk:
 
     steps: list[StepJson]
     ctx: Context
-    generator: dict
+    generator: dict[str, Any]
     causes: Registry
 
 

@@ -7,6 +7,8 @@ delay: it does not limit, and the refusals are the finding.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
 from pinchpoint.analyze.causes.refusals import REFUSALS
 from pinchpoint.analyze.context import Context, load_text, rate_of
@@ -29,7 +31,7 @@ from pinchpoint.rundir.shapes import StepJson
 MOST_REFUSED = 0.5
 
 
-def generator_check(steps: list[StepJson], ctx: Context) -> dict:
+def generator_check(steps: list[StepJson], ctx: Context) -> dict[str, Any]:
     """Whether the generator, or the host it runs on, limited the run."""
     hosts = [host_use(s, ctx) for s in steps]
     peak = max((h.generator for h in hosts), default=0.0)
@@ -77,7 +79,9 @@ def _fast_refusals(step: StepJson) -> bool:
     return fast and share > MOST_REFUSED
 
 
-def _with_worst_generator(check: dict, generators: list[dict]) -> dict:
+def _with_worst_generator(
+    check: dict[str, Any], generators: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Generators on Ray (run.json `generators`) judge themselves: the busiest for its
     threads stands for them all, saturated when any one was."""
     measured = [g for g in generators if g.get("threads") and g.get("cpu_cores") is not None]
@@ -94,7 +98,7 @@ def _with_worst_generator(check: dict, generators: list[dict]) -> dict:
     }
 
 
-def load_short(generators: list[dict]) -> str | None:
+def load_short(generators: list[dict[str, Any]]) -> str | None:
     """When generators on Ray were lost mid-run: which, why, and that the load was short."""
     lost = [g for g in generators if g.get("lost")]
     if not lost:
@@ -115,7 +119,7 @@ def load_short(generators: list[dict]) -> str | None:
     )
 
 
-def _kept(generator: dict) -> str:
+def _kept(generator: dict[str, Any]) -> str:
     """What a lost generator's records came to: those copied before it was lost, and
     about how many after its last copy never were."""
     if "unreceived_s" not in generator:
@@ -172,14 +176,14 @@ def _busy_with_generator(h: HostUse) -> bool:
     return busy >= CPU_SATURATED * h.cores and h.generator >= GENERATOR_SHARE * busy
 
 
-def generator_limits(generator: dict) -> bool:
+def generator_limits(generator: dict[str, Any]) -> bool:
     """Whether the generator limited the run: at its limit, unless it was busy sending
     requests that were refused at once (a tier's limit, the finding to name)."""
     at_limit = generator["saturated"] or generator["host_saturated"] or generator["starved"]
     return bool(at_limit and not generator.get("refusals"))
 
 
-def generator_finding(steps: list[StepJson], generator: dict, ctx: Context) -> Finding:
+def generator_finding(steps: list[StepJson], generator: dict[str, Any], ctx: Context) -> Finding:
     """The run measured its generator: which way, with the numbers."""
     hosts = [host_use(s, ctx) for s in steps]
     top = max(range(len(steps)), key=lambda i: hosts[i].busy or 0.0)
@@ -208,7 +212,7 @@ def generator_finding(steps: list[StepJson], generator: dict, ctx: Context) -> F
     )  # fmt: skip
 
 
-def _why(generator: dict, h: HostUse, ctx: Context) -> str:
+def _why(generator: dict[str, Any], h: HostUse, ctx: Context) -> str:
     if generator["starved"]:
         return "its threads waited for a CPU"
     if generator["saturated"]:

@@ -4,6 +4,8 @@ limited by the cores it can get, one that waits by the number of workers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import (
     CPU_LINES_READS,
@@ -45,7 +47,7 @@ def pool_or_cpu(
     steps: list[StepJson],
     onset: StepJson,
     ctx: Context,
-    estimate: dict | None,
+    estimate: dict[str, Any] | None,
 ) -> Finding | None:
     """A full pool of waiting workers; a full pool of computing workers on a host with idle
     cores (too few workers); computing workers on a host without (the CPU)."""

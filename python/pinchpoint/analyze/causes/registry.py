@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pinchpoint.analyze.causes.cause import Ask, Cause, Scope
 from pinchpoint.analyze.context import Context
@@ -43,7 +44,12 @@ class Registry:
         return tuple(c for c in self.causes if c.resource == resource)
 
     def tier_finding(
-        self, tier: str, steps: list[StepJson], onset: StepJson, ctx: Context, estimate: dict | None
+        self,
+        tier: str,
+        steps: list[StepJson],
+        onset: StepJson,
+        ctx: Context,
+        estimate: dict[str, Any] | None,
     ) -> Finding:
         """The resource behind a tier's growing time: the first tier cause that fires (the
         tier's own time, asked last, always does)."""

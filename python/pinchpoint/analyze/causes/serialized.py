@@ -4,6 +4,8 @@ served at once, while the plan's other requests stay flat."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
 from pinchpoint.analyze.causes.own_time import OWN_TIME
 from pinchpoint.analyze.context import load_text, rate_of
@@ -19,7 +21,7 @@ from pinchpoint.rundir.shapes import StepJson
 
 
 def serialized(
-    name: str, entry: dict, tier: str, group: str, onset: StepJson, evidence: list[str]
+    name: str, entry: dict[str, Any], tier: str, group: str, onset: StepJson, evidence: list[str]
 ) -> Finding | None:
     """The finding when the request `name` (its entry of the requests' table) is served
     about one at a time and its throughput stopped; None otherwise."""

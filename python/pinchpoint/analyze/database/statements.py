@@ -53,7 +53,9 @@ def by_stat_statements(
     ]
 
 
-def by_samples(activity: pl.DataFrame, windows: list[Window], top: int = TOP) -> list[dict]:
+def by_samples(
+    activity: pl.DataFrame, windows: list[Window], top: int = TOP
+) -> list[dict[str, Any]]:
     """The statements by the backends sampled running them (state active)."""
     interval = sample_interval(activity) or 0.0
     active = in_windows(activity, windows).filter(
