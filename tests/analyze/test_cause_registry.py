@@ -80,6 +80,9 @@ def test_causes_a_resource_shows_agree_on_what_follows_the_decision() -> None:
         shown = CAUSES.showing(resource)
         kept = {(c.computes, c.database, c.predict, c.needs_cpu) for c in shown}
         assert len(kept) == 1, (resource, [c.name for c in shown])
+    assert CAUSES.behind("db_lock") is CAUSES.named("db_lock")
+    assert CAUSES.behind("cpu") is not None and CAUSES.behind("cpu").database == "statements"
+    assert CAUSES.behind("redis_pool") is None
 
 
 def _function(cause: Cause) -> object:

@@ -160,5 +160,5 @@ def _name_function(verdict: VerdictJson, tops: dict[str, dict[str, Any]]) -> Non
 
 def _computes(finding: Mapping[str, Any]) -> bool:
     """Whether the finding's cause is about a tier that computes (causes/cause.py)."""
-    shown = CAUSES.showing(str(finding.get("resource")))
-    return bool(shown) and shown[0].computes
+    cause = CAUSES.behind(str(finding.get("resource")))
+    return cause is not None and cause.computes

@@ -20,6 +20,6 @@ def predict(bottleneck: dict[str, Any], steps: list[StepJson], ctx: Context) -> 
     component = bottleneck.get("component")
     if not answered or component is None:
         return None
-    shown = CAUSES.showing(str(bottleneck.get("resource")))
-    predictor = shown[0].predict if shown else None
+    cause = CAUSES.behind(str(bottleneck.get("resource")))
+    predictor = cause.predict if cause is not None else None
     return predictor(str(component), answered, ctx) if predictor is not None else None

@@ -85,7 +85,7 @@ class Cause:
     # The throughput after the change its advice names: (component, answered steps, stack).
     predict: Callable[[str, list[StepJson], Context], Prediction | None] | None = None
     # What a request served one at a time makes of its tier (a pool it fills, its time):
-    # an effect of a serialized request, not its cause (analyze/per_request.py).
+    # an effect of a serialized request, not its cause (causes/serialized.py).
     effect_of_one_at_a_time: bool = False
 
     def __post_init__(self) -> None:

@@ -43,6 +43,14 @@ class Registry:
         """The causes whose findings users see under this resource (verdict.json's)."""
         return tuple(c for c in self.causes if c.resource == resource)
 
+    def behind(self, resource: str) -> Cause | None:
+        """A cause verdict.json shows under this resource, for the stages after the decision
+        that see only the resource: the causes that share one ask for the same hot code,
+        database inside and prediction (tests/analyze/test_cause_registry.py holds them to
+        it)."""
+        shown = self.showing(resource)
+        return shown[0] if shown else None
+
     def tier_finding(
         self,
         tier: str,

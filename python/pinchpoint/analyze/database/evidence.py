@@ -76,8 +76,8 @@ def _name_statement(verdict: VerdictJson) -> None:
 
 def database_inside(samples: DatabaseSamples, finding: Mapping[str, Any]) -> dict[str, Any] | None:
     """The finding's `database`: its locks or its statements, from its onset step on."""
-    shown = CAUSES.showing(str(finding.get("resource")))
-    wanted = shown[0].database if shown else None
+    cause = CAUSES.behind(str(finding.get("resource")))
+    wanted = cause.database if cause is not None else None
     if wanted is None:
         return None
     component = str(finding["component"])
