@@ -11,12 +11,11 @@ that request: it is the one to make cheaper.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pinchpoint.analyze.context import Context, level_of, load_text, ms_text
 from pinchpoint.analyze.thresholds import CARRIES, DOMINATES
 from pinchpoint.analyze.usage import process_group
-from pinchpoint.rundir.shapes import StepJson
+from pinchpoint.rundir.shapes import EndpointJson, EndpointStepJson, StepJson
 
 
 @dataclass(frozen=True)
@@ -65,12 +64,12 @@ def carrying_request(component: str, steps: list[StepJson], ctx: Context) -> Car
     return Carrier(name, component, share, own, others_ms)
 
 
-def _at(entry: dict[str, Any], level: float) -> dict[str, Any] | None:
+def _at(entry: EndpointJson, level: float) -> EndpointStepJson | None:
     steps = entry.get("steps") or []
     return next((s for s in steps if s.get("level") == level), None)
 
 
-def _own_ms(step: dict[str, Any], tiers: list[str]) -> float:
+def _own_ms(step: EndpointStepJson, tiers: list[str]) -> float:
     """The request's own time in these tiers (their self times, never below 0)."""
     found = step.get("tiers") or {}
     return sum(max(0.0, (found.get(t) or {}).get("self_p50_ms") or 0.0) for t in tiers)

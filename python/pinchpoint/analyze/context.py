@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pinchpoint.analyze.pool_size import PoolSize
-from pinchpoint.rundir.shapes import StepJson
+from pinchpoint.rundir.shapes import EndpointJson, StepJson
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Context:
     # Each app server's pool size and where it was found (analyze/pools.py), from the steps.
     pools: dict[str, PoolSize] = field(default_factory=dict)
     # Each named request of the plan on its own (analyze/endpoints.py).
-    endpoints: list[dict[str, Any]] = field(default_factory=list)
+    endpoints: list[EndpointJson] = field(default_factory=list)
     # Tiers that logged nothing, timed by their caller's upstream time (analyze/unlogged.py);
     # those the plan does not name at all run in no process it samples.
     timed_by: dict[str, str] = field(default_factory=dict)

@@ -10,7 +10,7 @@ grows: the requests in flight (throughput × mean latency) follow the load.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import polars as pl
 
@@ -25,9 +25,10 @@ from pinchpoint.analyze.thresholds import (
     LOAD_STEP,
 )
 from pinchpoint.rundir.digest import FAILED, OK, Digest
+from pinchpoint.rundir.shapes import EndpointJson, EndpointStepJson, TierJson
 
 
-def endpoint_table(data: RunInput) -> list[dict[str, Any]]:
+def endpoint_table(data: RunInput) -> list[EndpointJson]:
     """Per request of the plan: its steps (throughput, latency, concurrency), its worker
     estimate and its behaviour. Empty for runs whose records do not name the request."""
     digest = data.digest()
@@ -35,12 +36,12 @@ def endpoint_table(data: RunInput) -> list[dict[str, Any]]:
         return []
     windows = data.windows()
     graph = data.tier_graph()
-    out = []
+    out: list[EndpointJson] = []
     for index, name in enumerate(data.endpoint_names()):
         mine = digest.where(pl.col("endpoint") == index)
         if mine.count() == 0:
             continue
-        steps = []
+        steps: list[EndpointStepJson] = []
         for i, w in enumerate(windows):
             ids = data.traced_ids(i, index) if data.tiers.height else None
             part = mine.where(pl.col("window") == i)
@@ -58,14 +59,14 @@ def _step(
     req_ids: pl.Series | None,
     graph: tuple[list[str], dict[str, list[str]]],
     share: float = 1.0,
-) -> dict[str, Any] | None:
+) -> EndpointStepJson | None:
     ok = part.where(OK)
     if ok.count() == 0:
         return None
     throughput = ok.count() / w.seconds
     p50_us = ok.percentiles_us([50])[0]
     mean_us = ok.mean_us()
-    step: dict[str, object] = {
+    step: EndpointStepJson = {
         "users": w.users,
         "level": w.level if w.level is not None else w.users,
         "requests": part.count(),
@@ -80,36 +81,67 @@ def _step(
     return step
 
 
-def _tiers(step: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _tiers(step: dict[str, dict[str, Any]]) -> dict[str, TierJson]:
     """Each tier's time for this request alone: its median, and its own part of it."""
-    keep = ("count", "p50_ms", "self_p50_ms", "queue_p50_ms")
-    return {tier: {k: v[k] for k in keep if k in v} for tier, v in step.items()}
+    return {tier: _own_part(times) for tier, times in step.items()}
+
+
+def _own_part(times: dict[str, Any]) -> TierJson:
+    kept: TierJson = {}
+    if "count" in times:
+        kept["count"] = times["count"]
+    if "p50_ms" in times:
+        kept["p50_ms"] = times["p50_ms"]
+    if "self_p50_ms" in times:
+        kept["self_p50_ms"] = times["self_p50_ms"]
+    if "queue_p50_ms" in times:
+        kept["queue_p50_ms"] = times["queue_p50_ms"]
+    return kept
+
+
+class _Peak(TypedDict, total=False):
+    workers: float
+    peak_throughput_rps: float
+    at_users: int
+
+
+class _Behaviour(TypedDict, total=False):
+    ceiling: float | None
 
 
 def describe(
-    endpoint: str, index: int, steps: list[dict[str, Any]], min_ms: float | None
-) -> dict[str, Any]:
+    endpoint: str, index: int, steps: list[EndpointStepJson], min_ms: float | None
+) -> EndpointJson:
     """The finding of one endpoint from its steps (ordered by load)."""
-    entry: dict[str, Any] = {
+    top = max(steps, key=lambda s: s["throughput_rps"], default=None)
+    peak: _Peak = {}
+    if top is not None and min_ms is not None:
+        peak = {
+            "workers": top["throughput_rps"] * min_ms / 1000,
+            "peak_throughput_rps": top["throughput_rps"],
+            "at_users": top["users"],
+        }
+    behaviour, ceiling = _behaviour(steps)
+    entry: EndpointJson = {
         "endpoint": endpoint,
         "index": index,
         "steps": steps,
         "min_latency_ms": min_ms,
+        **peak,
+        "behaviour": behaviour,
+        **ceiling,
+        "summary": "",
     }
-    peak = max(steps, key=lambda s: s["throughput_rps"], default=None)
-    if peak is not None and min_ms is not None:
-        entry["workers"] = peak["throughput_rps"] * min_ms / 1000
-        entry["peak_throughput_rps"] = peak["throughput_rps"]
-        entry["at_users"] = peak["users"]
-    entry.update(_behaviour(steps))
     entry["summary"] = _summary(entry)
     return entry
 
 
-def _behaviour(steps: list[dict[str, Any]]) -> dict[str, Any]:
+def _behaviour(steps: list[EndpointStepJson]) -> tuple[str, _Behaviour]:
+    """Synchronous (its throughput stops while its latency grows), asynchronous (flat
+    latency over a wide range of load) or undecided, and its throughput's ceiling."""
     ordered = sorted(steps, key=lambda s: s["level"])
     if len(ordered) < 3:
-        return {"behaviour": "undecided"}
+        return "undecided", {}
     base, top = ordered[0], ordered[-1]
     # The ceiling is measured against the best step before the heaviest, not the one just
     # before it: one step a busy neighbour starved would read as a gain past it.
@@ -119,13 +151,13 @@ def _behaviour(steps: list[dict[str, Any]]) -> dict[str, Any]:
     load_gain = top["level"] / max(best["level"], 1e-9) - 1
     gain = top["throughput_rps"] / max(best["throughput_rps"], 1e-9) - 1
     if grew and load_gain >= LOAD_STEP and gain < CEILING_SHARE * load_gain:
-        return {"behaviour": "synchronous", "ceiling": top["throughput_rps"]}
+        return "synchronous", {"ceiling": top["throughput_rps"]}
     if not grew and top["level"] >= LOAD_RANGE * base["level"]:
-        return {"behaviour": "asynchronous", "ceiling": None}
-    return {"behaviour": "undecided"}
+        return "asynchronous", {"ceiling": None}
+    return "undecided", {}
 
 
-def _summary(e: dict[str, Any]) -> str:
+def _summary(e: EndpointJson) -> str:
     top = max(e["steps"], key=lambda s: s["level"], default=None)
     if e["behaviour"] == "synchronous" and "workers" in e:
         return (
@@ -148,7 +180,16 @@ def _summary(e: dict[str, Any]) -> str:
     return f"{e['endpoint']}: no answered request"
 
 
-def workers_estimates(endpoints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def workers_estimates(endpoints: list[EndpointJson]) -> list[dict[str, Any]]:
     """The verdict's `workers_estimate` entries, one per endpoint that was answered."""
-    keys = ("endpoint", "peak_throughput_rps", "at_users", "min_latency_ms", "workers")
-    return [{k: e[k] for k in keys} for e in endpoints if "workers" in e]
+    return [
+        {
+            "endpoint": e["endpoint"],
+            "peak_throughput_rps": e["peak_throughput_rps"],
+            "at_users": e["at_users"],
+            "min_latency_ms": e["min_latency_ms"],
+            "workers": e["workers"],
+        }
+        for e in endpoints
+        if "workers" in e
+    ]

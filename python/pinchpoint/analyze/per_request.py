@@ -12,7 +12,7 @@ request, in the tier where its time grows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pinchpoint.analyze.context import Context, level_of, load_text, ms_text, tier_cost
 from pinchpoint.analyze.findings import Finding
@@ -23,7 +23,7 @@ from pinchpoint.analyze.thresholds import (
     GROWTH_SHARE,
 )
 from pinchpoint.analyze.usage import process_group
-from pinchpoint.rundir.shapes import StepJson
+from pinchpoint.rundir.shapes import EndpointJson, EndpointStepJson, StepJson
 
 if TYPE_CHECKING:
     from pinchpoint.analyze.causes.registry import Registry
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 class Grown:
     """One named request's growth from its lightest step to its heaviest."""
 
-    entry: dict[str, Any]
-    base: dict[str, Any]
-    top: dict[str, Any]
+    entry: EndpointJson
+    base: EndpointStepJson
+    top: EndpointStepJson
     share: float  # of the growth of the mean latency of all requests
     # The most another request's median grew, as a share of its median at the lightest step.
     others_growth: float = 0.0
@@ -45,24 +45,24 @@ class Grown:
         return str(self.entry["endpoint"])
 
 
-def _mean_ms(step: dict[str, Any]) -> float:
+def _mean_ms(step: EndpointStepJson) -> float:
     return 1000 * step["concurrency"] / step["throughput_rps"] if step["throughput_rps"] else 0.0
 
 
-def _rise(base: dict[str, Any], top: dict[str, Any]) -> float:
+def _rise(base: EndpointStepJson, top: EndpointStepJson) -> float:
     return float(top["p50_ms"] - base["p50_ms"])
 
 
-def _relative(base: dict[str, Any], top: dict[str, Any]) -> float:
+def _relative(base: EndpointStepJson, top: EndpointStepJson) -> float:
     return max(_rise(base, top), 0.0) / base["p50_ms"] if base["p50_ms"] > 0 else 0.0
 
 
-def _grows(base: dict[str, Any], top: dict[str, Any]) -> bool:
+def _grows(base: EndpointStepJson, top: EndpointStepJson) -> bool:
     rise = _rise(base, top)
     return rise > GROWTH_MIN_MS and rise > GROWTH_SHARE * base["p50_ms"]
 
 
-def growing_request(endpoints: list[dict[str, Any]]) -> Grown | None:
+def growing_request(endpoints: list[EndpointJson]) -> Grown | None:
     """The one named request whose time grows while every other stays flat (or grows by a
     DOMINATES times smaller share of its own time), when it carries most of the growth of
     the mean latency; None otherwise (one request, or several grow alike)."""
@@ -151,16 +151,18 @@ def _evidence(grown: Grown, tier: str, deltas: dict[str, float]) -> list[str]:
         f"{100 * deltas[tier] / growth:.0f}% of its growth"
         + "".join(f"; {t} {ms_text(d)}" for t, d in deltas.items() if t != tier),
     ]
-    if entry.get("workers") is not None:
+    # A request's workers are estimated only where it has a shortest time.
+    least = entry["min_latency_ms"]
+    if entry.get("workers") is not None and least is not None:
         lines.append(
             f"{grown.name}'s peak throughput × its shortest time ({entry['peak_throughput_rps']:.0f} "
-            f"req/s × {ms_text(entry['min_latency_ms'])}) is {entry['workers']:.2f} served at once "
+            f"req/s × {ms_text(least)}) is {entry['workers']:.2f} served at once "
             f"(Little's law); its throughput {base['throughput_rps']:.0f} → "
             f"{top['throughput_rps']:.0f} req/s"
         )
     return lines
 
 
-def _level(step: dict[str, Any]) -> str:
+def _level(step: EndpointStepJson) -> str:
     kind = "users" if step.get("users") else "rate"
     return load_text({"users": step["users"], "kind": kind, "level": step["level"]})

@@ -154,6 +154,37 @@ class StepJson(TypedDict):
     usage: NotRequired[dict[str, Any]]
 
 
+class EndpointStepJson(TypedDict):
+    """One named request's numbers in one step (verdict.json's `endpoints[].steps[]`)."""
+
+    users: int
+    level: float
+    requests: int
+    errors: int
+    errors_by_class: dict[str, int]
+    throughput_rps: float
+    p50_ms: float
+    concurrency: float
+    # Each tier's count, median and own part for this request alone.
+    tiers: NotRequired[dict[str, TierJson]]
+
+
+class EndpointJson(TypedDict):
+    """One named request of the plan on its own (verdict.json's `endpoints[]`)."""
+
+    endpoint: str
+    index: int
+    steps: list[EndpointStepJson]
+    min_latency_ms: float | None
+    # Little's law at its peak: throughput × its minimal latency.
+    workers: NotRequired[float]
+    peak_throughput_rps: NotRequired[float]
+    at_users: NotRequired[int]
+    behaviour: str  # "synchronous", "asynchronous" or "undecided"
+    ceiling: NotRequired[float | None]
+    summary: str
+
+
 class FindingJson(TypedDict):
     """One finding of verdict.json: a component, the resource that limits it, the evidence
     (the analysis builds it from an analyze.findings.Finding)."""
@@ -193,7 +224,7 @@ class VerdictJson(TypedDict):
     partial: NotRequired[bool]  # the run was killed and its folder rebuilt
     missing: NotRequired[list[str]]
     error_reasons: NotRequired[dict[str, list[str]]]
-    endpoints: NotRequired[list[dict[str, Any]]]
+    endpoints: NotRequired[list[EndpointJson]]
     # The plan's [sla] as the analysis checked it (analyze/sla_record.py); null without
     # one, absent from a verdict written before it was kept.
     sla: NotRequired[dict[str, Any] | None]

@@ -4,8 +4,6 @@ served at once, while the plan's other requests stay flat."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
 from pinchpoint.analyze.causes.own_time import OWN_TIME
 from pinchpoint.analyze.context import load_text, rate_of
@@ -17,11 +15,11 @@ from pinchpoint.analyze.per_request import (
     request_cause,
 )
 from pinchpoint.analyze.thresholds import ONE_AT_ONCE, WEAK_EVIDENCE
-from pinchpoint.rundir.shapes import StepJson
+from pinchpoint.rundir.shapes import EndpointJson, StepJson
 
 
 def serialized(
-    name: str, entry: dict[str, Any], tier: str, group: str, onset: StepJson, evidence: list[str]
+    name: str, entry: EndpointJson, tier: str, group: str, onset: StepJson, evidence: list[str]
 ) -> Finding | None:
     """The finding when the request `name` (its entry of the requests' table) is served
     about one at a time and its throughput stopped; None otherwise."""
