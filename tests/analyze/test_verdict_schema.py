@@ -32,11 +32,31 @@ def fresh_verdict(tmp_path: Path, name: str) -> dict:
     return json.loads((run_dir / "verdict.json").read_text())
 
 
-@pytest.mark.parametrize("name", ["demo-pool2", "demo-cpu24", "demo-healthy24"])
+@pytest.mark.parametrize("name", sorted(p.name for p in RUNS.iterdir()))
 def test_recorded_runs_verdicts_match_the_schema(validator, tmp_path: Path, name: str) -> None:
     verdict = fresh_verdict(tmp_path, name)
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(verdict)]
     assert errors == []
+
+
+def test_schema_takes_a_redis_inside_as_analyze_writes_it(validator, tmp_path: Path) -> None:
+    verdict = fresh_verdict(tmp_path, "redis-core")
+    inside = verdict["bottleneck"]["redis"]
+    assert verdict["findings"][0]["redis"] == inside
+    assert inside["commands"][0]["command"] == "eval" and inside["slow"]
+    assert validator.is_valid(verdict)
+    verdict["bottleneck"]["redis"] = {**inside, "peak_cores": -0.5}
+    assert not validator.is_valid(verdict)
+    verdict["bottleneck"]["redis"] = {**inside, "threads": 5}
+    assert not validator.is_valid(verdict)
+
+
+def test_schema_takes_a_rebuilt_runs_partial_and_missing(validator, tmp_path: Path) -> None:
+    verdict = fresh_verdict(tmp_path, "demo-pool2")
+    verdict["partial"], verdict["missing"] = True, ["run.json", "resources.parquet"]
+    assert validator.is_valid(verdict)
+    verdict["partial"] = False  # written only when true
+    assert not validator.is_valid(verdict)
 
 
 def test_schema_rejects_a_verdict_without_the_new_keys(validator, tmp_path: Path) -> None:
