@@ -4,15 +4,20 @@ worker count as peak throughput × minimal latency — on built steps and on a r
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from pinchpoint.analyze.endpoints import describe
 from pinchpoint.pipeline import execute
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.serving import serving
 
 # Times a stack that waits more than it computes: one at a time, beside the parallel part.
 pytestmark = pytest.mark.timed
@@ -161,3 +166,76 @@ path = "/wait"
     assert 6.0 <= top["concurrency"] <= 8.5
     assert 300 <= top["throughput_rps"] <= 420
     assert outcome.verdict["workers_estimate"][0]["endpoint"] == "GET /wait"
+
+
+class _Statuses(BaseHTTPRequestHandler):
+    """/ok answers 200, /missing 404 every time, /flaky 404 and 500 in turn."""
+
+    protocol_version = "HTTP/1.1"
+    flaky = itertools.cycle((404, 500))
+    lock = threading.Lock()
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path  # the run tags each request in its query
+        if path == "/flaky":
+            with self.lock:
+                status = next(self.flaky)
+        else:
+            status = {"/ok": 200, "/missing": 404}.get(path, 400)
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.timeout(60)
+def test_a_route_never_answered_is_said_by_what_it_answered(tmp_path: Path) -> None:
+    with serving(_Statuses) as port:
+        text = f"""
+[target]
+url = "http://127.0.0.1:{port}"
+
+[load]
+lower = 2
+upper = 2
+duration = "1s"
+warmup = "0.2s"
+
+[[request]]
+path = "/ok"
+
+[[request]]
+path = "/missing"
+
+[[request]]
+path = "/flaky"
+"""
+        outcome = execute(parse_plan(text, "plan.toml"), text, tmp_path, run_id="statuses")
+    summaries = {e["endpoint"]: e["summary"] for e in outcome.verdict["endpoints"]}
+    assert "GET /ok: peak" in summaries["GET /ok"]
+    missing = re.fullmatch(
+        r"GET /missing: every request answered 404 \((\d+) of (\d+)\)", summaries["GET /missing"]
+    )
+    assert missing is not None, summaries["GET /missing"]
+    assert missing[1] == missing[2] and int(missing[1]) > 10
+    flaky = re.fullmatch(
+        r"GET /flaky: no request succeeded: (\d+) answered (404|500), "
+        r"(\d+) answered (404|500) \(of (\d+)\)",
+        summaries["GET /flaky"],
+    )
+    assert flaky is not None, summaries["GET /flaky"]
+    assert {flaky[2], flaky[4]} == {"404", "500"}
+    # Answered in turn: as many of each, give or take the one a step's edge cut off.
+    assert abs(int(flaky[1]) - int(flaky[3])) <= 2
+    assert int(flaky[1]) + int(flaky[3]) == int(flaky[5]) > 10
+
+
+def test_an_endpoint_that_failed_without_a_status_says_its_error() -> None:
+    e = describe("GET /down", 2, [], None, {"connect": 3, "timeout": 5})
+    assert (
+        e["summary"]
+        == "GET /down: no request succeeded: 5 failed (timeout), 3 failed (connect) (of 8)"
+    )
+    assert describe("GET /x", 0, [], None)["summary"] == "GET /x: no answered request"

@@ -10,6 +10,7 @@ grows: the requests in flight (throughput × mean latency) follow the load.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import polars as pl
@@ -48,7 +49,7 @@ def endpoint_table(data: RunInput) -> list[EndpointJson]:
             step = _step(part, w, data.tiers, ids, graph, data.tier_share)
             if step is not None:
                 steps.append(step)
-        out.append(describe(name, index, steps, min_latency(mine)))
+        out.append(describe(name, index, steps, min_latency(mine), mine.by_class()))
     return out
 
 
@@ -110,9 +111,14 @@ class _Behaviour(TypedDict, total=False):
 
 
 def describe(
-    endpoint: str, index: int, steps: list[EndpointStepJson], min_ms: float | None
+    endpoint: str,
+    index: int,
+    steps: list[EndpointStepJson],
+    min_ms: float | None,
+    failures: Mapping[str, int] | None = None,
 ) -> EndpointJson:
-    """The finding of one endpoint from its steps (ordered by load)."""
+    """The finding of one endpoint from its steps (ordered by load); `failures`: its failed
+    requests by class (status or error), said when none was answered."""
     top = max(steps, key=lambda s: s["throughput_rps"], default=None)
     peak: _Peak = {}
     if top is not None and min_ms is not None:
@@ -132,7 +138,7 @@ def describe(
         **ceiling,
         "summary": "",
     }
-    entry["summary"] = _summary(entry)
+    entry["summary"] = _summary(entry, failures or {})
     return entry
 
 
@@ -157,7 +163,7 @@ def _behaviour(steps: list[EndpointStepJson]) -> tuple[str, _Behaviour]:
     return "undecided", {}
 
 
-def _summary(e: EndpointJson) -> str:
+def _summary(e: EndpointJson, failures: Mapping[str, int]) -> str:
     top = max(e["steps"], key=lambda s: s["level"], default=None)
     if e["behaviour"] == "synchronous" and "workers" in e:
         return (
@@ -177,7 +183,24 @@ def _summary(e: EndpointJson) -> str:
             f"{e['endpoint']}: peak {e['peak_throughput_rps']:.0f} req/s × minimal latency "
             f"{e['min_latency_ms']:.1f} ms ≈ {e['workers']:.1f} requests served at once"
         )
-    return f"{e['endpoint']}: no answered request"
+    return _unanswered(e["endpoint"], failures)
+
+
+def _unanswered(endpoint: str, failures: Mapping[str, int]) -> str:
+    """What a request none of whose requests succeeded got instead, most frequent first."""
+    total = sum(failures.values())
+    ranked = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
+    if not ranked:
+        return f"{endpoint}: no answered request"
+    if len(ranked) == 1:
+        return f"{endpoint}: every request {_outcome(ranked[0][0])} ({total} of {total})"
+    said = ", ".join(f"{n} {_outcome(kind)}" for kind, n in ranked)
+    return f"{endpoint}: no request succeeded: {said} (of {total})"
+
+
+def _outcome(kind: str) -> str:
+    # A failure's class is its HTTP status, or the engine's error where none came back.
+    return f"answered {kind}" if kind.isdigit() else f"failed ({kind})"
 
 
 def workers_estimates(endpoints: list[EndpointJson]) -> list[dict[str, Any]]:
