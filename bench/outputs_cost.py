@@ -32,10 +32,10 @@ from typing import Any
 from engine_vs_wrk import start_nginx
 from rich.console import Console
 
-from pinchpoint.live import LiveView
 from pinchpoint.load.plain import UrlLoad, plain_load
 from pinchpoint.outputs import MetricsServer, fan_out
 from pinchpoint.outputs.live_page import LivePage
+from pinchpoint.terminal.live import LiveView
 
 # A second process that reads an address every second (the metrics) or its event stream.
 SCRAPER = """

@@ -18,24 +18,18 @@ LAYERS: list[set[str]] = [
         "rundir",
         "probe",
         "_engine",
-        "interrupts",
         "logformats",
         "lifecycle",
-        "user_paths",
-        "tolerances",
     },
-    {"plan", "redact", "redact_messages"},
+    {"plan", "redact"},
     {"load", "collect"},
     {"analyze"},
     {"report"},
     {
         "compare",
         "importers",
-        "recover",
         "pipeline",
-        "knee_search",
         "terminal",
-        "live",
         "outputs",
         "api",
     },
@@ -46,9 +40,8 @@ LAYERS: list[set[str]] = [
 ]
 # Parts that import nothing else of pinchpoint: the probe runs inside users' apps, the run
 # folder's definitions are read by every stage, and the log formats are compiled by the
-# plan's check as well as read by collection; the checks of the paths a user names serve
-# every command.
-ALONE = {"probe", "rundir", "logformats", "user_paths", "tolerances"}
+# plan's check as well as read by collection.
+ALONE = {"probe", "rundir", "logformats"}
 
 
 def _part(module: str) -> str | None:

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from pinchpoint import interrupts
+from pinchpoint.load import interrupts
 
 
 def test_signals_are_counted_and_the_handlers_restored() -> None:

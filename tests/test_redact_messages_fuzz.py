@@ -14,8 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pinchpoint.plan.model import parse_plan
-from pinchpoint.redact import REDACTED, redact_plan_text, secret_values
-from pinchpoint.redact_messages import REASON_CHARS, Redactor, plan_redactor, rust_quoted
+from pinchpoint.redact import (
+    REASON_CHARS,
+    REDACTED,
+    Redactor,
+    plan_redactor,
+    redact_plan_text,
+    rust_quoted,
+    secret_values,
+)
 
 SECRET = 'sec"ret\\Tok\n-42'
 

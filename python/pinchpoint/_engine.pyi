@@ -83,7 +83,9 @@ def config_records() -> dict[str, dict[str, bool]]:
 def records_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> int:
     """Converts a records stream to Parquet; returns the number of rows."""
 
-def remote_write_body(series: list[tuple[list[tuple[str, str]], float]], timestamp_ms: int) -> bytes:
+def remote_write_body(
+    series: list[tuple[list[tuple[str, str]], float]], timestamp_ms: int
+) -> bytes:
     """A Prometheus remote-write body: each (labels, value) one series of one sample at
     `timestamp_ms`, as a WriteRequest (protobuf), snappy-compressed."""
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pinchpoint.analyze import analyze
-from pinchpoint.recover import RecoveryError, recover
+from pinchpoint.pipeline.recover import RecoveryError, recover
 from pinchpoint.report.html import write_report
 
 PLAN = """

@@ -182,5 +182,5 @@ def test_run_sends_its_first_request_before_importing_the_analysis(tmp_path: Pat
     assert "pinchpoint.pipeline" in at_start
     top = {name.split(".")[0] for name in at_start}
     assert sorted(top & {"polars", "scipy", "plotly", "pandas"}) == []
-    later = ("pinchpoint.analyze", "pinchpoint.report", "pinchpoint.knee_search")
+    later = ("pinchpoint.analyze", "pinchpoint.report", "pinchpoint.pipeline.knee_levels")
     assert sorted(n for n in at_start if n.startswith(later)) == []

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pinchpoint.compare import CompareInputError, compare
+from pinchpoint.compare import compare
+from pinchpoint.compare.sides import CompareInputError
 from pinchpoint.compare.stats import bootstrap_interval, percentile
 from pinchpoint.importers import import_results
 

@@ -14,13 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from load_helpers import http_server
 
+from pinchpoint.analyze.knee_search import Decision, Point, decide
 from pinchpoint.analyze.thresholds import GROWTH_MIN_MS, GROWTH_SHARE
-from pinchpoint.knee_search import (
-    Decision,
-    Point,
-    decide,
-    search_knee,
-)
+from pinchpoint.pipeline.knee_levels import search_knee
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir.schemas import TIERS_SCHEMA

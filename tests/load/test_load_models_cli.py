@@ -16,11 +16,11 @@ import pytest
 from load_helpers import http_server
 from rich.console import Console
 
-from pinchpoint.live import LiveView, second
 from pinchpoint.load.engine import run_steps
 from pinchpoint.load.plain import _generator
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.report.load_summary import render_summary
+from pinchpoint.terminal.live import LiveView, second
 from pinchpoint_lab.serving import serving
 
 # Times a stack that waits more than it computes: one at a time, beside the parallel part.

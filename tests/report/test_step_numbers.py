@@ -8,9 +8,9 @@ import io
 
 from rich.console import Console
 
-from pinchpoint.live import LiveView
 from pinchpoint.load.abort import Abort
 from pinchpoint.report.load_summary import _steps_table
+from pinchpoint.terminal.live import LiveView
 
 
 def _text(renderable: object) -> str:

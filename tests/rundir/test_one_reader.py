@@ -27,7 +27,7 @@ PARQUET_READS = {("pl", "read_parquet"), ("pl", "scan_parquet"), ("pq", "read_ta
 # The stages after the load, which read a finished run folder.
 READERS = ("analyze", "report", "compare", "cli", "api.py", "terminal/")
 # Where a RunFolder is made outside rundir/: the stages that write the folder's files.
-WRITERS = {"collect/gather.py", "pipeline.py"}
+WRITERS = {"collect/gather.py", "pipeline/__init__.py"}
 
 
 def _sources() -> dict[str, ast.Module]:

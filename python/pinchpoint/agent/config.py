@@ -31,7 +31,7 @@ from pinchpoint.collect.resources.sampler import GENERATOR, HOST
 from pinchpoint.collect.sources.protocol import AGENT_SELF
 from pinchpoint.plan.model import Component, Duration, parse_toml
 from pinchpoint.plan.toml import read_text_file
-from pinchpoint.user_paths import NotUsable, read_input
+from pinchpoint.plan.user_paths import NotUsable, read_input
 
 DEFAULT_PORT = 7070
 MIN_TOKEN_CHARS = 16

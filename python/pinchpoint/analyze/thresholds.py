@@ -33,7 +33,7 @@ NEIGHBOUR_CONFIDENCE = 0.5  # hand
 # A fitted knee (analyze/knee.py): past it, latency's slope rises by at least this share of
 # latency ÷ load at the knee. A fit over every step, its bend tested for significance.
 KNEE_LATENCY_BEND = 0.25  # hand
-# The knee search (knee_search.py), from one probed level to the next: latency's relative
+# The knee search (analyze/knee_search.py), from one probed level to the next: latency's relative
 # growth over the users' (1 when the added users only queue). Twice the fitted bend's share:
 # one pair of levels, no significance test, and the slope before any knee counted in it.
 LEVEL_LATENCY_BEND = 0.5  # hand

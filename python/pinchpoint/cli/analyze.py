@@ -31,7 +31,7 @@ def analyze(
         fail(f"{run_dir}: not a run folder: it holds none of {', '.join(files.MARKERS)}")
         raise typer.Exit(2)
     from pinchpoint.analyze import analyze as analyze_run
-    from pinchpoint.recover import recover
+    from pinchpoint.pipeline.recover import recover
     from pinchpoint.report.html import write_report
     from pinchpoint.terminal.verdict import render_steps, render_verdict
 

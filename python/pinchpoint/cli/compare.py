@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pinchpoint.cli.app import app
+from pinchpoint.compare.tolerances import Tolerances
 from pinchpoint.terminal import Console, fail
-from pinchpoint.tolerances import Tolerances
 
 if TYPE_CHECKING:
     from pinchpoint.compare.result import ComparisonResult
@@ -62,7 +62,7 @@ def compare(
 
     try:
         from pinchpoint.cli.arguments import check_number
-        from pinchpoint.user_paths import check_output_file
+        from pinchpoint.plan.user_paths import check_output_file
 
         if sla_ms is not None:
             check_number("--sla-ms", sla_ms, 0, 3_600_000, low_open=True)

@@ -58,7 +58,7 @@ def demo(
         raise typer.Exit(2) from None
     from pinchpoint.demo import NginxNotFound, StackError
     from pinchpoint.demo.advice import advised_workers
-    from pinchpoint.interrupts import catching
+    from pinchpoint.load.interrupts import catching
 
     console = Console()
     setup = _Setup(
@@ -113,9 +113,9 @@ def _run_on_stack(setup: _Setup, workers: int, console: RichConsole) -> RunOutco
     from pinchpoint.demo import DemoStack
     from pinchpoint.demo.found import found_components
     from pinchpoint.demo.plan import demo_plan, plan_on_stack, probe_path
-    from pinchpoint.live import LiveView
     from pinchpoint.pipeline import execute
     from pinchpoint.plan.model import parse_plan, read_plan_text
+    from pinchpoint.terminal.live import LiveView
 
     with tempfile.TemporaryDirectory(prefix="pinchpoint-demo-") as tmp:
         stack = DemoStack(Path(tmp), workers=workers)

@@ -41,7 +41,7 @@ def init(
     """Write a plan by following the URL's request through the processes that serve it:
     each tier's logs, formats, pid files and calls, from their own configs."""
     from pinchpoint.discover.init import agent_file, agents_from, write_plan
-    from pinchpoint.user_paths import check_output_file
+    from pinchpoint.plan.user_paths import check_output_file
 
     try:
         check_output_file(out, "-o/--out")

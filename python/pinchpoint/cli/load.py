@@ -79,8 +79,8 @@ def load(
 
     Exits 4 when --abort-on-error-rate (or the plan's [sla] abort) stopped it."""
     _check_load(ctx)
-    from pinchpoint.live import LiveView
     from pinchpoint.load.plain import UrlLoad, plain_load
+    from pinchpoint.terminal.live import LiveView
 
     source: UrlLoad | Path
     if "://" in target:
@@ -107,7 +107,7 @@ def load(
         raise typer.Exit(2)
     else:
         source = Path(target)
-    from pinchpoint.interrupts import catching
+    from pinchpoint.load.interrupts import catching
 
     with catching(say=warn) as caught:
         try:

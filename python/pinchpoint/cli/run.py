@@ -188,12 +188,12 @@ def run(
     except PlanError as e:
         fail(e)
         raise typer.Exit(2) from None
-    from pinchpoint.interrupts import catching
-    from pinchpoint.live import LiveView
+    from pinchpoint.load.interrupts import catching
     from pinchpoint.outputs import fan_out, seconds_out, serving
     from pinchpoint.outputs.remote_write import pushing
     from pinchpoint.pipeline import execute, new_run_id
     from pinchpoint.rundir import files
+    from pinchpoint.terminal.live import LiveView
 
     console = Console(stderr=True) if as_json else Console()
     run_id = new_run_id()

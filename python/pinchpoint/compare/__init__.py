@@ -15,18 +15,22 @@ line on p99. With `out`, it also writes a self-contained HTML page there.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pinchpoint.compare.html import write_html
-from pinchpoint.compare.result import ComparisonResult, build
-from pinchpoint.compare.sides import CompareInputError, load_side
-
-__all__ = ["CompareInputError", "ComparisonResult", "compare", "write_html"]
+if TYPE_CHECKING:
+    from pinchpoint.compare.result import ComparisonResult
 
 
 def compare(a: Path, b: Path, out: Path | None, sla_ms: float | None) -> ComparisonResult:
     """Compare run (or CSV file) `b` against `a`; write the page to `out` if given.
 
     Raises CompareInputError when a side cannot be read or has nothing to compare."""
+    # Imported here: the package stays light for its tolerances (`compare/tolerances.py`),
+    # which the command line reads at start.
+    from pinchpoint.compare.html import write_html
+    from pinchpoint.compare.result import build
+    from pinchpoint.compare.sides import CompareInputError, load_side
+
     if sla_ms is not None and not sla_ms > 0:
         raise ValueError(f"the SLA must be a positive number of ms, not {sla_ms}")
     side_a, side_b = load_side(Path(a)), load_side(Path(b))

@@ -15,7 +15,7 @@ import numpy as np
 
 from pinchpoint.compare.result import ComparisonResult
 from pinchpoint.compare.sides import Side
-from pinchpoint.tolerances import Tolerances
+from pinchpoint.compare.tolerances import Tolerances
 
 
 @dataclass(frozen=True)

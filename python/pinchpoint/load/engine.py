@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinchpoint import _engine, interrupts
+import pinchpoint.load.interrupts as interrupts
+from pinchpoint import _engine
 from pinchpoint.load.abort import Abort
 from pinchpoint.load.abort_rules import Watches
 from pinchpoint.load.engine_config import engine_config

@@ -29,14 +29,15 @@ from typing import IO
 
 import pyarrow.parquet as pq
 
-from pinchpoint import _engine, interrupts
+import pinchpoint.load.interrupts as interrupts
+from pinchpoint import _engine
 from pinchpoint.load.engine import ABANDON_GRACE_S, POLL_S, TICK_S, LoadResult
 from pinchpoint.load.records_summary import step_summaries
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import Plan
+from pinchpoint.plan.user_paths import NotUsable, read_input
 from pinchpoint.rundir import files
 from pinchpoint.rundir.schemas import REQUESTS_SCHEMA
-from pinchpoint.user_paths import NotUsable, read_input
 
 CHILD = "pinchpoint.load.locust_child"
 # What Locust said on its stderr (the locustfile's errors, its prints): kept with the run.

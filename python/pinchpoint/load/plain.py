@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pinchpoint import interrupts
+from pinchpoint.load import interrupts
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import write_histograms
 from pinchpoint.load.preflight import check_inputs
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import Plan, parse_plan, read_plan_text
 from pinchpoint.plan.toml import validate_data
-from pinchpoint.redact import private_dir, private_files
-from pinchpoint.redact_messages import plan_redactor
+from pinchpoint.redact import plan_redactor, private_dir, private_files
 from pinchpoint.rundir import files
 
 # The generator is saturated when its CPU reaches this share of the threads it runs on.

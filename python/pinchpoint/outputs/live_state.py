@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from pinchpoint.analyze.knee import find_knee
-from pinchpoint.live import second
 from pinchpoint.load.hdr import Histogram, decode_v2
+from pinchpoint.terminal.live import second
 
 # Seconds kept for a page that opens late: half an hour of the charts.
 MAX_ROWS = 1800

@@ -14,7 +14,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any
 
-from pinchpoint import interrupts
+from pinchpoint.load import interrupts
 from pinchpoint.load.hdr import Histogram, decode_v2
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pinchpoint.plan.templates import BUILTIN_VARS, is_name
-from pinchpoint.user_paths import NotUsable, open_input
+from pinchpoint.plan.user_paths import NotUsable, open_input
 
 # The most rows a feed holds: every row goes to the engine and is kept for the run.
 MAX_ROWS = 1_000_000

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from pinchpoint.plan.toml import FieldError
-from pinchpoint.user_paths import NotUsable, open_input
+from pinchpoint.plan.user_paths import NotUsable, open_input
 
 # The record of each message a server-streaming call receives: `<request>/message`.
 STREAM_RECORD = "message"

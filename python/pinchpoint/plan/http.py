@@ -19,8 +19,8 @@ from pinchpoint.plan.grpc import (
     without_grpc,
 )
 from pinchpoint.plan.toml import Duration, FieldError, Strict
+from pinchpoint.plan.user_paths import NotUsable, open_input
 from pinchpoint.plan.websocket import Message, message_names, request_label, upgrade_fault
-from pinchpoint.user_paths import NotUsable, open_input
 
 # The most of a ca_file read to find a certificate in: bundles are a few hundred KB.
 MAX_CA_BYTES = 16 << 20

@@ -170,7 +170,7 @@ class Load(Strict):
     timeout: Duration = Field(default=10.0, gt=0)
     warmup: Duration = 0.5
     threads: int = Field(default=0, ge=0, le=MAX_THREADS)
-    # A step plan of users searched for its knee (knee_search.py) instead of run whole.
+    # A step plan of users searched for its knee (analyze/knee_search.py) instead of run whole.
     find_knee: bool = False
     # `file.py:function` or `module:function`, called with the request of each flow step
     # marked `hook = true` before it is sent (load/hooks.py).

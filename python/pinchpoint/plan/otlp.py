@@ -22,7 +22,7 @@ import os
 from pydantic import Field, field_validator, model_validator
 
 from pinchpoint.plan.toml import Duration, Strict
-from pinchpoint.user_paths import not_regular
+from pinchpoint.plan.user_paths import not_regular
 
 MAX_SETTLE_S = 120.0
 

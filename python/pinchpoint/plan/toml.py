@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from pinchpoint.plan.errors import PlanError
-from pinchpoint.user_paths import NotUsable, read_input
+from pinchpoint.plan.user_paths import NotUsable, read_input
 
 __all__ = [
     "MAX_DURATION_S",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pinchpoint.plan.errors import PlanError
-from pinchpoint.user_paths import NotUsable, check_output_file, not_regular
+from pinchpoint.plan.user_paths import NotUsable, check_output_file, not_regular
 
 if TYPE_CHECKING:
     from pinchpoint.plan.model import Plan

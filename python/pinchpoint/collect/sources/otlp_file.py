@@ -16,7 +16,7 @@ from pinchpoint.collect.sources.otlp_received import DECODING, KeptBytes, Receiv
 from pinchpoint.collect.traces.otlp_json import decode_json
 from pinchpoint.collect.traces.spans import PayloadError
 from pinchpoint.plan.otlp import Otlp
-from pinchpoint.user_paths import not_regular
+from pinchpoint.plan.user_paths import not_regular
 
 MAX_LINE = 32 << 20  # bytes of one line: one export request
 

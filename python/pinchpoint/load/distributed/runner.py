@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pinchpoint import interrupts
+from pinchpoint.load import interrupts
 from pinchpoint.load.abort_rules import Watches
 from pinchpoint.load.distributed.actor import Generator
 from pinchpoint.load.distributed.merge import merge_parquet, merge_snapshots, merge_summaries

@@ -24,17 +24,23 @@ from pinchpoint.collect.profiling.step import StepProfiler
 from pinchpoint.collect.sources.local import LocalCollector
 from pinchpoint.collect.sources.prometheus import PrometheusCollector
 from pinchpoint.collect.sources.remote import RemoteCollector
-from pinchpoint.interrupts import catching
 from pinchpoint.load.engine import run_steps, step_windows
 from pinchpoint.load.histograms import step_counts, write_histograms
+from pinchpoint.load.interrupts import catching
 from pinchpoint.plan.model import Plan
-from pinchpoint.redact import private_dir, private_files, redact_plan_text, secret_values
-from pinchpoint.redact_messages import Redactor, plan_redactor
+from pinchpoint.redact import (
+    Redactor,
+    plan_redactor,
+    private_dir,
+    private_files,
+    redact_plan_text,
+    secret_values,
+)
 from pinchpoint.rundir import files
 from pinchpoint.rundir.shapes import RunJson
 
 if TYPE_CHECKING:
-    from pinchpoint.knee_search import KneeRun
+    from pinchpoint.pipeline.knee_levels import KneeRun
 
 # Tiers write their log line when the response is done; give the last ones time to land.
 LOG_SETTLE_S = 0.3
@@ -143,7 +149,7 @@ def execute(
 
                 result = run_on_ray(plan, run_id, run_dir, on_tick=on_tick)
             elif plan.load.find_knee:
-                from pinchpoint.knee_search import search_knee
+                from pinchpoint.pipeline.knee_levels import search_knee
 
                 knee = search_knee(plan, run_id, run_dir, on_tick=on_tick)
                 result = knee.load
