@@ -12,13 +12,13 @@ from pinchpoint.analyze.causes.generator import load_short
 from pinchpoint.analyze.client import min_latency
 from pinchpoint.analyze.context import level_of
 from pinchpoint.analyze.database.evidence import add_database
-from pinchpoint.analyze.database.samples import mark_lock_waits
+from pinchpoint.analyze.database.samples import lock_wait_marks
 from pinchpoint.analyze.endpoints import endpoint_table, workers_estimates
 from pinchpoint.analyze.hot_code import add_hot_code, read_profile
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.analyze.pools import pool_sizes
 from pinchpoint.analyze.prediction import predict
-from pinchpoint.analyze.redis import add_redis, mark_main_threads
+from pinchpoint.analyze.redis import add_redis, main_thread_marks
 from pinchpoint.analyze.run_input import RunInput, read_input
 from pinchpoint.analyze.sla_record import SlaOutcome
 from pinchpoint.analyze.steps import step_table
@@ -112,13 +112,9 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict[str, Any]:
     """Computes the verdict of a run folder and writes `verdict.json` into it."""
     view = as_view(run_dir)
     data = read_input(view)
-    steps = step_table(data)
-    mark_main_threads(steps, view)
-    mark_lock_waits(steps, view)
+    steps = step_table(data, main_thread_marks(view), lock_wait_marks(view))
     ctx = stack_context(data, steps)
     endpoints = ctx.endpoints
-    for step in steps:
-        step["usage"] = usage_table(step, ctx)
     decision = decide(steps, ctx)
     curve = _curve(steps)
     verdict: VerdictJson = {
@@ -128,7 +124,8 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict[str, Any]:
         "tiers": ctx.order,
         "pools": {name: p.as_json() for name, p in ctx.pools.items()},
         "calls": ctx.calls,
-        "steps": steps,
+        # Each component's utilisation, beside the numbers it is read from.
+        "steps": [{**step, "usage": usage_table(step, ctx)} for step in steps],
         "bottleneck": decision["bottleneck"],
         "headline": decision["headline"],
         "generator": decision["generator"],

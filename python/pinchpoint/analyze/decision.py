@@ -46,7 +46,7 @@ def finding_json(judged: Judged, tail: _Tail | None = None) -> FindingJson:
         "resource": f.resource,
         "starts_at_users": f.starts_at_users,
         **rate,
-        "evidence": f.evidence,
+        "evidence": list(f.evidence),
         "summary": f.summary,
         **request,
         "name": f.name,

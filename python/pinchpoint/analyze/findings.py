@@ -3,6 +3,7 @@ throughput × minimal latency."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,12 +14,15 @@ if TYPE_CHECKING:
     from pinchpoint.analyze.causes.cause import Cause
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
+    """What limits a component. Built once: a stage that says more makes a new one
+    (`dataclasses.replace`)."""
+
     component: str
     cause: Cause  # what it names; verdict.json shows its `resource`
     starts_at_users: int
-    evidence: list[str]
+    evidence: Sequence[str]
     name: str  # for the headline: "Bottleneck: <name> from <n> users"
     summary: str
     # Open loop: the target rate (requests/s) of the step where it starts.

@@ -11,7 +11,7 @@ request, in the tier where its time grows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pinchpoint.analyze.context import Context, level_of, load_text, ms_text, tier_cost
@@ -126,7 +126,7 @@ def request_cause(
     onset = _onset(grown, steps)
     evidence = _evidence(grown, tier, deltas)
     found = causes.tier_finding(tier, steps, onset, ctx, None)
-    found.evidence = [*evidence, *found.evidence]
+    found = replace(found, evidence=[*evidence, *found.evidence])
     return InRequest(tier, group, onset, evidence, found)
 
 

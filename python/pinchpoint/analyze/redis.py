@@ -23,8 +23,9 @@ import polars as pl
 from pinchpoint.analyze.context import start_text
 from pinchpoint.analyze.database.samples import in_windows, onset_windows
 from pinchpoint.analyze.findings import pct
+from pinchpoint.analyze.steps import InsideMarks
 from pinchpoint.rundir import files
-from pinchpoint.rundir.shapes import StepJson, VerdictJson
+from pinchpoint.rundir.shapes import VerdictJson
 from pinchpoint.rundir.steady import Window, steady_windows
 from pinchpoint.rundir.view import RunView
 
@@ -184,19 +185,19 @@ def saturated_steps(view: RunView) -> list[dict[str, Any]]:
     return found
 
 
-def mark_main_threads(steps: list[StepJson], view: RunView) -> None:
-    """Each step's `resources` of a sampled Redis component get `main_thread_cores`: the
-    cores its main thread used in the step, the one core all its commands run on."""
+def main_thread_marks(view: RunView) -> InsideMarks:
+    """Per step, each sampled Redis component's `main_thread_cores`: the cores its main
+    thread used in the step, the one core all its commands run on."""
     samples = read_redis(view)
+    marks: InsideMarks = {}
     if samples is None:
-        return
+        return marks
     for component in sorted(samples.components()):
         inside = redis_inside(samples, component, samples.windows)
-        by_step = {s["step"]: s["cores"] for s in inside["main_thread_cores"]}
-        for step in steps:
-            if step.get("step") in by_step:
-                row = step.setdefault("resources", {}).setdefault(component, {})
-                row["main_thread_cores"] = round(by_step[step["step"]], 3)
+        for step in inside["main_thread_cores"]:
+            row = marks.setdefault(step["step"], {}).setdefault(component, {})
+            row["main_thread_cores"] = round(step["cores"], 3)
+    return marks
 
 
 def add_redis(verdict: VerdictJson, view: RunView) -> None:

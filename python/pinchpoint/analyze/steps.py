@@ -30,6 +30,10 @@ __all__ = [
     "steady_windows",
 ]
 
+# What a component's samples from inside add to its resources, per step number and
+# component: a Redis's `main_thread_cores`, a database's `lock_waits_inside`.
+InsideMarks = dict[int, dict[str, dict[str, float]]]
+
 # Below this share of a tier's records joined to its callee's by request id, self time
 # is taken as a difference of medians instead of per request.
 MIN_JOINED_SHARE = 0.5
@@ -320,27 +324,41 @@ def _lock_waits(frame: pl.DataFrame) -> dict[str, Any]:
     return {"lock_waits": float(cast(float, waits.mean()))} if waits is not None else {}
 
 
-def step_table(data: RunInput) -> list[StepJson]:
+def step_table(data: RunInput, *inside: InsideMarks) -> list[StepJson]:
+    """Each step's numbers, its resources joined by what `inside` marks of its step."""
     order, calls = data.tier_graph()
     digest = data.digest()
     steps: list[StepJson] = []
     if digest.count() == 0:
         return steps
     for i, w in enumerate(data.windows()):
-        step = client_numbers(digest.where(pl.col("window") == i), w)
-        if data.tiers.height:
-            step["tiers"] = tier_step(
+        client = client_numbers(digest.where(pl.col("window") == i), w)
+        tiers = (
+            tier_step(
                 data.tiers,
                 data.traced_ids(i),
                 w.users if w.kind == "users" else None,
                 order,
                 calls,
-                step["throughput_rps"],
+                client["throughput_rps"],
                 data.tier_share,
             )
-        else:
-            step["tiers"] = {}
-        step["resources"] = resource_step(data.resources, w)
+            if data.tiers.height
+            else {}
+        )
+        resources = _joined(resource_step(data.resources, w), w.step, inside)
         # The frame's numbers, as verdict.json's step.
-        steps.append(cast(StepJson, step))
+        steps.append(cast(StepJson, {**client, "tiers": tiers, "resources": resources}))
     return steps
+
+
+def _joined(
+    resources: dict[str, dict[str, Any]], step: int, inside: tuple[InsideMarks, ...]
+) -> dict[str, dict[str, Any]]:
+    """The step's resources with the marks of each component from inside after its own
+    samples: a component sampled only from inside comes after the others."""
+    out = dict(resources)
+    for marks in inside:
+        for component, row in marks.get(step, {}).items():
+            out[component] = {**out.get(component, {}), **row}
+    return out

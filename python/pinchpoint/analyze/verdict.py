@@ -3,6 +3,7 @@ the load where it starts, and the resource behind it, with the evidence."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pinchpoint.analyze.carrier import carrying_request
@@ -303,8 +304,7 @@ def _tier_finding(
         cause = (
             pool_or_cpu(tier, group, usable, tier_onset, ctx, estimate) if group else None
         ) or own_time(tier, group, usable, tier_onset, ctx)
-    cause.evidence = [*growth_lines, *cause.evidence]
-    return cause
+    return replace(cause, evidence=[*growth_lines, *cause.evidence])
 
 
 def _growth_lines(

@@ -10,6 +10,8 @@ caller's that waits well. Its workers are then judged as any pool's: waiting or 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import CPU_LINES_READS
 from pinchpoint.analyze.causes.pool import pool_or_cpu
@@ -48,14 +50,13 @@ def _find_full_callee(ask: Ask) -> Finding | None:
     found = pool_or_cpu(callee, callee_group, steps, ask.onset, ctx, None)
     if found is None:
         return None
-    found.evidence.insert(
-        0,
+    waits = (
         f"{ask.tier} held {busy_of(ask.tier, top):.2f} requests at once at {load_text(top)} "
         f"while {callee} served {busy_of(callee, top):.2f} of its "
         f"{workers_of(callee_group, top, ctx)} slots: {ask.tier}'s requests wait for "
-        f"{callee}'s workers, in its listen backlog, outside {callee}'s own log",
+        f"{callee}'s workers, in its listen backlog, outside {callee}'s own log"
     )
-    return found
+    return replace(found, evidence=[waits, *found.evidence])
 
 
 CALLEE_POOL = Cause(

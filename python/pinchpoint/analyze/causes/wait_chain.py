@@ -14,6 +14,8 @@ limited by that core too.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pinchpoint.analyze.causes.cause import Ask, Cause
 from pinchpoint.analyze.causes.cpu import consumer, cpu_finding, host_saturated, stack_fills_cpu
 from pinchpoint.analyze.context import Context, below, load_text, rate_of, resource_of
@@ -119,11 +121,11 @@ def waits_on_cpu(
         f"for {use.cpu_wait or 0.0:.2f} more at {load_text(top)}"
     )
     found = cpu_finding(tier, group, steps, onset, [chain, *evidence], ctx)
-    found.summary += (
+    why = (
         f" {group}'s pool is full because each worker waits on {callee}'s work, which waits "
         f"for a core: more {group} workers would queue more work on the same cores."
     )
-    return found
+    return replace(found, summary=found.summary + why)
 
 
 def _find_one_core(ask: Ask) -> Finding | None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import polars as pl
 
+from pinchpoint.analyze.steps import InsideMarks
 from pinchpoint.rundir import files
-from pinchpoint.rundir.shapes import StepJson
 from pinchpoint.rundir.steady import Window, steady_windows
 from pinchpoint.rundir.view import RunView
 
@@ -71,24 +71,22 @@ def sample_interval(activity: pl.DataFrame) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def mark_lock_waits(steps: list[StepJson], view: RunView) -> None:
-    """Each step's `resources` of a database sampled from inside get `lock_waits_inside`:
-    its backends waiting for a lock (wait_event_type Lock) per sample, on average. A server
-    that runs connections as threads (MySQL, MariaDB) shows its waits only from inside."""
+def lock_wait_marks(view: RunView) -> InsideMarks:
+    """Per step, each database sampled from inside's `lock_waits_inside`: its backends
+    waiting for a lock (wait_event_type Lock) per sample, on average. A server that runs
+    connections as threads (MySQL, MariaDB) shows its waits only from inside."""
     samples = read_samples(view)
+    marks: InsideMarks = {}
     if samples is None:
-        return
-    by_step = {w.step: w for w in samples.windows}
+        return marks
     for component in sorted(samples.components()):
         mine = samples.activity.filter(pl.col("component") == component)
-        for step in steps:
-            window = by_step.get(step.get("step", -1))
-            if window is None:
-                continue
+        for window in samples.windows:
             seen = in_windows(mine, [window])
             taken = seen["ts"].n_unique()
             if taken == 0:
                 continue
             waiting = seen.filter(pl.col("wait_event_type") == "Lock").height
-            row = step.setdefault("resources", {}).setdefault(component, {})
+            row = marks.setdefault(window.step, {}).setdefault(component, {})
             row["lock_waits_inside"] = round(waiting / taken, 3)
+    return marks
