@@ -213,7 +213,8 @@ def resource_step(resources: pl.DataFrame, w: Window) -> dict[str, dict[str, Any
         # A step shorter than the sampling interval: take the nearest samples after it.
         part = resources.filter(pl.col("ts") >= w.start).sort("ts").group_by("component").head(1)
     out = {}
-    for name, frame in part.group_by("component"):
+    # By name: a group_by's order changes from one run to the next.
+    for name, frame in sorted(part.group_by("component"), key=lambda group: str(group[0][0])):
         out[str(name[0])] = {
             # Rows of a Prometheus series may lack these: null, or 0 for the counts.
             "cpu_cores": _or(frame["cpu_cores"].mean(), float, None),

@@ -54,9 +54,10 @@ def _most_seen(known: pl.DataFrame, by: list[str], what: str) -> pl.DataFrame:
     value = pl.struct("lock_relation", "lock_mode") if what == "pair" else pl.col(what)
     return (
         known.with_columns(value.alias("value"))
-        .group_by(*by, "value")
+        .group_by(*by, "value", maintain_order=True)
         .len()
-        .sort("len", descending=True)
+        # A tie goes to the value seen first.
+        .sort("len", descending=True, maintain_order=True)
         .unique(by, keep="first", maintain_order=True)
         .select(*by, pl.col("value").alias(f"usual_{what}"))
     )
@@ -72,7 +73,7 @@ def lock_waits(activity: pl.DataFrame, top: int = TOP) -> dict[str, Any]:
     total = busy.height
     groups = (
         waits.group_by(KEY, maintain_order=True)
-        .agg(pl.len().alias("n"), pl.col("blocker_state").drop_nulls().mode().first())
+        .agg(pl.len().alias("n"), pl.col("blocker_state").drop_nulls().mode().sort().first())
         .sort(["n", *KEY], descending=[True, *[False] * len(KEY)], nulls_last=True)
         .head(top)
     )
