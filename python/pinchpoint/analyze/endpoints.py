@@ -11,7 +11,7 @@ grows: the requests in flight (throughput × mean latency) follow the load.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import polars as pl
 
@@ -87,17 +87,12 @@ def _tiers(step: dict[str, dict[str, Any]]) -> dict[str, TierJson]:
     return {tier: _own_part(times) for tier, times in step.items()}
 
 
+# A tier's numbers kept for one request alone: its median and its own part of it.
+OWN_PART = ("count", "p50_ms", "self_p50_ms", "queue_p50_ms")
+
+
 def _own_part(times: dict[str, Any]) -> TierJson:
-    kept: TierJson = {}
-    if "count" in times:
-        kept["count"] = times["count"]
-    if "p50_ms" in times:
-        kept["p50_ms"] = times["p50_ms"]
-    if "self_p50_ms" in times:
-        kept["self_p50_ms"] = times["self_p50_ms"]
-    if "queue_p50_ms" in times:
-        kept["queue_p50_ms"] = times["queue_p50_ms"]
-    return kept
+    return cast(TierJson, {key: times[key] for key in OWN_PART if key in times})
 
 
 class _Peak(TypedDict, total=False):

@@ -2,7 +2,10 @@
 later ones. Keys a stage may leave out (older runs, imported runs, killed runs) are
 `NotRequired`; readers use `.get` for those."""
 
+from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
+
+import typing_extensions as te
 
 
 class StepWindow(TypedDict):
@@ -95,63 +98,65 @@ class CollectionJson(TypedDict):
 # verdict.json's `steps[]`: what the client saw, each tier's times and each component's
 # resources (docs/verdict.schema.json's `step`, `tier` and `resource`). A component's samples
 # are read by key name (analyze/context.py `resource_of`), so they stay a map of numbers.
+# A step is built once (analyze/steps.py) and only read after: its keys are ReadOnly and its
+# maps Mappings, so the type checker refuses a write into one.
 # A percentile (`p50`, `p95`, `p99.9`) of the answered requests, in ms; None: no answer.
-LatencyJson = dict[str, float | None]
+LatencyJson = Mapping[str, float | None]
 # A component's (or `host`'s, `generator`'s) samples over the step: `cpu_cores`,
 # `cpu_wait_cores`, `processes`, `lock_waits`, `net_util`...
-ResourceJson = dict[str, Any]
+ResourceJson = Mapping[str, Any]
 
 # One tier's times in a step; a key is missing where the tier's records do not give it.
-TierJson = TypedDict(
+TierJson = te.TypedDict(
     "TierJson",
     {
-        "count": int,
-        "p50_ms": float | None,
-        "p90_ms": float | None,
-        "p95_ms": float | None,
-        "p99_ms": float | None,
-        "p99.9_ms": float | None,
-        "mean_ms": float | None,
-        "concurrency": float | None,
-        "self_p50_ms": float | None,
-        "self_p90_ms": float | None,
-        "self_p95_ms": float | None,
-        "self_p99_ms": float | None,
-        "self_p99.9_ms": float | None,
-        "self_by": str,
-        "queue_p50_ms": float | None,
-        "queue_p95_ms": float | None,
-        "queue_mean_ms": float | None,
-        "logged_queue_p50_ms": float | None,
-        "logged_queue_p95_ms": float | None,
-        "errors": int,
-        "rejected": int,
+        "count": te.ReadOnly[int],
+        "p50_ms": te.ReadOnly[float | None],
+        "p90_ms": te.ReadOnly[float | None],
+        "p95_ms": te.ReadOnly[float | None],
+        "p99_ms": te.ReadOnly[float | None],
+        "p99.9_ms": te.ReadOnly[float | None],
+        "mean_ms": te.ReadOnly[float | None],
+        "concurrency": te.ReadOnly[float | None],
+        "self_p50_ms": te.ReadOnly[float | None],
+        "self_p90_ms": te.ReadOnly[float | None],
+        "self_p95_ms": te.ReadOnly[float | None],
+        "self_p99_ms": te.ReadOnly[float | None],
+        "self_p99.9_ms": te.ReadOnly[float | None],
+        "self_by": te.ReadOnly[str],
+        "queue_p50_ms": te.ReadOnly[float | None],
+        "queue_p95_ms": te.ReadOnly[float | None],
+        "queue_mean_ms": te.ReadOnly[float | None],
+        "logged_queue_p50_ms": te.ReadOnly[float | None],
+        "logged_queue_p95_ms": te.ReadOnly[float | None],
+        "errors": te.ReadOnly[int],
+        "rejected": te.ReadOnly[int],
     },
     total=False,
 )
 
 
-class StepJson(TypedDict):
-    step: int
-    users: int
-    duration_s: float
-    requests: int
-    errors: int
-    error_rate: float
-    errors_by_class: dict[str, int]
-    throughput_rps: float
-    latency_ms: LatencyJson
-    latency_mean_ms: float | None
-    tiers: dict[str, TierJson]
-    resources: dict[str, ResourceJson]
-    kind: NotRequired[str]  # "users" (closed loop) or "rate" (open loop)
-    level: NotRequired[float | None]  # the users, or the target rate
-    late: NotRequired[int]
-    unsent: NotRequired[int]
-    bytes_per_s: NotRequired[float]
-    error_latency_p50_ms: NotRequired[float | None]
+class StepJson(te.TypedDict):
+    step: te.ReadOnly[int]
+    users: te.ReadOnly[int]
+    duration_s: te.ReadOnly[float]
+    requests: te.ReadOnly[int]
+    errors: te.ReadOnly[int]
+    error_rate: te.ReadOnly[float]
+    errors_by_class: te.ReadOnly[Mapping[str, int]]
+    throughput_rps: te.ReadOnly[float]
+    latency_ms: te.ReadOnly[LatencyJson]
+    latency_mean_ms: te.ReadOnly[float | None]
+    tiers: te.ReadOnly[Mapping[str, TierJson]]
+    resources: te.ReadOnly[Mapping[str, ResourceJson]]
+    kind: te.ReadOnly[NotRequired[str]]  # "users" (closed loop) or "rate" (open loop)
+    level: te.ReadOnly[NotRequired[float | None]]  # the users, or the target rate
+    late: te.ReadOnly[NotRequired[int]]
+    unsent: te.ReadOnly[NotRequired[int]]
+    bytes_per_s: te.ReadOnly[NotRequired[float]]
+    error_latency_p50_ms: te.ReadOnly[NotRequired[float | None]]
     # Each component's utilisation of what it depends on (analyze/usage.py).
-    usage: NotRequired[dict[str, Any]]
+    usage: te.ReadOnly[NotRequired[Mapping[str, Mapping[str, float]]]]
 
 
 class EndpointStepJson(TypedDict):
