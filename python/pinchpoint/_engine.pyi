@@ -58,6 +58,18 @@ class NginxScanner:
     def next_batch(self, max_lines: int) -> dict[str, Any]:
         """Up to `max_lines` lines: `rows`, the columns as bytes, the counts, `deferred`
         (bytes or None) and `done`."""
+    def next_tiers(self, max_lines: int, component: str) -> dict[str, Any]:
+        """As `next_batch`, the records as `tiers`: a TiersBatch of component `component`
+        (None when none matched) instead of the columns as bytes."""
+
+class TiersBatch:
+    """Rows of tiers.parquet built in Rust: `pyarrow.record_batch(batch)` takes them
+    through the Arrow PyCapsule interface, without a copy."""
+
+    def __len__(self) -> int: ...
+    def __arrow_c_array__(
+        self, requested_schema: object | None = None
+    ) -> tuple[object, object]: ...
 
 def expression_error(kind: str, text: str) -> str | None:
     """None if `text` compiles as a JSONPath (`kind` "json") or regular expression

@@ -388,13 +388,15 @@ def test_free_text_then_a_word_gives_the_same_records_on_runs_full_of_the_litera
     assert {row.status for row in rows} == {200, 404}
 
 
+@pytest.mark.parametrize("table_lines", [65536, 5])
 def test_the_collector_writes_the_rust_parser_s_tables_as_the_python_rows_would_be(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_lines: int
 ) -> None:
     import pyarrow.parquet as pq
 
     from pinchpoint.collect.gather import TierWriter
 
+    monkeypatch.setattr(fastlogs, "TABLE_LINES", table_lines)
     good = render(NGINX_FORMAT, BASE)
     other = render(NGINX_FORMAT, {**BASE, **tagged("pp_run=r1&pp_users=9&pp_req=1")})
     lines = [*crafted_lines(NGINX_FORMAT), other.replace("GET", "G\xe9T"), good, other]
@@ -407,7 +409,7 @@ def test_the_collector_writes_the_rust_parser_s_tables_as_the_python_rows_would_
     collector = LocalCollector([Component(name="nginx", log=Log(path=str(log), format="nginx"))])
     collector.read_whole_logs("r1")
     batches: list[object] = []
-    with TierWriter(tmp_path / "rust.parquet", req_id_offsets=offsets) as writer:
+    with TierWriter(tmp_path / "rust.parquet", group_rows=8, req_id_offsets=offsets) as writer:
         counts = collector.collect_logs(lambda b: (batches.append(type(b).__name__), writer.add(b)))
     python, rust = (
         pq.read_table(tmp_path / "python.parquet"),
@@ -415,6 +417,36 @@ def test_the_collector_writes_the_rust_parser_s_tables_as_the_python_rows_would_
     )
     assert rust.num_rows == python.num_rows > 30
     assert rust.equals(python)
-    # The Rust parser's records came as tables, the non-ASCII line it handed back as a row.
-    assert {"Table", "list"} <= set(batches)
+    # The Rust parser's records came as record batches, the non-ASCII line it handed back
+    # as a row; batches are written together in row groups of at least `group_rows`.
+    assert {"RecordBatch", "list"} <= set(batches)
+    groups = pq.ParquetFile(tmp_path / "rust.parquet").metadata.num_row_groups
+    assert groups < batches.count("RecordBatch") if table_lines == 5 else groups <= 7
     assert counts == [expected] and expected.matched == python.num_rows
+
+
+def test_next_tiers_hands_over_the_columns_next_batch_gives(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from pinchpoint.rundir.schemas import TIERS_SCHEMA
+
+    lines = [render(NGINX_FORMAT, {**BASE, **variant}) for variant in VARIANTS]
+    log = write(tmp_path / "access.log", [*lines, "garbage"])
+    scan = fastlogs.NginxScanner(str(log), 0, NGINX_FORMAT, "r1", 1 << 20, False)
+    columns = scan.next_batch(1000)
+    scan = fastlogs.NginxScanner(str(log), 0, NGINX_FORMAT, "r1", 1 << 20, False)
+    tiers = scan.next_tiers(1000, "edge")
+    assert {k: v for k, v in tiers.items() if k != "tiers"} == {
+        k: v for k, v in columns.items() if k in tiers
+    }
+    assert tiers["deferred"] is None and tiers["unparseable"] > 1
+    assert tiers["rows"] == len(tiers["tiers"]) > 3
+    batch = pa.record_batch(tiers["tiers"])
+    assert batch.schema.equals(TIERS_SCHEMA)
+    assert batch.column("component").to_pylist() == ["edge"] * tiers["rows"]
+    expected = list(fastlogs.batch_rows("edge", columns))
+    assert batch.to_pylist() == [
+        {**dict(zip(TIERS_SCHEMA.names, astuple(row), strict=True))} for row in expected
+    ]
+    # Nothing left: no batch, and the counts of nothing.
+    assert scan.next_tiers(1000, "edge")["tiers"] is None

@@ -11,6 +11,7 @@ pub mod matcher;
 pub mod scan;
 pub mod shapes;
 pub mod tag;
+pub mod tiers;
 pub mod values;
 
 use std::fs::File;
@@ -20,6 +21,7 @@ use std::path::Path;
 pub use format::{Format, FormatError};
 pub use lines::{Lines, CHUNK};
 pub use scan::{Batch, Class, Counts, Parser, Rows, Scanner, MAX_PARSE_LINE};
+pub use tiers::{tiers_batch, TIERS_SCHEMA};
 
 /// A scanner of the file at `path` from byte `offset` (see `Lines::open`).
 pub fn scan_file(

@@ -315,6 +315,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote_write::remote_write_read, m)?)?;
     m.add_class::<LoadRun>()?;
     m.add_class::<logs::NginxScanner>()?;
+    m.add_class::<logs::TiersBatch>()?;
     m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;
     Ok(())
 }

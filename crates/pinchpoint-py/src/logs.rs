@@ -1,14 +1,17 @@
 //! `pinchpoint._engine.NginxScanner`: an nginx access log scanned in Rust, in batches of
-//! columns, with the GIL released while it reads and parses.
+//! columns, with the GIL released while it reads and parses; `TiersBatch`: a batch's
+//! records as `tiers.parquet`'s columns, handed to pyarrow without a copy.
 
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use pinchpoint_logs::{scan_file, Format, Parser, Scanner};
+use arrow_array::ffi::to_ffi;
+use arrow_array::{Array, RecordBatch, StructArray};
+use pinchpoint_logs::{scan_file, tiers_batch, Batch, Format, Parser, Scanner};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyCapsule, PyDict};
 
 /// The records of one run in one nginx access log, from a byte offset on.
 #[pyclass(module = "pinchpoint._engine")]
@@ -69,16 +72,9 @@ impl NginxScanner {
     /// (from 1 at the batch's first counted line); `deferred`, a line left to the Python
     /// parser, which ends the batch, or None; and `done`.
     fn next_batch<'py>(&self, py: Python<'py>, max_lines: usize) -> PyResult<Bound<'py, PyDict>> {
-        let batch = py.allow_threads(|| {
-            let mut scanner = self
-                .inner
-                .lock()
-                .map_err(|_| PyRuntimeError::new_err("poisoned"))?;
-            scanner.next_batch(max_lines).map_err(PyErr::from)
-        })?;
-        let d = PyDict::new(py);
+        let batch = py.allow_threads(|| self.scan(max_lines))?;
+        let d = counts(py, &batch)?;
         let r = &batch.rows;
-        d.set_item("rows", r.len())?;
         d.set_item("users", column(py, &r.users, u32::to_ne_bytes))?;
         d.set_item("duration_s", column(py, &r.duration_s, f64::to_ne_bytes))?;
         for (name, (data, valid)) in [
@@ -90,19 +86,91 @@ impl NginxScanner {
             d.set_item(name, data)?;
             d.set_item(format!("{name}_valid"), valid)?;
         }
-        let c = &batch.counts;
-        d.set_item("read", batch.read)?;
-        d.set_item("lines", c.lines)?;
-        d.set_item("matched", c.matched)?;
-        d.set_item("other_run", c.other_run)?;
-        d.set_item("untagged", c.untagged)?;
-        d.set_item("unparseable", c.unparseable)?;
-        d.set_item("unparseable_lines", batch.unparseable_lines)?;
-        d.set_item(
-            "deferred",
-            batch.deferred.map(|line| PyBytes::new(py, &line)),
-        )?;
-        d.set_item("done", batch.done)?;
         Ok(d)
+    }
+
+    /// As `next_batch`, the records as `tiers` instead of columns of bytes: a `TiersBatch`
+    /// of `tiers.parquet`'s columns for component `component`, or None when none matched.
+    fn next_tiers<'py>(
+        &self,
+        py: Python<'py>,
+        max_lines: usize,
+        component: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (batch, tiers) = py.allow_threads(|| {
+            let mut batch = self.scan(max_lines)?;
+            let rows = std::mem::take(&mut batch.rows);
+            let tiers = (!rows.is_empty()).then(|| tiers_batch(component, rows));
+            Ok::<_, PyErr>((batch, tiers))
+        })?;
+        let tiers = tiers
+            .transpose()
+            .map_err(|e| PyRuntimeError::new_err(format!("tiers batch of {component}: {e}")))?;
+        let d = counts(py, &batch)?;
+        d.set_item("rows", tiers.as_ref().map_or(0, RecordBatch::num_rows))?;
+        d.set_item("tiers", tiers.map(|batch| TiersBatch { batch }))?;
+        Ok(d)
+    }
+}
+
+impl NginxScanner {
+    fn scan(&self, max_lines: usize) -> PyResult<Batch> {
+        let mut scanner = self
+            .inner
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("poisoned"))?;
+        scanner.next_batch(max_lines).map_err(PyErr::from)
+    }
+}
+
+/// What a batch read, with its rows' number but not its rows: see `next_batch`.
+fn counts<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let c = &batch.counts;
+    d.set_item("rows", batch.rows.len())?;
+    d.set_item("read", batch.read)?;
+    d.set_item("lines", c.lines)?;
+    d.set_item("matched", c.matched)?;
+    d.set_item("other_run", c.other_run)?;
+    d.set_item("untagged", c.untagged)?;
+    d.set_item("unparseable", c.unparseable)?;
+    d.set_item("unparseable_lines", &batch.unparseable_lines)?;
+    d.set_item(
+        "deferred",
+        batch.deferred.as_ref().map(|line| PyBytes::new(py, line)),
+    )?;
+    d.set_item("done", batch.done)?;
+    Ok(d)
+}
+
+/// Rows of `tiers.parquet` built in Rust; `pyarrow.record_batch(tiers)` takes them
+/// through the Arrow PyCapsule interface, without a copy.
+#[pyclass(module = "pinchpoint._engine", frozen)]
+pub struct TiersBatch {
+    batch: RecordBatch,
+}
+
+#[pymethods]
+impl TiersBatch {
+    fn __len__(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    /// The batch as a struct array of the Arrow C data interface: the capsules of its
+    /// schema and of its array. `requested_schema` is ignored (the schema is fixed).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        let _ = requested_schema;
+        let array = StructArray::from(self.batch.clone()).into_data();
+        let (array, schema) =
+            to_ffi(&array).map_err(|e| PyRuntimeError::new_err(format!("tiers batch: {e}")))?;
+        Ok((
+            PyCapsule::new(py, schema, Some(c"arrow_schema".to_owned()))?,
+            PyCapsule::new(py, array, Some(c"arrow_array".to_owned()))?,
+        ))
     }
 }

@@ -57,7 +57,8 @@ class Overlay(Protocol):
 
 
 class TierWriter(Closing):
-    """Writes tiers.parquet in row groups, so rows are never all held in memory.
+    """Writes tiers.parquet in row groups of about `group_rows` rows, so rows are never
+    all held in memory.
 
     `req_id_offsets` maps a level's users to what its requests' ids were shifted by in
     requests.parquet (a knee search numbers each probe's requests from 0); a record's id
@@ -72,21 +73,32 @@ class TierWriter(Closing):
         self._writer = pq.ParquetWriter(path, TIERS_SCHEMA)
         self._group_rows = group_rows
         self._offsets = {u: o for u, o in (req_id_offsets or {}).items() if o}
+        # Rows not written yet, in the order they came: TierRows, or tables of columns.
         self._pending: list[TierRow] = []
+        self._tables: list[pa.Table] = []
+        self._table_rows = 0
         self.rows = 0
 
-    def add(self, rows: Sequence[TierRow] | pa.Table) -> None:
-        """Rows, or a table of tiers.parquet's columns (written as it is, its ids shifted
-        as rows' are)."""
+    def add(self, rows: Sequence[TierRow] | pa.Table | pa.RecordBatch) -> None:
+        """Rows, or a table or record batch of tiers.parquet's columns (written as they
+        are, their ids shifted as rows' are)."""
+        if isinstance(rows, pa.RecordBatch):
+            rows = pa.Table.from_batches([rows])
         if isinstance(rows, pa.Table):
-            self._flush()
+            if rows.num_rows == 0:
+                return
+            self._flush_rows()
             self.rows += rows.num_rows
-            self._writer.write_table(self._shifted(rows))
+            self._tables.append(rows)
+            self._table_rows += rows.num_rows
+            if self._table_rows >= self._group_rows:
+                self._flush_tables()
             return
+        self._flush_tables()
         self._pending.extend(rows)
         self.rows += len(rows)
         if len(self._pending) >= self._group_rows:
-            self._flush()
+            self._flush_rows()
 
     def _shifted(self, table: pa.Table) -> pa.Table:
         if not self._offsets:
@@ -101,10 +113,19 @@ class TierWriter(Closing):
     def close(self) -> None:
         if self.rows == 0:
             self._writer.write_table(TIERS_SCHEMA.empty_table())
-        self._flush()
+        self._flush_rows()
+        self._flush_tables()
         self._writer.close()
 
-    def _flush(self) -> None:
+    def _flush_tables(self) -> None:
+        if not self._tables:
+            return
+        table = pa.concat_tables(self._tables)
+        self._writer.write_table(self._shifted(table), row_group_size=table.num_rows)
+        self._tables = []
+        self._table_rows = 0
+
+    def _flush_rows(self) -> None:
         if not self._pending:
             return
         columns: dict[str, list[Any]] = {name: [] for name in TIERS_SCHEMA.names}

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-import numpy as np
 import pyarrow as pa
 
 from pinchpoint.collect.logs import reader as logs
@@ -40,6 +39,9 @@ except (ImportError, AttributeError):  # the compiled module is not built (or pr
 
 # Lines per batch: the collector's `tick` is called about this often.
 BATCH_LINES = 4096
+# Lines per batch when the records go to tiers.parquet: the fewer batches, the fewer
+# calls from Python and the fewer, larger row groups.
+TABLE_LINES = 65536
 # Python 3.12's sum() of floats is compensated; the Rust parser sums retries the same way.
 _COMPENSATED_SUM = sys.version_info >= (3, 12)
 
@@ -94,16 +96,18 @@ def _scan(
     counts: FileCounts,
     tick: Callable[[], None] | None,
     batch_lines: int,
+    tiers: bool = False,
 ) -> Iterator[dict[str, Any] | list[TierRow]]:
-    """The Rust parser's batches of columns, each line it hands back parsed here as a
-    row in its place; `counts` complete once exhausted."""
+    """The Rust parser's batches (of columns of bytes, or with `tiers` of a `TiersBatch`
+    of component `name`), each line it hands back parsed here as a row in its place;
+    `counts` complete once exhausted."""
     # Only reached when the scanner is there: the caller checks.
     scanner = cast("type[_engine.NginxScanner]", NginxScanner)(
         str(path), offset, parser.log_format, run_id, logs.MAX_LINE_BYTES, _COMPENSATED_SUM
     )
     since_tick = 0
     while True:
-        batch = scanner.next_batch(batch_lines)
+        batch = scanner.next_tiers(batch_lines, name) if tiers else scanner.next_batch(batch_lines)
         _add_counts(counts, batch)
         if batch["rows"]:
             yield batch
@@ -133,37 +137,26 @@ def _add_counts(counts: FileCounts, batch: dict[str, Any]) -> None:
 
 def match_file_batches(
     name: str, path: str | Path, offset: int, parser: LineParser, run_id: str, counts: FileCounts
-) -> Iterator[pa.Table | list[TierRow]] | None:
-    """As `match_file`, the records in batches: the Rust parser's as tables of
-    tiers.parquet's columns (no object per record), a line it handed back as a row.
-    None if it cannot read this log."""
+) -> Iterator[pa.RecordBatch | list[TierRow]] | None:
+    """As `match_file`, the records in batches: the Rust parser's as record batches of
+    tiers.parquet's columns, built in Rust and taken through the Arrow C data interface
+    (no object per record nor per line); a line it handed back as a row. None if it
+    cannot read this log."""
     if NginxScanner is None or not isinstance(parser, NginxParser):
         return None
-    scanned = _scan(name, path, offset, parser, run_id, counts, None, BATCH_LINES)
-    return (batch_table(name, b) if isinstance(b, dict) else b for b in scanned)
+    scanned = _scan(name, path, offset, parser, run_id, counts, None, TABLE_LINES, tiers=True)
+    return (tiers_batch(b) if isinstance(b, dict) else b for b in scanned)
 
 
-def batch_table(name: str, batch: dict[str, Any]) -> pa.Table:
-    """One batch of the Rust parser's columns as a table of tiers.parquet's columns."""
-    n = batch["rows"]
-
-    def column(key: str, dtype: type[np.generic], kind: pa.DataType) -> pa.Array:
-        values = np.frombuffer(batch[key], dtype=dtype)
-        valid = batch.get(key + "_valid")
-        mask = None if valid is None else np.frombuffer(valid, dtype=np.uint8) == 0
-        return pa.array(values, type=kind, mask=mask)
-
-    columns = {
-        "component": pa.array([name] * n, pa.string()),
-        "users": column("users", np.uint32, pa.uint32()),
-        "req_id": column("req_id", np.uint64, pa.uint64()),
-        "ts": column("ts", np.float64, pa.float64()),
-        "duration_s": column("duration_s", np.float64, pa.float64()),
-        "upstream_s": column("upstream_s", np.float64, pa.float64()),
-        "status": column("status", np.int32, pa.int32()),
-    }
-    nulls = {f.name: pa.nulls(n, f.type) for f in TIERS_SCHEMA if f.name not in columns}
-    return pa.Table.from_pydict({**columns, **nulls}, schema=TIERS_SCHEMA)
+def tiers_batch(batch: dict[str, Any]) -> pa.RecordBatch:
+    """The record batch of a batch `next_tiers` gave."""
+    table = pa.record_batch(batch["tiers"])
+    if not table.schema.equals(TIERS_SCHEMA):
+        raise RuntimeError(
+            f"the Rust parser's batch has columns {table.schema}, not tiers.parquet's "
+            f"{TIERS_SCHEMA}: the compiled module is older than this code; rebuild it"
+        )
+    return table
 
 
 def batch_rows(name: str, batch: dict[str, Any]) -> Iterator[TierRow]:

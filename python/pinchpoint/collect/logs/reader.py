@@ -129,9 +129,9 @@ class TierRow:
     parent: str | None = None
 
 
-# What a collector hands the run's tiers.parquet at once: rows, or a table of its
-# columns (the Rust nginx parser's records, with no object per record).
-TierBatch = list[TierRow] | pa.Table
+# What a collector hands the run's tiers.parquet at once: rows, or a table or record batch
+# of its columns (the Rust nginx parser's records, with no object per record).
+TierBatch = list[TierRow] | pa.Table | pa.RecordBatch
 
 
 @dataclass
