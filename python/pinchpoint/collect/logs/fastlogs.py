@@ -33,8 +33,9 @@ NginxScanner: type[_engine.NginxScanner] | None
 try:
     from pinchpoint import _engine as _compiled
 
-    NginxScanner = _compiled.NginxScanner
-except (ImportError, AttributeError):  # the compiled module is not built (or predates the scanner)
+    # A module built before the scanner's record batches (TiersBatch) is not used.
+    NginxScanner = _compiled.NginxScanner if hasattr(_compiled, "TiersBatch") else None
+except ImportError:  # the compiled module is not built
     NginxScanner = None
 
 # Lines per batch: the collector's `tick` is called about this often.
@@ -150,13 +151,13 @@ def match_file_batches(
 
 def tiers_batch(batch: dict[str, Any]) -> pa.RecordBatch:
     """The record batch of a batch `next_tiers` gave."""
-    table = pa.record_batch(batch["tiers"])
-    if not table.schema.equals(TIERS_SCHEMA):
+    records = pa.record_batch(batch["tiers"])
+    if not records.schema.equals(TIERS_SCHEMA):
         raise RuntimeError(
-            f"the Rust parser's batch has columns {table.schema}, not tiers.parquet's "
-            f"{TIERS_SCHEMA}: the compiled module is older than this code; rebuild it"
+            f"the Rust parser's batch has columns {records.schema}, not tiers.parquet's "
+            f"{TIERS_SCHEMA}: the compiled module does not match this code; rebuild it"
         )
-    return table
+    return records
 
 
 def batch_rows(name: str, batch: dict[str, Any]) -> Iterator[TierRow]:
