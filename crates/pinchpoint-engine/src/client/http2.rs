@@ -394,4 +394,19 @@ mod tests {
         let untagged = build(&prepared(&[]), None).expect("built").head;
         assert!(untagged.headers().get("traceparent").is_none());
     }
+
+    #[test]
+    fn a_kept_text_makes_the_same_request_again_and_holds_only_the_last_one() {
+        let (plain, tag) = (prepared(&[("accept", "*/*")]), Tag::new("r", TagLevel::Users(3), 7));
+        let mut text = Text::default();
+        text.write(&plain, "http", "h:1", (Some(&tag), true));
+        let (first, again) = (text.request(&plain, Bytes::new()).expect("made"), text.request(&plain, Bytes::new()).expect("made"));
+        assert_eq!(again.head.uri(), first.head.uri());
+        assert_eq!(again.head.headers(), first.head.headers());
+        assert_eq!(again.head.headers()["x-pinchpoint"], "run=r; users=3; req=7");
+        text.write(&plain, "http", "h:1", (None, true));
+        let untagged = text.request(&plain, Bytes::new()).expect("made").head;
+        assert_eq!(untagged.uri(), "http://h:1/a");
+        assert_eq!(untagged.headers().keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["accept"]);
+    }
 }
