@@ -3,11 +3,12 @@
 nginx (one worker, `return 200 "ok"`, h2c by prior knowledge) is pinned to one core; each
 generator in turn to the other, with 50 connections carrying 1 stream each, then 10
 streams each (500 requests in flight), interleaved over several rounds. Both count their
-whole process's CPU by wait4 (pinchpoint's start-up and summary included). Printed per
+whole process's CPU by wait4 (pinchpoint's start-up and summary included: ~0.3 CPU-s
+whatever the round's length, hence rounds of 10 s). Printed per
 round and as medians: requests/s, requests per generator CPU-second, nginx's CPU (which
 side was the limit), then pinchpoint's ratio to h2load.
 
-    .venv/bin/python bench/h2_vs_h2load.py --seconds 5 --rounds 3
+    .venv/bin/python bench/h2_vs_h2load.py --seconds 10 --rounds 3
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     if (os.cpu_count() or 1) < 2:

@@ -39,17 +39,6 @@ pub struct Outbound {
     pub body: Bytes,
 }
 
-impl Outbound {
-    /// The same request again (its body and URI shared, its fields copied).
-    pub fn copy(&self) -> Outbound {
-        let mut head = Request::new(());
-        *head.method_mut() = self.head.method().clone();
-        *head.uri_mut() = self.head.uri().clone();
-        *head.headers_mut() = self.head.headers().clone();
-        Outbound { head, body: self.body.clone() }
-    }
-}
-
 /// A handle on a connection's streams; cloned for each holder.
 #[derive(Clone)]
 pub struct Sender {

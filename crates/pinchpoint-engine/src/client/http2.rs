@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use h2::RecvStream;
-use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
+use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::{Method, Request, Uri};
 
 use crate::client::h2conn::{self, Io, Outbound, Sender};
@@ -161,79 +161,102 @@ fn connection_specific(name: &str) -> bool {
     .any(|n| name.eq_ignore_ascii_case(n))
 }
 
-/// The request as HTTP/2 sends it: `scheme` and `authority` (the plan's `Host`, if it
-/// sets one) give the pseudo-headers, the tag goes in the query and `X-Pinchpoint`, with
-/// the trace context in `traceparent` and `baggage`.
-pub fn build(
-    prepared: &Prepared,
-    scheme: &str,
-    authority: &str,
-    tag: Option<&Tag>,
-) -> Result<Outbound, ErrorClass> {
-    build_with(prepared, scheme, authority, (tag, true), Bytes::copy_from_slice(&prepared.body))
-}
-
-/// As [`build`], with `body`; the tag in the query too unless `in_query` is false (a
-/// gRPC path names the method, and nothing may follow it).
+/// The request as HTTP/2 sends it, with `body`: `scheme` and `authority` (the plan's
+/// `Host`, if it sets one) give the pseudo-headers, the tag goes in `X-Pinchpoint`, with
+/// the trace context in `traceparent` and `baggage`, and in the query too unless
+/// `in_query` is false (a gRPC path names the method, and nothing may follow it).
 pub fn build_with(
     prepared: &Prepared,
     scheme: &str,
     authority: &str,
-    (tag, in_query): (Option<&Tag>, bool),
+    tag: (Option<&Tag>, bool),
     body: Bytes,
 ) -> Result<Outbound, ErrorClass> {
-    let authority = prepared
-        .fields
-        .iter()
-        .rfind(|(k, _)| k.eq_ignore_ascii_case("host"))
-        .map_or(authority, |(_, v)| v.as_str());
-    let mut uri = Vec::with_capacity(scheme.len() + authority.len() + prepared.path.len() + 64);
-    uri.extend_from_slice(scheme.as_bytes());
-    uri.extend_from_slice(b"://");
-    uri.extend_from_slice(authority.as_bytes());
-    uri.extend_from_slice(prepared.path.as_bytes());
-    if let (Some(tag), true) = (tag, in_query) {
-        uri.push(prepared.query_sep as u8);
-        push_tag_values(&mut uri, b"pp_run=", b"&pp_", tag);
-    }
-    let uri = Uri::from_maybe_shared(Bytes::from(uri)).map_err(|_| ErrorClass::Io)?;
-    let method = Method::from_bytes(prepared.method.as_bytes()).map_err(|_| ErrorClass::Io)?;
-    let mut request = Request::builder().method(method).uri(uri);
-    let headers = request.headers_mut().expect("a valid method and URI");
-    for (k, v) in &prepared.fields {
-        if connection_specific(k) {
-            continue;
+    let mut text = Text::default();
+    text.write(prepared, scheme, authority, tag);
+    text.request(prepared, body)
+}
+
+/// A request's own text: its URI and its tag's fields, written once a request into
+/// buffers kept from one request to the next, and the request made from them (again,
+/// should its connection never send it).
+#[derive(Default)]
+pub struct Text {
+    uri: Vec<u8>,
+    /// `X-Pinchpoint`, `traceparent` and `baggage`; empty when the request has none.
+    pinchpoint: Vec<u8>,
+    traceparent: Vec<u8>,
+    baggage: Vec<u8>,
+}
+
+impl Text {
+    /// Writes the URI and the tag's fields of `prepared` with `tag`, replacing what the
+    /// text held; the tag in the query too if `in_query`.
+    pub fn write(&mut self, prepared: &Prepared, scheme: &str, authority: &str, (tag, in_query): (Option<&Tag>, bool)) {
+        let authority = prepared
+            .fields
+            .iter()
+            .rfind(|(k, _)| k.eq_ignore_ascii_case("host"))
+            .map_or(authority, |(_, v)| v.as_str());
+        let uri = &mut self.uri;
+        uri.clear();
+        uri.extend_from_slice(scheme.as_bytes());
+        uri.extend_from_slice(b"://");
+        uri.extend_from_slice(authority.as_bytes());
+        uri.extend_from_slice(prepared.path.as_bytes());
+        self.pinchpoint.clear();
+        self.traceparent.clear();
+        self.baggage.clear();
+        let Some(tag) = tag else { return };
+        if in_query {
+            uri.push(prepared.query_sep as u8);
+            push_tag_values(uri, b"pp_run=", b"&pp_", tag);
         }
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| ErrorClass::Io)?;
-        let value = HeaderValue::from_str(v).map_err(|_| ErrorClass::Io)?;
-        headers.insert(name, value);
+        push_tag_values(&mut self.pinchpoint, b"run=", b"; ", tag);
+        if !prepared.has_traceparent {
+            push_traceparent(&mut self.traceparent, tag);
+        }
+        if !prepared.has_baggage {
+            push_baggage(&mut self.baggage, tag);
+        }
     }
-    if let Some(tag) = tag {
+
+    /// The request `prepared` names, with the text written last and `body`.
+    pub fn request(&self, prepared: &Prepared, body: Bytes) -> Result<Outbound, ErrorClass> {
+        let uri = Uri::from_maybe_shared(Bytes::copy_from_slice(&self.uri)).map_err(|_| ErrorClass::Io)?;
+        let method = Method::from_bytes(prepared.method.as_bytes()).map_err(|_| ErrorClass::Io)?;
+        let mut headers = HeaderMap::with_capacity(prepared.fields.len() + 3);
+        for (k, v) in &prepared.fields {
+            if connection_specific(k) {
+                continue;
+            }
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| ErrorClass::Io)?;
+            let value = HeaderValue::from_str(v).map_err(|_| ErrorClass::Io)?;
+            headers.insert(name, value);
+        }
         // Each request's own values are never indexed by HPACK: in its table they would
         // push out the fields every request repeats, sent as one byte each while there.
-        let own = |value: Vec<u8>| {
-            let mut value = HeaderValue::from_maybe_shared(Bytes::from(value)).map_err(|_| ErrorClass::Io)?;
+        let own = |value: &[u8]| {
+            let mut value = HeaderValue::from_bytes(value).map_err(|_| ErrorClass::Io)?;
             value.set_sensitive(true);
             Ok::<_, ErrorClass>(value)
         };
-        let mut value = Vec::with_capacity(64);
-        push_tag_values(&mut value, b"run=", b"; ", tag);
-        headers.insert(HeaderName::from_static("x-pinchpoint"), own(value)?);
-        if !prepared.has_traceparent {
-            let mut value = Vec::with_capacity(55);
-            push_traceparent(&mut value, tag);
-            headers.insert(HeaderName::from_static("traceparent"), own(value)?);
+        if !self.pinchpoint.is_empty() {
+            headers.insert(HeaderName::from_static("x-pinchpoint"), own(&self.pinchpoint)?);
         }
-        if !prepared.has_baggage {
-            let mut value = Vec::with_capacity(64);
-            push_baggage(&mut value, tag);
-            let value = HeaderValue::from_bytes(&value).map_err(|_| ErrorClass::Io)?;
+        if !self.traceparent.is_empty() {
+            headers.insert(HeaderName::from_static("traceparent"), own(&self.traceparent)?);
+        }
+        if !self.baggage.is_empty() {
+            let value = HeaderValue::from_bytes(&self.baggage).map_err(|_| ErrorClass::Io)?;
             headers.insert(HeaderName::from_static("baggage"), value);
         }
+        let mut head = Request::new(());
+        *head.method_mut() = method;
+        *head.uri_mut() = uri;
+        *head.headers_mut() = headers;
+        Ok(Outbound { head, body })
     }
-    headers.remove(HOST);
-    let head = request.body(()).map_err(|_| ErrorClass::Io)?;
-    Ok(Outbound { head, body })
 }
 
 /// Why an exchange failed.
@@ -352,19 +375,38 @@ mod tests {
         Prepared::new(&spec, Duration::from_secs(1)).expect("a valid request")
     }
 
+    fn build(prepared: &Prepared, tag: Option<&Tag>) -> Result<Outbound, ErrorClass> {
+        build_with(prepared, "http", "h:1", (tag, true), Bytes::new())
+    }
+
     #[test]
     fn a_tagged_request_carries_the_tag_and_the_trace_context() {
         let tag = Tag::new("r", TagLevel::Rate("2.5"), 4);
-        let request = build(&prepared(&[]), "http", "h:1", Some(&tag)).expect("built").head;
+        let request = build(&prepared(&[]), Some(&tag)).expect("built").head;
         assert_eq!(request.uri(), "http://h:1/a?pp_run=r&pp_rate=2.5&pp_req=4");
         let headers = request.headers();
         assert_eq!(headers["x-pinchpoint"], "run=r; rate=2.5; req=4");
         let parent = format!("00-{:016x}0000000000000004-0000000000000009-01", trace_run_half("r"));
         assert_eq!(headers["traceparent"], parent.as_str());
         assert_eq!(headers["baggage"], "pp.run=r,pp.rate=2.5");
-        let own = build(&prepared(&[("traceparent", "00-a-b-00")]), "http", "h:1", Some(&tag)).expect("built").head;
+        let own = build(&prepared(&[("traceparent", "00-a-b-00")]), Some(&tag)).expect("built").head;
         assert_eq!(own.headers()["traceparent"], "00-a-b-00");
-        let untagged = build(&prepared(&[]), "http", "h:1", None).expect("built").head;
+        let untagged = build(&prepared(&[]), None).expect("built").head;
         assert!(untagged.headers().get("traceparent").is_none());
+    }
+
+    #[test]
+    fn a_kept_text_makes_the_same_request_again_and_holds_only_the_last_one() {
+        let (plain, tag) = (prepared(&[("accept", "*/*")]), Tag::new("r", TagLevel::Users(3), 7));
+        let mut text = Text::default();
+        text.write(&plain, "http", "h:1", (Some(&tag), true));
+        let (first, again) = (text.request(&plain, Bytes::new()).expect("made"), text.request(&plain, Bytes::new()).expect("made"));
+        assert_eq!(again.head.uri(), first.head.uri());
+        assert_eq!(again.head.headers(), first.head.headers());
+        assert_eq!(again.head.headers()["x-pinchpoint"], "run=r; users=3; req=7");
+        text.write(&plain, "http", "h:1", (None, true));
+        let untagged = text.request(&plain, Bytes::new()).expect("made").head;
+        assert_eq!(untagged.uri(), "http://h:1/a");
+        assert_eq!(untagged.headers().keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["accept"]);
     }
 }

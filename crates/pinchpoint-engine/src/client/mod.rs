@@ -13,6 +13,7 @@ pub mod ws;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
@@ -121,6 +122,8 @@ pub struct Outgoing {
     bytes: Vec<u8>,
     /// HTTP/2: the request, or why it could not be made.
     h2: Option<Result<Outbound, ErrorClass>>,
+    /// HTTP/2: the request's own text, to make it again.
+    text: http2::Text,
 }
 
 impl Target {
@@ -169,7 +172,8 @@ impl Target {
     /// Lays out `prepared` with `tag` into `out`, replacing what it held.
     pub fn build(&self, prepared: &Prepared, tag: Option<&Tag>, out: &mut Outgoing) {
         if self.h2.is_some() {
-            out.h2 = Some(http2::build(prepared, self.scheme(), &self.host, tag));
+            out.text.write(prepared, self.scheme(), &self.host, (tag, true));
+            out.h2 = Some(out.text.request(prepared, Bytes::copy_from_slice(&prepared.body)));
         } else {
             http1::build(prepared, &self.host, tag, &mut out.bytes);
         }
@@ -227,14 +231,15 @@ impl Target {
             Conn::H2(c) => {
                 let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
                 let request = out.h2.take().ok_or(ErrorClass::Io)??;
+                let text = &out.text;
                 Box::pin(async move {
-                    let again = request.copy();
                     match http2::exchange(c, request, keep.as_deref_mut()).await {
                         Err(Failure::Refused) => {
                             pool.reconnect(c, self.stream(prepared.timeout)).await?;
                             if let Some(kept) = keep.as_deref_mut() {
                                 kept.clear();
                             }
+                            let again = text.request(prepared, Bytes::copy_from_slice(&prepared.body))?;
                             http2::exchange(c, again, keep).await.map_err(Failure::class)
                         }
                         done => done.map_err(Failure::class),
