@@ -8,8 +8,8 @@ many commands at once as the pool holds while the app's requests pile up waiting
 from __future__ import annotations
 
 from pinchpoint.analyze.causes import CAUSES, Ask, Cause
+from pinchpoint.analyze.causes.cause import Finding
 from pinchpoint.analyze.context import Context, busy_of, load_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.verdict import decide
 
 # Requests inside the app past this many times what Redis serves at once wait for a

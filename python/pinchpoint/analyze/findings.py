@@ -1,37 +1,13 @@
-"""A finding of the verdict, and the worker count that Little's law gives from peak
-throughput × minimal latency."""
+"""How findings say their numbers: a share as a percentage, and the worker count that
+Little's law gives from peak throughput × minimal latency. A finding itself is
+`causes/cause.py`'s, beside the cause it names."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pinchpoint.analyze.context import ms_text
 from pinchpoint.rundir.shapes import StepJson
-
-if TYPE_CHECKING:
-    from pinchpoint.analyze.causes.cause import Cause
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What limits a component. Built once: a stage that says more makes a new one
-    (`dataclasses.replace`)."""
-
-    component: str
-    cause: Cause  # what it names; verdict.json shows its `resource`
-    starts_at_users: int
-    evidence: Sequence[str]
-    name: str  # for the headline: "Bottleneck: <name> from <n> users"
-    summary: str
-    # Open loop: the target rate (requests/s) of the step where it starts.
-    starts_at_rate: float | None = None
-
-    @property
-    def resource(self) -> str:
-        """The resource as verdict.json names it."""
-        return self.cause.resource
 
 
 def pct(share: float) -> str:

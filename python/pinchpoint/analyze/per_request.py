@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from pinchpoint.analyze.causes.cause import Finding
 from pinchpoint.analyze.context import Context, level_of, load_text, ms_text, tier_cost
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
     DOMINATES,
@@ -26,7 +26,7 @@ from pinchpoint.analyze.usage import process_group
 from pinchpoint.rundir.shapes import EndpointJson, EndpointStepJson, StepJson
 
 if TYPE_CHECKING:
-    from pinchpoint.analyze.causes.registry import Registry
+    from pinchpoint.analyze.causes.cause import TierCauses
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class InRequest:
 
 
 def request_cause(
-    grown: Grown, steps: list[StepJson], ctx: Context, causes: Registry
+    grown: Grown, steps: list[StepJson], ctx: Context, causes: TierCauses
 ) -> InRequest | None:
     """What the tier the request's time grows in is limited by, asked of `causes`; None
     when no tier logged this request."""

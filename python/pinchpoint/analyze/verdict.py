@@ -8,6 +8,7 @@ from typing import Any
 
 from pinchpoint.analyze.carrier import carrying_request
 from pinchpoint.analyze.causes import CAUSES, Judged, Registry, RunAsk
+from pinchpoint.analyze.causes.cause import Finding
 from pinchpoint.analyze.causes.cpu import cpu_contended
 from pinchpoint.analyze.causes.generator import generator_check
 from pinchpoint.analyze.causes.own_time import own_time
@@ -21,7 +22,7 @@ from pinchpoint.analyze.context import (
     tier_cost,
 )
 from pinchpoint.analyze.decision import Decision, decided, findings_json
-from pinchpoint.analyze.findings import Finding, workers_estimate
+from pinchpoint.analyze.findings import workers_estimate
 from pinchpoint.analyze.thresholds import (
     CPU_NEED,
     EXPLAINS,

@@ -21,7 +21,7 @@ from typing import Any
 
 from pinchpoint.analyze.causes.callee import CALLEE
 from pinchpoint.analyze.causes.callee_pool import CALLEE_POOL
-from pinchpoint.analyze.causes.cause import Ask, Cause, Judged, RunAsk
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding, Judged, RunAsk
 from pinchpoint.analyze.causes.connections import CONNECTION_POOL
 from pinchpoint.analyze.causes.cpu import HOST_CPU
 from pinchpoint.analyze.causes.cpu_quota import CPU_QUOTA
@@ -41,7 +41,6 @@ from pinchpoint.analyze.causes.registry import Registry
 from pinchpoint.analyze.causes.serialized import SERIALIZED
 from pinchpoint.analyze.causes.wait_chain import ONE_CORE
 from pinchpoint.analyze.context import Context
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.rundir.shapes import StepJson
 
 __all__ = ["CAUSES", "Ask", "Cause", "Judged", "Registry", "RunAsk", "tier_cause"]

@@ -3,12 +3,11 @@ callers queue for it while its own time stays flat."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.cpu import host_saturated
 from pinchpoint.analyze.causes.queues import queue_grows, queue_onset
 from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, busy_of, load_text, ms_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.usage import host_use
 from pinchpoint.rundir.shapes import StepJson
 

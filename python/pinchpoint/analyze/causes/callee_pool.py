@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.cpu import CPU_LINES_READS
 from pinchpoint.analyze.causes.pool import pool_or_cpu
 from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, busy_of, load_text, logged_callees, workers_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import POOL_FULL
 from pinchpoint.analyze.usage import process_group
 from pinchpoint.rundir.shapes import StepJson

@@ -5,16 +5,14 @@ with a finding of it (hot code, the database's inside, the effect of its advice)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pinchpoint.analyze.context import Context
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.rundir.shapes import StepJson
 
 if TYPE_CHECKING:
-    from pinchpoint.analyze.causes.registry import Registry
     from pinchpoint.analyze.ceilings import Prediction
 
 # Where the verdict asks a cause: `run`, of the whole run before any tier (the first that
@@ -24,6 +22,39 @@ if TYPE_CHECKING:
 Scope = Literal["run", "tier", "beside", "within"]
 # What the database's samples add to a finding on a database (analyze/database/evidence.py).
 DatabaseInside = Literal["locks", "statements"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What limits a component. Built once: a stage that says more makes a new one
+    (`dataclasses.replace`)."""
+
+    component: str
+    cause: Cause  # what it names; verdict.json shows its `resource`
+    starts_at_users: int
+    evidence: Sequence[str]
+    name: str  # for the headline: "Bottleneck: <name> from <n> users"
+    summary: str
+    # Open loop: the target rate (requests/s) of the step where it starts.
+    starts_at_rate: float | None = None
+
+    @property
+    def resource(self) -> str:
+        """The resource as verdict.json names it."""
+        return self.cause.resource
+
+
+class TierCauses(Protocol):
+    """What a run cause may ask of the registry: the tier cause that names a tier's growth."""
+
+    def tier_finding(
+        self,
+        tier: str,
+        steps: list[StepJson],
+        onset: StepJson,
+        ctx: Context,
+        estimate: dict[str, Any] | None,
+    ) -> Finding: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +79,7 @@ class RunAsk:
     steps: list[StepJson]
     ctx: Context
     generator: dict[str, Any]
-    causes: Registry
+    causes: TierCauses
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.cpu import CPU_LINES_READS, cpu_lines
 from pinchpoint.analyze.ceilings import (
     Prediction,
@@ -22,7 +22,6 @@ from pinchpoint.analyze.ceilings import (
     workers_ceiling,
 )
 from pinchpoint.analyze.context import Context, busy_of, load_text, ms_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CARRIES,
     CPU_BOUND,

@@ -11,7 +11,7 @@ time rose past its threshold.
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause
+from pinchpoint.analyze.causes.cause import Cause, Finding
 from pinchpoint.analyze.context import (
     Context,
     from_onset,
@@ -21,7 +21,6 @@ from pinchpoint.analyze.context import (
     resource_of,
     tier_cost,
 )
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CPU_PRESSURE_RISE,
     CPU_PRESSURE_SATURATED,

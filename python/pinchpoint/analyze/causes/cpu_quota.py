@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.ceilings import predict_quota
 from pinchpoint.analyze.context import Context, below, cpu_of, load_text, rate_of, resource_of
-from pinchpoint.analyze.findings import Finding, pct
+from pinchpoint.analyze.findings import pct
 from pinchpoint.analyze.thresholds import AT_QUOTA, HALF_USED, THROTTLED, THROTTLED_GROWTH
 from pinchpoint.analyze.usage import process_group as host_of
 from pinchpoint.rundir.shapes import StepJson

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.context import (
     Context,
     below,
@@ -12,7 +12,6 @@ from pinchpoint.analyze.context import (
     rate_of,
     resource_of,
 )
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import LOCK_WAITS
 from pinchpoint.rundir.shapes import StepJson
 

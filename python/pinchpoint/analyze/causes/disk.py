@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.gauges import HOST, pct, rise
 from pinchpoint.analyze.context import Context, load_text, rate_of, resource_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     DISK_SHARE,
     DISK_UTIL,

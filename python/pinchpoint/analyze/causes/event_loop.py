@@ -13,9 +13,8 @@ belongs off the loop. On a full host the CPU's causes name it.
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.context import Context, below, load_text, ms_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CPU_BOUND,
     CPU_NEED,

@@ -3,9 +3,8 @@ constant while nothing measured saturates."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.context import from_onset, load_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import FLAT_LOAD_GROWTH, FLAT_SPREAD, LARGE_RESPONSE
 from pinchpoint.rundir.shapes import StepJson
 

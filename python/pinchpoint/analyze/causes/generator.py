@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
+from pinchpoint.analyze.causes.cause import Cause, Finding, Judged, RunAsk
 from pinchpoint.analyze.causes.refusals import REFUSALS
 from pinchpoint.analyze.context import Context, load_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import (
     CPU_SATURATED,
     FAST_ERRORS,

@@ -3,9 +3,8 @@ a finding of their own, beside whatever limits the stack."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
+from pinchpoint.analyze.causes.cause import Cause, Finding, Judged, RunAsk
 from pinchpoint.analyze.context import Context, load_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import NEIGHBOUR_CONFIDENCE, NEIGHBOUR_SHARE
 from pinchpoint.analyze.usage import host_use
 from pinchpoint.rundir.shapes import StepJson

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.cpu import CPU_LINES_READS, cpu_lines
 from pinchpoint.analyze.context import Context, load_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.rundir.shapes import StepJson
 
 

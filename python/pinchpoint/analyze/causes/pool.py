@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.cpu import (
     CPU_LINES_READS,
     consumer,
@@ -27,7 +27,7 @@ from pinchpoint.analyze.causes.wait_chain import (
 )
 from pinchpoint.analyze.ceilings import predict_pool
 from pinchpoint.analyze.context import Context, load_text, ms_text, pool_known, position, rate_of
-from pinchpoint.analyze.findings import Finding, estimate_line
+from pinchpoint.analyze.findings import estimate_line
 from pinchpoint.analyze.knobs import PoolTerms, pool_terms
 from pinchpoint.analyze.thresholds import (
     CPU_BOUND,

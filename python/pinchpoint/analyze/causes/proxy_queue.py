@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.queues import queue_onset
 from pinchpoint.analyze.context import Context, load_text, ms_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import POOL_FULL
 from pinchpoint.analyze.usage import group_use
 from pinchpoint.rundir.shapes import StepJson

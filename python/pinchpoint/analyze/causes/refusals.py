@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
+from pinchpoint.analyze.causes.cause import Cause, Finding, Judged, RunAsk
 from pinchpoint.analyze.context import (
     Context,
     busy_of,
@@ -12,7 +12,7 @@ from pinchpoint.analyze.context import (
     rate_of,
     workers_of,
 )
-from pinchpoint.analyze.findings import Finding, pct
+from pinchpoint.analyze.findings import pct
 from pinchpoint.analyze.thresholds import FAST_ERRORS, IDLE_POOL, PROXY_ERRORS, REFUSED_SHARE
 from pinchpoint.rundir.shapes import StepJson
 

@@ -8,9 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pinchpoint.analyze.causes.cause import Ask, Cause, Scope
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding, Scope
 from pinchpoint.analyze.context import Context
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.usage import process_group
 from pinchpoint.rundir.shapes import StepJson
 

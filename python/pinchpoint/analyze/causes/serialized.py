@@ -4,10 +4,9 @@ served at once, while the plan's other requests stay flat."""
 
 from __future__ import annotations
 
-from pinchpoint.analyze.causes.cause import Cause, Judged, RunAsk
+from pinchpoint.analyze.causes.cause import Cause, Finding, Judged, RunAsk
 from pinchpoint.analyze.causes.own_time import OWN_TIME
 from pinchpoint.analyze.context import load_text, rate_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.per_request import (
     Grown,
     InRequest,

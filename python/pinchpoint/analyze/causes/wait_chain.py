@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pinchpoint.analyze.causes.cause import Ask, Cause
+from pinchpoint.analyze.causes.cause import Ask, Cause, Finding
 from pinchpoint.analyze.causes.cpu import consumer, cpu_finding, host_saturated, stack_fills_cpu
 from pinchpoint.analyze.context import Context, below, load_text, rate_of, resource_of
-from pinchpoint.analyze.findings import Finding
 from pinchpoint.analyze.thresholds import COMPUTES_MOST, ONE_CORE_SATURATED
 from pinchpoint.analyze.usage import group_use, host_use, process_group
 from pinchpoint.rundir.shapes import StepJson
