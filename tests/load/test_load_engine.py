@@ -30,6 +30,8 @@ DOCUMENTED_COLUMNS = [
     ("status", pa.uint16()),
     ("error", pa.string()),
     ("bytes", pa.uint64()),
+    ("user_index", pa.uint32()),
+    ("iteration", pa.uint64()),
 ]
 
 

@@ -31,6 +31,9 @@ pub fn schema() -> SchemaRef {
         Field::new("status", DataType::UInt16, false),
         Field::new("error", DataType::Utf8, true),
         Field::new("bytes", DataType::UInt64, false),
+        // The flow walk that sent it (`${user_index}`, `${iteration}`); null outside flows.
+        Field::new("user_index", DataType::UInt32, true),
+        Field::new("iteration", DataType::UInt64, true),
     ]))
 }
 
@@ -47,6 +50,8 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
     let mut status = UInt16Builder::with_capacity(n);
     let mut error = StringBuilder::with_capacity(n, n * 4);
     let mut bytes = UInt64Builder::with_capacity(n);
+    let mut user_index = UInt32Builder::with_capacity(n);
+    let mut iteration = UInt64Builder::with_capacity(n);
     for r in records {
         req_id.append_value(r.req_id);
         step.append_value(r.step);
@@ -59,6 +64,8 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
         status.append_value(r.status);
         error.append_option(r.error.map(|e| e.name()));
         bytes.append_value(r.bytes);
+        user_index.append_option(r.walk.map(|w| w.user));
+        iteration.append_option(r.walk.map(|w| w.iteration));
     }
     let columns: Vec<ArrayRef> = vec![
         Arc::new(req_id.finish()),
@@ -72,6 +79,8 @@ pub fn to_batch(records: &[Record]) -> Result<RecordBatch, ArrowError> {
         Arc::new(status.finish()),
         Arc::new(error.finish()),
         Arc::new(bytes.finish()),
+        Arc::new(user_index.finish()),
+        Arc::new(iteration.finish()),
     ];
     RecordBatch::try_new(schema(), columns)
 }

@@ -118,6 +118,7 @@ mod tests {
             status,
             error,
             bytes: 0,
+            walk: None,
         }
     }
 

@@ -22,4 +22,16 @@ pub struct Record {
     pub status: u16,
     pub error: Option<ErrorClass>,
     pub bytes: u64,
+    /// The flow walk that sent it; None for a request not in a flow (open loop).
+    pub walk: Option<Walk>,
+}
+
+/// A user's walk through a flow: numbered as the built-ins `${user_index}` and
+/// `${iteration}` of that walk are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Walk {
+    /// The user's index in the run, from 0.
+    pub user: u32,
+    /// The user's walks through flows before this one.
+    pub iteration: u64,
 }

@@ -9,7 +9,7 @@ use arrow_schema::DataType;
 use common::{read_parquet, Row};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use pinchpoint_engine::arrow_io::IpcSink;
-use pinchpoint_engine::record::Record;
+use pinchpoint_engine::record::{Record, Walk};
 use pinchpoint_engine::{records_to_parquet, ErrorClass};
 
 fn records(first_id: u64, n: usize) -> Vec<Record> {
@@ -26,6 +26,7 @@ fn records(first_id: u64, n: usize) -> Vec<Record> {
             status: if i % 5 == 0 { 0 } else { 200 },
             error: (i % 5 == 0).then_some(ErrorClass::Reset),
             bytes: if i % 5 == 0 { 0 } else { 42 },
+            walk: (i % 4 != 0).then_some(Walk { user: (i % 7) as u32, iteration: i / 7 }),
         })
         .collect()
 }
@@ -74,6 +75,7 @@ fn complete_stream_converts_every_row_with_the_documented_schema() {
     assert_eq!((rows[7].step, rows[7].users, rows[7].latency_us), (expected[7].step, expected[7].users, 107));
     assert_eq!((rows[7].start_us - rows[7].intended_us, rows[7].service_us), (7, 100));
     assert_eq!((rows[7].endpoint, rows[8].endpoint), (1, 0));
+    assert_eq!((rows[8].walk, rows[9].walk), (None, Some((2, 1))));
 
     let file = File::open(src.with_extension("parquet")).unwrap();
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
@@ -95,6 +97,8 @@ fn complete_stream_converts_every_row_with_the_documented_schema() {
         ("status", DataType::UInt16, false),
         ("error", DataType::Utf8, true),
         ("bytes", DataType::UInt64, false),
+        ("user_index", DataType::UInt32, true),
+        ("iteration", DataType::UInt64, true),
     ];
     let want: Vec<(String, DataType, bool)> = want.iter().map(|(n, t, z)| (n.to_string(), t.clone(), *z)).collect();
     assert_eq!(fields, want);

@@ -151,6 +151,20 @@ fn frames_answered_after_pings_pass_and_each_upgrade_carries_the_tag() {
     assert!(by[&1].0 <= connections && by[&1].0 + 2 >= connections, "{by:?}");
     assert!(seen.iter().all(|p| p.starts_with("/ping?pp_run=test-run_1.a&pp_users=")), "{seen:?}");
     assert!(summary.abandoned <= 2);
+    // Each walk of each of the 2 users is its connection and the connection's two
+    // messages, numbered from 0 without a gap; a user's last may be cut by the run's end.
+    let mut walks: BTreeMap<(u32, u64), Vec<u16>> = BTreeMap::new();
+    for r in &rows {
+        walks.entry(r.walk.expect("a flow's record names its walk")).or_default().push(r.endpoint);
+    }
+    for user in [0, 1] {
+        let mine: Vec<_> = walks.iter().filter(|((u, _), _)| *u == user).collect();
+        assert_eq!(mine.iter().map(|((_, i), _)| *i).collect::<Vec<_>>(), (0..mine.len() as u64).collect::<Vec<_>>());
+        for (_, endpoints) in &mine[..mine.len() - 1] {
+            assert_eq!(endpoints.iter().copied().collect::<std::collections::BTreeSet<_>>().len(), 3, "{endpoints:?}");
+            assert_eq!(endpoints.len(), 3, "{endpoints:?}");
+        }
+    }
 }
 
 #[test]

@@ -143,7 +143,7 @@ class Recorder:
         start = round((start_time if start_time is not None else time.time()) * 1e6)
         self.pending.append((
             req_id, step, users, self.endpoint(f"{request_type} {name}"), start, start,
-            latency, latency, status, error, max(int(response_length or 0), 0),
+            latency, latency, status, error, max(int(response_length or 0), 0), None, None,
         ))  # fmt: skip
         self.requests += 1
         self.latency_sum_us += latency

@@ -19,6 +19,11 @@ REQUESTS_SCHEMA = pa.schema(
         pa.field("status", pa.uint16(), nullable=False),
         pa.field("error", pa.string()),
         pa.field("bytes", pa.uint64(), nullable=False),
+        # The flow walk that sent it: the user's index and its iteration, as the built-ins
+        # ${user_index} and ${iteration} of that walk; null for a request not in a flow.
+        # Absent from the run folders of versions before them.
+        pa.field("user_index", pa.uint32()),
+        pa.field("iteration", pa.uint64()),
     ]
 )
 

@@ -156,6 +156,7 @@ pub async fn run_user(
             status: 0,
             error: None,
             bytes: 0,
+            walk: None,
         };
         let mut backoff = Duration::ZERO;
         match outcome {

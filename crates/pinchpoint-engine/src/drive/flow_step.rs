@@ -17,7 +17,7 @@ use crate::flow::jar::Jar;
 use crate::flow::template::Into;
 use crate::flow::{Flow, Step};
 use crate::outcome::ErrorClass;
-use crate::record::Record;
+use crate::record::{Record, Walk};
 use crate::rng::Rng;
 
 /// What a user keeps from one request to the next.
@@ -37,6 +37,8 @@ pub(super) struct State {
     pub(super) epoch: (Instant, i64),
     /// The step's request as last rendered: its buffers are reused, request after request.
     pub(super) prepared: Option<Prepared>,
+    /// The walk under way, which its records carry.
+    pub(super) walk: Walk,
 }
 
 /// How a step ended, for what the walk does next.
@@ -214,5 +216,6 @@ pub(super) fn new_record(shared: &Shared, endpoint: u16, index: u32, st: &State)
         status: 0,
         error: None,
         bytes: 0,
+        walk: Some(st.walk),
     })
 }

@@ -397,6 +397,7 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, index: us
         status: 0,
         error: None,
         bytes: 0,
+        walk: None,
     };
     match outcome {
         Ok(resp) => {
@@ -430,6 +431,7 @@ fn arrival<'a>(shared: &'a OpenShared, job: &Job, index: usize) -> open_ws::Arri
         status: 0,
         error: None,
         bytes: 0,
+        walk: None,
     };
     open_ws::Arrival {
         target: &shared.target,

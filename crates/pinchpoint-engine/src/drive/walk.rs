@@ -21,7 +21,7 @@ use crate::flow::jar::Jar;
 use crate::flow::{Flow, Step, ITERATION_VAR, USER_VAR};
 // (The flow language lives in `flow/`; this is the user that walks it.)
 use crate::outcome::{note, ErrorClass};
-use crate::record::Record;
+use crate::record::{Record, Walk};
 use crate::rng::Rng;
 
 pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Record>>, mut done: watch::Receiver<bool>) {
@@ -39,6 +39,7 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
         scratch: Vec::new(),
         epoch: (Instant::now(), unix_us(SystemTime::now())),
         prepared: None,
+        walk: Walk { user: index, iteration: 0 },
     };
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
@@ -55,6 +56,7 @@ pub async fn run_flow_user(index: u32, shared: Arc<Shared>, tx: RecordTx<Vec<Rec
         turn += 1;
         let flow = &flows.flows[f];
         begin_walk(flow, &mut st.vars[f], index, iteration, &mut st.rng);
+        st.walk = Walk { user: index, iteration };
         iteration += 1;
         let mut stopped = false;
         'walk: for step in &flow.steps {
@@ -146,6 +148,7 @@ async fn send_step(
         status: 0,
         error: None,
         bytes: 0,
+        walk: Some(st.walk),
     };
     let started = Instant::now();
     let mut prepared = st.prepared.take().unwrap_or_else(|| step.base.clone());

@@ -321,6 +321,8 @@ pub struct Row {
     pub status: u16,
     pub error: Option<String>,
     pub bytes: u64,
+    /// (user_index, iteration) of the flow walk that sent it.
+    pub walk: Option<(u32, u64)>,
 }
 
 /// Converts the run's records file to Parquet and reads every row back.
@@ -352,7 +354,10 @@ pub fn read_parquet(path: &Path) -> Vec<Row> {
         let status = col("status");
         let error = col("error");
         let bytes = col("bytes");
+        let user = col("user_index");
+        let iteration = col("iteration");
         for i in 0..b.num_rows() {
+            let (user, iteration) = (user.as_primitive::<UInt32Type>(), iteration.as_primitive::<UInt64Type>());
             let error = error.as_string::<i32>();
             rows.push(Row {
                 req_id: req_id.as_primitive::<UInt64Type>().value(i),
@@ -366,6 +371,7 @@ pub fn read_parquet(path: &Path) -> Vec<Row> {
                 status: status.as_primitive::<UInt16Type>().value(i),
                 error: error.is_valid(i).then(|| error.value(i).to_string()),
                 bytes: bytes.as_primitive::<UInt64Type>().value(i),
+                walk: user.is_valid(i).then(|| (user.value(i), iteration.value(i))),
             });
         }
     }
