@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use pinchpoint_engine::config::GrpcSpec;
+use pinchpoint_engine::flow::arith::Expr;
 use pinchpoint_engine::flow::{extract, grpc};
 use pinchpoint_engine::{Hook, RequestSpec};
 use pyo3::exceptions::PyValueError;
@@ -50,12 +51,14 @@ fn describe(py: Python<'_>, e: &PyErr) -> String {
     format!("{name}: {}", e.value(py))
 }
 
-/// None if `text` compiles as a capture or check of `kind` (json or regex), else why not.
+/// None if `text` compiles as a capture or check of `kind` (json or regex, or arith: a
+/// numeric check's expected value, whatever its variables), else why not.
 #[pyfunction]
 pub fn expression_error(kind: &str, text: &str) -> PyResult<Option<String>> {
     Ok(match kind {
         "json" => extract::json_path(text).err(),
         "regex" => extract::regex(text).err(),
+        "arith" => Expr::parse(text, &|_| Some(0)).err(),
         other => return Err(PyValueError::new_err(format!("unknown expression kind {other:?}"))),
     })
 }

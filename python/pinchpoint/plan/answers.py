@@ -63,21 +63,36 @@ def _compiles(kind: str, text: str, field: str | None = None) -> None:
 
     error = _engine.expression_error(kind, text)
     if error is not None:
+        if kind == "arith":
+            error = f"{text!r}: {error} (this compares numbers)"
         raise FieldError(field or kind, error.replace("\n", " "))
 
 
 Scalar = str | int | float | bool
-COMPARISONS = ("gt", "lt", "ge", "le", "ne", "in", "len")
+COMPARISONS = ("gt", "lt", "ge", "le", "equals", "ne", "in", "len")
+# The comparisons of numbers: their expected value is arithmetic (flow/arith.rs).
+NUMERIC = frozenset({"gt", "lt", "ge", "le", "equals"})
+
+
+def _not_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a number: this compares numbers")
+    return value
+
+
+Number = Annotated[float | str, BeforeValidator(_not_bool)]
 
 
 class Compare(Strict):
-    """Comparisons of a JSON node: numbers (`gt`, `lt`, `ge`, `le`), its text (`ne`, `in`
-    a list of values) or its length (`len`, of an array, object or string)."""
+    """Comparisons of a JSON node: numbers (`gt`, `lt`, `ge`, `le`, `equals`), each with
+    a number, a variable or arithmetic of them (`le = "${budget} * 1.1"`); its text
+    (`ne`, `in` a list of values) or its length (`len`, of an array, object or string)."""
 
-    gt: float | str | None = None
-    lt: float | str | None = None
-    ge: float | str | None = None
-    le: float | str | None = None
+    gt: Number | None = None
+    lt: Number | None = None
+    ge: Number | None = None
+    le: Number | None = None
+    equals: Number | None = None
     ne: Scalar | None = None
     in_: list[Scalar] | None = Field(default=None, alias="in")
     len_: int | None = Field(default=None, alias="len", ge=0)
@@ -97,8 +112,12 @@ class Compare(Strict):
 
     @model_validator(mode="after")
     def _some(self) -> Compare:
-        if not self.given():
+        given = self.given()
+        if not given:
             raise ValueError(f"set one of {', '.join(COMPARISONS)}")
+        for name, text in given:
+            if name in NUMERIC:
+                _compiles("arith", text, name)
         return self
 
 

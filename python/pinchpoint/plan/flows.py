@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
-from pinchpoint.plan.answers import Capture, Check
+from pinchpoint.plan.answers import NUMERIC, Capture, Check
 from pinchpoint.plan.feeds import FeedData, read_columns, read_feed
 from pinchpoint.plan.grpc import STREAM_RECORD, data_text, grpc_label
 from pinchpoint.plan.http import Request
@@ -305,4 +305,12 @@ def _known_after(
         fault = template_fault(read, usable, lists=readable, turn=turn)
         if fault is not None:
             raise FieldError((*where, *fault[0]), fault[1])
+    for loc, text in checks:
+        numeric = loc[1] == "json" and len(loc) == 4 and loc[3] in NUMERIC
+        if numeric and (whole := next((n for n in scan(text).names if n in listed), None)):
+            raise FieldError(
+                (*where, *loc),
+                f"${{{whole}}} is a list, not a number: compare with one of its values "
+                f"(${{{whole}[0]}}, ${{{whole}[-1]}})",
+            )
     return known | captured, listed

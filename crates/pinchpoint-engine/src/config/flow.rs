@@ -92,7 +92,9 @@ pub enum Pick {
 /// A comparison of a JSON node with the expected value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cmp {
-    /// Numbers: the node is a JSON number (or a string holding one).
+    /// Numbers: the node is a JSON number (or a string holding one), the expected value
+    /// arithmetic over numbers and variables (`flow::arith`).
+    Eq,
     Gt,
     Lt,
     Ge,
@@ -103,6 +105,13 @@ pub enum Cmp {
     In,
     /// The node (an array, object or string) has this many items or characters.
     Len,
+}
+
+impl Cmp {
+    /// Whether it compares numbers (its expected value is arithmetic), not text.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Cmp::Eq | Cmp::Gt | Cmp::Lt | Cmp::Ge | Cmp::Le)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,7 +146,8 @@ pub enum CheckSpec {
     /// The first node a JSONPath selects equals this text (a template): a string node
     /// as it is, any other node as JSON.
     JsonEquals { path: String, expected: String },
-    /// The first node a JSONPath selects compares so with this text (a template).
+    /// The first node a JSONPath selects compares so with this text (a template; for the
+    /// numeric comparisons, arithmetic over numbers and variables).
     JsonCompare { path: String, op: Cmp, expected: String },
     /// A response header's value equals this text (a template).
     Header { name: String, expected: String },
@@ -188,6 +198,7 @@ enum CheckKind {
     Contains,
     Matches,
     Json,
+    JsonEquals,
     JsonGt,
     JsonLt,
     JsonGe,
@@ -201,7 +212,7 @@ enum CheckKind {
 
 /// A check `(kind, text, expected)`: status (text: codes separated by commas),
 /// contains, matches, json and json_<cmp> (text: the JSONPath; expected: the value, a
-/// template), header (text: its name; expected: the value, a template), or max_ms
+/// template, or arithmetic for json_equals, json_gt, json_lt, json_ge and json_le), header (text: its name; expected: the value, a template), or max_ms
 /// (text: the milliseconds).
 #[derive(Deserialize)]
 struct CheckFields(CheckKind, String, String);
@@ -219,6 +230,7 @@ impl TryFrom<CheckFields> for CheckSpec {
             CheckKind::Contains => CheckSpec::Contains(text),
             CheckKind::Matches => CheckSpec::Matches(text),
             CheckKind::Json => CheckSpec::JsonEquals { path: text, expected },
+            CheckKind::JsonEquals => CheckSpec::JsonCompare { path: text, op: Cmp::Eq, expected },
             CheckKind::JsonGt => CheckSpec::JsonCompare { path: text, op: Cmp::Gt, expected },
             CheckKind::JsonLt => CheckSpec::JsonCompare { path: text, op: Cmp::Lt, expected },
             CheckKind::JsonGe => CheckSpec::JsonCompare { path: text, op: Cmp::Ge, expected },

@@ -9,7 +9,8 @@ use crate::client::Kept;
 use crate::flow::jar::Jar;
 use crate::client::MAX_KEPT_BODY;
 use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec, Cmp, Pick};
-use crate::flow::compare::{compare, node_text};
+use crate::flow::arith::Expr;
+use crate::flow::compare::{compare, compare_number, node_text};
 use crate::flow::jsonpath::{Bounded, Shape};
 use crate::flow::template::{Into, Template};
 use crate::rng::Rng;
@@ -36,7 +37,10 @@ pub enum Check {
     Contains(Template),
     Matches(Regex),
     JsonEquals { path: Bounded, text: String, expected: Template },
+    /// `ne`, `in`, `len`: the node's text or length.
     JsonCompare { path: Bounded, text: String, op: Cmp, expected: Template },
+    /// `equals`, `gt`, `lt`, `ge`, `le`: the number the node holds.
+    JsonNumber { path: Bounded, text: String, op: Cmp, expected: Expr },
     Header { name: String, expected: Template },
     MaxMs(f64),
 }
@@ -84,6 +88,12 @@ impl Check {
                 text: path.clone(),
                 expected: Template::parse(expected, index_of)?,
             },
+            CheckSpec::JsonCompare { path, op, expected } if op.is_numeric() => Check::JsonNumber {
+                path: json_path(path)?,
+                text: path.clone(),
+                op: *op,
+                expected: Expr::parse(expected, index_of).map_err(|e| format!("check json {path}: {expected:?}: {e}"))?,
+            },
             CheckSpec::JsonCompare { path, op, expected } => Check::JsonCompare {
                 path: json_path(path)?,
                 text: path.clone(),
@@ -98,7 +108,7 @@ impl Check {
     }
 
     pub fn needs_json(&self) -> bool {
-        matches!(self, Check::JsonEquals { .. } | Check::JsonCompare { .. })
+        matches!(self, Check::JsonEquals { .. } | Check::JsonCompare { .. } | Check::JsonNumber { .. })
     }
 
     /// Whether it reads the body (not only the status, the headers or the time).
@@ -247,6 +257,13 @@ pub fn check(check: &Check, answer: &mut Answer, vars: &[String], scratch: &mut 
             let want = String::from_utf8_lossy(scratch).into_owned();
             match answer.node(path, None) {
                 Ok(got) => compare(got, *op, &want).map_err(|why| format!("check json {text}: {why}")),
+                Err(why) => Err(format!("check json {text}: {why}")),
+            }
+        }
+        Check::JsonNumber { path, text, op, expected } => {
+            let want = expected.eval(vars).map_err(|why| format!("check json {text}: {why}"))?;
+            match answer.node(path, None) {
+                Ok(got) => compare_number(got, *op, want, expected).map_err(|why| format!("check json {text}: {why}")),
                 Err(why) => Err(format!("check json {text}: {why}")),
             }
         }
@@ -414,7 +431,11 @@ mod tests {
         let cmp = |path: &str, op: Cmp, want: &str| CheckSpec::JsonCompare { path: path.into(), op, expected: want.into() };
         assert!(run(cmp("$.price", Cmp::Gt, "0"), 0).is_ok());
         assert!(run(cmp("$.price", Cmp::Gt, "${min}"), 0).is_ok());
-        assert_eq!(run(cmp("$.price", Cmp::Lt, "${min}"), 0).unwrap_err(), "check json $.price: 12.5 is not < 10");
+        assert_eq!(run(cmp("$.price", Cmp::Lt, "${min}"), 0).unwrap_err(), "check json $.price: 12.5 is not < 10, from ${min}");
+        assert!(run(cmp("$.price", Cmp::Eq, "${min} + 2.5"), 0).is_ok());
+        assert_eq!(run(cmp("$.price", Cmp::Le, "${min} * 1.1"), 0).unwrap_err(), "check json $.price: 12.5 is not <= 11, from ${min} * 1.1");
+        let refused = Check::compile(&cmp("$.price", Cmp::Le, "${min} *"), &names).err().expect("bad arithmetic is refused");
+        assert_eq!(refused, r#"check json $.price: "${min} *": a number or ${variable} is missing after `*`"#);
         assert!(run(cmp("$.price", Cmp::Ge, "12.5"), 0).is_ok());
         assert!(run(cmp("$.price", Cmp::Le, "12.4"), 0).is_err());
         assert!(run(cmp("$.qty", Cmp::Ge, "3"), 0).is_ok()); // a number in a string

@@ -4,6 +4,7 @@
 //! compiled once (`compile`) and walked by the users of `drive/walk.rs`; a Python hook
 //! (`hook.rs`) may change a request before it goes.
 
+pub mod arith;
 pub mod compare;
 pub mod extract;
 pub mod grpc;
