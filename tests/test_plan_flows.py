@@ -221,3 +221,62 @@ def test_a_check_mistake_is_one_line_naming_the_key_as_written(
     message = str(e.value)
     assert "\n" not in message, message
     assert message.startswith(said), message
+
+
+ARITHMETIC = GOOD.replace(
+    'check = { status = [200, 304], json = { "$.ok" = true } }',
+    'check = { json = { "$.total" = { COMPARE } } }',
+)
+
+
+def test_numeric_checks_reach_the_engine_as_arithmetic(tmp_path: Path) -> None:
+    compare = 'le = "(${token} + 2) * 1.1", equals = "${token}", gt = 0'
+    plan = parse_plan(ARITHMETIC.replace("COMPARE", compare), "good.toml")
+    checks = engine_config(plan, "r1", tmp_path / "records")["flows"][1]["steps"][1]["checks"]
+    assert checks == [
+        ("json_gt", "$.total", "0.0"),
+        ("json_le", "$.total", "(${token} + 2) * 1.1"),
+        ("json_equals", "$.total", "${token}"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("compare", "why"),
+    [
+        ('le = "${budget} * 1.1"', "le: ${budget} is not set before this step"),
+        ('le = "${token} *"', "le: '${token} *': a number or ${variable} is missing after `*`"),
+        (
+            'ge = "max(${token}, 1)"',
+            "ge: 'max(${token}, 1)': \"max\" at character 1 is not a number",
+        ),
+        ('gt = "(1 + ${iteration}"', "gt: '(1 + ${iteration}': a `(` has no closing `)`"),
+        ('le = "cheap"', "le: 'cheap': \"cheap\" at character 1 is not a number"),
+        ("equals = true", "equals: true is not a number: this compares numbers"),
+        (f'le = "{"1+" * 100}1"', "le: '1+1+1+"),
+    ],
+)
+def test_bad_arithmetic_in_a_check_is_one_error_naming_flow_step_check_and_field(
+    compare: str, why: str
+) -> None:
+    with pytest.raises(PlanError) as e:
+        parse_plan(ARITHMETIC.replace("COMPARE", compare), "bad.toml")
+    message = str(e.value)
+    assert message.startswith(f"bad.toml:23: flow[0].step[1].check.json.$.total.{why}"), message
+    assert "\n" not in message
+
+
+def test_a_check_reading_a_later_capture_or_a_whole_list_is_refused() -> None:
+    later = ARITHMETIC.replace("COMPARE", 'le = "${later} * 2"').replace(
+        '[[flow]]\nname = "other"',
+        '[[flow.step]]\npath = "/l"\ncapture = [{ name = "later", json = "$.x" }]\n\n'
+        '[[flow]]\nname = "other"',
+    )
+    with pytest.raises(PlanError, match=r"\.total\.le: \$\{later\} is not set before this step"):
+        parse_plan(later, "bad.toml")
+    listed = ARITHMETIC.replace("COMPARE", 'le = "${token}"').replace(
+        'json = "$.token" }', 'json = "$.tokens[*]", pick = "all" }'
+    )
+    with pytest.raises(PlanError, match=r"\.total\.le: \$\{token\} is a list, not a number"):
+        parse_plan(listed, "bad.toml")
+    fine = listed.replace('le = "${token}"', 'le = "${token[-1]} * 2"')
+    assert parse_plan(fine, "good.toml").flow[0].step[1].check is not None

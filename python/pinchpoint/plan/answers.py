@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from pinchpoint.plan.templates import BUILTIN_VARS, is_name
 from pinchpoint.plan.toml import FieldError, Strict
@@ -121,6 +121,24 @@ class Compare(Strict):
         return self
 
 
+def _expected(value: object) -> object:
+    """A table of comparisons as a Compare, its first mistake named by its field: one
+    error, rather than one for each type the value might have been."""
+    if not isinstance(value, dict):
+        return value
+    try:
+        return Compare.model_validate(value)
+    except ValidationError as e:
+        first = e.errors()[0]
+        cause = first.get("ctx", {}).get("error")
+        if isinstance(cause, FieldError):
+            raise FieldError((*first["loc"], *cause.loc), str(cause)) from None
+        raise FieldError(tuple(first["loc"]), first["msg"].removeprefix("Value error, ")) from None
+
+
+Expected = Annotated[Scalar | Compare, BeforeValidator(_expected)]
+
+
 def _text(value: Scalar | float) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -148,7 +166,7 @@ class Check(Strict):
     status: Annotated[list[int] | None, BeforeValidator(_status_codes)] = None
     contains: str | None = None
     matches: str | None = None
-    json_: dict[str, Scalar | Compare] = Field(default_factory=dict, alias="json")
+    json_: dict[str, Expected] = Field(default_factory=dict, alias="json")
     header: dict[str, str] = Field(default_factory=dict)
     max_ms: float | None = Field(default=None, gt=0)
 
