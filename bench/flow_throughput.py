@@ -8,11 +8,15 @@ other, with the same users and duration for each load, interleaved over several 
   JSONPath capture of an id, the token in a header), a detail (the id in the path, a
   JSON check that it is the id asked for), with the cookie jar on;
 - hook: the same flow with a Python hook signing the detail request (HMAC-SHA256 of
-  the method, path and body into a header).
+  the method, path and body into a header);
+- compare: the same flow, the detail checked by two numeric comparisons with the
+  captured id through arithmetic (`equals = "${order}"`, `le = "${order} * 1.1"` on
+  its quantity) instead of one JSON text check.
 Printed per round and as medians: requests/s, requests per generator CPU-second, and
-the flow's and the hook's ratios to the single request.
+the flow's and the hook's ratios to the single request, and compare's to the flow.
 
     .venv/bin/python bench/flow_throughput.py --users 50 --seconds 10 --rounds 3
+    .venv/bin/python bench/flow_throughput.py --kinds single,flow,compare
 """
 
 from __future__ import annotations
@@ -76,9 +80,14 @@ capture = [{{ name = "order", json = "$.orders[0].id" }}]
 name = "detail"
 path = "/orders/${{order}}"
 headers = {{ Authorization = "Bearer ${{token}}" }}
-check = {{ json = {{ "$.id" = "${{order}}" }} }}
+check = {{ json = {check} }}
 hook = {hook}
 """
+
+
+TEXT_CHECK = '{ "$.id" = "${order}" }'
+COMPARE_CHECK = '{ "$.id" = { equals = "${order}" }, "$.qty" = { le = "${order} * 1.1" } }'
+KINDS = ("single", "flow", "hook", "compare")
 
 
 def plan_text(url: str, users: int, seconds: float, kind: str, hook_file: Path) -> str:
@@ -88,7 +97,8 @@ def plan_text(url: str, users: int, seconds: float, kind: str, hook_file: Path) 
     head = f'[target]\nurl = "{url}"\n\n[load]\n{load}\n'
     if kind == "single":
         return head + '\n[[request]]\npath = "/plain"\n'
-    return head + FLOW.format(hook="true" if kind == "hook" else "false")
+    check = COMPARE_CHECK if kind == "compare" else TEXT_CHECK
+    return head + FLOW.format(hook="true" if kind == "hook" else "false", check=check)
 
 
 def run_one(text: str, workdir: Path, core: int) -> dict:
@@ -122,11 +132,15 @@ def main() -> int:
     ap.add_argument("--users", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kinds", default=",".join(KINDS), help="of " + ", ".join(KINDS))
     args = ap.parse_args()
+    kinds = tuple(args.kinds.split(","))
+    if "single" not in kinds or not set(kinds) <= set(KINDS):
+        print(f"--kinds: single and any of {', '.join(KINDS)}", file=sys.stderr)
+        return 2
     if (os.cpu_count() or 1) < 2:
         print("needs two cores: one for nginx, one for the generator", file=sys.stderr)
         return 2
-    kinds = ("single", "flow", "hook")
     results: dict[str, list[dict]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory(prefix="pinchpoint-flow-bench-") as tmp:
         workdir = Path(tmp)
@@ -158,8 +172,14 @@ def main() -> int:
         print(f"median {kind:>6}: {m['rps']:>9,.0f} req/s  {m['per_cpu_s']:>9,.0f} req per CPU-s")
     single = med["single"]["per_cpu_s"]
     print()
-    print(f"ratio flow/single: {med['flow']['per_cpu_s'] / single:.2f}x req per generator CPU-s")
-    print(f"ratio hook/single: {med['hook']['per_cpu_s'] / single:.2f}x req per generator CPU-s")
+    for kind in kinds[1:]:
+        ratio = med[kind]["per_cpu_s"] / single
+        print(f"ratio {kind}/single: {ratio:.2f}x req per generator CPU-s")
+    if "compare" in med and "flow" in med:
+        ratio = med["compare"]["per_cpu_s"] / med["flow"]["per_cpu_s"]
+        print(f"ratio compare/flow: {ratio:.3f}x req per generator CPU-s")
+    if "hook" not in med or "flow" not in med:
+        return 0
     # One request in three goes through the hook: its cost per hooked request.
     per_flow_req = 1 / med["flow"]["per_cpu_s"]
     per_hook_req = 1 / med["hook"]["per_cpu_s"]
