@@ -33,6 +33,11 @@ class LoadRun:
     def abandon(self) -> None:
         """Stops the run and drops the requests in flight at once."""
 
+    def set_users(self, id: int, users: int) -> None:
+        """From the driver's next look, `users` users in a step of their own until the
+        planned end or the next change (`changes` of the summary, by `id`); ValueError
+        for an open-loop run or a generator's share."""
+
     def snapshot(self) -> dict[str, Any]:
         """Live counters: requests, errors, step, users, kind, level, late, window_*, and
         `by_step`: each step with requests ended since the previous snapshot, counted by

@@ -5,6 +5,7 @@
 pub mod arrow_io;
 pub mod client;
 pub mod config;
+pub mod control;
 pub mod drive;
 pub mod flow;
 pub mod live_steps;
@@ -19,6 +20,7 @@ pub mod weights;
 pub use config::{HookHandle, HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
 pub use config::flow::{CaptureFrom, CaptureSpec, CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, Hook, MessageSpec, OnFail, Pick};
 pub use outcome::ErrorClass;
+pub use control::{Applied, Control};
 pub use drive::{records_to_parquet, run, run_until, Level, RunSummary};
 pub use stats::Window;
 pub use schedule::{Arrivals, Phase, PhaseKind};

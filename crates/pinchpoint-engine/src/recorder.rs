@@ -26,6 +26,17 @@ pub struct Recorded {
 }
 
 impl Recorder {
+    /// The statistics of `step`: a step begun by a change (`control.rs`) past the plan's
+    /// steps gets its own, as many as the changes a run may take.
+    fn step(&mut self, step: u32, users: u32) -> &mut StepStats {
+        let at = step as usize;
+        while self.steps.len() <= at {
+            let next = self.steps.len() as u32;
+            self.steps.push(StepStats::new(next, users));
+        }
+        &mut self.steps[at]
+    }
+
     /// Runs until every sender is dropped. An I/O error on the records file is
     /// returned after the run, but the statistics keep being gathered.
     pub fn run(mut self) -> (Recorded, Result<(), String>) {
@@ -39,9 +50,7 @@ impl Recorder {
                 Ok(batch) => {
                     self.live.add(&batch);
                     for r in &batch {
-                        if let Some(s) = self.steps.get_mut(r.step as usize) {
-                            s.add(r);
-                        }
+                        self.step(r.step, r.users).add(r);
                     }
                     records += batch.len() as u64;
                     pending.extend_from_slice(&batch);

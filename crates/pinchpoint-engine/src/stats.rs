@@ -225,6 +225,8 @@ pub struct Live {
     pub lag_max_us: AtomicU64,
     /// The same counts and window per step, by the step each request was sent in.
     pub steps: crate::live_steps::LiveSteps,
+    /// Changes of users asked while the run goes (`control.rs`).
+    pub control: crate::control::Control,
 }
 
 impl Live {

@@ -30,6 +30,8 @@ fn seconds(name: &str, value: f64) -> PyResult<Duration> {
 struct LoadRun {
     /// Open loop: the live level is a target rate, not users.
     open_loop: bool,
+    /// Why `set_users` is refused for this run (None: it is taken).
+    fixed: Option<&'static str>,
     stop: Arc<AtomicBool>,
     abandon: Arc<AtomicBool>,
     live: Arc<Live>,
@@ -48,6 +50,19 @@ impl LoadRun {
     fn abandon(&self) {
         self.stop.store(true, Ordering::Relaxed);
         self.abandon.store(true, Ordering::Relaxed);
+    }
+
+    /// From the driver's next look (within 20 ms), `users` users in a step of their own,
+    /// held until the run's planned end or the next change; `id` names the change in the
+    /// summary's `changes`. A ValueError says why a run cannot take it.
+    fn set_users(&self, id: u64, users: u32) -> PyResult<()> {
+        if let Some(why) = self.fixed {
+            return Err(PyValueError::new_err(why));
+        }
+        if users == 0 {
+            return Err(PyValueError::new_err("users: at least 1"));
+        }
+        self.live.control.ask(id, users).map_err(PyValueError::new_err)
     }
 
     /// Live counters: requests and errors so far, the current step, its users and its
@@ -271,6 +286,16 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
     }
     d.set_item("error_reasons", reasons)?;
     d.set_item("abandoned", s.abandoned)?;
+    let changes = PyList::empty(py);
+    for c in &s.changes {
+        let one = PyDict::new(py);
+        one.set_item("id", c.id)?;
+        one.set_item("step", c.step)?;
+        one.set_item("users", c.users)?;
+        one.set_item("at_us", c.at_us)?;
+        changes.append(one)?;
+    }
+    d.set_item("changes", changes)?;
     Ok(d)
 }
 
@@ -281,6 +306,13 @@ fn start(config: &Bound<'_, PyDict>) -> PyResult<LoadRun> {
     let config = config::run_config(config)?;
     config.validate().map_err(PyValueError::new_err)?;
     let open_loop = config.open.is_some();
+    let fixed = if open_loop {
+        Some("an open-loop run's rate cannot be changed while it goes")
+    } else if !config.tag_levels.is_empty() {
+        Some("a generator's share of users cannot be changed while the run goes")
+    } else {
+        None
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let abandon = Arc::new(AtomicBool::new(false));
     let live = Arc::new(Live::default());
@@ -292,7 +324,7 @@ fn start(config: &Bound<'_, PyDict>) -> PyResult<LoadRun> {
             let _ = tx.send(pinchpoint_engine::run_until(&config, stop2, abandon2, live2));
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the engine thread: {e}")))?;
-    Ok(LoadRun { open_loop, stop, abandon, live, result: Mutex::new(Some(rx)) })
+    Ok(LoadRun { open_loop, fixed, stop, abandon, live, result: Mutex::new(Some(rx)) })
 }
 
 /// Converts a records stream (complete, or cut short by a killed run) to Parquet;

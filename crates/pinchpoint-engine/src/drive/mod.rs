@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::Target;
 use crate::config::RunConfig;
+use crate::control::Applied;
 use crate::client::http1::{trace_run_half, Prepared};
 use crate::drive::open::{self as open_loop, OpenShared, PhaseCounts};
 use crate::outcome::{self, ErrorClass, Reasons};
@@ -70,6 +71,8 @@ pub struct RunSummary {
     /// Requests still in flight when the run ended that were dropped unanswered: after
     /// `abandon`, or past the request timeout and the end's grace. Not recorded.
     pub abandoned: u64,
+    /// The changes of users asked while the run went, each the start of its step.
+    pub changes: Vec<Applied>,
 }
 
 pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
@@ -220,7 +223,7 @@ pub fn run_until(
     let abandoned = abandoned.load(Ordering::Relaxed);
     let ended_us = unix_us(SystemTime::now());
     let (recorded, written) = recorder.join().map_err(|_| "the recorder thread panicked".to_string())?;
-    let levels = levels
+    let mut levels: Vec<Level> = levels
         .iter()
         .zip(&counts)
         .enumerate()
@@ -233,9 +236,28 @@ pub fn run_until(
             unsent: c.unsent,
         })
         .collect();
+    let mut steps = recorded.steps;
+    let changes = live.control.applied();
+    if !changes.is_empty() {
+        // The plan's steps after the first change never ran.
+        steps.truncate(windows.len());
+        levels.truncate(windows.len());
+        for c in &changes {
+            while steps.len() <= c.step as usize {
+                steps.push(StepStats::new(steps.len() as u32, c.users));
+            }
+            steps[c.step as usize].users = c.users;
+            let level = Level { step: c.step, open_loop: false, level: f64::from(c.users), intended: 0, late: 0, unsent: 0 };
+            match levels.get_mut(c.step as usize) {
+                Some(l) => *l = level,
+                None => levels.push(level),
+            }
+        }
+    }
     Ok(RunSummary {
-        steps: recorded.steps,
+        steps,
         levels,
+        changes,
         windows,
         records: recorded.records,
         interrupted,
@@ -273,9 +295,11 @@ async fn drive(
     live: &Live,
 ) -> (Vec<Window>, bool) {
     let (done_tx, done_rx) = watch::channel(false);
-    let mut users: Vec<JoinHandle<()>> = Vec::new();
+    let mut users = Users { tasks: Vec::new(), shared, tx, done: done_rx };
     let mut windows = Vec::with_capacity(config.steps.len());
     let mut interrupted = false;
+    let planned_end = Instant::now() + config.steps.iter().map(|s| s.duration).sum::<Duration>();
+    let mut asked = None;
     for (i, step) in config.steps.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -293,17 +317,7 @@ async fn drive(
             let want = step.users_at(now - began);
             if active != Some(want) {
                 active = Some(want);
-                shared.current.store(pack_step(i as u32, want), Ordering::Release);
-                live.users.store(want, Ordering::Relaxed);
-                while users.len() < want as usize {
-                    let index = users.len() as u32;
-                    let (shared, tx, done) = (shared.clone(), tx.clone(), done_rx.clone());
-                    users.push(if shared.flows.is_some() {
-                        tokio::spawn(run_flow_user(index, shared, tx, done))
-                    } else {
-                        tokio::spawn(run_user(index, shared, tx, done))
-                    });
-                }
+                users.set(i as u32, want, live);
             }
             if now >= deadline {
                 break;
@@ -312,18 +326,78 @@ async fn drive(
                 interrupted = true;
                 break;
             }
+            asked = live.control.next();
+            if asked.is_some() {
+                break;
+            }
             tokio::time::sleep((deadline - now).min(STOP_POLL)).await;
         }
         windows.push(Window { start_us, end_us: unix_us(SystemTime::now()) });
-        if interrupted {
+        if interrupted || asked.is_some() {
             break;
         }
     }
+    // A change ends the plan's steps: each is a step of its own, held until the planned
+    // end or the next change.
+    while let Some(change) = asked.take() {
+        if interrupted {
+            break;
+        }
+        let step = windows.len() as u32;
+        let start_us = unix_us(SystemTime::now());
+        live.step.store(step as usize, Ordering::Relaxed);
+        live.level_milli.store(u64::from(change.users) * 1000, Ordering::Relaxed);
+        users.set(step, change.users, live);
+        live.control.made(Applied { id: change.id, step, users: change.users, at_us: start_us });
+        loop {
+            let now = Instant::now();
+            if now >= planned_end {
+                break;
+            }
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            asked = live.control.next();
+            if asked.is_some() {
+                break;
+            }
+            tokio::time::sleep((planned_end - now).min(STOP_POLL)).await;
+        }
+        windows.push(Window { start_us, end_us: unix_us(SystemTime::now()) });
+    }
     let _ = done_tx.send(true);
+    let Users { tasks, tx, .. } = users;
     drop(tx);
     let end_by = tokio::time::Instant::now() + config.max_timeout() + END_GRACE;
-    finish(users, end_by, abandon).await;
+    finish(tasks, end_by, abandon).await;
     (windows, interrupted)
+}
+
+/// The closed-loop users of a run: their tasks, started as the steps need them (a user
+/// past the current step's count waits parked).
+struct Users {
+    tasks: Vec<JoinHandle<()>>,
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Vec<crate::record::Record>>,
+    done: watch::Receiver<bool>,
+}
+
+impl Users {
+    /// From now, `want` users send the requests of `step`.
+    fn set(&mut self, step: u32, want: u32, live: &Live) {
+        self.shared.current.store(pack_step(step, want), Ordering::Release);
+        live.users.store(want, Ordering::Relaxed);
+        while self.tasks.len() < want as usize {
+            let index = self.tasks.len() as u32;
+            let (shared, tx, done) = (self.shared.clone(), self.tx.clone(), self.done.clone());
+            self.tasks.push(if shared.flows.is_some() {
+                tokio::spawn(run_flow_user(index, shared, tx, done))
+            } else {
+                tokio::spawn(run_user(index, shared, tx, done))
+            });
+        }
+    }
 }
 
 /// Waits for the tasks to end, until `end_by` or until `abandon` is set; then aborts

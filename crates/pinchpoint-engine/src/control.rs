@@ -1,0 +1,59 @@
+//! Changes of load asked while a run goes (from its live page or `pinchpoint control`):
+//! each starts a new step at that many users from the moment the driver takes it, held
+//! until the run's planned end or the next change. Closed loop only.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+/// Changes a run takes at most: each is a step, kept in memory and in run.json.
+pub const MAX_CHANGES: usize = 1000;
+
+/// A change as asked: `id` is the asker's, to find who asked it in the summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Asked {
+    pub id: u64,
+    pub users: u32,
+}
+
+/// A change as the driver made it: the step it began, and when (unix µs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub id: u64,
+    pub step: u32,
+    pub users: u32,
+    pub at_us: i64,
+}
+
+/// The changes asked and not yet taken, and those made, in order.
+#[derive(Debug, Default)]
+pub struct Control {
+    asked: Mutex<VecDeque<Asked>>,
+    applied: Mutex<Vec<Applied>>,
+}
+
+impl Control {
+    /// Queues a change; refused past MAX_CHANGES asked in the run.
+    pub fn ask(&self, id: u64, users: u32) -> Result<(), String> {
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        let made = self.applied.lock().unwrap_or_else(|e| e.into_inner()).len();
+        if made + asked.len() >= MAX_CHANGES {
+            return Err(format!("a run takes at most {MAX_CHANGES} changes"));
+        }
+        asked.push_back(Asked { id, users });
+        Ok(())
+    }
+
+    /// The change asked first and not yet taken.
+    pub fn next(&self) -> Option<Asked> {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).pop_front()
+    }
+
+    pub fn made(&self, change: Applied) {
+        self.applied.lock().unwrap_or_else(|e| e.into_inner()).push(change);
+    }
+
+    /// The changes made, in order.
+    pub fn applied(&self) -> Vec<Applied> {
+        self.applied.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
