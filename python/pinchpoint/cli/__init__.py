@@ -13,6 +13,7 @@ from pinchpoint.cli import (  # noqa: F401  (each registers its command)
     agent,
     analyze,
     compare,
+    control,
     demo,
     importer,
     init,

@@ -15,9 +15,11 @@ if TYPE_CHECKING:
     from rich.console import Console as RichConsole
 
     from pinchpoint.compare.advice_shapes import Prediction
+    from pinchpoint.load.control import LiveControl
     from pinchpoint.outputs.live_page import LivePage
     from pinchpoint.outputs.openmetrics import MetricsServer
     from pinchpoint.outputs.remote_write import MetricsPush
+    from pinchpoint.plan.model import Plan
 
 
 @app.command()
@@ -210,6 +212,7 @@ def run(
         run_id,
         console,
         "--serve" if serve else f"{source}: [output] serve",
+        _control(plan, console),
     )
     with (
         serving((server, metrics_linger), (page, serve_linger)),
@@ -229,6 +232,7 @@ def run(
                     on_tick=ticks,
                     run_id=run_id,
                     on_stage=page.stage if page is not None else None,
+                    control=page.control if page is not None else None,
                 )
         except PlanError as e:
             fail(e)
@@ -326,8 +330,15 @@ def _metrics_push(
     return MetricsPush(url, run_id, requests, said, say=lambda line: warn(line, console))
 
 
+def _control(plan: Plan, console: RichConsole) -> LiveControl:
+    """The changes of users the live page takes, each said on the terminal."""
+    from pinchpoint.load.control import LiveControl
+
+    return LiveControl(plan, say=lambda line: console.print(line, highlight=False))
+
+
 def _live_page(
-    address: str | None, run_id: str, console: RichConsole, said: str
+    address: str | None, run_id: str, console: RichConsole, said: str, control: LiveControl
 ) -> LivePage | None:
     """The --serve page, listening before the run folder is made (its address printed);
     exits 2 when the address cannot be listened on."""
@@ -338,13 +349,15 @@ def _live_page(
 
     try:
         host, port = parse_address(address)
-        page = LivePage(host, port, run_id)
+        page = LivePage(host, port, run_id, control=control)
     except ValueError as e:
         fail(f"{said} {address}: {e}")
     except OSError as e:
         fail(f"{said} {address}: cannot listen ({e.strerror or e})")
     else:
         console.print(f"Live page: {', '.join(page.urls)}")
+        if control.fixed is None:
+            console.print(f"Change its users: pinchpoint control {page.url} --users N")
         return page
     raise typer.Exit(2)
 

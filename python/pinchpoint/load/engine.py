@@ -18,6 +18,7 @@ import pinchpoint.load.interrupts as interrupts
 from pinchpoint import _engine
 from pinchpoint.load.abort import Abort
 from pinchpoint.load.abort_rules import Watches
+from pinchpoint.load.control import LiveControl
 from pinchpoint.load.engine_config import engine_config
 from pinchpoint.load.hook_box import HookBox
 from pinchpoint.load.step_parts import StepParts
@@ -46,18 +47,19 @@ def step_windows(plan: Plan, summary: dict) -> list[dict]:
     the schedule meant to send (`intended`), those that waited for a free connection
     (`late`) and those never sent (`unsent`)."""
     levels = plan.load.levels()
+    changes = {int(c["step"]): c for c in summary.get("changes") or []}
     out = []
     for i, (a, b) in enumerate(summary["windows"]):
         engine_step = summary["steps"][i]
+        entry = {"step": i, "users": engine_step["users"], "start": a / 1e6, "end": b / 1e6}
+        if (change := changes.get(i)) is not None:
+            # A step begun by a change asked while the run went (load/control.py).
+            entry |= {"kind": "users", "level": float(change["users"]), "users": change["users"]}
+            entry["manual"] = {"by": change.get("by", "unknown"), "at": change.get("at", a / 1e6)}
+            out.append(entry)
+            continue
         level = levels[i]
-        entry = {
-            "step": i,
-            "users": engine_step["users"],
-            "kind": level.kind,
-            "level": level.level,
-            "start": a / 1e6,
-            "end": b / 1e6,
-        }
+        entry |= {"kind": level.kind, "level": level.level}
         if level.name:
             entry["name"] = level.name
         if level.kind == "rate":
@@ -71,17 +73,26 @@ def run_steps(
     run_id: str,
     run_dir: Path,
     on_tick: Callable[[dict], None] | None = None,
+    control: LiveControl | None = None,
 ) -> LoadResult:
-    """Runs every step of the plan and writes `requests.parquet` into run_dir."""
+    """Runs every step of the plan and writes `requests.parquet` into run_dir; `control`
+    takes the changes of users asked while it goes."""
     stream = run_dir / files.REQUEST_STREAM
     config = engine_config(plan, run_id, stream)
     box = config["hook"] if isinstance(config["hook"], HookBox) else None
     watch = Watches.of(plan.sla, plan.abort)
     try:
-        summary, halted = _wait(_engine.start(config), plan, box, watch, on_tick)
+        run = _engine.start(config)
+        if control is not None:
+            control.attach(run)
+        summary, halted = _wait(run, plan, box, watch, on_tick)
     finally:
+        if control is not None:
+            control.detach()
         if box is not None:
             box.close()
+    if control is not None:
+        summary["changes"] = control.applied(summary.get("changes") or [])
     parquet = run_dir / files.REQUESTS
     rows = _engine.records_to_parquet(str(stream), str(parquet))
     stream.unlink()

@@ -7,7 +7,9 @@ tiers' records are collected and analyzed, `final` once the report is written.
 `/plotly.js` is the charts' library, the same the report inlines.
 
 Off loopback every path needs the token the command prints: `?token=` once (the page
-then holds it as a cookie) or `Authorization: Bearer`.
+then holds it as a cookie) or `Authorization: Bearer`. `POST /control` changes the run's
+users (outputs/live_control.py) and needs that token on loopback too: a page always has
+one, printed with its address.
 
 Served within LIMITS (pinchpoint.outputs.bounded_server): clients that connect and stall
 hold no thread, and at most LIMITS.streams pages follow the run at once (one more is
@@ -15,7 +17,6 @@ answered 503)."""
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 import queue
@@ -25,17 +26,18 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from functools import cache
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from pinchpoint.load.control import LiveControl
+from pinchpoint.outputs import live_control
 from pinchpoint.outputs.addresses import reachable_hosts
 from pinchpoint.outputs.bounded_server import BoundedHandler, Limits, start_server, stop_server
 from pinchpoint.outputs.live_state import LiveRun
 
 PAGE = Path(__file__).with_name("live_page.html")
-COOKIE = "pinchpoint_live"
+COOKIE = live_control.COOKIE
 # Events a page may fall behind by before it is dropped (it reconnects and gets `state`).
 BACKLOG = 120
 KEEPALIVE_S = 15.0
@@ -56,8 +58,10 @@ class LivePage:
         token: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         limits: Limits = LIMITS,
+        control: LiveControl | None = None,
     ) -> None:
         self.run = LiveRun(run_id)
+        self.control = control
         self.host = host
         self.clock = clock
         self.started = clock()
@@ -66,6 +70,8 @@ class LivePage:
         self.report: Path | None = None
         self.closed = False
         self.token = token_for(host, token)
+        # The read token when there is one; on loopback, one made for the control alone.
+        self.key = self.token if self.token is not None else secrets.token_urlsafe(24)
         self.httpd, self.thread = start_server(host, port, _handler(self), limits)
 
     @property
@@ -81,7 +87,7 @@ class LivePage:
     @property
     def urls(self) -> list[str]:
         """Each address the page can be browsed at, with its token when it has one."""
-        query = f"?token={self.token}" if self.token is not None else ""
+        query = f"?token={self.key}"
         return [f"http://{host}:{self.port}/{query}" for host in reachable_hosts(self.host)]
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
@@ -103,12 +109,16 @@ class LivePage:
 
     def state(self) -> dict[str, Any]:
         with self.lock:
-            return self.run.state()
+            return self._state()
+
+    def _state(self) -> dict[str, Any]:
+        control = self.control.about() if self.control is not None else {"available": False}
+        return self.run.state() | {"control": control}
 
     def subscribe(self) -> queue.Queue[tuple[str, Any] | None]:
         listener: queue.Queue[tuple[str, Any] | None] = queue.Queue(BACKLOG)
         with self.lock:
-            listener.put(("state", self.run.state()))
+            listener.put(("state", self._state()))
             if self.report is not None:
                 listener.put(("final", {"headline": ""}))
             if self.closed:  # a stream begun as the page closes ends at once
@@ -131,21 +141,14 @@ class LivePage:
                     _close(listener)
 
     def authorized(self, path: str, headers: Any) -> tuple[bool, bool]:
-        """Whether a request may be answered, and whether to set the token cookie."""
+        """Whether a request may be answered, and whether to set the token cookie (given
+        in the query: on loopback too, for the page's control)."""
+        given = parse_qs(urlsplit(path).query).get("token", [""])[0]
+        if live_control.same_token(given, self.key):
+            return True, True
         if self.token is None:
             return True, False
-        expected = self.token.encode()
-        given = parse_qs(urlsplit(path).query).get("token", [""])[0]
-        if given and hmac.compare_digest(given.encode(), expected):
-            return True, True
-        scheme, _, credentials = str(headers.get("Authorization", "")).partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(
-            credentials.strip().encode(), expected
-        ):
-            return True, False
-        cookie = SimpleCookie(str(headers.get("Cookie", "")))
-        held = cookie[COOKIE].value if COOKIE in cookie else ""
-        return bool(held) and hmac.compare_digest(held.encode(), expected), False
+        return live_control.same_token(live_control.held_token(headers), self.key), False
 
     def __enter__(self) -> LivePage:
         return self
@@ -198,7 +201,7 @@ def _handler(page: LivePage) -> type[BoundedHandler]:
                 return
             path = urlsplit(self.path).path
             cookie = (
-                f"{COOKIE}={page.token}; HttpOnly; SameSite=Strict; Path=/" if set_cookie else None
+                f"{COOKIE}={page.key}; HttpOnly; SameSite=Strict; Path=/" if set_cookie else None
             )
             if path == "/":
                 report = page.report
@@ -220,6 +223,13 @@ def _handler(page: LivePage) -> type[BoundedHandler]:
                 self._send(204, b"", "image/x-icon")
             else:
                 self._send(404, b"not found\n", "text/plain")
+
+        def do_POST(self) -> None:
+            if urlsplit(self.path).path != "/control":
+                self._send(404, b"not found\n", "text/plain")
+                return
+            status, data = live_control.answer(page.control, page.key, self.path, self.headers)
+            self._send(status, live_control.body(data), "application/json")
 
         def _send(self, status: int, body: bytes, kind: str, cookie: str | None = None) -> None:
             self.send_response(status)

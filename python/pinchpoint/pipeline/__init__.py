@@ -40,6 +40,7 @@ from pinchpoint.rundir import files
 from pinchpoint.rundir.shapes import RunJson
 
 if TYPE_CHECKING:
+    from pinchpoint.load.control import LiveControl
     from pinchpoint.pipeline.knee_levels import KneeRun
 
 # Tiers write their log line when the response is done; give the last ones time to land.
@@ -118,10 +119,12 @@ def execute(
     on_tick: Callable[[dict], None] | None = None,
     run_id: str | None = None,
     on_stage: Callable[[str], None] | None = None,
+    control: LiveControl | None = None,
 ) -> RunOutcome:
     """Runs `plan` into a new folder of `runs_dir`: load and collection, then analysis and
     the report. `on_tick` gets the engine's snapshot each second, `on_stage` the name of
-    each stage after the load as it begins ("collect", "analyze")."""
+    each stage after the load as it begins ("collect", "analyze"); `control` takes the
+    changes of users asked while the load goes."""
     run_id = run_id or new_run_id()
     stage = on_stage or (lambda _: None)
     using = collectors(plan)
@@ -158,7 +161,7 @@ def execute(
 
                 result = run_locust(plan, run_id, run_dir, on_tick=on_tick)
             else:
-                result = run_steps(plan, run_id, run_dir, on_tick=on_tick)
+                result = run_steps(plan, run_id, run_dir, on_tick=on_tick, control=control)
             interrupted = result.interrupted
         finally:
             if profiler is not None:

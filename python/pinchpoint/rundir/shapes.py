@@ -21,6 +21,9 @@ class StepWindow(TypedDict):
     unsent: NotRequired[int]
     # The step an [sla] objective stopped: why (run.json `aborted`'s reason).
     aborted: NotRequired[str]
+    # A step begun by a change of users asked while the run went (load/control.py):
+    # `by` (page or terminal) and `at` (unix seconds).
+    manual: NotRequired[dict[str, Any]]
 
 
 class HostFacts(TypedDict, total=False):
@@ -239,5 +242,7 @@ class VerdictJson(TypedDict):
     unattributed: NotRequired[bool]
     # Why an [sla] objective stopped the run (run.json `aborted`'s reason).
     aborted: NotRequired[str]
+    # The steps begun by a change of users while the run went: step, users, by, at.
+    load_changes: NotRequired[list[dict[str, Any]]]
     # Generators lost mid-run: the load they did not send (analyze/causes/generator.py).
     load_short: NotRequired[str]
