@@ -69,6 +69,16 @@ def _curve(steps: list[StepJson]) -> _Curve:
     return {"knee": knee_dict, "scalability": scalability.as_dict() if scalability else None}
 
 
+def load_changes(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The steps begun by a change of users asked while the run went (run.json's
+    `manual`): `step`, `users`, `by` and `at`."""
+    return [
+        {"step": s["step"], "users": s["users"], **s["manual"]}
+        for s in run.get("steps") or []
+        if isinstance(s, dict) and isinstance(s.get("manual"), dict)
+    ]
+
+
 def _sla(data: RunInput) -> dict[str, Any] | None:
     """The plan's [sla] checked on the steady parts of the run, once, for verdict.json
     (`analyze/sla_record.py`); None when the plan has none."""
@@ -146,6 +156,8 @@ def analyze(run_dir: RunView | files.RunFolder | Path) -> dict[str, Any]:
         bottleneck["prediction"] = found.as_json()
     if aborted := data.run.get("aborted"):
         verdict["aborted"] = aborted["reason"]
+    if changes := load_changes(data.run):
+        verdict["load_changes"] = changes
     if short := load_short(ctx.generators):
         verdict["load_short"] = short
     if reasons := data.run.get("error_reasons"):

@@ -147,6 +147,9 @@ def _run_line(data: ReportInput, run_id: str) -> str:
         line += f'\n<p class="warning" id="aborted">Aborted: {escape(aborted)}.</p>'
     elif data.run.get("interrupted") or data.verdict.get("interrupted"):
         line += '\n<p class="warning">The run was interrupted: later steps are missing.</p>'
+    if changes := summary.load_changes(data.verdict):
+        items = "".join(f"<li>{escape(c)}</li>" for c in changes)
+        line += f'\n<div id="load-changes"><p>Load changed while the run went:</p><ul>{items}</ul></div>'
     return line
 
 

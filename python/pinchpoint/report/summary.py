@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pinchpoint.report import fmt
@@ -86,6 +87,19 @@ def error_reasons(verdict: dict[str, Any]) -> list[str]:
     for name, reasons in (verdict.get("error_reasons") or {}).items():
         n = f" ({counts[name]})" if counts.get(name) else ""
         lines.append(f"{name} errors{n}: {'; '.join(reasons)}")
+    return lines
+
+
+def load_changes(verdict: dict[str, Any]) -> list[str]:
+    """Each change of users asked while the run went (load/control.py): `Step 2: 6 users
+    from 02:10:05 UTC, set from the terminal`."""
+    lines = []
+    for change in verdict.get("load_changes") or []:
+        at = time.strftime("%H:%M:%S", time.gmtime(float(change["at"])))
+        lines.append(
+            f"Step {int(change['step']) + 1}: {change['users']} users from {at} UTC, "
+            f"set from the {change['by']}"
+        )
     return lines
 
 

@@ -47,6 +47,8 @@ class Window:
     users: int
     start: float
     end: float
+    # Who set the step's users while the run went (page, terminal); None: the plan.
+    by: str | None = None
 
 
 def step_windows(run: dict[str, Any], requests: Frame | None, t0: float) -> list[Window]:
@@ -58,7 +60,9 @@ def step_windows(run: dict[str, Any], requests: Frame | None, t0: float) -> list
         users, start, end = step.get("users"), step.get("start"), step.get("end")
         if not (fmt.is_number(users) and fmt.is_number(start) and fmt.is_number(end)):
             return _request_windows(requests, t0)
-        windows.append(Window(int(users), float(start) - t0, float(end) - t0))
+        manual = step.get("manual")
+        by = str(manual.get("by")) if isinstance(manual, dict) else None
+        windows.append(Window(int(users), float(start) - t0, float(end) - t0, by))
     return windows or _request_windows(requests, t0)
 
 
@@ -101,7 +105,8 @@ def shade_steps(fig: Figure, windows: list[Window]) -> None:
                 "line": {"width": 0},
                 "layer": "below",
                 "label": {
-                    "text": f"{window.users} users",
+                    "text": f"{window.users} users"
+                    + (f", set from the {window.by}" if window.by else ""),
                     "textposition": "top left",
                     "font": {"size": 11, "color": "#555"},
                 },

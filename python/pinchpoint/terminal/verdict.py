@@ -95,6 +95,8 @@ def render_verdict(verdict: dict[str, Any], console: Console) -> None:
     partial = summary.partial_warning(verdict)
     if partial:  # one line, whole in logs
         console.print(Text(partial, style="bold yellow"), highlight=False, soft_wrap=True)
+    for line in summary.load_changes(verdict):
+        console.print(Text(f"Load changed: {line}", style="bold"), highlight=False)
     if aborted := verdict.get("aborted"):
         line = f"Aborted: {aborted}; the verdict is on the steps that ran."
         console.print(Text(line, style="bold yellow"), highlight=False, soft_wrap=True)
