@@ -86,7 +86,8 @@ class LivePage:
 
     @property
     def urls(self) -> list[str]:
-        """Each address the page can be browsed at, with its token when it has one."""
+        """Each address the page can be browsed at, with its token (on loopback, the
+        control's: reading needs none there)."""
         query = f"?token={self.key}"
         return [f"http://{host}:{self.port}/{query}" for host in reachable_hosts(self.host)]
 
