@@ -5,6 +5,8 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use tokio::sync::Notify;
+
 /// Changes a run takes at most: each is a step, kept in memory and in run.json.
 pub const MAX_CHANGES: usize = 1000;
 
@@ -29,6 +31,8 @@ pub struct Applied {
 pub struct Control {
     asked: Mutex<VecDeque<Asked>>,
     applied: Mutex<Vec<Applied>>,
+    /// Wakes the driver as a change is asked, rather than at its next poll.
+    asking: Notify,
 }
 
 impl Control {
@@ -40,6 +44,7 @@ impl Control {
             return Err(format!("a run takes at most {MAX_CHANGES} changes"));
         }
         asked.push_back(Asked { id, users });
+        self.asking.notify_one();
         Ok(())
     }
 
@@ -50,6 +55,14 @@ impl Control {
 
     pub fn made(&self, change: Applied) {
         self.applied.lock().unwrap_or_else(|e| e.into_inner()).push(change);
+    }
+
+    /// Sleeps `d`, or less when a change is asked meanwhile.
+    pub async fn sleep_unless_asked(&self, d: std::time::Duration) {
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = self.asking.notified() => {}
+        }
     }
 
     /// The changes made, in order.

@@ -330,7 +330,7 @@ async fn drive(
             if asked.is_some() {
                 break;
             }
-            tokio::time::sleep((deadline - now).min(STOP_POLL)).await;
+            live.control.sleep_unless_asked((deadline - now).min(STOP_POLL)).await;
         }
         windows.push(Window { start_us, end_us: unix_us(SystemTime::now()) });
         if interrupted || asked.is_some() {
@@ -362,7 +362,7 @@ async fn drive(
             if asked.is_some() {
                 break;
             }
-            tokio::time::sleep((planned_end - now).min(STOP_POLL)).await;
+            live.control.sleep_unless_asked((planned_end - now).min(STOP_POLL)).await;
         }
         windows.push(Window { start_us, end_us: unix_us(SystemTime::now()) });
     }
