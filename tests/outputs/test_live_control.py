@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import jsonschema
 import polars as pl
 import pytest
 
@@ -180,6 +181,8 @@ def test_the_terminal_changes_the_users_and_a_change_without_the_token_is_refuse
     ports = {step: {SEEN[int(r)] for r in rows["req_id"]} for step, rows in by_step.items()}
     assert (len(ports[0]), len(ports[1])) == (2, 6)
     verdict = json.loads((run_dir / files.VERDICT).read_text())
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "verdict.schema.json").read_text())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(verdict)) == []
     [change] = verdict["load_changes"]
     assert (change["step"], change["users"], change["by"]) == (1, 6, "terminal")
     report = (run_dir / files.REPORT).read_text()
