@@ -93,12 +93,12 @@ class _Run:
 
 
 @contextmanager
-def _run(folder: Path, target: int, step_s: float) -> Iterator[_Run]:
-    """`pinchpoint run --serve` of 2 users then 8, `step_s` each."""
+def _run(folder: Path, target: int, first_s: float) -> Iterator[_Run]:
+    """`pinchpoint run --serve` of 2 users for `first_s`, then 8 for a second."""
     (folder / "plan.toml").write_text(
-        f'[target]\nurl = "http://127.0.0.1:{target}"\ntag = true\n\n'
-        f'[load]\nlower = 2\nupper = 8\nstep = 6\nduration = "{step_s}s"\nwarmup = "0s"\n\n'
-        '[[request]]\npath = "/"\n'
+        f'[target]\nurl = "http://127.0.0.1:{target}"\ntag = true\n\n[load]\nwarmup = "0s"\n\n'
+        f'[[load.stage]]\nusers = 2\nhold = "{first_s}s"\n\n'
+        '[[load.stage]]\nusers = 8\nhold = "1s"\n\n[[request]]\npath = "/"\n'
     )
     argv = [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "--serve", "127.0.0.1:0",
             "--serve-linger", "0"]  # fmt: skip
@@ -134,7 +134,7 @@ def test_the_terminal_changes_the_users_and_a_change_without_the_token_is_refuse
     tmp_path: Path,
 ) -> None:
     SEEN.clear()
-    with serving(_Target) as target, _run(tmp_path, target, step_s=4) as proc:
+    with serving(_Target) as target, _run(tmp_path, target, first_s=5) as proc:
         url = proc.page_url()
         token = parse_qs(urlsplit(url).query)["token"][0]
         base = url.split("/?")[0]
@@ -169,8 +169,8 @@ def test_the_terminal_changes_the_users_and_a_change_without_the_token_is_refuse
     assert (changed["step"], changed["users"], changed["level"]) == (1, 6, 6.0)
     assert changed["manual"]["by"] == "terminal"
     assert asked_at <= changed["manual"]["at"] == changed["start"] <= asked_at + 5
-    # Still the planned end: 8 s after the load began, whatever the change.
-    assert abs(changed["end"] - first["start"] - 8.0) < 0.5, run["steps"]
+    # Still the planned end: 6 s after the load began, whatever the change.
+    assert abs(changed["end"] - first["start"] - 6.0) < 0.5, run["steps"]
     requests = pl.read_parquet(run_dir / files.REQUESTS)
     by_step = {step: requests.filter(pl.col("step") == step) for step in requests["step"].unique()}
     assert set(by_step) == {0, 1}
@@ -200,7 +200,7 @@ def test_the_live_page_s_control_changes_the_users_in_chromium(tmp_path: Path) -
     with (
         browser(tmp_path / "chromium") as page,
         serving(_Target) as target,
-        _run(tmp_path, target, step_s=30) as proc,
+        _run(tmp_path, target, first_s=30) as proc,
     ):
         url = proc.page_url()
         base = url.split("/?")[0]
