@@ -192,6 +192,9 @@ def test_the_terminal_changes_the_users_and_a_change_without_the_token_is_refuse
     assert said in report and "6 users, set from the terminal" in report
     assert "Users set to 6 from the terminal" in output
     assert f"Load changed: {said}" in output
+    # The step table's users say who set them.
+    assert re.search(r"^\s+2\s", output, re.M) and re.search(r"^\s+6 \(terminal\)\s", output, re.M)
+    assert "<td>6 (terminal)</td>" in report or ">6 (terminal)<" in report
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt: chromium)")

@@ -74,10 +74,15 @@ def step_table(verdict: dict[str, Any]) -> StepTable:
     rows: list[list[str]] = []
     highlight = None
     start_users = bottleneck_users(verdict)
+    # Steps whose users were set while the run went: by whom (the live page, the terminal).
+    set_by = {c.get("step"): c.get("by") for c in verdict.get("load_changes") or []}
     for i, step in enumerate(steps(verdict)):
         latency = step.get("latency_ms") or {}
+        by = set_by.get(step.get("step"))
         row = [
-            fmt.rate(step.get("level")) if open_loop else fmt.count(step.get("users")),
+            fmt.rate(step.get("level"))
+            if open_loop
+            else fmt.count(step.get("users")) + (f" ({by})" if by else ""),
             *([fmt.count(step.get("late"))] if open_loop else []),
             fmt.rate(step.get("throughput_rps")),
             fmt.errors(step.get("errors"), step.get("error_rate")),
