@@ -38,6 +38,11 @@ class LoadRun:
         planned end or the next change (`changes` of the summary, by `id`); ValueError
         for an open-loop run or a generator's share."""
 
+    def set_rate(self, id: int, rate: float) -> None:
+        """Open loop: from the scheduler's next look, `rate` arrivals per second in a
+        phase of their own until the planned end or the next change; ValueError for a
+        closed-loop run, a generator's share or a rate not above 0."""
+
     def snapshot(self) -> dict[str, Any]:
         """Live counters: requests, errors, step, users, kind, level, late, window_*, and
         `by_step`: each step with requests ended since the previous snapshot, counted by

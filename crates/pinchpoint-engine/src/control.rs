@@ -1,6 +1,7 @@
 //! Changes of load asked while a run goes (from its live page or `pinchpoint control`):
 //! each starts a new step at that many users from the moment the driver takes it, held
-//! until the run's planned end or the next change. Closed loop only.
+//! until the run's planned end or the next change: users in closed loop, a constant
+//! arrival rate in open loop.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -11,18 +12,22 @@ use tokio::sync::Notify;
 pub const MAX_CHANGES: usize = 1000;
 
 /// A change as asked: `id` is the asker's, to find who asked it in the summary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Asked {
     pub id: u64,
+    /// Closed loop: the users (0 in open loop).
     pub users: u32,
+    /// Open loop: requests per second (0 in closed loop).
+    pub rate: f64,
 }
 
 /// A change as the driver made it: the step it began, and when (unix µs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Applied {
     pub id: u64,
     pub step: u32,
     pub users: u32,
+    pub rate: f64,
     pub at_us: i64,
 }
 
@@ -36,14 +41,26 @@ pub struct Control {
 }
 
 impl Control {
-    /// Queues a change; refused past MAX_CHANGES asked in the run.
+    /// Queues a change of users (closed loop); refused past MAX_CHANGES asked in the run.
     pub fn ask(&self, id: u64, users: u32) -> Result<(), String> {
+        self.queue(Asked { id, users, rate: 0.0 })
+    }
+
+    /// Queues a change of rate (open loop), in requests per second above zero.
+    pub fn ask_rate(&self, id: u64, rate: f64) -> Result<(), String> {
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(format!("rate: {rate}: requests per second above 0"));
+        }
+        self.queue(Asked { id, users: 0, rate })
+    }
+
+    fn queue(&self, change: Asked) -> Result<(), String> {
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
         let made = self.applied.lock().unwrap_or_else(|e| e.into_inner()).len();
         if made + asked.len() >= MAX_CHANGES {
             return Err(format!("a run takes at most {MAX_CHANGES} changes"));
         }
-        asked.push_back(Asked { id, users });
+        asked.push_back(change);
         self.asking.notify_one();
         Ok(())
     }

@@ -18,6 +18,8 @@ pub struct Recorder {
     pub path: PathBuf,
     pub steps: Vec<StepStats>,
     pub live: Arc<Live>,
+    /// Open loop: a step begun by a change keeps the send lag too.
+    pub open_loop: bool,
 }
 
 pub struct Recorded {
@@ -32,7 +34,7 @@ impl Recorder {
         let at = step as usize;
         while self.steps.len() <= at {
             let next = self.steps.len() as u32;
-            self.steps.push(StepStats::new(next, users));
+            self.steps.push(if self.open_loop { StepStats::open(next) } else { StepStats::new(next, users) });
         }
         &mut self.steps[at]
     }

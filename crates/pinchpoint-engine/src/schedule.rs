@@ -219,6 +219,17 @@ impl Schedule {
         Self { phases, arrivals, seed, index: 0, start: 0.0, current: None }
     }
 
+    /// From `at` seconds until `end`, arrivals at a constant `rate` as phase `phase`,
+    /// spread as the run's arrivals are: the phases from `phase` on are dropped, and the
+    /// arrivals of earlier ones not yet given.
+    pub fn switch(&mut self, phase: usize, at: f64, rate: f64, end: f64) {
+        self.phases.truncate(phase);
+        self.phases.push(Phase::rate(rate, Duration::from_secs_f64((end - at).max(0.0))));
+        self.index = phase;
+        self.start = at;
+        self.current = None;
+    }
+
     /// When each phase starts and ends, in seconds from the start of the run.
     pub fn bounds(phases: &[Phase]) -> Vec<(f64, f64)> {
         let mut t = 0.0;
@@ -347,6 +358,21 @@ mod tests {
         let got: Vec<(u32, f64)> = all.iter().map(|a| (a.phase, a.at)).collect();
         assert_eq!(got, [(0, 0.0), (0, 0.5), (2, 2.0), (2, 3.0), (2, 4.0)]);
         assert_eq!(Schedule::bounds(&phases), [(0.0, 1.0), (1.0, 2.0), (2.0, 5.0)]);
+    }
+
+    #[test]
+    fn a_switch_ends_the_phase_and_holds_the_new_rate_until_the_end() {
+        let phases = vec![Phase::rate(2.0, secs(2.0)), Phase::rate(8.0, secs(2.0))];
+        let mut schedule = Schedule::new(phases, Arrivals::Uniform, 0);
+        assert_eq!(schedule.next(), Some(Arrival { phase: 0, at: 0.0 }));
+        schedule.switch(1, 0.25, 4.0, 4.0);
+        let rest: Vec<(u32, f64)> = schedule.map(|a| (a.phase, a.at)).collect();
+        // 4 req/s from 0.25 s to 4 s: 15 arrivals, 0.25 s apart.
+        assert_eq!(rest.len(), 15);
+        for (k, &(phase, at)) in rest.iter().enumerate() {
+            assert_eq!(phase, 1);
+            assert!((at - (0.25 + k as f64 * 0.25)).abs() < 1e-9, "{at}");
+        }
     }
 
     #[test]

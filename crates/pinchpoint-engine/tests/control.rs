@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use pinchpoint_engine::Live;
+use pinchpoint_engine::{Arrivals, Live, Phase};
 
 #[test]
 fn a_change_starts_a_step_of_its_own_held_until_the_planned_end() {
@@ -63,4 +63,58 @@ fn a_change_asked_past_the_cap_is_refused() {
     }
     let refused = live.control.ask(9_999, 1).unwrap_err();
     assert_eq!(refused, "a run takes at most 1000 changes");
+}
+
+#[test]
+fn a_change_of_rate_starts_a_phase_at_that_rate_until_the_planned_end() {
+    let _serial = serial();
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    // Planned: 50/s for 800 ms, then 100/s for 800 ms; changed to 200/s after 300 ms.
+    let phases = vec![
+        Phase::rate(50.0, Duration::from_millis(800)),
+        Phase::rate(100.0, Duration::from_millis(800)),
+    ];
+    let cfg = open_config(dir.path(), server.port(), &["/a"], phases, Arrivals::Uniform, 64);
+    let live = Arc::new(Live::default());
+    let asker = live.clone();
+    let began = Instant::now();
+    let change = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        asker.control.ask_rate(4, 200.0).unwrap();
+    });
+    let summary = pinchpoint_engine::run(&cfg, Arc::new(AtomicBool::new(false)), live).expect("run");
+    let took = began.elapsed();
+    change.join().unwrap();
+    assert!(took >= Duration::from_millis(1_550) && took < Duration::from_millis(2_300), "{took:?}");
+    let made: Vec<(u64, u32, f64)> = summary.changes.iter().map(|c| (c.id, c.step, c.rate)).collect();
+    assert_eq!(made, [(4, 1, 200.0)]);
+    assert_eq!(summary.windows.len(), 2);
+    let at_us = summary.changes[0].at_us;
+    assert_eq!(at_us, summary.windows[1].start_us);
+    assert_eq!(summary.windows[0].end_us, at_us);
+    let levels: Vec<(f64, bool)> = summary.levels.iter().map(|l| (l.level, l.open_loop)).collect();
+    assert_eq!(levels, [(50.0, true), (200.0, true)]);
+    assert_eq!(summary.steps.len(), 2);
+    assert!(summary.steps[1].send_lag.is_some(), "the change's phase keeps the send lag");
+    let rows = parquet_rows(&cfg);
+    assert!(rows.iter().all(|r| r.step < 2 && r.users == 0 && r.status == 200));
+    let before: Vec<&Row> = rows.iter().filter(|r| r.step == 0).collect();
+    assert!(before.iter().all(|r| r.intended_us < at_us));
+    // 50/s: one every 20 ms from the start until the change.
+    let expected_before = ((at_us - summary.windows[0].start_us) as f64 / 20_000.0).ceil() as usize;
+    assert!(before.len().abs_diff(expected_before) <= 1, "{} before, {expected_before} expected", before.len());
+    let mut after: Vec<i64> = rows.iter().filter(|r| r.step == 1).map(|r| r.intended_us).collect();
+    after.sort_unstable();
+    // 200/s from the change to the planned end (1.6 s from the start): one every 5 ms.
+    let planned_end_us = summary.windows[0].start_us + 1_600_000;
+    let expected = ((planned_end_us - at_us) as f64 / 5_000.0).ceil() as usize;
+    assert!(after.len().abs_diff(expected) <= 1, "{} after, {expected} expected", after.len());
+    assert_eq!(summary.levels[1].intended, after.len() as u64);
+    assert!((after[0] - at_us).abs() <= 1, "the first arrival is at the change");
+    for w in after.windows(2) {
+        assert!((w[1] - w[0] - 5_000).abs() <= 2, "gap {} µs", w[1] - w[0]);
+    }
+    assert!(*after.last().unwrap() < planned_end_us);
+    assert_eq!(summary.steps[1].requests, after.len() as u64);
 }

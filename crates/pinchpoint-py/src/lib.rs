@@ -59,10 +59,26 @@ impl LoadRun {
         if let Some(why) = self.fixed {
             return Err(PyValueError::new_err(why));
         }
+        if self.open_loop {
+            return Err(PyValueError::new_err("an open-loop run takes a rate, not users"));
+        }
         if users == 0 {
             return Err(PyValueError::new_err("users: at least 1"));
         }
         self.live.control.ask(id, users).map_err(PyValueError::new_err)
+    }
+
+    /// Open loop: from the scheduler's next look (within 20 ms), arrivals at `rate` per
+    /// second in a phase of their own until the planned end or the next change, spread
+    /// as the plan's arrivals; as `set_users` otherwise.
+    fn set_rate(&self, id: u64, rate: f64) -> PyResult<()> {
+        if let Some(why) = self.fixed {
+            return Err(PyValueError::new_err(why));
+        }
+        if !self.open_loop {
+            return Err(PyValueError::new_err("a closed-loop run takes users, not a rate"));
+        }
+        self.live.control.ask_rate(id, rate).map_err(PyValueError::new_err)
     }
 
     /// Live counters: requests and errors so far, the current step, its users and its
@@ -292,6 +308,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
         one.set_item("id", c.id)?;
         one.set_item("step", c.step)?;
         one.set_item("users", c.users)?;
+        one.set_item("rate", c.rate)?;
         one.set_item("at_us", c.at_us)?;
         changes.append(one)?;
     }
@@ -306,10 +323,8 @@ fn start(config: &Bound<'_, PyDict>) -> PyResult<LoadRun> {
     let config = config::run_config(config)?;
     config.validate().map_err(PyValueError::new_err)?;
     let open_loop = config.open.is_some();
-    let fixed = if open_loop {
-        Some("an open-loop run's rate cannot be changed while it goes")
-    } else if !config.tag_levels.is_empty() {
-        Some("a generator's share of users cannot be changed while the run goes")
+    let fixed = if !config.tag_levels.is_empty() {
+        Some("a generator's share of the load cannot be changed while the run goes")
     } else {
         None
     };

@@ -71,7 +71,7 @@ pub struct RunSummary {
     /// Requests still in flight when the run ended that were dropped unanswered: after
     /// `abandon`, or past the request timeout and the end's grace. Not recorded.
     pub abandoned: u64,
-    /// The changes of users asked while the run went, each the start of its step.
+    /// The changes of users or rate asked while the run went, each the start of its step.
     pub changes: Vec<Applied>,
 }
 
@@ -149,6 +149,7 @@ pub fn run_until(
             None => config.steps.iter().enumerate().map(|(i, s)| StepStats::new(i as u32, s.users)).collect(),
             Some(open) => (0..open.phases.len()).map(|i| StepStats::open(i as u32)).collect(),
         },
+        open_loop: config.open.is_some(),
         live: live.clone(),
     };
     let recorder = std::thread::Builder::new()
@@ -244,10 +245,19 @@ pub fn run_until(
         levels.truncate(windows.len());
         for c in &changes {
             while steps.len() <= c.step as usize {
-                steps.push(StepStats::new(steps.len() as u32, c.users));
+                let step = steps.len() as u32;
+                steps.push(if config.open.is_some() { StepStats::open(step) } else { StepStats::new(step, c.users) });
             }
             steps[c.step as usize].users = c.users;
-            let level = Level { step: c.step, open_loop: false, level: f64::from(c.users), intended: 0, late: 0, unsent: 0 };
+            let c_counts = counts.get(c.step as usize).copied().unwrap_or_default();
+            let level = Level {
+                step: c.step,
+                open_loop: config.open.is_some(),
+                level: if config.open.is_some() { c.rate } else { f64::from(c.users) },
+                intended: c_counts.intended,
+                late: c_counts.late,
+                unsent: c_counts.unsent,
+            };
             match levels.get_mut(c.step as usize) {
                 Some(l) => *l = level,
                 None => levels.push(level),
@@ -348,7 +358,7 @@ async fn drive(
         live.step.store(step as usize, Ordering::Relaxed);
         live.level_milli.store(u64::from(change.users) * 1000, Ordering::Relaxed);
         users.set(step, change.users, live);
-        live.control.made(Applied { id: change.id, step, users: change.users, at_us: start_us });
+        live.control.made(Applied { id: change.id, step, users: change.users, rate: 0.0, at_us: start_us });
         loop {
             let now = Instant::now();
             if now >= planned_end {

@@ -31,6 +31,7 @@ use crate::client::{Conn, Outgoing, Target};
 use crate::client::http1::{trace_run_half, Prepared, Tag, TagLevel};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
+use crate::control::Applied;
 use crate::schedule::{Arrival, Schedule};
 use crate::stats::{Live, Window};
 use crate::drive::closed::Unsent;
@@ -60,8 +61,8 @@ pub struct OpenShared {
     /// The next request id: the scheduler's arrivals take theirs in order, and each
     /// message a gRPC call streams takes one as it comes.
     pub next_id: AtomicU64,
-    /// Each phase's load level as it appears in the tag (`pp_rate=`).
-    pub rates: Vec<String>,
+    /// Each planned phase's load level as it appears in the tag (`pp_rate=`).
+    pub rates: Vec<Arc<str>>,
     /// The start of the schedule, and the same moment in unix microseconds.
     pub base: Instant,
     pub base_unix_us: i64,
@@ -95,7 +96,7 @@ impl OpenShared {
             next_id: AtomicU64::new(0),
             requests,
             cycle,
-            rates: levels.iter().map(|&r| rate_text(r)).collect(),
+            rates: levels.iter().map(|&r| rate_text(r).into()).collect(),
             base,
             base_unix_us,
             abandoned: Arc::default(),
@@ -115,12 +116,14 @@ pub fn rate_text(rate: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Job {
     req_id: u64,
     /// The request it sends (an index into `requests`).
     index: u32,
     phase: u32,
+    /// The phase's rate as the tag gives it.
+    rate: Arc<str>,
     intended: Instant,
     intended_us: i64,
 }
@@ -152,8 +155,9 @@ pub struct Driven {
 }
 
 /// Runs the schedule on the calling thread until its end or `stop`, spawning the
-/// connection tasks on `runtime`. Returns once every request was handed out; the
-/// caller then waits for `tasks`.
+/// connection tasks on `runtime`. A change of rate asked (`live.control`) ends the
+/// current phase and starts one of its own at that rate until the planned end. Returns
+/// once every request was handed out; the caller then waits for `tasks`.
 #[allow(clippy::too_many_arguments)]
 pub fn drive(
     open: &OpenLoop,
@@ -167,11 +171,15 @@ pub fn drive(
     live: &Live,
 ) -> Driven {
     precise_sleep();
-    let bounds = Schedule::bounds(&open.phases);
-    let mut schedule = Schedule::new(open.phases.clone(), open.arrivals, seed).peekable();
+    let mut bounds = Schedule::bounds(&open.phases);
+    let mut levels = levels.to_vec();
+    let mut rates = shared.rates.clone();
+    let mut schedule = Schedule::new(open.phases.clone(), open.arrivals, seed);
+    let mut next: Option<Arrival> = None;
     let mut counts = vec![PhaseCounts::default(); open.phases.len()];
     let mut tasks = Vec::new();
-    let end = shared.base + Duration::from_secs_f64(bounds.last().map_or(0.0, |b| b.1));
+    let planned_end = bounds.last().map_or(0.0, |b| b.1);
+    let end = shared.base + Duration::from_secs_f64(planned_end);
     // Phases whose start time has come.
     let mut began = 0usize;
     let mut interrupted = false;
@@ -189,7 +197,28 @@ pub fn drive(
             live.level_milli.store((levels[began] * 1000.0).round() as u64, Ordering::Relaxed);
             began += 1;
         }
-        let due = match schedule.peek() {
+        if let Some(change) = live.control.next() {
+            // Phase `began` is the change's, from now; the one going ends now.
+            let at = elapsed.min(planned_end);
+            bounds.truncate(began);
+            bounds[began - 1].1 = at;
+            bounds.push((at, planned_end));
+            levels.truncate(began);
+            levels.push(change.rate);
+            rates.truncate(began);
+            rates.push(rate_text(change.rate).into());
+            counts.truncate(began);
+            counts.push(PhaseCounts::default());
+            schedule.switch(began, at, change.rate, planned_end);
+            next = None;
+            let at_us = shared.unix_us(shared.base + Duration::from_secs_f64(at));
+            live.control.made(Applied { id: change.id, step: began as u32, users: 0, rate: change.rate, at_us });
+            continue;
+        }
+        if next.is_none() {
+            next = schedule.next();
+        }
+        let due = match next {
             None if now >= end => break,
             None => end,
             Some(a) => shared.base + Duration::from_secs_f64(a.at),
@@ -198,14 +227,15 @@ pub fn drive(
             std::thread::sleep((due - now).min(STOP_POLL));
             continue;
         }
-        let Some(Arrival { phase: p, at }) = schedule.next() else { continue };
+        let Some(Arrival { phase: p, at }) = next.take() else { continue };
         let intended = shared.base + Duration::from_secs_f64(at);
         let index = shared.cycle[(arrivals % shared.cycle.len() as u64) as usize];
         arrivals += 1;
         // A WebSocket's messages take the ids after its connection's.
         let ids = 1 + shared.sessions[index as usize].as_ref().map_or(0, |m| m.len() as u64);
         let req_id = shared.next_id.fetch_add(ids, Ordering::Relaxed);
-        let job = Job { req_id, index, phase: p, intended, intended_us: shared.unix_us(intended) };
+        let rate = rates[p as usize].clone();
+        let job = Job { req_id, index, phase: p, rate, intended, intended_us: shared.unix_us(intended) };
         let c = &mut counts[p as usize];
         c.intended += 1;
         match dispatch(&shared, job, open.max_in_flight) {
@@ -269,11 +299,12 @@ enum Dispatch {
     Unsent,
 }
 
-fn dispatch(shared: &OpenShared, job: Job, cap: u32) -> Dispatch {
+fn dispatch(shared: &OpenShared, mut job: Job, cap: u32) -> Dispatch {
     let mut pool = shared.pool.lock().unwrap_or_else(|e| e.into_inner());
     while let Some(idle) = pool.idle.pop() {
-        if idle.send(Some(job)).is_ok() {
-            return Dispatch::Given;
+        match idle.send(Some(job)) {
+            Ok(()) => return Dispatch::Given,
+            Err(refused) => job = refused.0.expect("a job was sent"),
         }
         // That connection's task is gone (it panicked): it no longer counts.
         pool.workers = pool.workers.saturating_sub(1);
@@ -361,7 +392,7 @@ async fn connection(shared: Arc<OpenShared>, first: Job, tx: RecordTx<Vec<Record
 
 async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, index: usize, request: &mut Outgoing) -> Record {
     let prepared = &shared.requests[index];
-    let rate = &shared.rates[job.phase as usize];
+    let rate = &job.rate;
     let tag = Tag {
         run_id: &shared.run_id,
         trace_half: shared.trace_half,
@@ -416,8 +447,8 @@ async fn send(shared: &OpenShared, conn: &mut Option<Conn>, job: &Job, index: us
 }
 
 /// What `job`'s WebSocket session needs of the run.
-fn arrival<'a>(shared: &'a OpenShared, job: &Job, index: usize) -> open_ws::Arrival<'a> {
-    let rate = &shared.rates[job.phase as usize];
+fn arrival<'a>(shared: &'a OpenShared, job: &'a Job, index: usize) -> open_ws::Arrival<'a> {
+    let rate = &job.rate;
     let tag = Tag { run_id: &shared.run_id, trace_half: shared.trace_half, level: TagLevel::Rate(rate), req_id: job.req_id };
     let conn = Record {
         req_id: job.req_id,
