@@ -70,10 +70,14 @@ def _curve(steps: list[StepJson]) -> _Curve:
 
 
 def load_changes(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """The steps begun by a change of users asked while the run went (run.json's
-    `manual`): `step`, `users`, `by` and `at`."""
+    """The steps begun by a change of load asked while the run went (run.json's
+    `manual`): `step`, `users` (or `rate`, open loop), `by` and `at`."""
     return [
-        {"step": s["step"], "users": s["users"], **s["manual"]}
+        {
+            "step": s["step"],
+            **({"rate": s["level"]} if s.get("kind") == "rate" else {"users": s["users"]}),
+            **s["manual"],
+        }
         for s in run.get("steps") or []
         if isinstance(s, dict) and isinstance(s.get("manual"), dict)
     ]

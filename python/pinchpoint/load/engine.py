@@ -54,7 +54,12 @@ def step_windows(plan: Plan, summary: dict) -> list[dict]:
         entry = {"step": i, "users": engine_step["users"], "start": a / 1e6, "end": b / 1e6}
         if (change := changes.get(i)) is not None:
             # A step begun by a change asked while the run went (load/control.py).
-            entry |= {"kind": "users", "level": float(change["users"]), "users": change["users"]}
+            if "rate" in change:
+                entry |= {"kind": "rate", "level": float(change["rate"])}
+                entry.update({k: engine_step.get(k, 0) for k in ("intended", "late", "unsent")})
+            else:
+                entry |= {"kind": "users", "level": float(change["users"])}
+                entry["users"] = change["users"]
             entry["manual"] = {"by": change.get("by", "unknown"), "at": change.get("at", a / 1e6)}
             out.append(entry)
             continue

@@ -1,5 +1,6 @@
-"""`pinchpoint control URL --users N`: asks a run served with `--serve` to change its
-users (outputs/live_control.py), with the token of the address the run printed."""
+"""`pinchpoint control URL --users N` or `--rate R`: asks a run served with `--serve` to
+change its users or its arrival rate (outputs/live_control.py), with the token of the
+address the run printed."""
 
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ class ControlRefused(Exception):
 def ask_users(url: str, users: int, token: str | None = None) -> dict[str, Any]:
     """Asks the run whose live page is at `url` (the address it printed, `?token=`
     included, or `token`) for `users` users from now on; the change as the run took it."""
+    return ask(url, {"users": users}, token)
+
+
+def ask_rate(url: str, rate: float, token: str | None = None) -> dict[str, Any]:
+    """As `ask_users`, for an open-loop run: `rate` arrivals per second from now on."""
+    return ask(url, {"rate": rate}, token)
+
+
+def ask(url: str, change: dict[str, int | float], token: str | None = None) -> dict[str, Any]:
+    """Posts `change` (`users` or `rate`) to the run's /control; the change as it took it."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ControlRefused(f"{url}: not the http:// address a run printed for its live page")
@@ -28,7 +39,7 @@ def ask_users(url: str, users: int, token: str | None = None) -> dict[str, Any]:
     try:
         response = httpx.post(
             endpoint,
-            params={"users": users, "by": "terminal"},
+            params={**change, "by": "terminal"},
             headers={"Authorization": f"Bearer {token}"},
             timeout=TIMEOUT_S,
         )

@@ -1,5 +1,6 @@
-"""`POST /control?users=N&by=page|terminal` on the live page: a change of the run's users
-(load/control.py), asked by the page's control or `pinchpoint control`.
+"""`POST /control?users=N&by=page|terminal` (closed loop) or `?rate=R` (open loop) on the
+live page: a change of the run's users or arrival rate (load/control.py), asked by the
+page's control or `pinchpoint control`.
 
 It always needs the run's token, on loopback too: the page's cookie (set by opening the
 address the command prints, `?token=`) or `Authorization: Bearer`. A request from
@@ -47,15 +48,27 @@ def answer(
     if control is None:
         return 409, {"error": "this run's load cannot be changed"}
     query = parse_qs(urlsplit(path).query)
-    raw = query.get("users", [""])[0]
+    by = query.get("by", ["terminal"])[0]
     try:
-        users = int(raw)
-    except ValueError:
-        return 400, {"error": f"users: {raw!r}: a whole number of users"}
-    try:
-        return 200, control.ask(users, query.get("by", ["terminal"])[0])
+        if "rate" in query:
+            return 200, control.ask_rate(_rate(query["rate"][0]), by)
+        return 200, control.ask(_users(query.get("users", [""])[0]), by)
     except ControlError as e:
         return e.status, {"error": str(e)}
+
+
+def _users(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ControlError(f"users: {raw!r}: a whole number of users") from None
+
+
+def _rate(raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ControlError(f"rate: {raw!r}: a number of requests per second") from None
 
 
 def body(data: dict[str, Any]) -> bytes:

@@ -91,14 +91,14 @@ def error_reasons(verdict: dict[str, Any]) -> list[str]:
 
 
 def load_changes(verdict: dict[str, Any]) -> list[str]:
-    """Each change of users asked while the run went (load/control.py): `Step 2: 6 users
-    from 02:10:05 UTC, set from the terminal`."""
+    """Each change of load asked while the run went (load/control.py): `Step 2: 6 users
+    from 02:10:05 UTC, set from the terminal`, or `200 req/s` in open loop."""
     lines = []
     for change in verdict.get("load_changes") or []:
         at = time.strftime("%H:%M:%S", time.gmtime(float(change["at"])))
+        load = f"{change['rate']:g} req/s" if "rate" in change else f"{change['users']} users"
         lines.append(
-            f"Step {int(change['step']) + 1}: {change['users']} users from {at} UTC, "
-            f"set from the {change['by']}"
+            f"Step {int(change['step']) + 1}: {load} from {at} UTC, set from the {change['by']}"
         )
     return lines
 

@@ -80,7 +80,7 @@ def step_table(verdict: dict[str, Any]) -> StepTable:
         latency = step.get("latency_ms") or {}
         by = set_by.get(step.get("step"))
         row = [
-            fmt.rate(step.get("level"))
+            fmt.rate(step.get("level")) + (f" ({by})" if by else "")
             if open_loop
             else fmt.count(step.get("users")) + (f" ({by})" if by else ""),
             *([fmt.count(step.get("late"))] if open_loop else []),

@@ -21,7 +21,7 @@ class StepWindow(TypedDict):
     unsent: NotRequired[int]
     # The step an [sla] objective stopped: why (run.json `aborted`'s reason).
     aborted: NotRequired[str]
-    # A step begun by a change of users asked while the run went (load/control.py):
+    # A step begun by a change of users or rate asked while the run went (load/control.py):
     # `by` (page or terminal) and `at` (unix seconds).
     manual: NotRequired[dict[str, Any]]
 
@@ -242,7 +242,7 @@ class VerdictJson(TypedDict):
     unattributed: NotRequired[bool]
     # Why an [sla] objective stopped the run (run.json `aborted`'s reason).
     aborted: NotRequired[str]
-    # The steps begun by a change of users while the run went: step, users, by, at.
+    # The steps begun by a change of load while the run went: step, users or rate, by, at.
     load_changes: NotRequired[list[dict[str, Any]]]
     # Generators lost mid-run: the load they did not send (analyze/causes/generator.py).
     load_short: NotRequired[str]
