@@ -143,3 +143,7 @@ def test_the_terminal_changes_an_open_loop_run_s_rate(tmp_path: Path) -> None:
     assert "Rate set to 200/s from the terminal" in output
     at = time.strftime("%H:%M:%S", time.gmtime(change["at"]))
     assert f"Load changed: Step 2: 200 req/s from {at} UTC, set from the terminal" in output
+    report = (run_dir / files.REPORT).read_text()
+    # The timeline's step (its label JSON-escaped in the page's script).
+    assert "200.0 req\\u002fs, set from the terminal" in report
+    assert ">200.0 (terminal)<" in report  # the step table's target rate

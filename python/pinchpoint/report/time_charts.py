@@ -44,10 +44,11 @@ ERROR_CLASSES = [
 class Window:
     """A step's span on the time axis, in seconds from the run start."""
 
-    users: int
+    # The step's load as said: "12 users", or "200.0 req/s" in open loop.
+    load: str
     start: float
     end: float
-    # Who set the step's users while the run went (page, terminal); None: the plan.
+    # Who set the step's load while the run went (page, terminal); None: the plan.
     by: str | None = None
 
 
@@ -62,7 +63,12 @@ def step_windows(run: dict[str, Any], requests: Frame | None, t0: float) -> list
             return _request_windows(requests, t0)
         manual = step.get("manual")
         by = str(manual.get("by")) if isinstance(manual, dict) else None
-        windows.append(Window(int(users), float(start) - t0, float(end) - t0, by))
+        load = (
+            f"{fmt.rate(step.get('level'))} req/s"
+            if step.get("kind") == "rate"
+            else f"{int(users)} users"
+        )
+        windows.append(Window(load, float(start) - t0, float(end) - t0, by))
     return windows or _request_windows(requests, t0)
 
 
@@ -83,7 +89,8 @@ def _request_windows(requests: Frame | None, t0: float) -> list[Window]:
     windows = []
     for i, row in enumerate(rows):
         end = rows[i + 1]["first"] if i + 1 < len(rows) else row["last"]
-        windows.append(Window(int(row["users"]), row["first"] / 1e6 - t0, end / 1e6 - t0))
+        load = f"{int(row['users'])} users"
+        windows.append(Window(load, row["first"] / 1e6 - t0, end / 1e6 - t0))
     return windows
 
 
@@ -105,8 +112,7 @@ def shade_steps(fig: Figure, windows: list[Window]) -> None:
                 "line": {"width": 0},
                 "layer": "below",
                 "label": {
-                    "text": f"{window.users} users"
-                    + (f", set from the {window.by}" if window.by else ""),
+                    "text": window.load + (f", set from the {window.by}" if window.by else ""),
                     "textposition": "top left",
                     "font": {"size": 11, "color": "#555"},
                 },
