@@ -376,6 +376,20 @@ mod tests {
     }
 
     #[test]
+    fn a_switch_keeps_poisson_arrivals() {
+        let mut schedule = Schedule::new(vec![Phase::rate(10.0, secs(20.0))], Arrivals::Poisson, 7);
+        schedule.switch(1, 1.0, 1000.0, 11.0);
+        let t: Vec<f64> = schedule.map(|a| a.at).collect();
+        // 10 000 expected, standard deviation 100; exponential gaps of 1 ms.
+        assert!((t.len() as f64 - 10_000.0).abs() < 500.0, "{}", t.len());
+        assert!(t.iter().all(|&x| (1.0..=11.0).contains(&x)));
+        let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+        assert!((mean - 0.001).abs() < 0.00005 && (sd / mean - 1.0).abs() < 0.05, "{mean} {sd}");
+    }
+
+    #[test]
     fn bad_phases_are_refused() {
         assert!(Phase::rate(5.0, Duration::ZERO).validate().is_err());
         assert!(Phase::ramp(-1.0, 5.0, secs(1.0)).validate().is_err());
