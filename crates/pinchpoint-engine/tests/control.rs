@@ -117,4 +117,13 @@ fn a_change_of_rate_starts_a_phase_at_that_rate_until_the_planned_end() {
     }
     assert!(*after.last().unwrap() < planned_end_us);
     assert_eq!(summary.steps[1].requests, after.len() as u64);
+    // Each request is tagged with its phase's rate: the plan's, then the change's.
+    let step_of: std::collections::HashMap<u64, u32> = rows.iter().map(|r| (r.req_id, r.step)).collect();
+    let received = server.received();
+    assert_eq!(received.len(), rows.len());
+    for got in &received {
+        let req: u64 = got.uri.rsplit_once("pp_req=").unwrap().1.parse().unwrap();
+        let rate = ["50", "200"][step_of[&req] as usize];
+        assert!(got.uri.contains(&format!("&pp_rate={rate}&")), "{}", got.uri);
+    }
 }
