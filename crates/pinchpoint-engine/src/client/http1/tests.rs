@@ -316,7 +316,8 @@ fn a_head_larger_than_the_buffer_is_read_and_a_huge_one_refused() {
 }
 
 /// A user thinking frees its read buffer; the next exchange on the connection takes a
-/// new one, grown again for a long head, and reads the responses as before.
+/// new one as large as the last response needed (512 bytes to 4 KiB), grown again for
+/// a long head or a larger body, and reads the responses as before.
 #[test]
 fn a_shed_buffer_is_taken_again_by_the_next_exchange() {
     let rt = rt();
@@ -326,12 +327,15 @@ fn a_shed_buffer_is_taken_again_by_the_next_exchange() {
     }
     long.push_str("Content-Length: 3\r\n\r\nabc");
     let big = vec![b'x'; 100_000];
-    let responses = vec![long.into_bytes(), with_length("200 OK", b"hello"), with_length("200 OK", &big)];
+    let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n".to_vec();
+    let chunked = [chunked, vec![b'y'; 1000], b"\r\n0\r\n\r\n".to_vec()].concat();
+    let hello = with_length("200 OK", b"hello");
+    let responses = vec![long.into_bytes(), hello.clone(), hello.clone(), with_length("200 OK", &big), hello, chunked];
     let (got, capacities) = rt.block_on(async {
         let addr = serve(responses, usize::MAX, After::KeepOpen).await;
         let mut conn = connect(addr, Duration::from_secs(2)).await.unwrap();
         let (mut got, mut capacities) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
+        for _ in 0..6 {
             let r = exchange(&mut conn, &request("GET"), false).await;
             got.push(r.map(|r| (r.status, r.bytes, r.closing)));
             capacities.push(conn.buffer_capacity());
@@ -340,9 +344,12 @@ fn a_shed_buffer_is_taken_again_by_the_next_exchange() {
         }
         (got, capacities)
     });
-    assert_eq!(got, vec![Ok((200, 3, false)), Ok((200, 5, false)), Ok((200, 100_000, false))]);
-    // The 9 KiB head doubled the buffer twice; each exchange after a shed starts at 4 KiB.
-    assert_eq!(capacities, vec![16_384, 0, 4096, 0, 4096, 0]);
+    let five = Ok((200, 5, false));
+    assert_eq!(got, vec![Ok((200, 3, false)), five, five, Ok((200, 100_000, false)), five, Ok((200, 1000, false))]);
+    // The 9 KiB head doubled the buffer twice; the exchange after it starts at 4 KiB,
+    // the one after a small response at 512 bytes, grown by a larger body (to 4 KiB
+    // at most, 1 KiB for the chunked body of 1,000 bytes).
+    assert_eq!(capacities, vec![16_384, 0, 4096, 0, 512, 0, 4096, 0, 4096, 0, 1024, 0]);
 }
 
 #[test]
