@@ -17,7 +17,7 @@ use crate::outcome::{classify_connect, classify_io, note, ErrorClass};
 /// Read buffer of a connection; it grows (up to [`MAX_HEAD`]) only for a larger head,
 /// and is given back while the connection idles (see [`Conn::shed_buffer`]).
 const READ_BUF: usize = 4096;
-/// The least a shed buffer is taken again with: enough for a small response whole.
+/// The least a buffer is taken with: enough for a small response whole.
 const MIN_READ_BUF: usize = 512;
 /// The longest response head (status line and headers) accepted.
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -40,10 +40,10 @@ impl Stream for TcpStream {
 pub struct Conn<S = TcpStream> {
     stream: S,
     buf: Vec<u8>,
-    /// The size a shed buffer is taken again with: the last response's bytes, rounded
-    /// up to a power of two, from [`MIN_READ_BUF`] to [`READ_BUF`]. Users in step all
-    /// read at once, and 10,000 of them would hold 40 MB of 4 KiB buffers for
-    /// responses of 150 bytes.
+    /// The size a shed buffer is taken again with (and the first one): the last
+    /// response's bytes, rounded up to a power of two, from [`MIN_READ_BUF`] to
+    /// [`READ_BUF`]. Users in step all read at once, and 10,000 of them would hold
+    /// 40 MB of 4 KiB buffers for responses of 150 bytes.
     want: usize,
 }
 
@@ -69,8 +69,8 @@ impl<S: Stream> Conn<S> {
     pub fn new(stream: S) -> Self {
         Conn {
             stream,
-            buf: vec![0; READ_BUF],
-            want: READ_BUF,
+            buf: Vec::new(),
+            want: MIN_READ_BUF,
         }
     }
 
