@@ -10,6 +10,7 @@ pub mod http2;
 pub mod tls;
 pub mod ws;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -123,8 +124,9 @@ pub struct Outgoing {
     /// HTTP/2: the request, or why it could not be made. Boxed: an `http::Request` is
     /// ~250 bytes that every HTTP/1.1 user would otherwise hold inline.
     h2: Option<Box<Result<Outbound, ErrorClass>>>,
-    /// HTTP/2: the request's own text, to make it again.
-    text: http2::Text,
+    /// HTTP/2: the request's own text, to make it again. Boxed, and made by the first
+    /// HTTP/2 request, for the same reason.
+    text: Option<Box<http2::Text>>,
 }
 
 impl Outgoing {
@@ -181,8 +183,9 @@ impl Target {
     /// Lays out `prepared` with `tag` into `out`, replacing what it held.
     pub fn build(&self, prepared: &Prepared, tag: Option<&Tag>, out: &mut Outgoing) {
         if self.h2.is_some() {
-            out.text.write(prepared, self.scheme(), &self.host, (tag, true));
-            out.h2 = Some(Box::new(out.text.request(prepared, Bytes::copy_from_slice(&prepared.body))));
+            let text = out.text.get_or_insert_with(Box::default);
+            text.write(prepared, self.scheme(), &self.host, (tag, true));
+            out.h2 = Some(Box::new(text.request(prepared, Bytes::copy_from_slice(&prepared.body))));
         } else {
             http1::build(prepared, &self.host, tag, &mut out.bytes);
         }
@@ -217,13 +220,14 @@ impl Target {
     /// Sends on `conn` what [`Target::build`] laid out for `prepared` and reads the
     /// whole response. An HTTP/2 request that its closing connection never sent goes
     /// once more on a new connection.
-    pub async fn exchange(
-        &self,
-        conn: &mut Conn,
-        out: &mut Outgoing,
-        prepared: &Prepared,
-    ) -> Result<Response, ErrorClass> {
-        self.exchange_keeping(conn, out, prepared, None).await
+    pub fn exchange<'a>(
+        &'a self,
+        conn: &'a mut Conn,
+        out: &'a mut Outgoing,
+        prepared: &'a Prepared,
+    ) -> impl Future<Output = Result<Response, ErrorClass>> + 'a {
+        // Not an `async fn`: that would hold its arguments beside the future it awaits.
+        self.exchange_keeping(conn, out, prepared, None)
     }
 
     /// As [`Target::exchange`], keeping the response's headers and body in `keep`.
@@ -240,7 +244,7 @@ impl Target {
             Conn::H2(c) => {
                 let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
                 let request = (*out.h2.take().ok_or(ErrorClass::Io)?)?;
-                let text = &out.text;
+                let text = out.text.as_deref().ok_or(ErrorClass::Io)?;
                 Box::pin(async move {
                     match http2::exchange(c, request, keep.as_deref_mut()).await {
                         Err(Failure::Refused) => {

@@ -133,30 +133,14 @@ pub async fn exchange_keeping<S: Stream>(
     conn: &mut Conn<S>,
     request: &[u8],
     head_request: bool,
-    keep: Option<&mut Kept>,
+    mut keep: Option<&mut Kept>,
 ) -> Result<Response, ErrorClass> {
     let Conn { stream, buf, want } = conn;
     if buf.is_empty() {
         buf.resize(*want, 0);
     }
-    let mut read = 0;
-    let response = read_response(stream, buf, request, head_request, keep, &mut read).await;
-    if response.is_ok() {
-        *want = read.next_power_of_two().clamp(MIN_READ_BUF, READ_BUF);
-    }
-    response
-}
-
-/// Writes `request` and reads its response into `buf`, which a body larger than it
-/// grows up to [`READ_BUF`]; counts the bytes read in `read`.
-async fn read_response<S: Stream>(
-    stream: &mut S,
-    buf: &mut Vec<u8>,
-    request: &[u8],
-    head_request: bool,
-    mut keep: Option<&mut Kept>,
-    read: &mut usize,
-) -> Result<Response, ErrorClass> {
+    // Bytes read off the socket for this response, for the next buffer's size.
+    let mut read = 0usize;
     write_all(stream, request).await.map_err(|e| classify_io(&e))?;
     // Bytes buf[start..filled] are read and not yet used.
     let mut start = 0usize;
@@ -192,7 +176,7 @@ async fn read_response<S: Stream>(
         let n = read_some(stream, &mut buf[filled..])
             .await
             .map_err(|e| classify_io(&e))?;
-        *read += n;
+        read += n;
         if n == 0 {
             let when = if filled == 0 { "without answering" } else { "in the middle of the response head" };
             return Err(closed(when));
@@ -217,7 +201,7 @@ async fn read_response<S: Stream>(
                 if n == 0 {
                     return Err(closed("before the end of the response body"));
                 }
-                *read += n as usize;
+                read += n as usize;
                 grow_if_filled(buf, n as usize);
                 if let Some(kept) = keep.as_deref_mut() {
                     kept.keep_body(&buf[..n.min(left) as usize]);
@@ -237,7 +221,7 @@ async fn read_response<S: Stream>(
                 if n == 0 {
                     break total;
                 }
-                *read += n;
+                read += n;
                 grow_if_filled(buf, n);
                 if let Some(kept) = keep.as_deref_mut() {
                     kept.keep_body(&buf[..n]);
@@ -271,7 +255,7 @@ async fn read_response<S: Stream>(
                 if n == 0 {
                     return Err(closed("before the end of the chunked response body"));
                 }
-                *read += n;
+                read += n;
                 filled += n;
                 if filled == buf.len() && buf.len() < READ_BUF {
                     buf.resize(buf.len() * 2, 0);
@@ -279,6 +263,7 @@ async fn read_response<S: Stream>(
             }
         }
     };
+    *want = read.next_power_of_two().clamp(MIN_READ_BUF, READ_BUF);
     Ok(Response {
         status: head.status,
         bytes,
