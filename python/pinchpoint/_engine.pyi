@@ -7,6 +7,7 @@ from pinchpoint.load.engine_config import EngineConfig, EngineFlow
 
 __all__ = [
     "ERROR_CLASSES",
+    "KINDS",
     "LoadRun",
     "NginxScanner",
     "config_records",
@@ -22,6 +23,8 @@ __all__ = [
 # The engine's error classes (connect_refused, ..., timeout, io, check, capture, then
 # grpc_<status> and grpc_protocol), in its order.
 ERROR_CLASSES: list[str]
+# The kinds of records, in order: request, ws_session, ws_message, grpc_call, grpc_message.
+KINDS: list[str]
 
 @final
 class LoadRun:

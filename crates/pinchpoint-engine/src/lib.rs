@@ -8,6 +8,7 @@ pub mod config;
 pub mod control;
 pub mod drive;
 pub mod flow;
+pub mod kind;
 pub mod live_steps;
 pub mod outcome;
 pub mod record;
@@ -19,6 +20,7 @@ pub mod weights;
 
 pub use config::{HookHandle, HttpVersion, OpenLoop, Protocol, RequestSpec, RunConfig, Step, Think, TlsOptions};
 pub use config::flow::{CaptureFrom, CaptureSpec, CheckSpec, FeedSpec, FlowSpec, FlowStepSpec, Hook, MessageSpec, OnFail, Pick};
+pub use kind::{Kind, KindCount, Kinds, PerKind};
 pub use outcome::ErrorClass;
 pub use control::{Applied, Control};
 pub use drive::{records_to_parquet, run, run_until, Level, RunSummary};

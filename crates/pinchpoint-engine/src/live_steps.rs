@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
 
+use crate::kind::{self, Kinds, PerKind};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
 
@@ -23,6 +24,9 @@ pub struct StepLive {
     pub classes: [u64; ErrorClass::ALL.len()],
     pub status_4xx: u64,
     pub status_5xx: u64,
+    /// Its records and failures of each kind (a request, a WebSocket session or message,
+    /// a gRPC call or streamed message).
+    pub kinds: PerKind,
     /// When its earliest request was sent, unix µs: about when the step began.
     pub first_start_us: i64,
     pub window: Histogram<u64>,
@@ -39,14 +43,16 @@ impl StepLive {
             classes: [0; ErrorClass::ALL.len()],
             status_4xx: 0,
             status_5xx: 0,
+            kinds: PerKind::default(),
             first_start_us: i64::MAX,
             window,
             changed: false,
         }
     }
 
-    fn add(&mut self, r: &Record) {
+    fn add(&mut self, r: &Record, kinds: &Kinds) {
         self.requests += 1;
+        kind::count(&mut self.kinds, kinds.of(r.endpoint), r);
         self.users = r.users;
         self.first_start_us = self.first_start_us.min(r.start_us);
         self.changed = true;
@@ -79,11 +85,12 @@ impl std::fmt::Debug for LiveSteps {
 }
 
 impl LiveSteps {
-    /// Counts `records`; a step's first gets a window made by `new_window`.
-    pub fn add(&self, records: &[Record], new_window: fn() -> Histogram<u64>) {
+    /// Counts `records`, each as the kind `kinds` give its endpoint; a step's first gets
+    /// a window made by `new_window`.
+    pub fn add(&self, records: &[Record], new_window: fn() -> Histogram<u64>, kinds: &Kinds) {
         let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
         for r in records {
-            steps.entry(r.step).or_insert_with(|| StepLive::new(r.step, new_window())).add(r);
+            steps.entry(r.step).or_insert_with(|| StepLive::new(r.step, new_window())).add(r, kinds);
         }
     }
 
@@ -132,7 +139,7 @@ mod tests {
             record(1, 200, 200, None),
             record(1, 210, 0, Some(ErrorClass::Timeout)),
             record(1, 220, 404, None),
-        ], window);
+        ], window, &Kinds::default());
         let taken = live.take();
         assert_eq!(taken.len(), 2);
         let (a, b) = (&taken[0], &taken[1]);
@@ -143,10 +150,28 @@ mod tests {
         assert_eq!(b.classes[ErrorClass::Timeout.index()], 1);
         assert_eq!(b.window.len(), 2);
         // Only the steps with new requests come back, their windows emptied, counts kept.
-        live.add(&[record(1, 300, 200, None)], window);
+        live.add(&[record(1, 300, 200, None)], window, &Kinds::default());
         let again = live.take();
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].step, again[0].requests, again[0].window.len()), (1, 4, 1));
         assert!(live.take().is_empty());
+    }
+
+    #[test]
+    fn each_step_counts_its_records_by_their_endpoints_kind() {
+        let window = || Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+        let mut specs = [crate::config::RequestSpec::get("/"), crate::config::RequestSpec::get("/ws")];
+        specs[1].ws = true;
+        let (endpoints, sessions, calls) = crate::drive::open_ws::sessions(&specs).expect("sessions");
+        let kinds = Kinds::of_open(&endpoints, &sessions, &calls);
+        let at = |endpoint, step, status, error| Record { endpoint, ..record(step, 0, status, error) };
+        let live = LiveSteps::default();
+        live.add(&[at(0, 0, 200, None), at(1, 0, 101, None), at(1, 0, 0, Some(ErrorClass::ConnectRefused)), at(0, 1, 500, None)], window, &kinds);
+        let taken = live.take();
+        let count = |s: &StepLive, k: crate::kind::Kind| (s.kinds[k.index()].requests, s.kinds[k.index()].errors);
+        assert_eq!(count(&taken[0], crate::kind::Kind::Request), (1, 0));
+        assert_eq!(count(&taken[0], crate::kind::Kind::WsSession), (2, 1));
+        assert_eq!(count(&taken[1], crate::kind::Kind::Request), (1, 1));
+        assert_eq!(count(&taken[1], crate::kind::Kind::WsSession), (0, 0));
     }
 }

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use hdrhistogram::Histogram;
 
+use crate::kind::{self, Kinds, LiveKindCount, PerKind};
 use crate::outcome::ErrorClass;
 use crate::record::Record;
 
@@ -227,16 +228,26 @@ pub struct Live {
     pub steps: crate::live_steps::LiveSteps,
     /// Changes of users asked while the run goes (`control.rs`).
     pub control: crate::control::Control,
+    /// The kind of each endpoint, set by the run before its first record (unset: every
+    /// record is a request), and the records and failures of each kind so far.
+    pub kinds: OnceLock<Kinds>,
+    pub by_kind: [LiveKindCount; kind::Kind::ALL.len()],
 }
+
+/// The kinds of a run whose endpoints' kinds were not set: every record a request.
+static NO_KINDS: Kinds = Kinds::EMPTY;
 
 impl Live {
     pub fn add(&self, records: &[Record]) {
         // One pass over the batch, one atomic add per counter.
         let mut classes = [0u64; ErrorClass::ALL.len()];
+        let kinds = self.kinds.get().unwrap_or(&NO_KINDS);
+        let mut by_kind = PerKind::default();
         let (mut status_4xx, mut status_5xx, mut latency, mut lag) = (0u64, 0u64, 0i64, 0i64);
         for r in records {
             latency += r.latency_us.max(0);
             lag = lag.max(r.start_us - r.intended_us);
+            kind::count(&mut by_kind, kinds.of(r.endpoint), r);
             match r.error {
                 Some(e) => classes[e.index()] += 1,
                 None if r.status >= 500 => status_5xx += 1,
@@ -258,7 +269,10 @@ impl Live {
         if lag > 0 {
             self.lag_max_us.fetch_max(lag as u64, Ordering::Relaxed);
         }
+        for (live, n) in self.by_kind.iter().zip(by_kind) {
+            live.add(n);
+        }
         self.window.add(records);
-        self.steps.add(records, new_histogram);
+        self.steps.add(records, new_histogram, kinds);
     }
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use pinchpoint_engine::{ErrorClass, Level, Live, RunSummary, StepStats};
+use pinchpoint_engine::stats::new_histogram;
+use pinchpoint_engine::{ErrorClass, Kind, KindCount, Kinds, Level, Live, RunSummary, StepStats};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -97,6 +98,8 @@ impl LoadRun {
         // The longest send lag of the requests recorded since the previous snapshot.
         d.set_item("send_lag_max_us", self.live.lag_max_us.swap(0, Ordering::Relaxed))?;
         d.set_item("errors_by_class", live_classes(py, &self.live)?)?;
+        let by_kind: Vec<KindCount> = self.live.by_kind.iter().map(|k| k.load()).collect();
+        d.set_item("by_kind", kind_counts(py, &by_kind)?)?;
         // Latencies since the previous snapshot: the live view's last window, and whole
         // (V2) for those who want any percentile of it or to add windows up.
         let (window, endpoints) = self.live.window.take();
@@ -159,7 +162,44 @@ fn v2(histogram: &Histogram<u64>) -> PyResult<Vec<u8>> {
     Ok(hdr)
 }
 
-fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyResult<Bound<'py, PyDict>> {
+/// The records and failures of each kind that has records, by the kind's name.
+fn kind_counts<'py>(py: Python<'py>, counts: &[KindCount]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (kind, n) in Kind::ALL.iter().zip(counts) {
+        if n.requests > 0 {
+            let one = PyDict::new(py);
+            one.set_item("requests", n.requests)?;
+            one.set_item("errors", n.errors)?;
+            d.set_item(kind.name(), one)?;
+        }
+    }
+    Ok(d)
+}
+
+/// A step's records of each kind that has any, from its endpoints': their requests,
+/// those that `failed` and the latencies of their answers.
+fn step_kinds<'py>(py: Python<'py>, s: &StepStats, kinds: &Kinds) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for kind in Kind::ALL {
+        let mine: Vec<_> = s.endpoints.iter().enumerate().filter(|(i, _)| kinds.of(*i as u16) == kind).map(|(_, e)| e).collect();
+        let requests: u64 = mine.iter().map(|e| e.requests).sum();
+        if requests == 0 {
+            continue;
+        }
+        let mut histogram = new_histogram();
+        for e in &mine {
+            histogram.add(&e.histogram).map_err(|e| PyRuntimeError::new_err(format!("histogram: {e:?}")))?;
+        }
+        let one = PyDict::new(py);
+        one.set_item("requests", requests)?;
+        one.set_item("failed", mine.iter().map(|e| e.failed).sum::<u64>())?;
+        latency_items(py, &one, &histogram)?;
+        d.set_item(kind.name(), one)?;
+    }
+    Ok(d)
+}
+
+fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>, kinds: &Kinds) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("step", s.step)?;
     d.set_item("users", s.users)?;
@@ -197,6 +237,7 @@ fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>) -> PyRe
         endpoints.append(ed)?;
     }
     d.set_item("endpoints", endpoints)?;
+    d.set_item("kinds", step_kinds(py, s, kinds)?)?;
     // Open loop: the send lag of the step's requests, whole (V2) and its exact max.
     if let Some(lag) = &s.send_lag {
         if let Some(max_us) = lag.max_us {
@@ -252,6 +293,7 @@ fn live_steps<'py>(py: Python<'py>, live: &Live) -> PyResult<Bound<'py, PyList>>
             }
         }
         d.set_item("errors_by_class", classes)?;
+        d.set_item("by_kind", kind_counts(py, &s.kinds)?)?;
         d.set_item("window_requests", s.window.len())?;
         if !s.window.is_empty() {
             d.set_item("window_p50_us", s.window.value_at_quantile(0.5))?;
@@ -286,7 +328,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
     let d = PyDict::new(py);
     let steps = PyList::empty(py);
     for st in &s.steps {
-        steps.append(step_dict(py, st, s.levels.get(st.step as usize))?)?;
+        steps.append(step_dict(py, st, s.levels.get(st.step as usize), &s.kinds)?)?;
     }
     d.set_item("steps", steps)?;
     let windows: Vec<(i64, i64)> = s.windows.iter().map(|w| (w.start_us, w.end_us)).collect();
@@ -313,6 +355,8 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
         changes.append(one)?;
     }
     d.set_item("changes", changes)?;
+    // The kind of each endpoint index of the records (past the list: a request).
+    d.set_item("endpoint_kinds", s.kinds.as_slice().iter().map(|k| k.name()).collect::<Vec<_>>())?;
     Ok(d)
 }
 
@@ -364,5 +408,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logs::NginxScanner>()?;
     m.add_class::<logs::TiersBatch>()?;
     m.add("ERROR_CLASSES", ErrorClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;
+    m.add("KINDS", Kind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>())?;
     Ok(())
 }

@@ -28,6 +28,7 @@ use crate::config::RunConfig;
 use crate::control::Applied;
 use crate::client::http1::{trace_run_half, Prepared};
 use crate::drive::open::{self as open_loop, OpenShared, PhaseCounts};
+use crate::kind::Kinds;
 use crate::outcome::{self, ErrorClass, Reasons};
 use crate::recorder::Recorder;
 use crate::stats::{Live, StepStats, Window};
@@ -73,6 +74,8 @@ pub struct RunSummary {
     pub abandoned: u64,
     /// The changes of users or rate asked while the run went, each the start of its step.
     pub changes: Vec<Applied>,
+    /// The kind of each endpoint: what its records are.
+    pub kinds: Kinds,
 }
 
 pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
@@ -165,6 +168,8 @@ pub fn run_until(
     let abandoned = Arc::new(AtomicU64::new(0));
     let (windows, interrupted) = match &config.open {
         None => {
+            let kinds = flows.as_ref().map_or_else(|| Kinds::of_requests(config.requests.len()), Kinds::of_flows);
+            let _ = live.kinds.set(kinds);
             let shared = Arc::new(Shared {
                 target,
                 run_id: config.run_id.clone(),
@@ -199,6 +204,7 @@ pub fn run_until(
                 base_unix_us,
             );
             (open_shared.endpoints, open_shared.sessions, open_shared.calls) = open_ws::sessions(&config.requests)?;
+            let _ = live.kinds.set(Kinds::of_open(&open_shared.endpoints, &open_shared.sessions, &open_shared.calls));
             open_shared.abandoned = abandoned.clone();
             open_shared.in_flight = live.in_flight.clone();
             let shared = Arc::new(open_shared);
@@ -276,6 +282,7 @@ pub fn run_until(
         records_error: written.err(),
         reasons: reasons.by_class(),
         abandoned,
+        kinds: live.kinds.get().cloned().unwrap_or_default(),
     })
 }
 
