@@ -241,9 +241,21 @@ def test_plan_with_an_sla_table() -> None:
         ("p100_ms = 5", "plan.toml:14: sla.p100_ms: unknown SLA key"),
         ("p0_ms = 5", "plan.toml:14: sla.p0_ms: the percentile must be above 0 and below 100"),
         ("p99.9_ms = 5", 'plan.toml:13: sla.p99: write "p99.9_ms" in quotes'),  # the [sla] line
+        ("error_rate = 1.5", "plan.toml:14: sla.error_rate: 1.5 is not a share from 0 to 1"),
         (
-            "error_rate = 1.5",
-            "plan.toml:14: sla.error_rate: Input should be less than or equal to 1",
+            "error_rate = { calls = 0.1 }",
+            "plan.toml:14: sla.error_rate.calls: unknown kind 'calls'; the kinds: request, "
+            "ws_session, ws_message, grpc_call, grpc_message",
+        ),
+        (
+            'error_rate = { grpc_call = "1%" }',
+            "plan.toml:14: sla.error_rate.grpc_call: '1%' is not a share from 0 to 1",
+        ),
+        ("error_rate = {}", "plan.toml:14: sla.error_rate: name at least one kind: request"),
+        (
+            'error_rate = { request = 0.1 }\nabort = ["error_rate"]',
+            "plan.toml:15: sla.abort: 'error_rate' is not an objective of this [sla]; "
+            "its objectives: error_rate.request",
         ),
         ("slow_ms = 20", "plan.toml:14: sla.slow_ms: slow_ms and slow_share go together"),
         ("slow_share = 0.1", "plan.toml:14: sla.slow_share: slow_ms and slow_share go together"),
@@ -255,6 +267,21 @@ def test_bad_sla_tables_name_the_line_and_key(table: str, message: str) -> None:
         parse_plan(text, "plan.toml")
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         sla_of_plan_text(text, "plan.toml")
+
+
+def test_an_error_rate_of_a_kind_the_plan_does_not_send_is_refused_before_the_run() -> None:
+    # It would be judged on no records at all.
+    text = PLAN.format(port=8080) + "\n[sla]\nerror_rate = { grpc_call = 0.01 }\n"
+    with pytest.raises(PlanError) as refused:
+        parse_plan(text, "plan.toml")
+    assert str(refused.value) == (
+        "plan.toml:14: sla.error_rate.grpc_call: this plan sends no grpc_call records: "
+        "its records are request"
+    )
+    sla = parse_plan(text.replace("grpc_call", "request"), "plan.toml").sla
+    assert sla is not None
+    assert sla.error_rates() == [("error_rate.request", "request", 0.01)]
+    assert sla.objective_keys() == ["error_rate.request"]
 
 
 # The command line.

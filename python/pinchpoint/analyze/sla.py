@@ -3,7 +3,9 @@
 its own. A threshold broken at any step is broken, and the result names the steps.
 Percentiles and the slow share are of the successful responses (no error, HTTP status
 below 400), as in the verdict and in `pinchpoint compare --sla-ms`; failures count in
-`error_rate`.
+`error_rate`: the share of the run's exchanges that failed (its requests, WebSocket
+sessions and gRPC calls: plan/kinds.py), or of each kind's records, the kind of each
+record's `endpoint` as run.json's `endpoint_kinds` gives it.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from dataclasses import asdict, dataclass, field
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
+from pinchpoint.plan.kinds import EXCHANGES
 from pinchpoint.plan.sla import Sla
 from pinchpoint.rundir import files
 from pinchpoint.rundir.view import RunView, as_view
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from pinchpoint.rundir.digest import Digest
     from pinchpoint.rundir.scan import Frame
 
@@ -36,7 +41,7 @@ class StepValue:
 
 @dataclass(frozen=True)
 class SlaResult:
-    key: str  # "p99_ms", "error_rate" or "slow_share"
+    key: str  # "p99_ms", "error_rate", "error_rate.<kind>" or "slow_share"
     objective: str  # "p99 ≤ 50 ms"
     limit: float
     unit: str  # "ms" or "share"
@@ -85,8 +90,8 @@ def check_sla(
     sla = plan_sla if isinstance(plan_sla, Sla) else Sla.model_validate(plan_sla)
     view = as_view(run)
     columns = ["step", "users", "start_us", "latency_us", "status", "error"]
-    # Open loop: the steady part is cut by the intended send time.
-    requests = view.scan_requests(columns, ["intended_us"])
+    # Open loop: the steady part is cut by the intended send time; the kinds by endpoint.
+    requests = view.scan_requests(columns, ["intended_us", "endpoint"])
     return evaluate(sla, requests, view.run if view.has(files.RUN) else {})
 
 
@@ -129,16 +134,21 @@ def evaluate(sla: Sla, requests: Frame | Digest, run: dict[str, Any]) -> list[Sl
 
         objective = f"p{q:g} ≤ {limit:g} ms"
         results.append(_result(key, objective, limit, "ms", whole, parts, percentile))
-    if sla.error_rate is not None:
+    kinds = run.get("endpoint_kinds")
+    for key, kind, limit in sla.error_rates():
+        wanted = _kind_records(kinds, kind)
+        mine = steady if wanted is None else steady.where(wanted)
+        whole_kind = _Part(step=-1, users=0, digest=mine)
+        kind_parts = [
+            _Part(step=p.step, users=p.users, digest=p.digest.where(wanted)) for p in parts
+        ] if wanted is not None else parts  # fmt: skip
 
         def error_rate(ok: Digest, part: Digest) -> float | None:
             count = part.count()
             return (count - ok.count()) / count if count else None
 
-        objective = f"errors ≤ {_share(sla.error_rate)} of requests"
-        results.append(
-            _result("error_rate", objective, sla.error_rate, "share", whole, parts, error_rate)
-        )
+        objective = f"errors ≤ {_share(limit)} of {_records_named(kinds, kind)}"
+        results.append(_result(key, objective, limit, "share", whole_kind, kind_parts, error_rate))
     if slow_ms is not None and sla.slow_share is not None:
 
         def slow_share(ok: Digest, part: Digest) -> float | None:
@@ -150,6 +160,47 @@ def evaluate(sla: Sla, requests: Frame | Digest, run: dict[str, Any]) -> list[Sl
             _result("slow_share", objective, sla.slow_share, "share", whole, parts, slow_share)
         )
     return results
+
+
+# What a kind's records are called in an objective.
+_NOUNS = {
+    "request": "requests",
+    "ws_session": "WebSocket sessions",
+    "ws_message": "WebSocket messages",
+    "grpc_call": "gRPC calls",
+    "grpc_message": "gRPC stream messages",
+}
+
+
+def _kind_records(kinds: list[str] | None, kind: str | None) -> pl.Expr | None:
+    """The records of `kind` (None: the exchanges) by their `endpoint` and the run's
+    `kinds` of each endpoint (past the list: requests); None for every record (every
+    record is of those kinds, or the run folder does not say its kinds: then every
+    record counts as an exchange).
+    Raises ValueError for a kind named on such a folder."""
+    import polars as pl
+
+    if kinds is None:
+        if kind is None:
+            return None
+        raise ValueError(
+            f"error_rate.{kind}: run.json does not say each record's kind "
+            "(the run is older than the kinds): judge it with a bare error_rate"
+        )
+    wanted = EXCHANGES if kind is None else (kind,)
+    if all(k in wanted for k in kinds):
+        return None
+    mine = [at for at, k in enumerate(kinds) if k in wanted]
+    found = pl.col("endpoint").is_in(mine)
+    return found | (pl.col("endpoint") >= len(kinds)) if "request" in wanted else found
+
+
+def _records_named(kinds: list[str] | None, kind: str | None) -> str:
+    """The records an error rate is of: the kind's, or the exchanges the run sent."""
+    if kind is not None:
+        return _NOUNS[kind]
+    sent = [k for k in EXCHANGES if k in (kinds or [])] or ["request"]
+    return ", ".join(_NOUNS[k] for k in sent)
 
 
 @dataclass(frozen=True)
@@ -177,7 +228,7 @@ def _result(
         # A request with neither an error nor a status is no failure here.
         ok = part.digest.where(~FAILED.fill_null(False))
         value = measure(ok, part.digest)
-        count = part.digest.count() if key == "error_rate" else ok.count()
+        count = part.digest.count() if key.startswith("error_rate") else ok.count()
         if value is None:
             return None, count, part.digest.count() == 0 and part is not whole
         return value, count, value <= limit

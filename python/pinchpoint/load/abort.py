@@ -1,7 +1,10 @@
 """The `[sla]` objectives that stop a run (`abort`), watched each second while it goes.
 
 Each second the engine's live counters give that second's requests, errors and latency
-histogram (its snapshot); an objective is judged on that second alone. One that stays
+histogram (its snapshot); an objective is judged on that second alone. An error rate is
+of the second's exchanges (requests, WebSocket sessions, gRPC calls: plan/kinds.py) or
+of the records of the kind it names, from the snapshot's counts by kind (`by_kind`);
+a snapshot without them (a Locust run's) has requests only. One that stays
 broken for `abort_after` (0: the first broken second) stops the run, as a first Ctrl-C
 does: no new request is sent, those in flight are waited for, and everything measured is
 kept. A second with no response leaves every objective as it was.
@@ -13,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pinchpoint.plan.kinds import EXCHANGES
 from pinchpoint.plan.sla import Sla
 
 if TYPE_CHECKING:
@@ -35,7 +39,7 @@ class Abort:
     broken_s: float
 
     def reason(self) -> str:
-        unit = "" if self.objective in ("error_rate",) else " ms"
+        unit = "" if self.objective.startswith("error_rate") else " ms"
         if self.objective == "slow_ms":
             what = f"the share slower than {self.limit:g} ms was {self.value:.3g}"
         else:
@@ -64,6 +68,8 @@ class AbortWatch:
     keys: list[str]
     since: dict[str, float] = field(default_factory=dict)
     last: dict[str, float] = field(default_factory=dict)
+    # Records and errors so far of each kind, at the previous snapshot.
+    last_kinds: dict[str, tuple[int, int]] = field(default_factory=dict)
     fired: Abort | None = None
 
     @classmethod
@@ -80,13 +86,13 @@ class AbortWatch:
         requests = snapshot.get("requests", 0)
         errors = snapshot.get("errors", 0)
         sent = requests - self.last.get("requests", 0)
-        failed = errors - self.last.get("errors", 0)
         self.last = {"requests": requests, "errors": errors}
+        kinds = self._kinds_since(snapshot, requests, errors)
         if sent <= 0 or not snapshot.get("window_requests"):
             return None
         window = _window(snapshot)
         for key in self.keys:
-            value, limit = self._value(key, window, snapshot, failed / sent)
+            value, limit = self._value(key, window, snapshot, kinds)
             if value is None or value <= limit:
                 self.since.pop(key, None)
                 continue
@@ -102,11 +108,36 @@ class AbortWatch:
                 return self.fired
         return None
 
+    def _kinds_since(
+        self, snapshot: dict[str, Any], requests: int, errors: int
+    ) -> dict[str, tuple[int, int]]:
+        """The records and errors of each kind in the second."""
+        counts = snapshot.get("by_kind")
+        now = (
+            {str(k): (int(c["requests"]), int(c["errors"])) for k, c in counts.items()}
+            if counts is not None
+            else {"request": (int(requests), int(errors))}
+        )
+        before, self.last_kinds = self.last_kinds, now
+        zero = (0, 0)
+        return {
+            k: (n - before.get(k, zero)[0], e - before.get(k, zero)[1]) for k, (n, e) in now.items()
+        }
+
     def _value(
-        self, key: str, window: Histogram | None, snapshot: dict[str, Any], error_rate: float
+        self,
+        key: str,
+        window: Histogram | None,
+        snapshot: dict[str, Any],
+        kinds: dict[str, tuple[int, int]],
     ) -> tuple[float | None, float]:
-        if key == "error_rate":
-            return error_rate, float(self.sla.error_rate or 0.0)
+        rates = {k: (kind, limit) for k, kind, limit in self.sla.error_rates()}
+        if key in rates:
+            kind, limit = rates[key]
+            wanted = EXCHANGES if kind is None else (kind,)
+            sent = sum(n for k, (n, _) in kinds.items() if k in wanted)
+            failed = sum(e for k, (_, e) in kinds.items() if k in wanted)
+            return (failed / sent if sent > 0 else None), limit
         if key == "slow_ms":
             limit_ms = float(self.sla.slow_ms or 0.0)
             share = _share_above(window, limit_ms * 1000) if window is not None else None

@@ -18,6 +18,8 @@ def _without_histograms(entry: dict) -> dict:
     out = {k: v for k, v in entry.items() if not k.endswith("hdr_v2")}
     if "endpoints" in out:
         out["endpoints"] = [_without_histograms(e) for e in out["endpoints"]]
+    if "kinds" in out:
+        out["kinds"] = {kind: _without_histograms(k) for kind, k in out["kinds"].items()}
     return out
 
 

@@ -157,7 +157,7 @@ def _cpu_seconds() -> float:
 def _summary(plan: Plan, engine: dict) -> dict:
     """Counts over every request; latencies over the answered ones only (None if none)."""
     # numpy, with the histograms, only once the load has ended.
-    from pinchpoint.load.step_totals import endpoint_totals, latency, totals
+    from pinchpoint.load.step_totals import endpoint_totals, kind_totals, latency, totals
 
     windows = step_windows(plan, engine)
     elapsed = sum(max(w["end"] - w["start"], 0.0) for w in windows) or 1e-9
@@ -174,6 +174,10 @@ def _summary(plan: Plan, engine: dict) -> dict:
                 "requests_per_s": counts["requests"] / span,
                 "statuses": {str(k): v for k, v in counts["statuses"].items()},
                 "latency_us": latency(counts),
+                "kinds": {
+                    kind: {"requests": k["requests"], "failed": k["failed"]}
+                    for kind, k in counts.get("kinds", {}).items()
+                },
             }
         )
     whole = totals(engine["steps"])
@@ -191,6 +195,8 @@ def _summary(plan: Plan, engine: dict) -> dict:
         "latency_us": whole["latency_us"],
         "steps": steps,
         "endpoints": endpoint_totals(engine["steps"], plan.endpoints()),
+        # Requests, WebSocket sessions and messages, gRPC calls and streamed messages apart.
+        "kinds": kind_totals(engine["steps"]),
     }
 
 

@@ -37,7 +37,13 @@ class StepParts:
     # Users and level seen while each step was current.
     seen: dict[int, tuple[int, float]] = field(default_factory=dict)
     totals: dict[str, Any] = field(
-        default_factory=lambda: {"requests": 0, "errors": 0, "errors_by_class": {}, "late": 0}
+        default_factory=lambda: {
+            "requests": 0,
+            "errors": 0,
+            "errors_by_class": {},
+            "by_kind": {},
+            "late": 0,
+        }
     )
     last_at: float | None = None
 
@@ -68,7 +74,9 @@ class StepParts:
         self, snapshot: dict[str, Any], one: dict[str, Any], since: float, now: float
     ) -> dict[str, Any]:
         step = int(one["step"])
-        before = self.counted.get(step, {"requests": 0, "errors": 0, "errors_by_class": {}})
+        before = self.counted.get(
+            step, {"requests": 0, "errors": 0, "errors_by_class": {}, "by_kind": {}}
+        )
         if "requests" in one:
             self.counted[step] = one
             totals = self.totals
@@ -80,11 +88,15 @@ class StepParts:
                     classes.get(name, 0) + int(n) - int(before["errors_by_class"].get(name, 0))
                 )
             totals["errors_by_class"] = classes
+            totals["by_kind"] = _kinds_added(
+                totals["by_kind"], one.get("by_kind", {}), before.get("by_kind", {})
+            )
         part = {k: v for k, v in snapshot.items() if k not in (*_WHOLE, *_WINDOW, "by_step")}
         part.update(
             requests=self.totals["requests"],
             errors=self.totals["errors"],
             errors_by_class=dict(self.totals["errors_by_class"]),
+            by_kind=self.totals["by_kind"],
             late=self.totals["late"],
             step=step,
             seconds=self._seconds(step, since, now),
@@ -115,3 +127,16 @@ class StepParts:
         later = [t for s, t in self.began.items() if s > step]
         end = min([now, *later])
         return round(max(0.0, end - start), 6)
+
+
+def _kinds_added(
+    totals: dict[str, dict[str, int]], now: dict[str, Any], before: dict[str, Any]
+) -> dict[str, dict[str, int]]:
+    """`totals` (records and errors by kind) with a step's counts `now` less `before`."""
+    out = {kind: dict(counts) for kind, counts in totals.items()}
+    for kind, counts in now.items():
+        was = before.get(kind, {})
+        mine = out.setdefault(kind, {"requests": 0, "errors": 0})
+        for key in ("requests", "errors"):
+            mine[key] += int(counts[key]) - int(was.get(key, 0))
+    return out

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from pinchpoint import _engine
 from pinchpoint.load.hdr import COUNTS_LEN, Histogram, decode_v2
 
 
@@ -74,4 +75,25 @@ def endpoint_totals(steps: Sequence[dict[str, Any]], names: Sequence[str]) -> li
                 "latency_us": merged_latency(e for e in mine if e["requests"]),
             }
         )
+    return out
+
+
+def kind_totals(steps: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kind of record (plan/kinds.py, in the engine's order), over every step: its
+    `requests`, those that `failed` (no answer, or a status of 400 or more), their share
+    `error_rate` and the latency of its answers. A kind with no record is left out, as
+    are steps the engine did not count by kind."""
+    out = {}
+    for kind in _engine.KINDS:
+        mine = [s["kinds"][kind] for s in steps if kind in s.get("kinds", {})]
+        requests = sum(int(k["requests"]) for k in mine)
+        if not requests:
+            continue
+        failed = sum(int(k["failed"]) for k in mine)
+        out[kind] = {
+            "requests": requests,
+            "failed": failed,
+            "error_rate": failed / requests,
+            "latency_us": merged_latency(mine),
+        }
     return out

@@ -3,8 +3,10 @@ exposition format (0.0.4), for a Prometheus to scrape while the run goes.
 
 Fed by the tick of each second: requests and errors (by class) as counters, the latency
 of answered requests as a classic histogram per step (its buckets counted from the
-second's HdrHistogram), the step, its users and level, and this process's CPU. Every
-series is labelled by run id; the labels are few (steps and error classes are bounded)."""
+second's HdrHistogram), the records and failures of each kind (`kind`: request,
+ws_session, ws_message, grpc_call, grpc_message), the step, its users and level, and this
+process's CPU. Every series is labelled by run id; the labels are few (steps and error
+classes are bounded, the kinds five)."""
 
 from __future__ import annotations
 
@@ -89,6 +91,9 @@ class State:
     step_counts: dict[int, tuple[int, int]] = field(default_factory=dict)
     # Per named request of the plan: its counts so far and its latencies over the run.
     named: dict[str, NamedRequest] = field(default_factory=dict)
+    # Records and failed records so far of each kind (request, ws_session, ws_message,
+    # grpc_call, grpc_message): the engine's, absent from a Locust run's snapshots.
+    kinds: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -135,6 +140,8 @@ class Tally:
             if classes is None:
                 classes = {"any": int(snapshot.get("errors", 0))}
             s.classes = _bounded_classes(classes)
+            for name, of_kind in (snapshot.get("by_kind") or {}).items():
+                s.kinds[str(name)] = (int(of_kind["requests"]), int(of_kind["errors"]))
             s.step = int(snapshot.get("step", 0))
             s.users = int(snapshot.get("users", 0))
             s.kind = str(snapshot.get("kind", "users"))
@@ -270,6 +277,12 @@ def families(state: State, run_id: str) -> list[Family]:
     )
     for step, (_, n) in sorted(state.step_counts.items()):
         one(by_step, n, step=str(step))
+    by_kind = metric("pinchpoint_kind_requests_total", "counter", "Records ended so far, by kind.")
+    for kind, (n, _) in sorted(state.kinds.items()):
+        one(by_kind, n, kind=kind)
+    by_kind = metric("pinchpoint_kind_errors_total", "counter", "Failed records so far, by kind.")
+    for kind, (_, n) in sorted(state.kinds.items()):
+        one(by_kind, n, kind=kind)
     _named_metrics(state, run, metric)
     one(metric("pinchpoint_users", "gauge", "Users of the current step."), state.users)
     level = metric(

@@ -1,10 +1,13 @@
 """`--out FILE.jsonl`: one JSON object per second of the run, for tools of one's own (as
 k6's JSON output). Each line is that second alone: its requests and errors (by class),
 its throughput, the percentiles of its responses' latencies (from the second's
-histogram), the step and its load. A second that straddles two steps is two lines, one
-per step, each counting the requests sent in its step (`seconds`: how much of the second
-that step ran), so that the lines of a step add up to its requests. The file is appended and flushed each second, so it
-can be followed (`tail -f`) while the run goes."""
+histogram), the step and its load, and `kinds`: the records and errors of each kind in
+the second (`request`, `ws_session`, `ws_message`, `grpc_call`, `grpc_message`: a gRPC
+run's failed calls apart from its streamed messages). A second that straddles two steps
+is two lines, one per step, each counting the requests sent in its step (`seconds`: how
+much of the second that step ran), so that the lines of a step add up to its requests.
+The file is appended and flushed each second, so it can be followed (`tail -f`) while
+the run goes."""
 
 from __future__ import annotations
 
@@ -75,11 +78,14 @@ class SecondsFile:
                 for name, n in sorted(classes.items())
                 if n - before.get(name, 0)
             },
+            "kinds": _kinds_since(snapshot.get("by_kind") or {}, self.last.get("by_kind") or {}),
             "seconds": round(seconds, 3),
             "rps": round(requests / seconds, 3) if seconds > 0 else None,
             "latency_ms": _percentiles(snapshot),
         }
-        self.last = {k: snapshot.get(k) for k in ("requests", "errors", "errors_by_class")}
+        self.last = {
+            k: snapshot.get(k) for k in ("requests", "errors", "errors_by_class", "by_kind")
+        }
         self.last_at = now
         return out
 
@@ -87,6 +93,19 @@ class SecondsFile:
         # After a failed write the buffer still holds the line: flushing it fails again.
         with suppress(OSError):
             self.file.close()
+
+
+def _kinds_since(now: dict[str, Any], before: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """The records and errors of each kind in the second: the counts so far less those of
+    the previous line; kinds with no record in it are left out."""
+    out = {}
+    for kind, counts in sorted(now.items()):
+        was = before.get(kind) or {}
+        requests = int(counts["requests"]) - int(was.get("requests", 0))
+        if requests:
+            errors = int(counts["errors"]) - int(was.get("errors", 0))
+            out[kind] = {"requests": requests, "errors": errors}
+    return out
 
 
 def _percentiles(snapshot: dict[str, Any]) -> dict[str, float]:

@@ -201,6 +201,8 @@ def execute(
         "load_steps": step_counts(summary),
         # The name of each `endpoint` index in requests.parquet.
         "endpoint_names": summary.get("endpoint_names") or plan.endpoints(),
+        # The kind of each (plan/kinds.py): a request, a WebSocket session or message, ...
+        "endpoint_kinds": summary.get("endpoint_kinds") or plan.endpoint_kinds(),
     }
     if "generators" in summary:  # generators on Ray: each one's node, share and self-check
         run["generators"] = summary["generators"]

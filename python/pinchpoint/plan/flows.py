@@ -212,6 +212,10 @@ class FlowStep(Strict):
             return self.name or grpc_label(self.grpc)
         return self.name or request_label(self.method, self.path, self.ws)
 
+    def streams(self) -> bool:
+        """A gRPC call answered with a stream of messages."""
+        return self._streams
+
     def streamed(self, label: str) -> list[str]:
         """The record of a gRPC stream's messages after the step's own `label`."""
         return [f"{label}/{STREAM_RECORD}"] if self._streams else []

@@ -23,6 +23,7 @@ from pinchpoint.plan.flows import Flow, request_templates, template_fault, unrea
 from pinchpoint.plan.generators import Generators
 from pinchpoint.plan.grpc import data_text
 from pinchpoint.plan.http import Request, Target, check_url
+from pinchpoint.plan.kinds import record_kinds
 from pinchpoint.plan.load_models import (
     MAX_COUNT,
     MAX_RATE,
@@ -371,6 +372,22 @@ class Plan(Strict):
         return self
 
     @model_validator(mode="after")
+    def _check_sla_kinds(self) -> Plan:
+        # An error rate of a kind the run never sends would pass on no records at all.
+        if self.sla is None:
+            return self
+        # A locustfile's records are all requests to the engine's counts.
+        sent = ["request"] if self.load.locustfile is not None else self.endpoint_kinds()
+        for kind in self.sla.kinds_named():
+            if kind not in sent:
+                said = ", ".join(dict.fromkeys(sent))
+                raise FieldError(
+                    ("sla", "error_rate", kind),
+                    f"this plan sends no {kind} records: its records are {said}",
+                )
+        return self
+
+    @model_validator(mode="after")
     def _check_prometheus(self) -> Plan:
         check_series_names(self.prometheus, [c.name for c in self.component])
         return self
@@ -380,6 +397,11 @@ class Plan(Strict):
         plan's requests as `METHOD path`, then each flow's steps as `flow/step`."""
         names = [name for r in self.request for name in r.endpoint_labels(r.label())]
         return names + [label for f in self.flow for label in f.endpoint_labels()]
+
+    def endpoint_kinds(self) -> list[str]:
+        """The kind of each record of `endpoints()`, in the same order (plan/kinds.py)."""
+        kinds = [kind for r in self.request for kind in record_kinds(r)]
+        return kinds + [kind for f in self.flow for s in f.step for kind in record_kinds(s)]
 
     def tiers(self) -> list[str]:
         """Component names ordered from the entry tier to the leaves."""

@@ -5,7 +5,9 @@
 [sla]
 p50_ms = 15         # any percentile: p90_ms, p99_ms, "p99.9_ms" (quoted: a bare dot splits a key)
 p99_ms = 50
-error_rate = 0.01   # at most 1% of requests failed (a transport error or HTTP >= 400)
+error_rate = 0.01   # at most 1% of requests failed (a transport error or HTTP >= 400):
+                    # of the calls in a gRPC run, the sessions in a WebSocket run
+# error_rate = { grpc_call = 0.01, grpc_message = 0.001 }  # or each kind apart
 slow_ms = 20        # at most 0.1% of the responses slower than 20 ms
 slow_share = 0.001
 abort = ["p99_ms"]  # stop the run when these break (true: any of them), checked each second
@@ -19,8 +21,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pinchpoint.plan.kinds import KINDS
 from pinchpoint.plan.toml import Duration, FieldError, parse_toml
 from pinchpoint.rundir import files
 
@@ -38,13 +41,30 @@ class Sla(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     __pydantic_extra__: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]]
 
-    error_rate: Annotated[float, Field(ge=0, le=1)] | None = None
+    # The highest share of failed exchanges (requests, WebSocket sessions, gRPC calls:
+    # plan/kinds.py), or of the records of each kind named.
+    error_rate: float | dict[str, float] | None = None
     slow_ms: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     slow_share: Annotated[float, Field(ge=0, le=1)] | None = None
     # The objectives that stop the run when they break (True: all), and for how long each
     # must have stayed broken first.
     abort: bool | list[str] = False
     abort_after: Annotated[Duration, Field(ge=0, le=86_400)] = 0.0
+
+    @field_validator("error_rate", mode="before")
+    @classmethod
+    def _error_rates(cls, value: Any) -> Any:
+        # Checked here, so that an error names the kind rather than both forms.
+        if isinstance(value, dict):
+            if not value:
+                raise FieldError((), f"name at least one kind: {', '.join(KINDS)}")
+            for kind, share in value.items():
+                if kind not in KINDS:
+                    raise FieldError(kind, f"unknown kind {kind!r}; the kinds: {', '.join(KINDS)}")
+                _share(kind, share)
+        elif value is not None:
+            _share((), value)
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -93,8 +113,22 @@ class Sla(BaseModel):
     def objective_keys(self) -> list[str]:
         """The keys of the objectives set: the percentiles, error_rate, slow_ms."""
         keys = [key for key, _, _ in self.percentiles()]
-        keys += [k for k in ("error_rate", "slow_ms") if getattr(self, k) is not None]
+        keys += [key for key, _, _ in self.error_rates()]
+        keys += ["slow_ms"] if self.slow_ms is not None else []
         return keys
+
+    def error_rates(self) -> list[tuple[str, str | None, float]]:
+        """(key, kind, limit) of each error rate objective: `error_rate` with kind None
+        (the run's exchanges), or `error_rate.<kind>` for each kind named."""
+        if self.error_rate is None:
+            return []
+        if isinstance(self.error_rate, dict):
+            return [(f"error_rate.{k}", k, float(v)) for k, v in self.error_rate.items()]
+        return [("error_rate", None, float(self.error_rate))]
+
+    def kinds_named(self) -> list[str]:
+        """The kinds the error rates name, each once."""
+        return [kind for _, kind, _ in self.error_rates() if kind is not None]
 
     def abort_keys(self) -> list[str]:
         """The objectives whose break stops the run."""
@@ -113,6 +147,13 @@ class Sla(BaseModel):
 
     def is_empty(self) -> bool:
         return not self.percentiles() and self.error_rate is None and self.slow_ms is None
+
+
+def _share(loc: str | tuple[()], value: object) -> None:
+    """FieldError at `loc` unless `value` is a number from 0 to 1."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not 0 <= float(value) <= 1:  # type: ignore[arg-type]
+        raise FieldError(loc, f"{value!r} is not a share from 0 to 1 (0.01: 1%)")
 
 
 class _PlanSla(BaseModel):

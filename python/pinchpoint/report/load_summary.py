@@ -32,6 +32,9 @@ def render_summary(summary: dict, console: Console) -> None:
         console.print(_steps_table(summary["steps"]))
     if len(summary["endpoints"]) > 1:
         console.print(_endpoints_table(summary["endpoints"]))
+    kinds = summary.get("kinds") or {}
+    if set(kinds) - {"request"}:
+        console.print(_kinds_table(kinds))
     statuses = ", ".join(f"{k}: {v}" for k, v in summary["statuses"].items()) or "none"
     errors = errors_text(summary["errors"], summary.get("error_reasons") or {})
     console.print(f"statuses {statuses}; errors {errors}", highlight=False)
@@ -73,6 +76,34 @@ def errors_text(errors: dict[str, int], reasons: dict[str, list[str]]) -> str:
         why = "; ".join(reasons.get(name) or [])
         parts.append(f"{name}: {count}" + (f" ({why})" if why else ""))
     return ", ".join(parts) or "none"
+
+
+# What each kind of record is called in the summary.
+KIND_NAMES = {
+    "request": "HTTP requests",
+    "ws_session": "WebSocket sessions",
+    "ws_message": "WebSocket messages",
+    "grpc_call": "gRPC calls",
+    "grpc_message": "gRPC stream messages",
+}
+
+
+def _kinds_table(kinds: dict[str, dict]) -> Table:
+    """Each kind of record apart: a failed call is not diluted by the messages."""
+    table = Table(title="by kind (latency in ms)")
+    for name in ("kind", "count", "failed", "error rate", "p50", "p99"):
+        table.add_column(name, justify="right")
+    for kind, k in kinds.items():
+        latency = k.get("latency_us") or {}
+        table.add_row(
+            KIND_NAMES.get(kind, kind),
+            f"{k['requests']:,}",
+            f"{k['failed']:,}",
+            f"{k['error_rate'] * 100:.2f}%",
+            _ms(latency.get("p50")),
+            _ms(latency.get("p99")),
+        )
+    return table
 
 
 def _steps_table(steps: list[dict]) -> Table:

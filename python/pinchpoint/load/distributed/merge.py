@@ -46,6 +46,8 @@ def merge_summaries(summaries: Sequence[dict[str, Any]], levels: Sequence[Level]
         "records_error": "; ".join(errors) if errors else None,
         "error_reasons": merge_reasons([s.get("error_reasons") or {} for s in summaries]),
         "abandoned": sum(s.get("abandoned", 0) for s in summaries),
+        # Every generator runs the same plan: its endpoints have the same kinds.
+        "endpoint_kinds": summaries[0].get("endpoint_kinds") or [],
         **({"stopped": "; ".join(stopped)} if stopped else {}),
     }
 
@@ -75,6 +77,15 @@ def _merge_step(parts: list[dict], index: int, level: Level) -> dict:
             }
         )
     out["endpoints"] = endpoints
+    kinds = {}
+    for kind in dict.fromkeys(k for p in parts for k in p.get("kinds", {})):
+        mine = [p["kinds"][kind] for p in parts if kind in p.get("kinds", {})]
+        kinds[kind] = {
+            "requests": sum(m["requests"] for m in mine),
+            "failed": sum(m["failed"] for m in mine),
+            **merge_latency(mine),
+        }
+    out["kinds"] = kinds
     return out
 
 
@@ -128,6 +139,10 @@ def merge_snapshots(snapshots: Sequence[dict[str, Any]]) -> dict[str, Any]:
         )
         out["window_p99_us"] = max(s["window_p99_us"] for s in seen)
     out["errors_by_class"] = _sum_counts([s.get("errors_by_class") or {} for s in snapshots])
+    out["by_kind"] = {}
+    for kind in dict.fromkeys(k for s in snapshots for k in s.get("by_kind") or {}):
+        mine = [s["by_kind"][kind] for s in snapshots if kind in (s.get("by_kind") or {})]
+        out["by_kind"][kind] = {key: sum(m[key] for m in mine) for key in ("requests", "errors")}
     windows = [s["window_hdr_v2"] for s in snapshots if s.get("window_hdr_v2")]
     if windows:
         counts = sum((decode_v2(bytes(w)) for w in windows), np.zeros(COUNTS_LEN, np.int64))
