@@ -91,7 +91,8 @@ KIND_NAMES = {
 def _kinds_table(kinds: dict[str, dict]) -> Table:
     """Each kind of record apart: a failed call is not diluted by the messages."""
     table = Table(title="by kind (latency in ms)")
-    for name in ("kind", "count", "failed", "error rate", "p50", "p99"):
+    table.add_column("kind")
+    for name in ("count", "failed", "error rate", "p50", "p99"):
         table.add_column(name, justify="right")
     for kind, k in kinds.items():
         latency = k.get("latency_us") or {}
