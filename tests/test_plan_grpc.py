@@ -64,6 +64,7 @@ def test_a_grpc_step_reaches_the_engine_as_a_post_to_its_method(
 ) -> None:
     plan = parse_plan(plan_text, "plan.toml")
     assert plan.endpoints() == ["shop/item", "shop/watch", "shop/watch/message"]
+    assert plan.endpoint_kinds() == ["grpc_call", "grpc_call", "grpc_message"]
     item, watch = engine_config(plan, "r1", tmp_path / "records")["flows"][0]["steps"]
     request = item["request"]
     assert (request["method"], request["path"]) == ("POST", "/shop.Catalog/GetItem")

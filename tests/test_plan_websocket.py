@@ -44,6 +44,7 @@ receive = false
 def test_a_websocket_step_reaches_the_engine_with_its_messages(tmp_path: Path) -> None:
     plan = parse_plan(PLAN, "plan.toml")
     assert plan.endpoints() == ["chat/room", "chat/room/welcome", "chat/room/#2", "chat/room/#3"]
+    assert plan.endpoint_kinds() == ["ws_session"] + ["ws_message"] * 3
     (step,) = engine_config(plan, "r1", tmp_path / "records")["flows"][0]["steps"]
     request = step["request"]
     assert request["ws"] and request["path"] == "/ws/chat?room=${user_index}"
@@ -134,6 +135,8 @@ def test_a_websocket_request_goes_as_itself_in_open_loop_and_as_a_flow_in_closed
 ) -> None:
     plan = parse_plan(OPEN, "plan.toml")
     assert plan.endpoints() == ["WS /ws/echo", "WS /ws/echo/hi", "WS /ws/echo/#2", "GET /healthz"]
+    # Each record's kind, as the engine counts them apart.
+    assert plan.endpoint_kinds() == ["ws_session", "ws_message", "ws_message", "request"]
     config = engine_config(plan, "r1", tmp_path / "records")
     ws, plain = config["requests"]
     assert config["flows"] == []

@@ -220,4 +220,4 @@ def test_the_abort_and_the_load_summary_see_the_calls_10_percent(
     row = next(line for line in done.stdout.splitlines() if "gRPC calls" in line)
     cells = [cell.strip() for cell in row.strip("│ ").split("│")]
     rate = f"{100 * server.failed / server.calls:.2f}%"
-    assert cells[:4] == ["gRPC calls", str(server.calls), str(server.failed), rate], row
+    assert cells[:4] == ["gRPC calls", f"{server.calls:,}", f"{server.failed:,}", rate], row
