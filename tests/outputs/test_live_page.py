@@ -68,6 +68,29 @@ def test_the_steps_so_far_count_each_second_and_their_latency() -> None:
     assert [s["requests"] for s in run.state()["steps"]] == [200, 400]
 
 
+def test_each_step_counts_its_calls_and_stream_messages_apart() -> None:
+    run = LiveRun("r1")
+    # The engine's counts so far of each kind, as its snapshots give them.
+    so_far = [(10, 1, 30), (20, 2, 60), (30, 3, 90), (40, 8, 120)]
+    for at, (calls, failed, messages) in enumerate(so_far):
+        snap = _snapshot(calls + messages, at // 2, 2, [5.0])
+        snap["errors"] = failed
+        snap["by_kind"] = {
+            "grpc_call": {"requests": calls, "errors": failed},
+            "grpc_message": {"requests": messages, "errors": 0},
+        }
+        event = run.add(snap, float(at + 1))
+    assert event["step"]["kinds"] == {
+        "grpc_call": {"requests": 20, "errors": 6},
+        "grpc_message": {"requests": 60, "errors": 0},
+    }
+    assert run.state()["steps"][0]["kinds"]["grpc_call"] == {"requests": 20, "errors": 2}
+    # A run of HTTP requests alone has no kinds to tell apart.
+    plain = LiveRun("r2")
+    snap = _snapshot(5, 0, 1, [5.0]) | {"by_kind": {"request": {"requests": 5, "errors": 0}}}
+    assert "kinds" not in plain.add(snap, 1.0)["step"]
+
+
 def test_the_verdict_so_far_waits_for_three_steps_then_names_the_knee() -> None:
     run = LiveRun("r1")
     # Throughput scales to 6 users, then stays; latency grows as the users queue.

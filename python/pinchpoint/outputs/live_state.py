@@ -12,6 +12,7 @@ import numpy as np
 
 from pinchpoint.analyze.knee import find_knee
 from pinchpoint.load.hdr import Histogram, decode_v2
+from pinchpoint.outputs.seconds import kinds_since
 from pinchpoint.terminal.live import second
 
 # Seconds kept for a page that opens late: half an hour of the charts.
@@ -31,11 +32,23 @@ class StepSoFar:
     requests: int = 0
     errors: int = 0
     counts: np.ndarray | None = None
+    # Records and errors of each kind (request, ws_session, grpc_call, ...).
+    kinds: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, row: dict[str, Any], counts: np.ndarray | None, seconds: float) -> None:
+    def add(
+        self,
+        row: dict[str, Any],
+        counts: np.ndarray | None,
+        seconds: float,
+        kinds: dict[str, dict[str, int]],
+    ) -> None:
         self.seconds += seconds
         self.requests += int(row["requests"])
         self.errors += int(row["errors"])
+        for kind, n in kinds.items():
+            mine = self.kinds.setdefault(kind, {"requests": 0, "errors": 0})
+            mine["requests"] += n["requests"]
+            mine["errors"] += n["errors"]
         if counts is not None:  # decode_v2 gives every window the same length
             if self.counts is None:
                 self.counts = counts.copy()
@@ -52,6 +65,8 @@ class StepSoFar:
             "errors": self.errors,
             "throughput": self.requests / self.seconds if self.seconds else 0.0,
         }
+        if set(self.kinds) - {"request"}:  # a WebSocket's or gRPC's records, apart
+            out["kinds"] = {k: dict(n) for k, n in self.kinds.items()}
         if self.counts is not None and self.counts.sum():
             hist = Histogram.of_counts(self.counts)
             out["mean_ms"] = hist.mean() / 1000
@@ -74,6 +89,8 @@ class LiveRun:
     def add(self, snapshot: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
         """The `second` event of this snapshot: its row, its step so far, the verdict."""
         row = second(snapshot, self._last, elapsed_s)
+        before = (self._last or {}).get("by_kind") or {}
+        kinds = kinds_since(snapshot.get("by_kind") or {}, before)
         row = {k: v for k, v in row.items() if k not in ("total", "total_errors")} | {
             "total": int(snapshot.get("requests", 0)),
             "total_errors": int(snapshot.get("errors", 0)),
@@ -90,7 +107,7 @@ class LiveRun:
             rate = snapshot.get("kind") == "rate"
             level = float(snapshot.get("level", 0.0)) if rate else float(snapshot.get("users", 0))
             self.steps[step] = StepSoFar(step, str(row["load"]), level, rate)
-        self.steps[step].add(row, counts, float(snapshot.get("seconds", 1.0)))
+        self.steps[step].add(row, counts, float(snapshot.get("seconds", 1.0)), kinds)
         if ended:
             self.verdict = self.verdict_so_far(step)
         return {"row": row, "step": self.steps[step].summary(), "verdict": self.verdict}

@@ -78,7 +78,7 @@ class SecondsFile:
                 for name, n in sorted(classes.items())
                 if n - before.get(name, 0)
             },
-            "kinds": _kinds_since(snapshot.get("by_kind") or {}, self.last.get("by_kind") or {}),
+            "kinds": kinds_since(snapshot.get("by_kind") or {}, self.last.get("by_kind") or {}),
             "seconds": round(seconds, 3),
             "rps": round(requests / seconds, 3) if seconds > 0 else None,
             "latency_ms": _percentiles(snapshot),
@@ -95,7 +95,7 @@ class SecondsFile:
             self.file.close()
 
 
-def _kinds_since(now: dict[str, Any], before: dict[str, Any]) -> dict[str, dict[str, int]]:
+def kinds_since(now: dict[str, Any], before: dict[str, Any]) -> dict[str, dict[str, int]]:
     """The records and errors of each kind in the second: the counts so far less those of
     the previous line; kinds with no record in it are left out."""
     out = {}
