@@ -4,8 +4,8 @@ with the same keys, numbers and HdrHistogram bytes (crates/pinchpoint-py `step_d
 
 Per step: `requests`, `responses` (an answer, whatever its status), `bytes`, `errors` by
 class, `statuses` of the answers, the latencies of the answers (percentiles, min, max,
-mean, `hdr_v2`), and the same per endpoint index with `failed` (an error or a status of
-400 or more).
+mean, `hdr_v2`), and the same per endpoint index and per kind of record (`request` alone
+here) with `failed` (an error or a status of 400 or more).
 """
 
 from __future__ import annotations
@@ -63,6 +63,13 @@ def step_summaries(table: pa.Table, levels: Sequence[Level]) -> list[dict]:
                 item.update(Histogram.of(latency[at & answered]).latency_items())
                 endpoints.append(item)
         entry["endpoints"] = endpoints
+        # A locustfile's records are all HTTP requests, as the engine counts kinds.
+        entry["kinds"] = {}
+        if mine.any():
+            failed = mine & (~answered | (status >= 400))
+            kind = {"requests": int(mine.sum()), "failed": int(failed.sum())}
+            kind.update(Histogram.of(latency[ok]).latency_items())
+            entry["kinds"] = {"request": kind}
         out.append(entry)
     return out
 
