@@ -207,7 +207,7 @@ def test_the_abort_and_the_load_summary_see_the_calls_10_percent(
     server = failing.interceptor
     summary = json.loads((tmp_path / "kept" / "summary.json").read_text())
     said = re.search(
-        r"error_rate broke .*in step 1 \(4 users\): error_rate was ([\d.]+)", summary["aborted"]
+        r"error_rate broke .*in step 0 \(4 users\): error_rate was ([\d.]+)", summary["aborted"]
     )
     assert said is not None, summary["aborted"]
     assert 0.05 < float(said[1]) < 0.15, summary["aborted"]
