@@ -213,6 +213,17 @@ def test_results_as_json_and_in_the_terminal(run_dir: Path) -> None:
     assert "SLA broken" in text
 
 
+def test_a_folder_that_keeps_no_kinds_judges_a_bare_rate_on_all_and_refuses_a_kind(
+    run_dir: Path,
+) -> None:
+    # Written before the kinds were kept: no endpoint_kinds in run.json.
+    assert "endpoint_kinds" not in json.loads((run_dir / "run.json").read_text())
+    bare = only(check_sla({"error_rate": 0.05}, run_dir))
+    assert bare.objective == "errors ≤ 5% of requests" and bare.value == pytest.approx(0.005)
+    with pytest.raises(ValueError, match=r"^error_rate\.request: run\.json does not say each"):
+        check_sla({"error_rate": {"request": 0.05}}, run_dir)
+
+
 def test_no_objectives_no_results(run_dir: Path) -> None:
     assert check_sla(None, run_dir) == []
 

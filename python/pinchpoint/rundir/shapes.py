@@ -50,6 +50,8 @@ class RunJson(TypedDict):
     load_steps: NotRequired[list[dict[str, Any]]]
     # The name of each `endpoint` index of requests.parquet: `METHOD path`, `flow/step`.
     endpoint_names: NotRequired[list[str]]
+    # The kind of each: request, ws_session, ws_message, grpc_call, grpc_message.
+    endpoint_kinds: NotRequired[list[str]]
     abandoned: NotRequired[int]
     # Why the load stopped before its end on its own: a hook or Locust process broke.
     stopped: NotRequired[str]
