@@ -3,11 +3,11 @@
 Each second the engine's live counters give that second's requests, errors and latency
 histogram (its snapshot); an objective is judged on that second alone. An error rate is
 of the second's exchanges (requests, WebSocket sessions, gRPC calls: plan/kinds.py) or
-of the records of the kind it names, from the snapshot's counts by kind (`by_kind`);
-a snapshot without them (a Locust run's) has requests only. One that stays
-broken for `abort_after` (0: the first broken second) stops the run, as a first Ctrl-C
-does: no new request is sent, those in flight are waited for, and everything measured is
-kept. A second with no response leaves every objective as it was.
+of the records of the kind it names, from the snapshot's counts by kind (`by_kind`); a
+snapshot without them (a Locust run's) has requests only. One that stays broken for
+`abort_after` (0: the first broken second) stops the run, as a first Ctrl-C does: no new
+request is sent, those in flight are waited for, and everything measured is kept. A
+second with no response leaves every objective as it was.
 """
 
 from __future__ import annotations
