@@ -257,8 +257,10 @@ fn each_message_of_a_stream_is_a_record_timed_from_the_one_before() {
     let (calls, messages) = (by[&0].0, by[&1].0);
     assert!(calls >= 4 && messages == 3 * calls, "{by:?}");
     let gap = STREAM_GAP.as_micros() as i64;
+    // Timed from the message before: about one gap each. A late message makes the next
+    // one look early by as much, so the low bound is half a gap, not the gap itself.
     for m in rows.iter().filter(|r| r.endpoint == 1) {
-        assert!(m.latency_us >= gap * 3 / 4 && m.latency_us < gap * 4, "{m:?}");
+        assert!(m.latency_us >= gap / 2 && m.latency_us < gap * 4, "{m:?}");
     }
     for c in rows.iter().filter(|r| r.endpoint == 0) {
         assert!(c.latency_us >= 3 * gap, "{c:?}");
