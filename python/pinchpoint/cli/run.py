@@ -215,7 +215,9 @@ def run(
         _control(plan, console),
     )
     with (
-        serving((server, metrics_linger), (page, serve_linger)),
+        serving(
+            (server, metrics_linger), (page, serve_linger), unless=lambda: bool(caught.signals)
+        ),
         catching(say=lambda line: warn(line, console)) as caught,
     ):
         try:

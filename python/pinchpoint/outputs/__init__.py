@@ -36,13 +36,19 @@ class Server(Protocol):
 
 
 @contextmanager
-def serving(*servers: tuple[Server | None, float]) -> Iterator[None]:
+def serving(
+    *servers: tuple[Server | None, float], unless: Callable[[], bool] | None = None
+) -> Iterator[None]:
     """Each (server, linger_s) while the run goes; once it has ended well, each keeps
     answering its `linger_s` more, side by side, so that a scraper reads the last values
-    and a page its report (Ctrl-C ends the wait), then closes (at once on an error)."""
+    and a page its report (Ctrl-C ends the wait), then closes (at once on an error).
+    No wait when `unless()` holds as it would begin: a Ctrl-C already caught while the
+    run ended (counted then, not raised) asked to be done."""
     wanted = sorted(((s, linger) for s, linger in servers if s is not None), key=lambda p: p[1])
     try:
         yield
+        if unless is not None and unless():
+            return
         started = time.monotonic()
         with suppress(KeyboardInterrupt):
             while wanted:
