@@ -143,7 +143,7 @@ impl Kinds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::flow::{FlowSpec, FlowStepSpec, MessageSpec, OnFail};
+    use crate::config::flow::{FlowSpec, FlowStepSpec, MessageSpec};
     use crate::config::RequestSpec;
     use crate::outcome::ErrorClass;
 
@@ -159,19 +159,6 @@ mod tests {
         RequestSpec { ws: true, messages: (0..messages).map(message).collect(), ..RequestSpec::get("/ws") }
     }
 
-    fn step(name: &str, request: RequestSpec) -> FlowStepSpec {
-        FlowStepSpec {
-            name: name.into(),
-            request,
-            think: None,
-            captures: vec![],
-            checks: vec![],
-            hook: false,
-            on_fail: OnFail::Restart,
-            foreach: None,
-        }
-    }
-
     #[test]
     fn kinds_are_listed_in_order() {
         for (i, kind) in Kind::ALL.iter().enumerate() {
@@ -181,7 +168,7 @@ mod tests {
 
     #[test]
     fn a_flows_sessions_are_followed_by_their_messages() {
-        let steps = vec![step("login", RequestSpec::get("/login")), step("talk", upgrade(2)), step("out", RequestSpec::get("/out"))];
+        let steps = vec![FlowStepSpec::new("login", RequestSpec::get("/login")), FlowStepSpec::new("talk", upgrade(2)), FlowStepSpec::new("out", RequestSpec::get("/out"))];
         let flows = crate::flow::compile(&[FlowSpec { name: "chat".into(), weight: 1, steps, feed: None }]).expect("flows compile");
         let kinds = Kinds::of_flows(&flows);
         assert_eq!(

@@ -8,7 +8,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use pinchpoint_engine::{Arrivals, Live, Phase};
+use pinchpoint_engine::{Arrivals, Live, Phase, RunConfig, RunSummary};
+
+/// Runs `cfg` while `ask` changes its load from another thread: the summary, and how
+/// long the run took.
+fn run_while(cfg: &RunConfig, ask: impl FnOnce(Arc<Live>) + Send + 'static) -> (RunSummary, Duration) {
+    let live = Arc::new(Live::default());
+    let asker = live.clone();
+    let began = Instant::now();
+    let changes = std::thread::spawn(move || ask(asker));
+    let summary = pinchpoint_engine::run(cfg, Arc::new(AtomicBool::new(false)), live).expect("run");
+    let took = began.elapsed();
+    changes.join().unwrap();
+    (summary, took)
+}
 
 #[test]
 fn a_change_starts_a_step_of_its_own_held_until_the_planned_end() {
@@ -17,18 +30,12 @@ fn a_change_starts_a_step_of_its_own_held_until_the_planned_end() {
     let dir = tempfile::tempdir().unwrap();
     // Planned: 2 users for 600 ms, then 8 for 600 ms; changed to 5 after 300 ms, then 3.
     let cfg = config(dir.path(), server.port(), &["/a"], steps(&[(2, 600), (8, 600)]));
-    let live = Arc::new(Live::default());
-    let asker = live.clone();
-    let began = Instant::now();
-    let changes = std::thread::spawn(move || {
+    let (summary, took) = run_while(&cfg, |asker| {
         std::thread::sleep(Duration::from_millis(300));
         asker.control.ask(7, 5).unwrap();
         std::thread::sleep(Duration::from_millis(400));
         asker.control.ask(8, 3).unwrap();
     });
-    let summary = pinchpoint_engine::run(&cfg, Arc::new(AtomicBool::new(false)), live).expect("run");
-    let took = began.elapsed();
-    changes.join().unwrap();
     // The run ends when planned (1.2 s), not 300 + 600 + ... ms later.
     assert!(took >= Duration::from_millis(1_150) && took < Duration::from_millis(1_800), "{took:?}");
     let made: Vec<(u64, u32, u32)> = summary.changes.iter().map(|c| (c.id, c.step, c.users)).collect();
@@ -76,16 +83,10 @@ fn a_change_of_rate_starts_a_phase_at_that_rate_until_the_planned_end() {
         Phase::rate(100.0, Duration::from_millis(800)),
     ];
     let cfg = open_config(dir.path(), server.port(), &["/a"], phases, Arrivals::Uniform, 64);
-    let live = Arc::new(Live::default());
-    let asker = live.clone();
-    let began = Instant::now();
-    let change = std::thread::spawn(move || {
+    let (summary, took) = run_while(&cfg, |asker| {
         std::thread::sleep(Duration::from_millis(300));
         asker.control.ask_rate(4, 200.0).unwrap();
     });
-    let summary = pinchpoint_engine::run(&cfg, Arc::new(AtomicBool::new(false)), live).expect("run");
-    let took = began.elapsed();
-    change.join().unwrap();
     assert!(took >= Duration::from_millis(1_550) && took < Duration::from_millis(2_300), "{took:?}");
     let made: Vec<(u64, u32, f64)> = summary.changes.iter().map(|c| (c.id, c.step, c.rate)).collect();
     assert_eq!(made, [(4, 1, 200.0)]);

@@ -165,16 +165,7 @@ fn call(dir: &Path, method: &str, data: &str) -> RequestSpec {
 }
 
 fn grpc_config(dir: &Path, port: u16, request: RequestSpec, checks: Vec<CheckSpec>, captures: Vec<CaptureSpec>) -> RunConfig {
-    let step = FlowStepSpec {
-        name: "g/call".into(),
-        request,
-        think: None,
-        captures,
-        checks,
-        hook: false,
-        on_fail: OnFail::Continue,
-        foreach: None,
-    };
+    let step = FlowStepSpec { captures, checks, on_fail: OnFail::Continue, ..FlowStepSpec::new("g/call", request) };
     let mut c = config(dir, port, &[], steps(&[(2, 400)]));
     c.protocol = Protocol { http: HttpVersion::Http2, tls: None, streams_per_connection: 0 };
     c.timeout = Duration::from_millis(300);

@@ -91,16 +91,8 @@ fn message(name: &str, send: &str) -> MessageSpec {
 }
 
 fn ws_config(dir: &Path, port: u16, path: &str, on_fail: OnFail) -> RunConfig {
-    let step = FlowStepSpec {
-        name: "w/s".into(),
-        request: RequestSpec { ws: true, messages: vec![message("a", "one ${user_index}"), message("b", "two")], ..RequestSpec::get(path) },
-        think: None,
-        captures: vec![],
-        checks: vec![],
-        hook: false,
-        on_fail,
-        foreach: None,
-    };
+    let messages = vec![message("a", "one ${user_index}"), message("b", "two")];
+    let step = FlowStepSpec { on_fail, ..FlowStepSpec::new("w/s", RequestSpec { ws: true, messages, ..RequestSpec::get(path) }) };
     let mut c = config(dir, port, &[], steps(&[(2, 600)]));
     c.timeout = Duration::from_millis(300);
     c.flows = vec![FlowSpec { name: "w".into(), weight: 1, steps: vec![step], feed: None }];

@@ -48,6 +48,8 @@ pub fn tiers_batch(component: &str, rows: Rows) -> Result<RecordBatch, ArrowErro
 
 #[cfg(test)]
 mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int32Type, UInt64Type};
     use arrow_array::Array;
 
     use super::*;
@@ -81,36 +83,24 @@ mod tests {
                 "parent"
             ]
         );
-        let text = |i: usize| {
+        assert_eq!(
             batch
-                .column(i)
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .unwrap()
-        };
-        assert_eq!(text(0).iter().collect::<Vec<_>>(), [Some("nginx"); 2]);
-        let ids = batch
-            .column(2)
-            .as_any()
-            .downcast_ref::<UInt64Array>()
-            .unwrap();
+                .column(0)
+                .as_string::<i32>()
+                .iter()
+                .collect::<Vec<_>>(),
+            [Some("nginx"); 2]
+        );
+        let ids = batch.column(2).as_primitive::<UInt64Type>();
         assert_eq!(ids.iter().collect::<Vec<_>>(), [Some(17), None]);
-        let ts = batch
-            .column(3)
-            .as_any()
-            .downcast_ref::<Float64Array>()
-            .unwrap();
+        let ts = batch.column(3).as_primitive::<Float64Type>();
         assert_eq!(ts.iter().collect::<Vec<_>>(), [None, Some(1795338900.25)]);
-        let status = batch
-            .column(6)
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .unwrap();
+        let status = batch.column(6).as_primitive::<Int32Type>();
         assert_eq!(status.iter().collect::<Vec<_>>(), [Some(200), None]);
         for i in 7..10 {
             assert_eq!(batch.column(i).null_count(), 2, "column {i}");
         }
-        assert_eq!(text(8).len(), 2);
+        assert_eq!(batch.column(8).as_string::<i32>().len(), 2);
     }
 
     #[test]

@@ -20,11 +20,13 @@ impl Hook for PyHook {
     fn call(&self, endpoint: u16, vars: &[(String, String)], request: &mut RequestSpec) -> Result<(), String> {
         Python::with_gil(|py| {
             let given = PyDict::new(py);
-            given.set_item("step", endpoint)?;
-            given.set_item("method", &request.method)?;
-            given.set_item("path", &request.path)?;
-            given.set_item("headers", PyList::new(py, request.headers.iter())?)?;
-            given.set_item("body", PyBytes::new(py, &request.body))?;
+            set_items!(given;
+                "step" => endpoint,
+                "method" => &request.method,
+                "path" => &request.path,
+                "headers" => PyList::new(py, request.headers.iter())?,
+                "body" => PyBytes::new(py, &request.body),
+            );
             let values = PyDict::new(py);
             for (k, v) in vars {
                 values.set_item(k, v)?;

@@ -2,6 +2,13 @@
 //! stop and collect it without holding the GIL; and scans nginx access logs
 //! (`NginxScanner`, in `logs.rs`).
 
+/// Sets each `"key" => value` on a Python dict, in order, returning the first error.
+macro_rules! set_items {
+    ($d:expr; $($key:literal => $value:expr),+ $(,)?) => {
+        $($d.set_item($key, $value)?;)+
+    };
+}
+
 mod config;
 mod flows;
 mod logs;
@@ -86,15 +93,17 @@ impl LoadRun {
     /// level (`kind` users, or rate: target requests/s), requests late so far (open loop).
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        d.set_item("requests", self.live.requests.load(Ordering::Relaxed))?;
-        d.set_item("errors", self.live.errors.load(Ordering::Relaxed))?;
-        d.set_item("step", self.live.step.load(Ordering::Relaxed))?;
-        d.set_item("users", self.live.users.load(Ordering::Relaxed))?;
-        d.set_item("latency_sum_us", self.live.latency_sum_us.load(Ordering::Relaxed))?;
-        d.set_item("kind", if self.open_loop { "rate" } else { "users" })?;
-        d.set_item("level", self.live.level_milli.load(Ordering::Relaxed) as f64 / 1000.0)?;
-        d.set_item("late", self.live.late.load(Ordering::Relaxed))?;
-        d.set_item("in_flight", self.live.in_flight.load(Ordering::Relaxed))?;
+        set_items!(d;
+            "requests" => self.live.requests.load(Ordering::Relaxed),
+            "errors" => self.live.errors.load(Ordering::Relaxed),
+            "step" => self.live.step.load(Ordering::Relaxed),
+            "users" => self.live.users.load(Ordering::Relaxed),
+            "latency_sum_us" => self.live.latency_sum_us.load(Ordering::Relaxed),
+            "kind" => if self.open_loop { "rate" } else { "users" },
+            "level" => self.live.level_milli.load(Ordering::Relaxed) as f64 / 1000.0,
+            "late" => self.live.late.load(Ordering::Relaxed),
+            "in_flight" => self.live.in_flight.load(Ordering::Relaxed),
+        );
         // The longest send lag of the requests recorded since the previous snapshot.
         d.set_item("send_lag_max_us", self.live.lag_max_us.swap(0, Ordering::Relaxed))?;
         d.set_item("errors_by_class", live_classes(py, &self.live)?)?;
@@ -204,11 +213,13 @@ fn step_dict<'py>(py: Python<'py>, s: &StepStats, level: Option<&Level>, kinds: 
     d.set_item("step", s.step)?;
     d.set_item("users", s.users)?;
     if let Some(l) = level {
-        d.set_item("kind", if l.open_loop { "rate" } else { "users" })?;
-        d.set_item("level", l.level)?;
-        d.set_item("intended", l.intended)?;
-        d.set_item("late", l.late)?;
-        d.set_item("unsent", l.unsent)?;
+        set_items!(d;
+            "kind" => if l.open_loop { "rate" } else { "users" },
+            "level" => l.level,
+            "intended" => l.intended,
+            "late" => l.late,
+            "unsent" => l.unsent,
+        );
     }
     d.set_item("requests", s.requests)?;
     d.set_item("responses", s.responses)?;
@@ -276,11 +287,13 @@ fn live_steps<'py>(py: Python<'py>, live: &Live) -> PyResult<Bound<'py, PyList>>
     let list = PyList::empty(py);
     for s in live.steps.take() {
         let d = PyDict::new(py);
-        d.set_item("step", s.step)?;
-        d.set_item("users", s.users)?;
-        d.set_item("requests", s.requests)?;
-        d.set_item("errors", s.errors)?;
-        d.set_item("first_start_us", s.first_start_us)?;
+        set_items!(d;
+            "step" => s.step,
+            "users" => s.users,
+            "requests" => s.requests,
+            "errors" => s.errors,
+            "first_start_us" => s.first_start_us,
+        );
         let classes = PyDict::new(py);
         for class in ErrorClass::ALL {
             if s.classes[class.index()] > 0 {
@@ -332,12 +345,14 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
     }
     d.set_item("steps", steps)?;
     let windows: Vec<(i64, i64)> = s.windows.iter().map(|w| (w.start_us, w.end_us)).collect();
-    d.set_item("windows", windows)?;
-    d.set_item("records", s.records)?;
-    d.set_item("interrupted", s.interrupted)?;
-    d.set_item("started_us", s.started_us)?;
-    d.set_item("ended_us", s.ended_us)?;
-    d.set_item("records_error", s.records_error.clone())?;
+    set_items!(d;
+        "windows" => windows,
+        "records" => s.records,
+        "interrupted" => s.interrupted,
+        "started_us" => s.started_us,
+        "ended_us" => s.ended_us,
+        "records_error" => s.records_error.clone(),
+    );
     let reasons = PyDict::new(py);
     for (class, messages) in &s.reasons {
         reasons.set_item(class.name(), messages.clone())?;
@@ -347,11 +362,13 @@ fn summary_dict<'py>(py: Python<'py>, s: &RunSummary) -> PyResult<Bound<'py, PyD
     let changes = PyList::empty(py);
     for c in &s.changes {
         let one = PyDict::new(py);
-        one.set_item("id", c.id)?;
-        one.set_item("step", c.step)?;
-        one.set_item("users", c.users)?;
-        one.set_item("rate", c.rate)?;
-        one.set_item("at_us", c.at_us)?;
+        set_items!(one;
+            "id" => c.id,
+            "step" => c.step,
+            "users" => c.users,
+            "rate" => c.rate,
+            "at_us" => c.at_us,
+        );
         changes.append(one)?;
     }
     d.set_item("changes", changes)?;

@@ -127,14 +127,16 @@ impl NginxScanner {
 fn counts<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let c = &batch.counts;
-    d.set_item("rows", batch.rows.len())?;
-    d.set_item("read", batch.read)?;
-    d.set_item("lines", c.lines)?;
-    d.set_item("matched", c.matched)?;
-    d.set_item("other_run", c.other_run)?;
-    d.set_item("untagged", c.untagged)?;
-    d.set_item("unparseable", c.unparseable)?;
-    d.set_item("unparseable_lines", &batch.unparseable_lines)?;
+    set_items!(d;
+        "rows" => batch.rows.len(),
+        "read" => batch.read,
+        "lines" => c.lines,
+        "matched" => c.matched,
+        "other_run" => c.other_run,
+        "untagged" => c.untagged,
+        "unparseable" => c.unparseable,
+        "unparseable_lines" => &batch.unparseable_lines,
+    );
     d.set_item(
         "deferred",
         batch.deferred.as_ref().map(|line| PyBytes::new(py, line)),

@@ -49,6 +49,23 @@ pub struct FlowStepSpec {
     pub foreach: Option<String>,
 }
 
+impl FlowStepSpec {
+    /// A step that sends `request` and nothing more: no think time, capture, check or hook
+    /// of its own; a failure restarts the flow.
+    pub fn new(name: impl Into<String>, request: RequestSpec) -> Self {
+        Self {
+            name: name.into(),
+            request,
+            think: None,
+            captures: vec![],
+            checks: vec![],
+            hook: false,
+            on_fail: OnFail::Restart,
+            foreach: None,
+        }
+    }
+}
+
 /// A message of a WebSocket step: a frame sent, the next one received, or both; what is
 /// received is checked and captured from as a response body is.
 #[derive(Clone, Debug, Deserialize)]

@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::Target;
 use crate::config::RunConfig;
-use crate::control::Applied;
+use crate::control::{Applied, Asked};
 use crate::client::http1::{trace_run_half, Prepared};
 use crate::drive::open::{self as open_loop, OpenShared, PhaseCounts};
 use crate::kind::Kinds;
@@ -328,26 +328,19 @@ async fn drive(
         let began = Instant::now();
         let deadline = began + step.duration;
         let mut active = None;
-        loop {
-            let now = Instant::now();
-            // A ramp changes its users as it goes; a held step sets them once.
+        // A ramp changes its users as it goes; a held step sets them once.
+        let held = hold(deadline, stop, live, |now| {
             let want = step.users_at(now - began);
             if active != Some(want) {
                 active = Some(want);
                 users.set(i as u32, want, live);
             }
-            if now >= deadline {
-                break;
-            }
-            if stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                break;
-            }
-            asked = live.control.next();
-            if asked.is_some() {
-                break;
-            }
-            live.control.sleep_unless_asked((deadline - now).min(STOP_POLL)).await;
+        })
+        .await;
+        match held {
+            Held::Until => {}
+            Held::Stopped => interrupted = true,
+            Held::Asked(change) => asked = Some(change),
         }
         windows.push(Window { start_us, end_us: unix_us(SystemTime::now()) });
         if interrupted || asked.is_some() {
@@ -366,20 +359,10 @@ async fn drive(
         live.level_milli.store(u64::from(change.users) * 1000, Ordering::Relaxed);
         users.set(step, change.users, live);
         live.control.made(Applied { id: change.id, step, users: change.users, rate: 0.0, at_us: start_us });
-        loop {
-            let now = Instant::now();
-            if now >= planned_end {
-                break;
-            }
-            if stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                break;
-            }
-            asked = live.control.next();
-            if asked.is_some() {
-                break;
-            }
-            live.control.sleep_unless_asked((planned_end - now).min(STOP_POLL)).await;
+        match hold(planned_end, stop, live, |_| {}).await {
+            Held::Until => {}
+            Held::Stopped => interrupted = true,
+            Held::Asked(next) => asked = Some(next),
         }
         windows.push(Window { start_us, end_us: unix_us(SystemTime::now()) });
     }
@@ -389,6 +372,32 @@ async fn drive(
     let end_by = tokio::time::Instant::now() + config.max_timeout() + END_GRACE;
     finish(tasks, end_by, abandon).await;
     (windows, interrupted)
+}
+
+/// How holding a step ended.
+enum Held {
+    Until,
+    Stopped,
+    Asked(Asked),
+}
+
+/// Holds the load until `until`, a stop or a change asked from outside, calling `tick`
+/// on each wake before anything else (a ramp sets its users there).
+async fn hold(until: Instant, stop: &AtomicBool, live: &Live, mut tick: impl FnMut(Instant)) -> Held {
+    loop {
+        let now = Instant::now();
+        tick(now);
+        if now >= until {
+            return Held::Until;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Held::Stopped;
+        }
+        if let Some(change) = live.control.next() {
+            return Held::Asked(change);
+        }
+        live.control.sleep_unless_asked((until - now).min(STOP_POLL)).await;
+    }
 }
 
 /// The closed-loop users of a run: their tasks, started as the steps need them (a user

@@ -232,7 +232,7 @@ async fn send_step(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::flow::{FeedSpec, FlowSpec, FlowStepSpec, OnFail};
+    use crate::config::flow::{FeedSpec, FlowSpec, FlowStepSpec};
     use crate::config::RequestSpec;
 
     fn flow(per_user: bool, random: bool) -> Flow {
@@ -242,16 +242,7 @@ mod tests {
             per_user,
             random,
         };
-        let step = FlowStepSpec {
-            name: "f/GET /${name}".into(),
-            request: RequestSpec::get("/${name}"),
-            think: None,
-            captures: vec![],
-            checks: vec![],
-            hook: false,
-            on_fail: OnFail::Restart,
-            foreach: None,
-        };
+        let step = FlowStepSpec::new("f/GET /${name}", RequestSpec::get("/${name}"));
         let spec = FlowSpec { name: "f".into(), weight: 1, steps: vec![step], feed: Some(feed) };
         crate::flow::compile(&[spec]).unwrap().flows.remove(0)
     }

@@ -316,18 +316,22 @@ mod tests {
     #[test]
     fn bad_arithmetic_is_refused_saying_where() {
         let refused = |text: &str| Expr::parse(text, &names).unwrap_err();
-        assert_eq!(refused("cheap"), "\"cheap\" at character 1 is not a number, a ${variable}, + - * / or a parenthesis");
-        assert_eq!(refused("max(${price}, 2)"), "\"max\" at character 1 is not a number, a ${variable}, + - * / or a parenthesis");
-        assert_eq!(refused("${budget} *"), "a number or ${variable} is missing after `*`");
-        assert_eq!(refused("${budget} 2"), "the number 2 where the expression should end");
-        assert_eq!(refused("(${budget} + 1"), "a `(` has no closing `)`");
-        assert_eq!(refused("${budget} )"), "`)` where the expression should end");
-        assert_eq!(refused("* 2"), "`*` where a number or ${variable} should be");
-        assert_eq!(refused(""), "no number or ${variable}");
-        assert_eq!(refused("1.2.3"), "\"1.2.3\" at character 1 is not a number");
-        assert_eq!(refused("${nope} + 1"), "unknown variable ${nope}");
-        assert_eq!(refused("${budget"), "`${` at character 1 has no closing `}`");
-        assert_eq!(refused("2 $ 3"), "`$` at character 3 does not start a ${variable}");
+        for (text, reason) in [
+            ("cheap", "\"cheap\" at character 1 is not a number, a ${variable}, + - * / or a parenthesis"),
+            ("max(${price}, 2)", "\"max\" at character 1 is not a number, a ${variable}, + - * / or a parenthesis"),
+            ("${budget} *", "a number or ${variable} is missing after `*`"),
+            ("${budget} 2", "the number 2 where the expression should end"),
+            ("(${budget} + 1", "a `(` has no closing `)`"),
+            ("${budget} )", "`)` where the expression should end"),
+            ("* 2", "`*` where a number or ${variable} should be"),
+            ("", "no number or ${variable}"),
+            ("1.2.3", "\"1.2.3\" at character 1 is not a number"),
+            ("${nope} + 1", "unknown variable ${nope}"),
+            ("${budget", "`${` at character 1 has no closing `}`"),
+            ("2 $ 3", "`$` at character 3 does not start a ${variable}"),
+        ] {
+            assert_eq!(refused(text), reason, "{text}");
+        }
         assert!(refused(&"(".repeat(17)).contains("nested more than 16 deep"));
         assert!(refused(&"1+".repeat(101)).contains("above the 200"));
     }

@@ -308,16 +308,7 @@ mod tests {
             .map(|(var, pick)| CaptureSpec { var: var.into(), from: CaptureFrom::Json("$.items[*].id".into()), pick })
             .into_iter()
             .collect();
-        FlowStepSpec {
-            name: format!("f/{path}"),
-            request: RequestSpec::get(path),
-            think: None,
-            captures,
-            checks: vec![],
-            hook: false,
-            on_fail: OnFail::Restart,
-            foreach: foreach.map(str::to_string),
-        }
+        FlowStepSpec { captures, foreach: foreach.map(str::to_string), ..FlowStepSpec::new(format!("f/{path}"), RequestSpec::get(path)) }
     }
 
     fn flow(steps: Vec<FlowStepSpec>) -> Result<Flow, String> {

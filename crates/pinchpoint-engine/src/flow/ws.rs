@@ -69,7 +69,7 @@ pub fn compile(request: &RequestSpec, vars: &[String], lists: &[List], endpoint:
 
 #[cfg(test)]
 mod tests {
-    use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec, FlowSpec, FlowStepSpec, MessageSpec, OnFail, Pick};
+    use crate::config::flow::{CaptureFrom, CaptureSpec, CheckSpec, FlowSpec, FlowStepSpec, MessageSpec, Pick};
     use crate::config::RequestSpec;
     use crate::flow::compile;
 
@@ -78,16 +78,7 @@ mod tests {
     }
 
     fn ws_step(messages: Vec<MessageSpec>) -> FlowStepSpec {
-        FlowStepSpec {
-            name: "f/ws".into(),
-            request: RequestSpec { ws: true, messages, ..RequestSpec::get("/ws") },
-            think: None,
-            captures: vec![],
-            checks: vec![],
-            hook: false,
-            on_fail: OnFail::Restart,
-            foreach: None,
-        }
+        FlowStepSpec::new("f/ws", RequestSpec { ws: true, messages, ..RequestSpec::get("/ws") })
     }
 
     fn flow(steps: Vec<FlowStepSpec>) -> Result<crate::flow::Flow, String> {
