@@ -16,9 +16,7 @@ pinchpoint's median as a ratio of Locust's are printed.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,11 +24,17 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from io import StringIO
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "outputs"))
+
+import live_helpers as live
+
+from ok_target import OkTarget
 from pinchpoint.outputs.control_client import ask_users
+from pinchpoint_lab.ports import free_port
 
 BEFORE, AFTER = 2, 6
 WAIT_S = 30.0
@@ -65,19 +69,11 @@ class Quiet(ThreadingHTTPServer):
 
 
 def _server(seen: Seen) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
+    class Handler(OkTarget):
         def do_GET(self) -> None:
             with seen.lock:
                 seen.requests.append((time.monotonic(), int(self.client_address[1])))
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
+            self.answer()
 
     server = Quiet(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
@@ -94,12 +90,6 @@ def _until(condition: Callable[[], bool], what: str) -> float:
     return time.monotonic()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _stopped(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGINT)
     try:
@@ -110,37 +100,28 @@ def _stopped(proc: subprocess.Popen[str]) -> None:
 
 
 def pinchpoint_round(folder: Path, target: int, seen: Seen) -> tuple[float, float]:
-    (folder / "plan.toml").write_text(
+    plan = (
         f'[target]\nurl = "http://127.0.0.1:{target}"\n\n'
         f'[load]\nlower = {BEFORE}\nupper = 8\nstep = 6\nduration = "20s"\nwarmup = "0s"\n\n'
         '[[request]]\npath = "/"\n'
     )
-    argv = [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q", "--serve",
-            "127.0.0.1:0", "--serve-linger", "0"]  # fmt: skip
-    proc = subprocess.Popen(
-        argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        url = ""
-        for line in proc.stdout or []:
-            if line.startswith("Live page: "):
-                url = line.split()[2].rstrip(",")
-                break
-        threading.Thread(target=lambda: (proc.stdout or StringIO()).read(), daemon=True).start()
-        start = time.monotonic()
-        _until(lambda: seen.ports_since(start) >= BEFORE, f"{BEFORE} pinchpoint users")
-        asked = time.monotonic()
-        ask_users(url, AFTER)
-        answered = time.monotonic() - asked
-        return answered, _until(lambda: seen.ports_since(asked) >= AFTER, f"{AFTER} users") - asked
-    finally:
-        _stopped(proc)
+    with live.run(folder, plan, "-q") as running:
+        try:
+            url = running.page_url()
+            start = time.monotonic()
+            _until(lambda: seen.ports_since(start) >= BEFORE, f"{BEFORE} pinchpoint users")
+            asked = time.monotonic()
+            ask_users(url, AFTER)
+            answered = time.monotonic() - asked
+            in_force = _until(lambda: seen.ports_since(asked) >= AFTER, f"{AFTER} users") - asked
+            return answered, in_force
+        finally:
+            _stopped(running.proc)
 
 
 def locust_round(folder: Path, target: int, seen: Seen) -> tuple[float, float]:
     (folder / "locustfile.py").write_text(LOCUSTFILE)
-    port = _free_port()
+    port = free_port()
     locust = Path(sys.executable).with_name("locust")
     argv = [str(locust), "-f", "locustfile.py", "--host", f"http://127.0.0.1:{target}",
             "--web-host", "127.0.0.1", "--web-port", str(port)]  # fmt: skip

@@ -28,33 +28,22 @@ import threading
 import time
 from collections import Counter
 from contextlib import suppress
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from ok_target import OkTarget
+from pinchpoint_lab.ports import free_port
+
 HALF_HEAD = b"GET /state HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Ag"
 
 
-class Target(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        time.sleep(0.002)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+class Target(OkTarget):
+    delay_s = 0.002
 
 
 def timed(port: int, path: str, count: int) -> tuple[list[float], Counter[str]]:

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
+from ok_target import OkTarget
 from pinchpoint.load.abort_rules import Previous, RuleWatch, Watches, second_metrics
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.plan.abort import AbortRule
@@ -122,31 +121,19 @@ def test_a_rule_that_cannot_be_watched_is_refused_with_its_line(table: str, said
     assert said in line
 
 
-class _SlowsDown(BaseHTTPRequestHandler):
+class _SlowsDown(OkTarget):
     """2 ms for the first SLOW_AFTER requests, 60 ms after them."""
 
     SLOW_AFTER = 150
-    protocol_version = "HTTP/1.1"
+    nodelay = True
     served: ClassVar[list[float]] = []
     lock = threading.Lock()
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go in two writes: without this, each waits on a delayed ACK.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:
         with self.lock:
             self.served.append(time.monotonic())
             n = len(self.served)
-        time.sleep(0.002 if n <= self.SLOW_AFTER else 0.06)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
+        self.answer(200, 0.002 if n <= self.SLOW_AFTER else 0.06)
 
 
 FOR_S, AFTER_S = 2.0, 4.0

@@ -5,21 +5,19 @@ Chromium from its first second to its report, with no console error."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx
+import live_helpers as live
 import numpy as np
 import pytest
 
+from ok_target import OkTarget
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.live_page import COOKIE, LivePage, token_for
 from pinchpoint.outputs.live_state import LiveRun
@@ -157,7 +155,7 @@ def test_a_page_that_connects_late_gets_everything_so_far_then_each_second(
             page(_snapshot(10 * (i + 1), 0, 2, [5.0] * 10))
         got: list[tuple[str, dict]] = []
         reader = _thread(lambda: got.extend(_events(page.port, 4)))
-        _until(lambda: len(page.listeners) == 1)
+        live.until(lambda: len(page.listeners) == 1, 10, "the listener", every_s=0.02)
         page(_snapshot(40, 1, 4, [6.0] * 10))
         page.stage("collect")
         page.finish(report, "gunicorn: its pool")
@@ -177,13 +175,6 @@ def _thread(target: Any) -> Any:
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread
-
-
-def _until(condition: Any, within_s: float = 10.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_an_address_that_cannot_be_listened_on_stops_before_the_run(tmp_path: Path) -> None:
@@ -208,40 +199,18 @@ def test_an_address_that_cannot_be_listened_on_stops_before_the_run(tmp_path: Pa
 # A real run followed in headless Chromium.
 
 
-class _Target(BaseHTTPRequestHandler):
+class _Target(OkTarget):
     """5 ms a request, on one thread at a time: a knee at about one user."""
 
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        time.sleep(0.005)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
+    delay_s = 0.005
 
 
-@contextmanager
-def _run_serving(folder: Path, target: int, port: int) -> Iterator[subprocess.Popen[str]]:
-    (folder / "plan.toml").write_text(
+def _plan(target: int) -> str:
+    return (
         f'[target]\nurl = "http://127.0.0.1:{target}"\n\n'
         '[load]\nlower = 1\nupper = 4\nstep = 1\nduration = "2s"\nwarmup = "0s"\n\n'
         '[[request]]\npath = "/"\n'
     )
-    argv = [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q",
-            "--serve", f"127.0.0.1:{port}", "--serve-linger", "30"]  # fmt: skip
-    proc = subprocess.Popen(
-        argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt: chromium)")
@@ -252,8 +221,9 @@ def test_chromium_follows_a_real_run_each_second_and_ends_on_its_report(tmp_path
     seen: list[tuple[float, int, str]] = []  # (page's clock, updates, stage)
     # Chromium first: on a busy host it may take longer to start than the run lasts.
     with browser(tmp_path / "chromium") as page, serving(_Target) as target:
-        with _run_serving(tmp_path, target, port) as proc:
-            _until(lambda: _answers(port), within_s=60)
+        serve = f"127.0.0.1:{port}"
+        with live.run(tmp_path, _plan(target), "-q", serve=serve, linger_s=30) as running:
+            live.until(lambda: _answers(port), 60, "the live page", every_s=0.02)
             page.open(f"http://127.0.0.1:{port}/")
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
@@ -273,8 +243,9 @@ def test_chromium_follows_a_real_run_each_second_and_ends_on_its_report(tmp_path
             errors = list(page.errors)
         [run_dir] = (tmp_path / "runs").iterdir()
         verdict = json.loads((run_dir / files.VERDICT).read_text())
-        proc.terminate()
-        output = proc.communicate(timeout=30)[0]
+        running.proc.terminate()
+        running.proc.wait(30)
+        output = running.output()
     assert errors == [], errors
     assert verdict["headline"] in " ".join(dom.split()), (dom, output)
     assert title == f"pinchpoint · {run_dir.name}"  # the report's, not the live page's

@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ok_target import OkTarget
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.openmetrics import BOUNDS_US, MAX_REQUESTS, MetricsServer
 from pinchpoint.plan.output import parse_address
@@ -214,27 +214,14 @@ def _pinchpoint(folder: Path, *args: str, timeout: float) -> subprocess.Complete
 # A real Prometheus scraping a real run.
 
 
-class _Target(BaseHTTPRequestHandler):
+class _Target(OkTarget):
     """3 ms on /fast, 30 ms on /slow, 503 at once on /fail."""
 
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go in two writes: without this, each waits on a delayed ACK.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    nodelay = True
 
     def do_GET(self) -> None:
         delay = {"/fast": 0.003, "/slow": 0.03}.get(self.path.split("?", 1)[0])
-        if delay is not None:
-            time.sleep(delay)
-        self.send_response(200 if delay is not None else 503)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
+        self.answer(200 if delay is not None else 503, delay or 0.0)
 
 
 @contextmanager

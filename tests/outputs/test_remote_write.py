@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ok_target import OkTarget
 from pinchpoint import _engine
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.remote_write import HEADERS, MetricsPush, parse_header
@@ -211,26 +212,14 @@ def _pinchpoint(folder: Path, *args: str, timeout: float) -> subprocess.Complete
 # A real Prometheus receiving a real run.
 
 
-class _Target(BaseHTTPRequestHandler):
+class _Target(OkTarget):
     """3 ms on /fast, 503 at once on /fail."""
 
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    nodelay = True
 
     def do_GET(self) -> None:
         fast = self.path.startswith("/fast")
-        if fast:
-            time.sleep(0.003)
-        self.send_response(200 if fast else 503)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
+        self.answer(200 if fast else 503, 0.003 if fast else 0.0)
 
 
 @contextmanager
