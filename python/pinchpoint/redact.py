@@ -33,7 +33,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,15 +173,17 @@ def _without(value: str, secrets: list[str]) -> str:
 
 def _basic_string(value: str) -> str:
     """A TOML basic string (double quotes) that decodes to `value`."""
-    out = []
-    for c in value:
-        if c in '"\\':
-            out.append("\\" + c)
-        elif c < " " or c == "\x7f":
-            out.append(f"\\u{ord(c):04X}")
-        else:
-            out.append(c)
-    return '"' + "".join(out) + '"'
+    return '"' + _escaped(value, _toml_control) + '"'
+
+
+def _toml_control(c: str) -> str | None:
+    return f"\\u{ord(c):04X}" if c < " " or c == "\x7f" else None
+
+
+def _escaped(text: str, spell: Callable[[str], str | None]) -> str:
+    """The text with quotes and backslashes escaped, and any other character that `spell`
+    spells (not None) as it does."""
+    return "".join("\\" + c if c in '"\\' else (spell(c) or c) for c in text)
 
 
 def _clean(text: str, secrets: list[str]) -> bool:
@@ -392,23 +394,16 @@ class Redactor:
 
 def rust_quoted(text: str) -> str:
     """The text as Rust's `{:?}` writes a string, without its quotes."""
-    out = []
-    for c in text:
-        if c in '"\\':
-            out.append("\\" + c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\0":
-            out.append("\\0")
-        elif not c.isprintable():
-            out.append(f"\\u{{{ord(c):x}}}")
-        else:
-            out.append(c)
-    return "".join(out)
+    return _escaped(text, _rust_escape)
+
+
+_RUST_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
+
+def _rust_escape(c: str) -> str | None:
+    if c in _RUST_ESCAPES:
+        return _RUST_ESCAPES[c]
+    return None if c.isprintable() else f"\\u{{{ord(c):x}}}"
 
 
 def plan_redactor(plan: Plan) -> Redactor:

@@ -32,9 +32,14 @@ def redis_pool(ask: Ask) -> Finding | None:
     ]
     summary = f"{ask.tier}'s pool of {redis} connections is full from {load_text(ask.onset)}."
     return Finding(
-        ask.tier, REDIS_POOL, ask.onset["users"], evidence,
-        f"{ask.tier}'s connections to {redis} (about {slots})", summary, rate_of(ask.onset),
-    )  # fmt: skip
+        component=ask.tier,
+        cause=REDIS_POOL,
+        starts_at_users=ask.onset["users"],
+        evidence=evidence,
+        name=f"{ask.tier}'s connections to {redis} (about {slots})",
+        summary=summary,
+        starts_at_rate=rate_of(ask.onset),
+    )
 
 
 REDIS_POOL = Cause(

@@ -131,7 +131,7 @@ def test_a_run_cause_reads_only_what_it_declares(cause: Cause, runs: list) -> No
     assert cause.judge is not None
     for name, steps, ctx in runs:
         mine, guarded = _guarded(cause, steps, ctx)
-        ask = RunAsk(mine, guarded, generator_check(steps, ctx), CAUSES)
+        ask = RunAsk(mine, guarded, generator_check(steps, ctx), CAUSES.tier_finding)
         try:
             cause.judge(ask)
         except UndeclaredRead as read:

@@ -26,7 +26,7 @@ from pinchpoint.analyze.usage import process_group
 from pinchpoint.rundir.shapes import EndpointJson, EndpointStepJson, StepJson
 
 if TYPE_CHECKING:
-    from pinchpoint.analyze.causes.cause import TierCauses
+    from pinchpoint.analyze.causes.cause import TierFinding
 
 
 @dataclass(frozen=True)
@@ -114,9 +114,9 @@ class InRequest:
 
 
 def request_cause(
-    grown: Grown, steps: list[StepJson], ctx: Context, causes: TierCauses
+    grown: Grown, steps: list[StepJson], ctx: Context, tier_finding: TierFinding
 ) -> InRequest | None:
-    """What the tier the request's time grows in is limited by, asked of `causes`; None
+    """What the tier the request's time grows in is limited by, asked of `tier_finding`; None
     when no tier logged this request."""
     deltas = _tier_deltas(grown)
     if not deltas:
@@ -125,7 +125,7 @@ def request_cause(
     group = process_group(tier, steps, ctx) or tier
     onset = _onset(grown, steps)
     evidence = _evidence(grown, tier, deltas)
-    found = causes.tier_finding(tier, steps, onset, ctx, None)
+    found = tier_finding(tier, steps, onset, ctx, None)
     found = replace(found, evidence=[*evidence, *found.evidence])
     return InRequest(tier, group, onset, evidence, found)
 

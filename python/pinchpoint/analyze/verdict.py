@@ -139,7 +139,7 @@ def _decide(
             "generator": generator,
             "findings": [],
         }
-    ask = RunAsk(usable, ctx, generator, causes)
+    ask = RunAsk(usable, ctx, generator, causes.tier_finding)
     beside = [j for c in causes.asked("beside") if c.judge and (j := c.judge(ask)) is not None]
     extra = beside
     neighbour = beside[0].finding if beside else None

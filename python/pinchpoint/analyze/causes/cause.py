@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from pinchpoint.analyze.context import Context
 from pinchpoint.rundir.shapes import StepJson
@@ -44,17 +44,9 @@ class Finding:
         return self.cause.resource
 
 
-class TierCauses(Protocol):
-    """What a run cause may ask of the registry: the tier cause that names a tier's growth."""
-
-    def tier_finding(
-        self,
-        tier: str,
-        steps: list[StepJson],
-        onset: StepJson,
-        ctx: Context,
-        estimate: dict[str, Any] | None,
-    ) -> Finding: ...
+# What a run cause may ask of the registry: the finding that names a tier's growth, from
+# the tier, the usable steps, the step it grew from, the stack and the worker estimate.
+TierFinding = Callable[[str, list[StepJson], StepJson, Context, "dict[str, Any] | None"], Finding]
 
 
 @dataclass(frozen=True)
@@ -74,12 +66,12 @@ class Ask:
 @dataclass(frozen=True)
 class RunAsk:
     """What a run cause is asked about: the usable steps, the stack, the generator's
-    self-check and the causes being asked."""
+    self-check and how the causes being asked name a tier."""
 
     steps: list[StepJson]
     ctx: Context
     generator: dict[str, Any]
-    causes: TierCauses
+    tier_finding: TierFinding
 
 
 @dataclass(frozen=True)

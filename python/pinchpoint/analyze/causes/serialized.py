@@ -44,7 +44,7 @@ def _judge_one_request(ask: RunAsk) -> Judged | None:
     """The one named request whose time grows while the others stay flat, and what limits
     it: how much of the growth it carries, and how strong its cause is, make it sure."""
     grown = growing_request(ask.ctx.endpoints)
-    seen = request_cause(grown, ask.steps, ask.ctx, ask.causes) if grown is not None else None
+    seen = request_cause(grown, ask.steps, ask.ctx, ask.tier_finding) if grown is not None else None
     if grown is None or seen is None:
         return None
     finding = _in_request(grown, seen)
