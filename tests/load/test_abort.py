@@ -8,9 +8,7 @@ stayed broken for 2 s (a single slow second, as a cold start gives, does not sto
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from pinchpoint.load.abort import AbortWatch
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.plan.sla import sla_of_plan_text
 from pinchpoint.rundir import files
+from pinchpoint_cli import pinchpoint
 
 ABORT_AFTER_S = 2.0
 STEP_S = 6.0
@@ -120,11 +119,9 @@ def test_a_run_whose_p99_breaks_stops_keeps_every_record_and_exits_4(tmp_path: P
     with DemoStack(tmp_path / "stack", workers=1) as stack:
         plan = demo_plan(stack.url, stack.components(), 1, 7, 2, STEP_S, cpu_ms=0, wait_ms=30)
         (tmp_path / "plan.toml").write_text(plan + SLA)
-        done = subprocess.run(
-            [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "--runs-dir", "runs"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-            env={**os.environ, "COLUMNS": "300"},
-        )  # fmt: skip
+        done = pinchpoint(
+            tmp_path, "run", "plan.toml", "--runs-dir", "runs", timeout=120, columns=300
+        )
     assert done.returncode == 4, done.stderr + done.stdout
     [run_dir] = (tmp_path / "runs").iterdir()
     run = json.loads((run_dir / files.RUN).read_text())
@@ -162,11 +159,7 @@ class _Failing(BaseHTTPRequestHandler):
 
 
 def _load(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pinchpoint", "load", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "COLUMNS": "300"},
-    )  # fmt: skip
+    return pinchpoint(cwd, "load", *args, timeout=60, columns=300)
 
 
 def test_load_stops_at_the_first_second_past_its_error_rate_and_exits_4(tmp_path: Path) -> None:

@@ -8,9 +8,6 @@ the run stops `for_s` after `after_s`, not before."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -26,6 +23,7 @@ from pinchpoint.plan.abort import AbortRule
 from pinchpoint.plan.errors import PlanError
 from pinchpoint.plan.model import parse_plan
 from pinchpoint.rundir import files
+from pinchpoint_cli import pinchpoint
 from pinchpoint_lab.serving import serving
 
 PLAN = '[target]\nurl = "http://127.0.0.1:{port}"\n\n[load]\n{load}\n\n[[request]]\npath = "/"\n'
@@ -149,11 +147,8 @@ def test_a_run_stops_for_s_after_after_s_and_run_json_says_why(tmp_path: Path) -
             + f'\n[[abort]]\nmetric = "p99_ms"\nabove = 40\nfor_s = {FOR_S:g}\n'
             f"after_s = {AFTER_S:g}\n"
         )
-        done = subprocess.run(
-            [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q", "--runs-dir", "runs"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-            env={**os.environ, "COLUMNS": "300"},
-        )  # fmt: skip
+        run = ("run", "plan.toml", "-q", "--runs-dir", "runs")
+        done = pinchpoint(tmp_path, *run, timeout=120, columns=300)
     assert done.returncode == 4, done.stderr + done.stdout
     [run_dir] = (tmp_path / "runs").iterdir()
     run = json.loads((run_dir / files.RUN).read_text())

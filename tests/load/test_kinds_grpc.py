@@ -6,27 +6,21 @@ the streamed messages that would dilute it to about 4%, in the `--out` lines, on
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
-import httpx
 import polars as pl
 import pytest
 from grpc_helpers import shop
 
 from pinchpoint.api import Run
 from pinchpoint.rundir import files
-from pinchpoint_lab.ports import free_port
+from pinchpoint_cli import pinchpoint, run_scraped_at_its_end
 
 # Counts calls against a server that sleeps 20 ms a message: with the timed tests.
 pytestmark = pytest.mark.timed
@@ -128,24 +122,8 @@ def test_a_tenth_of_calls_failing_is_10_percent_in_out_metrics_and_the_sla(
 ) -> None:
     # Over calls and messages together the run's errors would be about 4%: under 5%.
     _plan(tmp_path / "plan.toml", failing, "2s", "\n[sla]\nerror_rate = 0.05\n")
-    port = free_port()
-    run = subprocess.Popen(
-        [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q", "--out", "s.jsonl",
-         "--metrics", f"127.0.0.1:{port}", "--metrics-linger", "30"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 90
-        while not list(tmp_path.glob(f"runs/*/{files.REPORT}")):
-            assert run.poll() is None, run.communicate()[1]
-            assert time.monotonic() < deadline, "the run did not end"
-            time.sleep(0.2)
-        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    finally:
-        run.send_signal(signal.SIGINT)  # ends the linger
-        _, stderr = run.communicate(timeout=30)
-    assert run.returncode == 1, stderr  # the SLA broke
+    returncode, stderr, scraped = run_scraped_at_its_end(tmp_path, "--out", "s.jsonl")
+    assert returncode == 1, stderr  # the SLA broke
     [run_dir] = (tmp_path / "runs").iterdir()
     meta = json.loads((run_dir / files.RUN).read_text())
     assert meta["endpoint_kinds"] == ["grpc_call", "grpc_call", "grpc_message"]
@@ -198,11 +176,7 @@ def test_the_abort_and_the_load_summary_see_the_calls_10_percent(
     plan = _plan(
         tmp_path / "plan.toml", failing, "20s", "\n[sla]\nerror_rate = 0.05\nabort = true\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pinchpoint", "load", str(plan), "--out", "kept"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    done = pinchpoint(tmp_path, "load", str(plan), "--out", "kept", timeout=60)
     assert done.returncode == 4, done.stderr  # aborted in its first second
     server = failing.interceptor
     summary = json.loads((tmp_path / "kept" / "summary.json").read_text())

@@ -5,10 +5,7 @@ and the messages apart, each with its own failures, equal to what the server did
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +15,8 @@ from typing import Any
 
 import pytest
 import uvicorn
+
+from pinchpoint_cli import pinchpoint
 
 # A closed loop as fast as a local server answers: with the timed tests.
 pytestmark = pytest.mark.timed
@@ -96,11 +95,7 @@ def test_sessions_and_messages_are_counted_apart_with_their_own_failures(
 ) -> None:
     port, server = echo
     (tmp_path / "plan.toml").write_text(PLAN.replace("PORT", str(port)))
-    done = subprocess.run(
-        [sys.executable, "-m", "pinchpoint", "load", "plan.toml", "--out", "kept"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    done = pinchpoint(tmp_path, "load", "plan.toml", "--out", "kept", timeout=60)
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "kept" / "summary.json").read_text())
     kinds = summary["kinds"]

@@ -4,10 +4,7 @@ run's reasons keep the server's close code and reason (a server on loopback, wsp
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +12,8 @@ from pathlib import Path
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Message, Request
+
+from pinchpoint_cli import pinchpoint
 
 PLAN = """[target]
 url = "http://127.0.0.1:{port}"
@@ -85,11 +84,7 @@ def _closing_server(code: int | None, reason: str = "") -> Iterator[int]:
 
 def _load(tmp_path: Path, port: int) -> dict:
     (tmp_path / "plan.toml").write_text(PLAN.format(port=port))
-    done = subprocess.run(
-        [sys.executable, "-m", "pinchpoint", "load", "plan.toml", "--json"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "COLUMNS": "300"},
-    )  # fmt: skip
+    done = pinchpoint(tmp_path, "load", "plan.toml", "--json", timeout=60, columns=300)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))
 

@@ -5,16 +5,13 @@ against the run folder, with the Grafana dashboard's queries run against it."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,17 +20,18 @@ import httpx
 import numpy as np
 import polars as pl
 import pytest
+from prometheus_helpers import START_S, prometheus, query
 
 from ok_target import OkTarget
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.openmetrics import BOUNDS_US, MAX_REQUESTS, MetricsServer
 from pinchpoint.plan.output import parse_address
 from pinchpoint.rundir import files
-from pinchpoint_lab.ports import end, free_port
+from pinchpoint_cli import pinchpoint
+from pinchpoint_lab.ports import free_port
 from pinchpoint_lab.serving import serving
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana-dashboard.json"
-START_S = 30.0
 SAMPLE = re.compile(r"^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 
 
@@ -204,11 +202,7 @@ def test_an_address_that_cannot_be_listened_on_stops_before_the_run(tmp_path: Pa
 
 
 def _pinchpoint(folder: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q", *args],
-        cwd=folder, capture_output=True, text=True, timeout=timeout, check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    return pinchpoint(folder, "run", "plan.toml", "-q", *args, timeout=timeout)
 
 
 # A real Prometheus scraping a real run.
@@ -224,46 +218,14 @@ class _Target(OkTarget):
         self.answer(200 if delay is not None else 503, delay or 0.0)
 
 
-@contextmanager
-def _prometheus(folder: Path, *targets: str) -> Iterator[str]:
-    """A Prometheus scraping `targets` every second; its URL. Skips without the binary."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.skip(
-            "prometheus is not installed (Debian: apt-get install prometheus, or "
-            "`bash scripts/install-system-deps.sh test`)"
-        )
-    (folder / "prometheus.yml").write_text(
+def _scraping(folder: Path, *targets: str) -> AbstractContextManager[str]:
+    """A Prometheus scraping `targets` every second; its URL."""
+    config = (
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: pinchpoint\n"
         f"    static_configs:\n      - targets: {json.dumps(list(targets))}\n"
     )
-    listen = f"127.0.0.1:{free_port()}"
-    log = folder / "prometheus.log"
-    argv = [
-        binary,
-        f"--config.file={folder / 'prometheus.yml'}",
-        f"--storage.tsdb.path={folder / 'data'}",
-        f"--web.listen-address={listen}",
-        "--log.level=warn",
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://{listen}"
-    try:
-        until = time.monotonic() + START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"prometheus exited {proc.returncode}: {log.read_text()[-2000:]}")
-            with suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/-/ready", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > until:
-                pytest.fail(f"prometheus not ready after {START_S:g}s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        end(proc)
+    return prometheus(folder, config)
 
 
 @dataclass
@@ -278,11 +240,7 @@ class Scraped:
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         """The instant vector of `promql` at the end of the run's linger."""
-        got = httpx.get(
-            f"{self.prometheus}/api/v1/query", params={"query": promql, "time": self.end}
-        )
-        assert got.status_code == 200, got.text
-        return list(got.json()["data"]["result"])
+        return query(self.prometheus, promql, self.end)
 
     def query_range(self, promql: str) -> list[dict[str, Any]]:
         got = httpx.get(
@@ -331,7 +289,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
     metrics = f"127.0.0.1:{free_port()}"
     with (
         MetricsServer("127.0.0.1", 0, FED_RUN) as beside,
-        _prometheus(folder, metrics, f"127.0.0.1:{beside.port}") as prometheus,
+        _scraping(folder, metrics, f"127.0.0.1:{beside.port}") as url,
         serving(_Target) as port,
     ):
         (folder / "plan.toml").write_text(
@@ -343,7 +301,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
         )
         # Prometheus starts its scrape loops seconds after it is ready: once the server
         # beside is up, so is the loop of the run's address.
-        _wait_up(prometheus, f"127.0.0.1:{beside.port}")
+        _wait_up(url, f"127.0.0.1:{beside.port}")
         start = time.time()
         with _fed(beside) as fed:
             done = _pinchpoint(folder, "--metrics", metrics, "--metrics-linger", "3", timeout=180)
@@ -352,7 +310,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
         [run_dir] = (folder / "runs").iterdir()
         run_id = json.loads((run_dir / files.RUN).read_text())["run_id"]
         # The last scrape of the linger, at most a scrape interval before its end.
-        yield Scraped(prometheus, run_dir, run_id, start, end - 1.0, fed)
+        yield Scraped(url, run_dir, run_id, start, end - 1.0, fed)
 
 
 def _wait_up(prometheus: str, instance: str) -> None:

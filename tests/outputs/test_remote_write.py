@@ -5,34 +5,28 @@ whose counts per step are the run folder's."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
-import httpx
 import numpy as np
 import polars as pl
 import pytest
+from prometheus_helpers import prometheus, query
 
 from ok_target import OkTarget
 from pinchpoint import _engine
 from pinchpoint.load.hdr import Histogram
 from pinchpoint.outputs.remote_write import HEADERS, MetricsPush, parse_header
 from pinchpoint.rundir import files
-from pinchpoint_lab.ports import end, free_port
+from pinchpoint_cli import pinchpoint
 from pinchpoint_lab.serving import serving
-
-START_S = 30.0
 
 
 def _snapshot(requests: int, errors: int, step: int, ms: list[float]) -> dict[str, Any]:
@@ -202,11 +196,7 @@ def _plan(folder: Path, port: int) -> None:
 
 
 def _pinchpoint(folder: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q", *args],
-        cwd=folder, capture_output=True, text=True, timeout=timeout, check=False,
-        env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    return pinchpoint(folder, "run", "plan.toml", "-q", *args, timeout=timeout)
 
 
 # A real Prometheus receiving a real run.
@@ -222,45 +212,6 @@ class _Target(OkTarget):
         self.answer(200 if fast else 503, 0.003 if fast else 0.0)
 
 
-@contextmanager
-def _prometheus(folder: Path) -> Iterator[str]:
-    """A Prometheus receiving remote writes and scraping nothing; its URL."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.skip(
-            "prometheus is not installed (Debian: apt-get install prometheus, or "
-            "`bash scripts/install-system-deps.sh test`)"
-        )
-    (folder / "prometheus.yml").write_text("global:\n  evaluation_interval: 1s\n")
-    listen = f"127.0.0.1:{free_port()}"
-    log = folder / "prometheus.log"
-    argv = [
-        binary,
-        f"--config.file={folder / 'prometheus.yml'}",
-        f"--storage.tsdb.path={folder / 'data'}",
-        f"--web.listen-address={listen}",
-        "--web.enable-remote-write-receiver",
-        "--log.level=warn",
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://{listen}"
-    try:
-        until = time.monotonic() + START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"prometheus exited {proc.returncode}: {log.read_text()[-2000:]}")
-            with suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/-/ready", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > until:
-                pytest.fail(f"prometheus not ready after {START_S:g}s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        end(proc)
-
-
 @dataclass
 class Pushed:
     prometheus: str
@@ -270,25 +221,21 @@ class Pushed:
     at: float
 
     def query(self, promql: str) -> list[dict[str, Any]]:
-        got = httpx.get(
-            f"{self.prometheus}/api/v1/query", params={"query": promql, "time": self.at}
-        )
-        assert got.status_code == 200, got.text
-        return list(got.json()["data"]["result"])
+        return query(self.prometheus, promql, self.at)
 
 
 @pytest.fixture(scope="module")
 def pushed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pushed]:
     folder = tmp_path_factory.mktemp("push")
-    with _prometheus(folder) as prometheus, serving(_Target) as port:
+    config = "global:\n  evaluation_interval: 1s\n"
+    receiving = prometheus(folder, config, "--web.enable-remote-write-receiver")
+    with receiving as url, serving(_Target) as port:
         _plan(folder, port)
-        done = _pinchpoint(
-            folder, "--metrics-push", f"{prometheus}/api/v1/write", timeout=180
-        )  # fmt: skip
+        done = _pinchpoint(folder, "--metrics-push", f"{url}/api/v1/write", timeout=180)
         assert done.returncode in (0, 1), done.stderr
         [run_dir] = (folder / "runs").iterdir()
         run_id = json.loads((run_dir / files.RUN).read_text())["run_id"]
-        yield Pushed(prometheus, run_dir, run_id, done.stdout + done.stderr, time.time())
+        yield Pushed(url, run_dir, run_id, done.stdout + done.stderr, time.time())
 
 
 @pytest.mark.timed

@@ -5,21 +5,16 @@ sent in, equal to requests.parquet's per-step counts."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-import httpx
 import polars as pl
 
 from pinchpoint.rundir import files
-from pinchpoint_lab.ports import free_port
+from pinchpoint_cli import run_scraped_at_its_end
 from pinchpoint_lab.serving import serving
 
 SAMPLE = re.compile(r'^(?P<name>[a-z_]+)\{run_id="[^"]*",step="(?P<step>\d+)"\} (?P<value>\S+)$')
@@ -51,7 +46,6 @@ def _by_step(text: str, name: str) -> dict[int, int]:
 
 
 def test_out_lines_and_metrics_count_each_step_as_its_records(tmp_path: Path) -> None:
-    port = free_port()
     with serving(_Target) as target:
         (tmp_path / "plan.toml").write_text(
             f'[target]\nurl = "http://127.0.0.1:{target}"\n\n'
@@ -59,23 +53,8 @@ def test_out_lines_and_metrics_count_each_step_as_its_records(tmp_path: Path) ->
             'think_time = "10ms"\n\n'
             '[[request]]\npath = "/ok"\nweight = 4\n\n[[request]]\npath = "/fail"\n'
         )
-        run = subprocess.Popen(
-            [sys.executable, "-m", "pinchpoint", "run", "plan.toml", "-q", "--out", "s.jsonl",
-             "--metrics", f"127.0.0.1:{port}", "--metrics-linger", "30"],
-            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "COLUMNS": "200"},
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 90
-            while not list(tmp_path.glob(f"runs/*/{files.REPORT}")):
-                assert run.poll() is None, run.communicate()[1]
-                assert time.monotonic() < deadline, "the run did not end"
-                time.sleep(0.2)
-            scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-        finally:
-            run.send_signal(signal.SIGINT)  # ends the linger
-            _, stderr = run.communicate(timeout=30)
-    assert run.returncode in (0, 1), stderr
+        returncode, stderr, scraped = run_scraped_at_its_end(tmp_path, "--out", "s.jsonl")
+    assert returncode in (0, 1), stderr
     [run_dir] = (tmp_path / "runs").iterdir()
     records = pl.read_parquet(run_dir / files.REQUESTS)
     sent = dict(records.group_by("step").len().iter_rows())
