@@ -15,25 +15,12 @@ from wsproto.events import AcceptConnection, CloseConnection, Message, Request
 
 from pinchpoint_cli import pinchpoint
 
-PLAN = """[target]
-url = "http://127.0.0.1:{port}"
-
-[load]
-users = 1
-duration = "1s"
-warmup = "0s"
-
-[[flow]]
-name = "chat"
-
-[[flow.step]]
-name = "room"
-ws = "/ws"
-
-[[flow.step.message]]
-name = "hello"
-send = "hello"
-"""
+PLAN = (
+    '[target]\nurl = "http://127.0.0.1:{port}"\n\n'
+    '[load]\nusers = 1\nduration = "1s"\nwarmup = "0s"\n\n'
+    '[[flow]]\nname = "chat"\n\n[[flow.step]]\nname = "room"\nws = "/ws"\n\n'
+    '[[flow.step.message]]\nname = "hello"\nsend = "hello"\n'
+)
 
 
 def _session(conn: socket.socket, code: int | None, reason: str) -> None:
