@@ -9,34 +9,12 @@ import pytest
 from pinchpoint.load.control import ControlError, LiveControl
 from pinchpoint.plan.model import parse_plan
 
-OPEN = """
-[target]
-url = "http://127.0.0.1:9"
-
-[[load.phase]]
-duration = "10s"
-arrival_rate = 20
-ramp_to = 300
-
-[[load.phase]]
-duration = "10s"
-arrival_count = 500
-
-[[request]]
-path = "/"
-"""
-
-CLOSED = """
-[target]
-url = "http://127.0.0.1:9"
-
-[load]
-users = 4
-duration = "10s"
-
-[[request]]
-path = "/"
-"""
+TARGET = '[target]\nurl = "http://127.0.0.1:9"\n\n[[request]]\npath = "/"\n\n'
+OPEN = TARGET + (
+    '[[load.phase]]\nduration = "10s"\narrival_rate = 20\nramp_to = 300\n\n'
+    '[[load.phase]]\nduration = "10s"\narrival_count = 500\n'
+)
+CLOSED = TARGET + '[load]\nusers = 4\nduration = "10s"\n'
 
 
 def test_an_open_loop_rate_is_bounded_by_the_plan_s_largest_phase_rate() -> None:
