@@ -23,10 +23,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
-from pinchpoint_lab.serving import serving
+from pinchpoint_lab.serving import Quiet, serving
 
 ITEMS = 20
 _ROUTE = re.compile(r"/api/(account|catalogue|quote)/(\d+)")
@@ -60,8 +59,7 @@ class Ledger:
             return self.wrong["price"] | self.wrong["total"]
 
 
-class _Shop(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Shop(Quiet):
     # The head and body in one write (the server flushes after each request): written
     # apart, the body waits for the client's delayed ACK, 40 ms an answer.
     wbufsize = 1 << 16
@@ -115,15 +113,7 @@ class _Shop(BaseHTTPRequestHandler):
         self._answer(200 if url.path == "/api/pay" else 404, {"paid": url.path == "/api/pay"})
 
     def _answer(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.answer(status, json.dumps(body).encode(), "application/json")
 
 
 @contextmanager

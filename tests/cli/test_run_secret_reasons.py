@@ -15,8 +15,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+
+from pinchpoint_lab.serving import Quiet
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
@@ -27,20 +29,12 @@ URL_USER, URL_PASSWORD = "ppuser-Hh5", "pw-URLPASS-Qq1"
 SECRETS = (STATIC, *FEED_KEYS, CAPTURED, URL_USER, URL_PASSWORD)
 
 
-class _Target(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Target(Quiet):
     seen: list[dict[str, str]]
 
     def do_GET(self) -> None:
         self.seen.append({k.lower(): v for k, v in self.headers.items()})
-        body = json.dumps({"token": CAPTURED}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.answer(200, json.dumps({"token": CAPTURED}).encode())
 
 
 @contextmanager

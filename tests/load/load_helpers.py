@@ -7,10 +7,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 
 from pinchpoint.plan.model import Plan, parse_plan
-from pinchpoint_lab.serving import serving
+from pinchpoint_lab.serving import Quiet, serving
 
 BODY = b"hello from the load tests\n"
 
@@ -30,8 +29,7 @@ class Seen:
             return len(self.paths)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(Quiet):
     seen: Seen
 
     def do_GET(self) -> None:
@@ -39,14 +37,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.seen.paths.append(self.path)
             self.seen.tags.append(self.headers.get("X-Pinchpoint"))
             self.seen.traces.append((self.headers.get("traceparent"), self.headers.get("baggage")))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(BODY)))
-        self.end_headers()
-        self.wfile.write(BODY)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.answer(200, BODY, "text/plain")
 
 
 @contextmanager

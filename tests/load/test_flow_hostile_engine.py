@@ -9,7 +9,6 @@ import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from load_helpers import serving
 from pinchpoint import _engine
 from pinchpoint.load.engine_config import engine_config
 from pinchpoint.plan.model import parse_plan
+from pinchpoint_lab.serving import Quiet
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -27,21 +27,13 @@ NESTED = ("[" * 120 + "1" + "]" * 120).encode()
 STARS = "$" + "..*" * 10
 
 
-class _Target(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Target(Quiet):
     seen: list[str]
 
     def do_GET(self) -> None:
         self.seen.append(self.path.split("?")[0])
         body = NESTED if self.path.startswith("/nested") else json.dumps({"ok": 1}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.answer(200, body, "application/json")
 
 
 @contextmanager
