@@ -137,11 +137,27 @@ class _SlowsDown(OkTarget):
 FOR_S, AFTER_S = 2.0, 4.0
 
 
+LOCUSTFILE = """from locust import HttpUser, constant, task
+
+
+class Hit(HttpUser):
+    wait_time = constant(0.005)
+
+    @task
+    def hit(self):
+        self.client.get("/")
+"""
+
+
 @pytest.mark.timed  # judges latencies and times the stop
-def test_a_run_stops_for_s_after_after_s_and_run_json_says_why(tmp_path: Path) -> None:
+@pytest.mark.parametrize("users", ["engine", "locustfile"])
+def test_a_run_stops_for_s_after_after_s_and_run_json_says_why(users: str, tmp_path: Path) -> None:
     _SlowsDown.served = []
     with serving(_SlowsDown) as port:
         load = 'users = 2\nduration = "20s"\nwarmup = "0s"\nthink_time = "5ms"'
+        if users == "locustfile":
+            (tmp_path / "hit.py").write_text(LOCUSTFILE)
+            load += '\nlocustfile = "hit.py"'
         (tmp_path / "plan.toml").write_text(
             PLAN.format(port=port, load=load)
             + f'\n[[abort]]\nmetric = "p99_ms"\nabove = 40\nfor_s = {FOR_S:g}\n'

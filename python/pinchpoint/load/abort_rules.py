@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pinchpoint.load.interrupts as interrupts
 from pinchpoint.load.abort import Abort, AbortWatch, _window
 from pinchpoint.plan.abort import AbortRule
 from pinchpoint.plan.sla import Sla
@@ -151,3 +152,12 @@ class Watches:
         """The abort, the first time one of the watches fires; each sees every second."""
         fired = [w.observe(snapshot, now) for w in self.each]
         return next((f for f in fired if f is not None), None)
+
+    def judge(self, snapshot: dict[str, Any]) -> Abort | None:
+        """The abort when this second breaks an aborting objective (or passes an
+        [[abort]] rule's limit) for long enough; said on stderr at once, as a signal's
+        stop is."""
+        fired = self.observe(snapshot, time.monotonic())
+        if fired is not None and (caught := interrupts.active()) is not None:
+            caught.tell(f"{fired.reason()}: stopping after the requests in flight")
+        return fired

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pinchpoint.load.interrupts as interrupts
 from pinchpoint import _engine
-from pinchpoint.load.abort import Abort
 from pinchpoint.load.abort_rules import Watches
 from pinchpoint.load.control import LiveControl
 from pinchpoint.load.engine_config import engine_config
@@ -141,7 +140,7 @@ def _wait(
             if summary is None and ticking and time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + TICK_S
                 for part in parts.split(run.snapshot()):
-                    if watch is not None and _breaks(watch, part) and halt.level == 0:
+                    if watch is not None and watch.judge(part) and halt.level == 0:
                         halt.stop(None)
                     if on_tick is not None:
                         on_tick(part)
@@ -151,18 +150,6 @@ def _wait(
         for part in parts.split(run.snapshot()):
             on_tick(part)
     return summary, halt.level > 0
-
-
-def _breaks(watch: Watches, snapshot: dict) -> Abort | None:
-    """The abort when this second breaks an aborting objective (or passes an [[abort]]
-    rule's limit) for long enough; it is
-    said on stderr at once, as a signal's stop is."""
-    fired = watch.observe(snapshot, time.monotonic())
-    if fired is not None:
-        caught = interrupts.active()
-        if caught is not None:
-            caught.tell(f"{fired.reason()}: stopping after the requests in flight")
-    return fired
 
 
 class _Halt:

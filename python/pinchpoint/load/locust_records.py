@@ -108,6 +108,8 @@ class Recorder:
         self.rows = 0
         self.requests = 0
         self.errors = 0
+        # Errors by the engine's class, with HTTP's error statuses as http_4xx / http_5xx.
+        self.classes: dict[str, int] = {}
         self.latency_sum_us = 0
         self.window: list[int] = []
         self.flushed = time.monotonic()
@@ -149,6 +151,8 @@ class Recorder:
         self.latency_sum_us += latency
         if error is not None or status >= 400:
             self.errors += 1
+            kind = error or ("http_5xx" if status >= 500 else "http_4xx")
+            self.classes[kind] = self.classes.get(kind, 0) + 1
         if error is None:
             self.window.append(latency)
         else:
@@ -184,13 +188,15 @@ class Recorder:
             self.writer.close()
 
     def tick(self, step: int, users: int, level: float) -> dict:
-        """The live counters, as the engine's snapshot has them."""
+        """The live counters, as the engine's snapshot has them, the second's latencies
+        as a list (`window_us`) where the engine gives a histogram."""
         window = sorted(self.window)
         self.window = []
         out = {
             "requests": self.requests, "errors": self.errors, "step": step, "users": users,
             "kind": "users", "level": level, "late": 0, "latency_sum_us": self.latency_sum_us,
-            "window_requests": len(window),
+            "window_requests": len(window), "errors_by_class": dict(self.classes),
+            "window_us": window,
         }  # fmt: skip
         if window:
             for q in (50, 99):

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 import pinchpoint.load.interrupts as interrupts
 from pinchpoint import _engine
+from pinchpoint.load.abort_rules import Watches
 from pinchpoint.load.engine import ABANDON_GRACE_S, POLL_S, TICK_S, LoadResult
 from pinchpoint.load.records_summary import step_summaries
 from pinchpoint.plan.errors import PlanError
@@ -215,6 +216,7 @@ def run_locust(
     last_tick: dict | None = None
     next_tick = time.monotonic() + TICK_S
     level, uncaught = 0, 0
+    watch: Watches | None = None
     with (run_dir / LOG).open("w") as log:
         child = _Child(config, log)
         done = False
@@ -239,6 +241,8 @@ def run_locust(
                     done = True
                 elif "ready" in message:
                     child.heard = time.monotonic()
+                    # Watched from the first step on, after Locust's start-up.
+                    watch = Watches.of(plan.sla, plan.abort)
                     child.deadline = time.monotonic() + steps_s + plan.load.timeout + END_GRACE_S
                 elif "step" in message:
                     started[message["step"][0]] = message["step"][1]
@@ -246,7 +250,13 @@ def run_locust(
                     index, a, b = message["window"]
                     windows[index] = (a, b)
                 elif "tick" in message:
-                    last_tick = message["tick"]
+                    last_tick = _with_histogram(message["tick"])
+                    if watch is not None and level == 0 and watch.judge(last_tick):
+                        # Stopped as at a first Ctrl-C.
+                        level = 1
+                        child.signal()
+                        grace = plan.load.timeout + END_GRACE_S
+                        child.deadline = min(child.deadline, time.monotonic() + grace)
                 elif "error" in message:
                     error = message["error"]
                 if on_tick is not None and last_tick and time.monotonic() >= next_tick:
@@ -278,6 +288,11 @@ def run_locust(
     if lost is not None:
         stopped = f"{stopped}; {lost}" if stopped else lost
     interrupted = bool(told["interrupted"]) or level > 0 or child.killed or stopped is not None
+    aborted = watch.fired if watch is not None else None
+    if aborted is not None:
+        # The abort stopped the child as a signal would; it is an interruption only if a
+        # signal came too.
+        interrupted = interrupts.count() > 0 or child.killed or stopped is not None
     summary = {
         "steps": step_summaries(pq.read_table(parquet), levels),
         "windows": [tuple(w) for w in told["windows"]],
@@ -292,9 +307,21 @@ def run_locust(
     }
     if stopped is not None:
         summary["stopped"] = stopped
+    if aborted is not None:
+        summary["aborted"] = aborted.as_json()
     if (run_dir / LOG).stat().st_size == 0:
         (run_dir / LOG).unlink()
     return LoadResult(summary=summary, requests_path=parquet, rows=rows, interrupted=interrupted)
+
+
+def _with_histogram(tick: dict) -> dict:
+    """The child's tick with its second's latencies as the engine's histogram."""
+    window = tick.pop("window_us", None)
+    if window:
+        from pinchpoint.load.hdr import Histogram
+
+        tick["window_hdr_v2"] = Histogram.of(window).v2()
+    return tick
 
 
 def _tell_stop(level: int, timeout: float) -> None:
