@@ -19,7 +19,8 @@ const TAKE_EVERY: Duration = Duration::from_millis(20);
 
 pub struct Recorder {
     pub rx: Receiver<Vec<Record>>,
-    pub path: PathBuf,
+    /// None: the records are not written, only counted into the statistics.
+    pub path: Option<PathBuf>,
     pub steps: Vec<StepStats>,
     pub live: Arc<Live>,
     /// Open loop: a step begun by a change keeps the send lag too.
@@ -46,8 +47,8 @@ impl Recorder {
     /// Runs until every sender is dropped. An I/O error on the records file is
     /// returned after the run, but the statistics keep being gathered.
     pub fn run(mut self) -> (Recorded, Result<(), String>) {
-        let mut sink = IpcSink::create(&self.path).map_err(|e| e.to_string());
-        let mut pending: Vec<Record> = Vec::with_capacity(FLUSH_ROWS);
+        let mut sink = self.path.as_deref().map(|p| IpcSink::create(p).map_err(|e| e.to_string()));
+        let mut pending: Vec<Record> = Vec::with_capacity(if sink.is_some() { FLUSH_ROWS } else { 0 });
         let mut last_flush = Instant::now();
         let mut records = 0u64;
         let mut write_error: Option<String> = None;
@@ -67,7 +68,9 @@ impl Recorder {
                             self.step(r.step, r.users).add(r);
                         }
                         records += batch.len() as u64;
-                        pending.extend_from_slice(&batch);
+                        if sink.is_some() {
+                            pending.extend_from_slice(&batch);
+                        }
                     }
                     Err(TryRecvError::Empty) => break false,
                     Err(TryRecvError::Disconnected) => break true,
@@ -75,7 +78,7 @@ impl Recorder {
                 next = self.rx.try_recv();
             };
             if done || pending.len() >= FLUSH_ROWS || last_flush.elapsed() >= FLUSH_EVERY {
-                if let Ok(s) = sink.as_mut() {
+                if let Some(Ok(s)) = sink.as_mut() {
                     if let Err(e) = s.write(&pending) {
                         write_error.get_or_insert(e.to_string());
                     }
@@ -91,13 +94,15 @@ impl Recorder {
             }
         }
         let result = match sink {
-            Ok(s) => s.finish().map_err(|e| e.to_string()),
-            Err(e) => Err(e),
+            None => Ok(()),
+            Some(Ok(s)) => s.finish().map_err(|e| e.to_string()),
+            Some(Err(e)) => Err(e),
         };
         let result = match write_error {
             Some(e) => Err(e),
             None => result,
         };
-        (Recorded { steps: self.steps, records }, result.map_err(|e| format!("{}: {e}", self.path.display())))
+        let path = self.path.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+        (Recorded { steps: self.steps, records }, result.map_err(|e| format!("{path}: {e}")))
     }
 }
