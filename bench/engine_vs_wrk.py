@@ -7,7 +7,8 @@ requests per generator CPU-second, nginx's CPU (to tell which side was saturated
 whole machine's busy cores (on a shared machine, other work can take the cores from both),
 then each tool's ratios to wrk. pinchpoint runs as `pinchpoint load` in a child, its
 whole process's CPU read by wait4 as wrk's and k6's are (start-up and the summary
-included); Locust's is read between the marks of its log (see other_generators.py).
+included), its modules' bytecode compiled beforehand as an installed package's is;
+Locust's is read between the marks of its log (see other_generators.py).
 
 Locust (FastHttpUser, headless, one process) and k6 are installed the first time under
 .tools/ (see bench/other_generators.py); one that does not install is left out with the
@@ -19,6 +20,7 @@ reason. --skip-others runs only wrk and pinchpoint.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -131,10 +133,23 @@ def run_wrk(url: str, connections: int, seconds: float, core: int) -> dict:
     return {"requests": total, "seconds": elapsed, "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
+@functools.cache
+def compile_bytecode() -> None:
+    """pinchpoint's modules compiled into their `__pycache__`, as installing the package
+    compiles them. Where PYTHONDONTWRITEBYTECODE is set, a checkout's are never written,
+    and each start of the child would compile them again (~0.05 s of its CPU)."""
+    import pinchpoint
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    package = str(Path(pinchpoint.__file__).parent)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", package], env=env, check=True)
+
+
 def pinchpoint_child(args: list[str], core: int) -> dict:
     """`pinchpoint load <args> --json -q` in a child pinned to `core`: its summary, and in
     `cpu_s` the whole child's CPU time from wait4 (start-up, run, summary, exit), counted
     as a peer's process is."""
+    compile_bytecode()
     argv = ["taskset", "-c", str(core), sys.executable, "-m", "pinchpoint", "load", *args]
     proc = subprocess.Popen([*argv, "--json", "-q"], stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read() if proc.stdout else ""

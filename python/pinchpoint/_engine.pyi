@@ -105,6 +105,11 @@ def config_records() -> dict[str, dict[str, bool]]:
     """The keys of each record of the configuration as the engine reads it, by path
     (`flows[].steps[]`; "" the whole), each True if its value may be None."""
 
+def merged_latency(histograms: list[bytes]) -> dict[str, Any]:
+    """The histograms (V2 bytes, a step's `hdr_v2`) added together, as a step's entry:
+    `percentiles_us`, `min_us`, `max_us` and `mean_us` (the last three only when they
+    hold a value) and the sum's `hdr_v2`."""
+
 def records_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> int:
     """Converts a records stream to Parquet; returns the number of rows."""
 

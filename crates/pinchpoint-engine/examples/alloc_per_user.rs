@@ -69,7 +69,7 @@ fn main() {
         open: None,
         seed: 1,
         timeout: Duration::from_secs(10),
-        records_path: dir.join("requests.arrows"),
+        records_path: Some(dir.join("requests.arrows")),
         threads: 1,
         tag: true,
         protocol: Default::default(),

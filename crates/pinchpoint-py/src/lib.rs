@@ -20,7 +20,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hdrhistogram::serialization::{Serializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use pinchpoint_engine::stats::new_histogram;
 use pinchpoint_engine::{ErrorClass, Kind, KindCount, Kinds, Level, Live, RunSummary, StepStats};
@@ -411,10 +411,31 @@ fn records_to_parquet(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<u6
         .map_err(PyRuntimeError::new_err)
 }
 
+/// The latency of the histograms (V2 bytes, as `hdr_v2` holds them) added together,
+/// as a step's: `percentiles_us`, `min_us`, `max_us`, `mean_us` (none of the last
+/// three when they hold no value) and the sum's `hdr_v2`.
+#[pyfunction]
+fn merged_latency<'py>(py: Python<'py>, histograms: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyDict>> {
+    let mut total = new_histogram();
+    let mut reader = Deserializer::new();
+    for bytes in &histograms {
+        let one: Histogram<u64> = reader
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| PyValueError::new_err(format!("not a V2 histogram: {e:?}")))?;
+        total
+            .add(&one)
+            .map_err(|e| PyValueError::new_err(format!("histograms that do not add: {e:?}")))?;
+    }
+    let d = PyDict::new(py);
+    latency_items(py, &d, &total)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(records_to_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(merged_latency, m)?)?;
     m.add_function(wrap_pyfunction!(flows::expression_error, m)?)?;
     m.add_function(wrap_pyfunction!(flows::flows_error, m)?)?;
     m.add_function(wrap_pyfunction!(flows::grpc_method, m)?)?;

@@ -34,7 +34,8 @@ ABANDON_GRACE_S = 5.0
 @dataclass
 class LoadResult:
     summary: dict
-    requests_path: Path
+    # None when the records were not kept (`keep_records=False`).
+    requests_path: Path | None
     rows: int
     interrupted: bool
 
@@ -78,11 +79,13 @@ def run_steps(
     run_dir: Path,
     on_tick: Callable[[dict], None] | None = None,
     control: LiveControl | None = None,
+    keep_records: bool = True,
 ) -> LoadResult:
     """Runs every step of the plan and writes `requests.parquet` into run_dir; `control`
-    takes the changes of users asked while it goes."""
+    takes the changes of users asked while it goes. Without `keep_records` no record is
+    written (the summary's counts and histograms are the engine's all the same)."""
     stream = run_dir / files.REQUEST_STREAM
-    config = engine_config(plan, run_id, stream)
+    config = engine_config(plan, run_id, stream if keep_records else None)
     box = config["hook"] if isinstance(config["hook"], HookBox) else None
     watch = Watches.of(plan.sla, plan.abort)
     try:
@@ -97,9 +100,12 @@ def run_steps(
             box.close()
     if control is not None:
         summary["changes"] = control.applied(summary.get("changes") or [])
-    parquet = run_dir / files.REQUESTS
-    rows = _engine.records_to_parquet(str(stream), str(parquet))
-    stream.unlink()
+    parquet: Path | None = None
+    rows = 0
+    if keep_records:
+        parquet = run_dir / files.REQUESTS
+        rows = _engine.records_to_parquet(str(stream), str(parquet))
+        stream.unlink()
     aborted = watch.fired if watch is not None else None
     summary["interrupted"] = summary["interrupted"] or halted
     if aborted is not None:

@@ -130,7 +130,8 @@ class EngineConfig(TypedDict):
     open: EngineOpen | None
     seed: int
     timeout_s: float
-    records_path: str
+    # None: the engine writes no records (nobody keeps them).
+    records_path: str | None
     threads: int
     tag: bool
     protocol: EngineProtocol
@@ -144,7 +145,7 @@ class EngineConfig(TypedDict):
     tag_levels: list[float]
 
 
-def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
+def engine_config(plan: Plan, run_id: str, records_path: Path | None) -> EngineConfig:
     """The engine's configuration of `plan`. Reads the flows' feeds and starts the hook
     in its box (load/hook_box.py, closed by the caller): a ValueError names the feed's
     file and line, or the hook."""
@@ -183,7 +184,7 @@ def engine_config(plan: Plan, run_id: str, records_path: Path) -> EngineConfig:
         else None,
         "seed": load.seed,
         "timeout_s": load.timeout,
-        "records_path": str(records_path),
+        "records_path": None if records_path is None else str(records_path),
         "threads": load.threads,
         "tag": plan.target.tag,
         "protocol": _protocol(plan.target),

@@ -90,7 +90,8 @@ def plain_load(
     on_tick: Callable[[dict], None] | None = None,
 ) -> dict:
     """Runs the load and returns its summary; with `out`, keeps the run folder there
-    (without, the records go to a temporary folder removed at the end). Stopped by a
+    (without, no record is written: the summary is the engine's counts and histograms,
+    and the temporary folder it runs in is removed at the end). Stopped by a
     signal (see interrupts.py), the summary covers what ran and says `interrupted`.
     The folder is 0700 (made so if new or empty), the files written in it 0600."""
     plan = _plan_checked(source) if isinstance(source, Path) else url_plan(source)
@@ -125,7 +126,8 @@ def _load_into(
     on_tick: Callable[[dict], None] | None,
 ) -> dict:
     cpu_before, wall_before = _cpu_seconds(), time.monotonic()
-    result = run_steps(plan, "load", run_dir, on_tick=on_tick)
+    # Records nobody keeps are not written: the summary is the engine's counts.
+    result = run_steps(plan, "load", run_dir, on_tick=on_tick, keep_records=keep)
     cpu_s, wall_s = _cpu_seconds() - cpu_before, time.monotonic() - wall_before
     summary = _summary(plan, result.summary)
     summary["target"] = plan.target.url

@@ -70,7 +70,7 @@ def _level_plan(plan: Plan, users: int) -> Plan:
 
 
 def _measure(level: _Level, warmup_s: float) -> Point:
-    assert level.result is not None
+    assert level.result is not None and level.result.requests_path is not None
     summary = level.result.summary
     if not summary.get("windows"):
         return Point(level.users, 0.0, None)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
+
+# rich only to draw: `pinchpoint load --json` prints its summary without it.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def render_summary(summary: dict, console: Console) -> None:
     """The summary for people: totals, latency percentiles, steps and endpoints."""
+    from rich.table import Table
+    from rich.text import Text
+
     over = (
         f"over {summary['connections']} connections"
         if summary.get("connections")
@@ -90,6 +96,8 @@ KIND_NAMES = {
 
 def _kinds_table(kinds: dict[str, dict]) -> Table:
     """Each kind of record apart: a failed call is not diluted by the messages."""
+    from rich.table import Table
+
     table = Table(title="by kind (latency in ms)")
     table.add_column("kind")
     for name in ("count", "failed", "error rate", "p50", "p99"):
@@ -108,6 +116,8 @@ def _kinds_table(kinds: dict[str, dict]) -> Table:
 
 
 def _steps_table(steps: list[dict]) -> Table:
+    from rich.table import Table
+
     table = Table(title="steps (latency in ms)")
     for name in ("step", "load", "req/s", "failed", "p50", "p99", "late"):
         table.add_column(name, justify="right")
@@ -129,6 +139,8 @@ def _steps_table(steps: list[dict]) -> Table:
 
 
 def _endpoints_table(endpoints: list[dict]) -> Table:
+    from rich.table import Table
+
     table = Table(title="requests (latency in ms)")
     for name in ("request", "count", "failed", "p50", "p95", "p99", "max"):
         table.add_column(name, justify="right" if name != "request" else "left")

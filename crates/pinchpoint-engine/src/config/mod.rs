@@ -200,8 +200,9 @@ pub struct RunConfig {
     pub seed: u64,
     #[serde(rename = "timeout_s", deserialize_with = "wire::seconds")]
     pub timeout: Duration,
-    /// Arrow IPC stream of request records, written while the run goes.
-    pub records_path: PathBuf,
+    /// Arrow IPC stream of request records, written while the run goes; None when
+    /// nobody keeps them (the statistics are gathered all the same).
+    pub records_path: Option<PathBuf>,
     /// Worker threads of the runtime; 0 means one per available core.
     pub threads: usize,
     /// Add the run tag to the URL query and the `X-Pinchpoint` header.
