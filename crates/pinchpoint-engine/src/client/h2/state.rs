@@ -1,0 +1,588 @@
+//! A connection's state, shared by its holders under one lock: the socket, the bytes
+//! read and to write, the HPACK decoder, the streams, and the frames taken apart.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use tokio::io::ReadBuf;
+
+use super::frame::{self, Head, HEADER_LEN, MAX_FRAME};
+use super::hpack::Decoder;
+use super::stream::{Stream, CONN_WINDOW, STREAM_WINDOW};
+use crate::client::h2conn::Io;
+use crate::client::http2::Failure;
+use crate::outcome::{classify_io, note, ErrorClass};
+
+/// The largest header list a response may send, as HTTP/1.1's head.
+pub const MAX_HEADER_LIST: u32 = 64 << 10;
+/// Room for two whole frames: a frame's start is moved to the front before a read.
+const READ_BUF: usize = 2 * (HEADER_LEN + MAX_FRAME);
+/// HTTP/2's initial windows, before the server's SETTINGS say otherwise.
+const DEFAULT_WINDOW: i64 = 65_535;
+
+/// What the server's SETTINGS allow us.
+pub struct Peer {
+    pub max_streams: usize,
+    pub max_frame: usize,
+    pub window: i64,
+}
+
+/// A connection error: the class each open stream fails with. Protocol errors are
+/// noted by name as they are found.
+type Fatal = ErrorClass;
+
+pub struct State {
+    io: Box<dyn Io>,
+    rbuf: Box<[u8]>,
+    rstart: usize,
+    rend: usize,
+    pub wbuf: Vec<u8>,
+    wsent: usize,
+    decoder: Decoder,
+    /// A header block gathered across CONTINUATION frames, and its stream and END_STREAM.
+    block: Vec<u8>,
+    continuing: Option<(u32, bool)>,
+    got_settings: bool,
+    pub streams: Vec<Stream>,
+    pub next_id: u32,
+    pub peer: Peer,
+    /// What the server lets us send on the connection.
+    send_window: i64,
+    /// Bytes received on the connection and not yet given back.
+    unacked: u32,
+    /// The stream whose task reads the socket (its waker is the socket's).
+    pub reader: Option<u32>,
+    /// The stream whose task holds the lock and is reading now: not woken for its outcome.
+    driving: Option<u32>,
+    /// Streams woken for their outcome that have not taken it: the last to take one
+    /// writes what their holders queued meanwhile, in one write.
+    pub woken: usize,
+    /// The last stream of the server's GOAWAY.
+    pub away: Option<u32>,
+    pub dead: Option<ErrorClass>,
+    /// Holders waiting for the server to allow another stream.
+    pub room: Vec<Waker>,
+}
+
+fn ctx(waker: &Waker) -> Context<'_> {
+    Context::from_waker(waker)
+}
+
+impl State {
+    /// A new connection on `io`: its preface, our SETTINGS and the connection window
+    /// queued to write.
+    pub fn new(io: Box<dyn Io>) -> Self {
+        let mut wbuf = Vec::with_capacity(1024);
+        wbuf.extend_from_slice(frame::PREFACE);
+        frame::push_settings(
+            &mut wbuf,
+            &[
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW),
+                (frame::SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
+            ],
+        );
+        frame::push_window_update(&mut wbuf, 0, CONN_WINDOW - DEFAULT_WINDOW as u32);
+        State {
+            io,
+            rbuf: vec![0; READ_BUF].into_boxed_slice(),
+            rstart: 0,
+            rend: 0,
+            wbuf,
+            wsent: 0,
+            decoder: Decoder::new(),
+            block: Vec::new(),
+            continuing: None,
+            got_settings: false,
+            streams: Vec::new(),
+            next_id: 1,
+            peer: Peer { max_streams: usize::MAX, max_frame: MAX_FRAME, window: DEFAULT_WINDOW },
+            send_window: DEFAULT_WINDOW,
+            unacked: 0,
+            reader: None,
+            driving: None,
+            woken: 0,
+            away: None,
+            dead: None,
+            room: Vec::new(),
+        }
+    }
+
+    pub fn find(&self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+
+    /// Streams the server counts as open: sent and not yet answered.
+    pub fn open_streams(&self) -> usize {
+        self.streams.iter().filter(|s| s.outcome.is_none()).count()
+    }
+
+    /// Writes what is queued; Ok(false) while the socket takes no more (`waker` is
+    /// woken when it does).
+    pub fn flush(&mut self, waker: &Waker) -> io::Result<bool> {
+        let mut cx = ctx(waker);
+        while self.wsent < self.wbuf.len() {
+            match Pin::new(&mut *self.io).poll_write(&mut cx, &self.wbuf[self.wsent..]) {
+                Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                Poll::Ready(Ok(n)) => self.wsent += n,
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => return Ok(false),
+            }
+        }
+        if self.wsent > 0 {
+            self.wbuf.clear();
+            self.wsent = 0;
+            return match Pin::new(&mut *self.io).poll_flush(&mut cx) {
+                Poll::Ready(r) => r.map(|()| true),
+                Poll::Pending => Ok(false),
+            };
+        }
+        Ok(true)
+    }
+
+    /// Flushes unless woken holders will (see `woken`); an error ends the connection.
+    pub fn flush_unless_woken(&mut self, waker: &Waker) {
+        if self.woken == 0 && self.wbuf.len() > self.wsent {
+            if let Err(e) = self.flush(waker) {
+                self.kill(classify_io(&e));
+            }
+        }
+    }
+
+    /// Reads the socket for the reader's stream, taking apart what comes, until the
+    /// socket has nothing more or no stream waits. `me` is the stream whose task runs.
+    pub fn pump(&mut self, me: u32, waker: &Waker) {
+        self.driving = Some(me);
+        // The reader's waker: ours, or that of the stream we hand the reading to.
+        let mut other: Option<Waker> = None;
+        loop {
+            if let Err(class) = self.process() {
+                self.kill(class);
+            }
+            let w = other.as_ref().unwrap_or(waker);
+            self.flush_unless_woken(w);
+            if self.dead.is_some() {
+                break;
+            }
+            let reading = self.reader.and_then(|id| self.find(id));
+            if !reading.is_some_and(|i| self.streams[i].outcome.is_none()) {
+                match self.streams.iter().find(|s| s.is_waiting() && s.id != me) {
+                    Some(s) => {
+                        self.reader = Some(s.id);
+                        other = s.waker.clone();
+                    }
+                    None => {
+                        self.reader = None;
+                        break;
+                    }
+                }
+            }
+            let w = other.as_ref().unwrap_or(waker);
+            match self.read(w) {
+                Poll::Pending => break,
+                Poll::Ready(Ok(0)) => {
+                    note(ErrorClass::Closed, || "the server closed the HTTP/2 connection".into());
+                    self.kill(ErrorClass::Closed);
+                }
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => self.kill(classify_io(&e)),
+            }
+        }
+        self.driving = None;
+    }
+
+    /// Takes in what an idle connection has been sent (a GOAWAY, the close), without
+    /// waiting: nobody reads it while no stream is open.
+    pub fn probe(&mut self) {
+        if self.dead.is_some() || self.reader.is_some() || self.open_streams() > 0 {
+            return;
+        }
+        loop {
+            match self.read(Waker::noop()) {
+                Poll::Pending => break,
+                Poll::Ready(Ok(0)) => self.kill(ErrorClass::Closed),
+                Poll::Ready(Ok(_)) => {
+                    if let Err(class) = self.process() {
+                        self.kill(class);
+                    }
+                }
+                Poll::Ready(Err(e)) => self.kill(classify_io(&e)),
+            }
+            if self.dead.is_some() {
+                return;
+            }
+        }
+        self.flush_unless_woken(Waker::noop());
+    }
+
+    fn read(&mut self, waker: &Waker) -> Poll<io::Result<usize>> {
+        if self.rstart == self.rend {
+            (self.rstart, self.rend) = (0, 0);
+        } else if self.rstart > 0 {
+            self.rbuf.copy_within(self.rstart..self.rend, 0);
+            (self.rstart, self.rend) = (0, self.rend - self.rstart);
+        }
+        let mut rb = ReadBuf::new(&mut self.rbuf[self.rend..]);
+        match Pin::new(&mut *self.io).poll_read(&mut ctx(waker), &mut rb) {
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                self.rend += n;
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Takes apart every whole frame read.
+    fn process(&mut self) -> Result<(), Fatal> {
+        let buf = std::mem::take(&mut self.rbuf);
+        let result = self.frames(&buf);
+        self.rbuf = buf;
+        result
+    }
+
+    fn frames(&mut self, buf: &[u8]) -> Result<(), Fatal> {
+        while self.rend - self.rstart >= HEADER_LEN {
+            let head = Head::parse(&buf[self.rstart..]);
+            if head.len > MAX_FRAME {
+                let what = if self.got_settings { "a frame larger than SETTINGS_MAX_FRAME_SIZE" } else { "an answer that is not HTTP/2" };
+                return Err(self.protocol(frame::FRAME_SIZE_ERROR, what));
+            }
+            if self.rend - self.rstart < HEADER_LEN + head.len {
+                break;
+            }
+            let at = self.rstart + HEADER_LEN;
+            self.rstart = at + head.len;
+            self.frame(head, &buf[at..at + head.len])?;
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, head: Head, payload: &[u8]) -> Result<(), Fatal> {
+        if self.continuing.is_some_and(|(id, _)| head.kind != frame::CONTINUATION || head.stream != id) {
+            return Err(self.protocol(frame::PROTOCOL_ERROR, "a frame inside a header block"));
+        }
+        if !self.got_settings && head.kind != frame::SETTINGS {
+            return Err(self.protocol(frame::PROTOCOL_ERROR, "the server's first frame is not SETTINGS"));
+        }
+        match head.kind {
+            frame::DATA => self.data(head, payload),
+            frame::HEADERS => {
+                if head.stream == 0 {
+                    return Err(self.protocol(frame::PROTOCOL_ERROR, "HEADERS on stream 0"));
+                }
+                let fragment = frame::content(&head, payload).map_err(|what| self.protocol(frame::PROTOCOL_ERROR, what))?;
+                let end_stream = head.flags & frame::END_STREAM != 0;
+                if head.flags & frame::END_HEADERS != 0 {
+                    return self.headers(head.stream, fragment, end_stream);
+                }
+                self.block.clear();
+                self.block.extend_from_slice(fragment);
+                self.continuing = Some((head.stream, end_stream));
+                Ok(())
+            }
+            frame::CONTINUATION => {
+                let Some((id, end_stream)) = self.continuing else {
+                    return Err(self.protocol(frame::PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
+                };
+                self.block.extend_from_slice(payload);
+                if self.block.len() > 2 * MAX_HEADER_LIST as usize {
+                    return Err(self.protocol(frame::PROTOCOL_ERROR, "a header block over twice SETTINGS_MAX_HEADER_LIST_SIZE"));
+                }
+                if head.flags & frame::END_HEADERS == 0 {
+                    return Ok(());
+                }
+                self.continuing = None;
+                let block = std::mem::take(&mut self.block);
+                let result = self.headers(id, &block, end_stream);
+                self.block = block;
+                result
+            }
+            frame::RST_STREAM => {
+                let code = frame::word(payload).ok_or_else(|| self.protocol(frame::FRAME_SIZE_ERROR, "RST_STREAM not of 4 bytes"))?;
+                if let Some(i) = self.find(head.stream) {
+                    if code == frame::REFUSED_STREAM {
+                        self.finish(i, Err(Failure::Refused));
+                    } else {
+                        note(ErrorClass::Reset, || format!("the server reset the stream: {}", frame::error_name(code)));
+                        self.finish(i, Err(Failure::Failed(ErrorClass::Reset)));
+                    }
+                }
+                Ok(())
+            }
+            frame::SETTINGS => self.settings(head, payload),
+            frame::PING => {
+                if payload.len() != 8 {
+                    return Err(self.protocol(frame::FRAME_SIZE_ERROR, "PING not of 8 bytes"));
+                }
+                if head.flags & frame::ACK == 0 {
+                    frame::push_head(&mut self.wbuf, 8, frame::PING, frame::ACK, 0);
+                    self.wbuf.extend_from_slice(payload);
+                }
+                Ok(())
+            }
+            frame::GOAWAY => {
+                let (last, code) = frame::goaway(payload).ok_or_else(|| self.protocol(frame::FRAME_SIZE_ERROR, "GOAWAY under 8 bytes"))?;
+                if code != frame::NO_ERROR {
+                    note(ErrorClass::Closed, || format!("the server sent GOAWAY: {}", frame::error_name(code)));
+                }
+                self.away = Some(self.away.map_or(last, |l| l.min(last)));
+                for i in 0..self.streams.len() {
+                    if self.streams[i].id > last {
+                        self.finish(i, Err(Failure::Refused));
+                    }
+                }
+                self.wake_room();
+                Ok(())
+            }
+            frame::WINDOW_UPDATE => {
+                let increment = frame::word(payload).ok_or_else(|| self.protocol(frame::FRAME_SIZE_ERROR, "WINDOW_UPDATE not of 4 bytes"))? & 0x7fff_ffff;
+                if head.stream == 0 {
+                    if increment == 0 {
+                        return Err(self.protocol(frame::PROTOCOL_ERROR, "a WINDOW_UPDATE of 0"));
+                    }
+                    self.send_window += i64::from(increment);
+                } else if let Some(i) = self.find(head.stream) {
+                    self.streams[i].send_window += i64::from(increment);
+                }
+                self.send_bodies();
+                Ok(())
+            }
+            frame::PUSH_PROMISE => Err(self.protocol(frame::PROTOCOL_ERROR, "PUSH_PROMISE though push is off")),
+            _ => Ok(()),
+        }
+    }
+
+    fn settings(&mut self, head: Head, payload: &[u8]) -> Result<(), Fatal> {
+        if head.flags & frame::ACK != 0 {
+            return Ok(());
+        }
+        if head.stream != 0 || payload.len() % 6 != 0 {
+            return Err(self.protocol(frame::FRAME_SIZE_ERROR, "a malformed SETTINGS frame"));
+        }
+        for (id, value) in frame::settings(payload) {
+            match id {
+                frame::SETTINGS_MAX_CONCURRENT_STREAMS => self.peer.max_streams = value as usize,
+                frame::SETTINGS_INITIAL_WINDOW_SIZE => {
+                    if value > 0x7fff_ffff {
+                        return Err(self.protocol(frame::FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1"));
+                    }
+                    let delta = i64::from(value) - self.peer.window;
+                    self.peer.window = i64::from(value);
+                    for s in &mut self.streams {
+                        s.send_window += delta;
+                    }
+                }
+                frame::SETTINGS_MAX_FRAME_SIZE => {
+                    if !(16_384..=16_777_215).contains(&value) {
+                        return Err(self.protocol(frame::PROTOCOL_ERROR, "SETTINGS_MAX_FRAME_SIZE out of range"));
+                    }
+                    self.peer.max_frame = value as usize;
+                }
+                _ => {}
+            }
+        }
+        self.got_settings = true;
+        frame::push_head(&mut self.wbuf, 0, frame::SETTINGS, frame::ACK, 0);
+        self.wake_room();
+        self.send_bodies();
+        Ok(())
+    }
+
+    fn data(&mut self, head: Head, payload: &[u8]) -> Result<(), Fatal> {
+        if head.stream == 0 {
+            return Err(self.protocol(frame::PROTOCOL_ERROR, "DATA on stream 0"));
+        }
+        let len = payload.len() as u32;
+        self.unacked += len;
+        if self.unacked > CONN_WINDOW {
+            return Err(self.protocol(frame::FLOW_CONTROL_ERROR, "DATA beyond the connection's window"));
+        }
+        if self.unacked >= CONN_WINDOW / 2 {
+            frame::push_window_update(&mut self.wbuf, 0, self.unacked);
+            self.unacked = 0;
+        }
+        let data = frame::content(&head, payload).map_err(|what| self.protocol(frame::PROTOCOL_ERROR, what))?;
+        let Some(i) = self.find(head.stream) else { return Ok(()) };
+        let s = &mut self.streams[i];
+        if s.outcome.is_some() {
+            return Ok(());
+        }
+        if s.status == 0 {
+            return Ok(self.stream_error(i, "DATA before the response's head"));
+        }
+        s.bytes += data.len() as u64;
+        if let Some(kept) = &mut s.kept {
+            kept.keep_body(data);
+        }
+        s.unacked += len;
+        if s.unacked > STREAM_WINDOW {
+            return Ok(self.stream_error(i, "DATA beyond the stream's window"));
+        }
+        if head.flags & frame::END_STREAM != 0 {
+            let response = s.response();
+            self.finish(i, Ok(response));
+        } else if s.unacked >= STREAM_WINDOW / 2 {
+            frame::push_window_update(&mut self.wbuf, s.id, s.unacked);
+            s.unacked = 0;
+        }
+        Ok(())
+    }
+
+    fn headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> Result<(), Fatal> {
+        let i = self.find(id).filter(|&i| self.streams[i].outcome.is_none());
+        let State { decoder, streams, .. } = self;
+        let stream = i.map(|i| &mut streams[i]);
+        let first = stream.as_ref().is_some_and(|s| s.status == 0);
+        let mut kept = stream.and_then(|s| s.kept.as_mut()).filter(|_| first);
+        let kept_from = kept.as_ref().map_or(0, |k| k.head.len());
+        let mut status = 0u16;
+        let mut bad_status = false;
+        let decoded = decoder.decode(block, |name, value| {
+            if name == b":status" {
+                let mut text = Vec::new();
+                let digits = match value {
+                    super::hpack::Value::Plain(v) => v,
+                    huffman => {
+                        bad_status |= huffman.push_to(&mut text).is_err();
+                        &text[..]
+                    }
+                };
+                match std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u16>().ok()) {
+                    Some(s) if digits.len() == 3 => status = s,
+                    _ => bad_status = true,
+                }
+                if let Some(k) = kept.as_deref_mut() {
+                    k.head.extend_from_slice(format!("HTTP/1.1 {status} -\r\n").as_bytes());
+                }
+            } else if let Some(k) = kept.as_deref_mut().filter(|_| !name.starts_with(b":")) {
+                k.head.extend_from_slice(name);
+                k.head.extend_from_slice(b": ");
+                bad_status |= value.push_to(&mut k.head).is_err();
+                k.head.extend_from_slice(b"\r\n");
+            }
+        });
+        let list = match decoded {
+            Ok(list) => list,
+            Err(e) => return Err(self.protocol(frame::COMPRESSION_ERROR, e.0)),
+        };
+        let Some(i) = i else { return Ok(()) };
+        if list > MAX_HEADER_LIST as usize {
+            self.stream_error(i, "a response header list over SETTINGS_MAX_HEADER_LIST_SIZE");
+            return Ok(());
+        }
+        let s = &mut self.streams[i];
+        if first {
+            if bad_status {
+                self.stream_error(i, "a response whose :status is not three digits");
+                return Ok(());
+            }
+            if (100..200).contains(&status) {
+                if let Some(k) = &mut s.kept {
+                    k.head.truncate(kept_from);
+                }
+                if end_stream {
+                    self.stream_error(i, "an interim response that ends its stream");
+                }
+                return Ok(());
+            }
+            if let Some(k) = &mut s.kept {
+                k.head.extend_from_slice(b"\r\n");
+            }
+            s.status = status;
+        }
+        if end_stream {
+            let response = s.response();
+            self.finish(i, Ok(response));
+        }
+        Ok(())
+    }
+
+    /// Sends what the windows let go of the bodies still to send.
+    fn send_bodies(&mut self) {
+        for i in 0..self.streams.len() {
+            if !self.streams[i].body.is_empty() {
+                let body = std::mem::take(&mut self.streams[i].body);
+                let sent = self.send_body(i, &body);
+                self.streams[i].body = body;
+                self.streams[i].body.drain(..sent);
+            }
+        }
+    }
+
+    /// Queues as much of `body` as the windows allow on stream `i`, in DATA frames, the
+    /// last with END_STREAM: the bytes queued.
+    pub fn send_body(&mut self, i: usize, body: &[u8]) -> usize {
+        let mut sent = 0;
+        while sent < body.len() {
+            let s = &mut self.streams[i];
+            let room = s.send_window.min(self.send_window).min(self.peer.max_frame as i64);
+            if room <= 0 {
+                break;
+            }
+            let n = (body.len() - sent).min(room as usize);
+            let end = sent + n == body.len();
+            frame::push_head(&mut self.wbuf, n, frame::DATA, if end { frame::END_STREAM } else { 0 }, s.id);
+            self.wbuf.extend_from_slice(&body[sent..sent + n]);
+            s.send_window -= n as i64;
+            self.send_window -= n as i64;
+            sent += n;
+        }
+        sent
+    }
+
+    /// Stream `i` has its outcome: its holder is woken for it (unless it is the one
+    /// reading).
+    pub fn finish(&mut self, i: usize, outcome: Result<crate::client::http1::Response, Failure>) {
+        let driving = self.driving;
+        let s = &mut self.streams[i];
+        if s.outcome.is_some() {
+            return;
+        }
+        s.outcome = Some(outcome);
+        s.body = Vec::new();
+        if Some(s.id) != driving {
+            if let Some(w) = &s.waker {
+                w.wake_by_ref();
+                s.woken = true;
+                self.woken += 1;
+            }
+        }
+    }
+
+    /// A stream the server got wrong: reset, and failed as `io`.
+    fn stream_error(&mut self, i: usize, what: &'static str) {
+        note(ErrorClass::Io, || format!("HTTP/2: {what}"));
+        frame::push_rst(&mut self.wbuf, self.streams[i].id, frame::PROTOCOL_ERROR);
+        self.finish(i, Err(Failure::Failed(ErrorClass::Io)));
+    }
+
+    /// A connection error of ours to tell the server: noted, GOAWAY queued, `io`.
+    fn protocol(&mut self, code: u32, what: &'static str) -> Fatal {
+        note(ErrorClass::Io, || format!("HTTP/2 {}: {what}", frame::error_name(code)));
+        frame::push_goaway(&mut self.wbuf, 0, code);
+        ErrorClass::Io
+    }
+
+    /// The connection is over: every stream still open fails with `class`.
+    pub fn kill(&mut self, class: ErrorClass) {
+        if self.dead.is_some() {
+            return;
+        }
+        self.dead = Some(class);
+        self.reader = None;
+        let _ = self.flush(Waker::noop());
+        for i in 0..self.streams.len() {
+            self.finish(i, Err(Failure::Failed(class)));
+        }
+        self.wake_room();
+    }
+
+    pub fn wake_room(&mut self) {
+        for w in self.room.drain(..) {
+            w.wake();
+        }
+    }
+}
