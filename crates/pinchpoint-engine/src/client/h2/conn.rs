@@ -5,7 +5,8 @@
 //! a request costs what it does over HTTP/1.1: a write and a read in the holder's task.
 //!
 //! Writes are coalesced: holders woken by one read queue their next requests, and the
-//! last of them to take its outcome writes them all at once.
+//! last of them writes them all at once (its own with them, as it will usually send
+//! one as soon as it has its outcome; else a waiting holder is woken to write them).
 
 use std::future::poll_fn;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -118,7 +119,7 @@ impl Client {
         let mut s = st.streams.swap_remove(i);
         if s.woken {
             st.woken -= 1;
-            st.flush_unless_woken(waker);
+            st.owe_flush();
         }
         if let Some(w) = st.room.pop() {
             w.wake();

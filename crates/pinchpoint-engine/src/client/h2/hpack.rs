@@ -107,10 +107,32 @@ impl Value<'_> {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Malformed(pub &'static str);
 
+/// How many of the newest entries are looked through for a value indexed again.
+const REPEAT_WINDOW: usize = 8;
+
+/// An entry of the dynamic table, with its value as the block held it: a server that
+/// indexes the same value again (nginx indexes `date` in each response) has it copied,
+/// not decoded again.
+#[derive(Default)]
+struct Entry {
+    name: Vec<u8>,
+    value: Vec<u8>,
+    raw: Vec<u8>,
+    huffman: bool,
+}
+
+impl Entry {
+    fn size(&self) -> usize {
+        self.name.len() + self.value.len() + 32
+    }
+}
+
 #[derive(Default)]
 pub struct Decoder {
     /// Newest first.
-    table: VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    table: VecDeque<Entry>,
+    /// Evicted entries, their buffers kept for the next ones.
+    spare: Vec<Entry>,
     size: usize,
     max: usize,
     /// A literal name decoded from Huffman, for the field's callback.
@@ -161,24 +183,53 @@ impl Decoder {
             _ => self
                 .table
                 .get(index - 62)
-                .map(|(n, v)| (&n[..], &v[..]))
+                .map(|e| (&e.name[..], &e.value[..]))
                 .ok_or(Malformed("a header block refers to an index past its table")),
         }
     }
 
     fn evict_to(&mut self, max: usize) {
         while self.size > max {
-            let Some((n, v)) = self.table.pop_back() else { break };
-            self.size -= n.len() + v.len() + 32;
+            let Some(e) = self.table.pop_back() else { break };
+            self.size -= e.size();
+            self.spare.push(e);
         }
     }
 
-    fn insert(&mut self, name: Box<[u8]>, value: Box<[u8]>) {
-        let size = name.len() + value.len() + 32;
+    /// Adds the field named by `index` (or `literal`, when 0) with `value` to the
+    /// table, its value decoded (or copied from an entry that had the same).
+    fn insert(&mut self, index: usize, literal: &[u8], value: Value) -> Result<Entry, Malformed> {
+        let mut e = self.spare.pop().unwrap_or_default();
+        e.name.clear();
+        if index == 0 {
+            e.name.extend_from_slice(literal);
+        } else {
+            e.name.extend_from_slice(self.entry(index)?.0);
+        }
+        let (raw, huffman) = match value {
+            Value::Plain(v) => (v, false),
+            Value::Huffman(v) => (v, true),
+        };
+        e.value.clear();
+        // A server that repeats a field repeats it among the newest few entries.
+        match self.table.iter().take(REPEAT_WINDOW).find(|t| t.huffman == huffman && t.raw == raw) {
+            Some(same) => e.value.extend_from_slice(&same.value),
+            None => value.push_to(&mut e.value).map_err(|_| Malformed("a header value's Huffman code is invalid"))?,
+        }
+        e.raw.clear();
+        e.raw.extend_from_slice(raw);
+        e.huffman = huffman;
+        Ok(e)
+    }
+
+    fn push(&mut self, e: Entry) {
+        let size = e.size();
         self.evict_to(self.max.saturating_sub(size));
         if size <= self.max {
             self.size += size;
-            self.table.push_front((name, value));
+            self.table.push_front(e);
+        } else {
+            self.spare.push(e);
         }
     }
 
@@ -221,13 +272,11 @@ impl Decoder {
                 let (value, m) = string(&block[n..])?;
                 n += m;
                 let result = if indexing {
-                    let name: Box<[u8]> = if literal_name { name_owned[..].into() } else { self.entry(index)?.0.into() };
-                    let mut text = Vec::new();
-                    value.push_to(&mut text).map_err(|_| Malformed("a header value's Huffman code is invalid"))?;
-                    list += name.len() + text.len() + 32;
-                    field(&name, Value::Plain(&text));
-                    self.insert(name, text.into_boxed_slice());
-                    Ok(())
+                    self.insert(index, &name_owned, value).map(|e| {
+                        list += e.size();
+                        field(&e.name, Value::Plain(&e.value));
+                        self.push(e);
+                    })
                 } else {
                     let name = if literal_name { &name_owned[..] } else { self.entry(index)?.0 };
                     list += name.len() + value.len_bound() + 32;
@@ -317,7 +366,7 @@ mod tests {
         let entries = d
             .table
             .iter()
-            .map(|(n, v)| (String::from_utf8(n.to_vec()).unwrap(), String::from_utf8(v.to_vec()).unwrap()))
+            .map(|e| (String::from_utf8(e.name.clone()).unwrap(), String::from_utf8(e.value.clone()).unwrap()))
             .collect();
         (entries, d.size)
     }
@@ -398,6 +447,20 @@ mod tests {
         assert_eq!(size, 215);
         assert_eq!(entries[0].0, "set-cookie");
         assert_eq!(entries.len(), 3);
+    }
+
+    #[test]
+    fn a_value_indexed_again_is_the_same_and_the_table_keeps_its_size() {
+        // `date` (33) with a Huffman value, indexed in each of many responses.
+        let block = "6196 d07a be94 1054 d444 a820 0595 040b 8166 e082 a62d 1bff";
+        let mut d = Decoder::new();
+        for _ in 0..200 {
+            assert_eq!(decode(&mut d, block), pairs(&[("date", "Mon, 21 Oct 2013 20:13:21 GMT")]));
+        }
+        let (entries, size) = table(&d);
+        assert_eq!(entries.len(), TABLE_SIZE / (4 + 29 + 32));
+        assert_eq!(size, entries.len() * 65);
+        assert!(entries.iter().all(|e| e.1 == "Mon, 21 Oct 2013 20:13:21 GMT"));
     }
 
     #[test]

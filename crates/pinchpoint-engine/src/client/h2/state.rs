@@ -150,6 +150,21 @@ impl State {
         }
     }
 
+    /// The last woken holder has taken its outcome: what they queued is written by the
+    /// next to send a request, or by a waiting holder woken for it (after this one's
+    /// task yields, by when it has usually sent its next request with the rest).
+    pub fn owe_flush(&mut self) {
+        if self.woken > 0 || self.wbuf.len() == self.wsent {
+            return;
+        }
+        let reader = self.reader.and_then(|id| self.find(id));
+        let waiting = reader.or_else(|| self.streams.iter().position(|s| s.is_waiting()));
+        match waiting.and_then(|i| self.streams[i].waker.as_ref()) {
+            Some(w) => w.wake_by_ref(),
+            None => self.flush_unless_woken(Waker::noop()),
+        }
+    }
+
     /// Reads the socket for the reader's stream, taking apart what comes, until the
     /// socket has nothing more or no stream waits. `me` is the stream whose task runs.
     pub fn pump(&mut self, me: u32, waker: &Waker) {
