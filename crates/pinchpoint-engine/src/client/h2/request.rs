@@ -1,7 +1,7 @@
 //! A request's header block: the plan's fields encoded once, before the run, and the
 //! pseudo-headers and the tag's fields around them for each request.
 
-use super::hpack::{push_field, push_indexed, push_named};
+use super::hpack::{push_field, push_indexed, push_literal, push_named};
 use crate::client::http1::Prepared;
 use crate::client::http2::Text;
 
@@ -41,12 +41,12 @@ pub fn encode(prepared: &Prepared, text: &Text, out: &mut Vec<u8>) {
     out.extend_from_slice(&prepared.h2_fields);
     let (pinchpoint, traceparent, baggage) = text.tag_fields();
     if !pinchpoint.is_empty() {
-        push_field(out, b"x-pinchpoint", pinchpoint);
+        push_literal(out, b"x-pinchpoint", pinchpoint);
     }
     if !traceparent.is_empty() {
-        push_field(out, b"traceparent", traceparent);
+        push_literal(out, b"traceparent", traceparent);
     }
     if !baggage.is_empty() {
-        push_field(out, b"baggage", baggage);
+        push_literal(out, b"baggage", baggage);
     }
 }

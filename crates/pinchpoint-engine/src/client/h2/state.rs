@@ -181,7 +181,7 @@ impl State {
                 break;
             }
             let reading = self.reader.and_then(|id| self.find(id));
-            if !reading.is_some_and(|i| self.streams[i].outcome.is_none()) {
+            if reading.is_none_or(|i| self.streams[i].outcome.is_some()) {
                 match self.streams.iter().find(|s| s.is_waiting() && s.id != me) {
                     Some(s) => {
                         self.reader = Some(s.id);
@@ -374,7 +374,7 @@ impl State {
         if head.flags & frame::ACK != 0 {
             return Ok(());
         }
-        if head.stream != 0 || payload.len() % 6 != 0 {
+        if head.stream != 0 || !payload.len().is_multiple_of(6) {
             return Err(self.protocol(frame::FRAME_SIZE_ERROR, "a malformed SETTINGS frame"));
         }
         for (id, value) in frame::settings(payload) {
@@ -426,7 +426,8 @@ impl State {
             return Ok(());
         }
         if s.status == 0 {
-            return Ok(self.stream_error(i, "DATA before the response's head"));
+            self.stream_error(i, "DATA before the response's head");
+            return Ok(());
         }
         s.bytes += data.len() as u64;
         if let Some(kept) = &mut s.kept {
@@ -434,7 +435,8 @@ impl State {
         }
         s.unacked += len;
         if s.unacked > STREAM_WINDOW {
-            return Ok(self.stream_error(i, "DATA beyond the stream's window"));
+            self.stream_error(i, "DATA beyond the stream's window");
+            return Ok(());
         }
         if head.flags & frame::END_STREAM != 0 {
             let response = s.response();

@@ -85,7 +85,7 @@ impl Drop for Nginx {
 fn nginx(port: u16) -> Nginx {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let d = dir.path().display();
-    let user = if std::env::var("USER").as_deref() == Ok("root") || unsafe_is_root() { "user root;" } else { "" };
+    let user = if is_root() { "user root;" } else { "" };
     let conf = format!(
         "{user}\nmaster_process off;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
          events {{ worker_connections 256; }}\n\
@@ -103,16 +103,17 @@ fn nginx(port: u16) -> Nginx {
         .args(["-p", &d.to_string(), "-c", &format!("{d}/nginx.conf"), "-e", &format!("{d}/error.log")])
         .spawn()
         .expect("nginx starts");
+    let nginx = Nginx(child, dir);
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Nginx(child, dir);
+            return nginx;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("nginx did not listen on {port}");
 }
 
-fn unsafe_is_root() -> bool {
+fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
         .unwrap_or(false)
