@@ -110,21 +110,50 @@ pub struct Malformed(pub &'static str);
 /// How many of the newest entries are looked through for a value indexed again.
 const REPEAT_WINDOW: usize = 8;
 
-/// An entry of the dynamic table, with its value as the block held it: a server that
-/// indexes the same value again (nginx indexes `date` in each response) has it copied,
-/// not decoded again.
+/// An entry of the dynamic table in one buffer: its name, its value, and (for a value
+/// that came Huffman-coded) the code as the block held it, so that a server indexing
+/// the same value again (nginx indexes `date` in each response) has it copied, not
+/// decoded again.
 #[derive(Default)]
 struct Entry {
-    name: Vec<u8>,
-    value: Vec<u8>,
-    raw: Vec<u8>,
+    bytes: Vec<u8>,
+    name: usize,
+    value: usize,
     huffman: bool,
+    /// Of the value as the block held it, to find it again without reading each entry.
+    hash: u64,
 }
 
 impl Entry {
-    fn size(&self) -> usize {
-        self.name.len() + self.value.len() + 32
+    fn name(&self) -> &[u8] {
+        &self.bytes[..self.name]
     }
+
+    fn value(&self) -> &[u8] {
+        &self.bytes[self.name..self.name + self.value]
+    }
+
+    fn raw(&self) -> &[u8] {
+        if self.huffman {
+            &self.bytes[self.name + self.value..]
+        } else {
+            self.value()
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.name + self.value + 32
+    }
+}
+
+/// FNV-1a.
+fn hash(bytes: &[u8], huffman: bool) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(huffman);
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 #[derive(Default)]
@@ -183,7 +212,7 @@ impl Decoder {
             _ => self
                 .table
                 .get(index - 62)
-                .map(|e| (&e.name[..], &e.value[..]))
+                .map(|e| (e.name(), e.value()))
                 .ok_or(Malformed("a header block refers to an index past its table")),
         }
     }
@@ -200,25 +229,33 @@ impl Decoder {
     /// table, its value decoded (or copied from an entry that had the same).
     fn insert(&mut self, index: usize, literal: &[u8], value: Value) -> Result<Entry, Malformed> {
         let mut e = self.spare.pop().unwrap_or_default();
-        e.name.clear();
+        e.bytes.clear();
         if index == 0 {
-            e.name.extend_from_slice(literal);
+            e.bytes.extend_from_slice(literal);
         } else {
-            e.name.extend_from_slice(self.entry(index)?.0);
+            e.bytes.extend_from_slice(self.entry(index)?.0);
         }
+        e.name = e.bytes.len();
         let (raw, huffman) = match value {
             Value::Plain(v) => (v, false),
             Value::Huffman(v) => (v, true),
         };
-        e.value.clear();
-        // A server that repeats a field repeats it among the newest few entries.
-        match self.table.iter().take(REPEAT_WINDOW).find(|t| t.huffman == huffman && t.raw == raw) {
-            Some(same) => e.value.extend_from_slice(&same.value),
-            None => value.push_to(&mut e.value).map_err(|_| Malformed("a header value's Huffman code is invalid"))?,
-        }
-        e.raw.clear();
-        e.raw.extend_from_slice(raw);
         e.huffman = huffman;
+        e.hash = hash(raw, huffman);
+        // A server that repeats a field repeats it among the newest few entries.
+        let same = self
+            .table
+            .iter()
+            .take(REPEAT_WINDOW)
+            .find(|t| t.hash == e.hash && t.huffman == huffman && t.raw() == raw);
+        match same {
+            Some(same) => e.bytes.extend_from_slice(same.value()),
+            None => value.push_to(&mut e.bytes).map_err(|_| Malformed("a header value's Huffman code is invalid"))?,
+        }
+        e.value = e.bytes.len() - e.name;
+        if huffman {
+            e.bytes.extend_from_slice(raw);
+        }
         Ok(e)
     }
 
@@ -274,7 +311,7 @@ impl Decoder {
                 let result = if indexing {
                     self.insert(index, &name_owned, value).map(|e| {
                         list += e.size();
-                        field(&e.name, Value::Plain(&e.value));
+                        field(e.name(), Value::Plain(e.value()));
                         self.push(e);
                     })
                 } else {
@@ -366,7 +403,7 @@ mod tests {
         let entries = d
             .table
             .iter()
-            .map(|e| (String::from_utf8(e.name.clone()).unwrap(), String::from_utf8(e.value.clone()).unwrap()))
+            .map(|e| (String::from_utf8(e.name().to_vec()).unwrap(), String::from_utf8(e.value().to_vec()).unwrap()))
             .collect();
         (entries, d.size)
     }

@@ -13,6 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::frame::{self, Head, HEADER_LEN};
 use super::hpack::{self, Decoder};
+use super::Client;
 use crate::client::http1::{Prepared, Tag, TagLevel};
 use crate::client::{Kept, Outgoing, Target};
 use crate::config::{HttpVersion, Protocol, RequestSpec};
@@ -270,4 +271,94 @@ fn continuation_padding_pings_few_streams_and_goaway_mid_run() {
     let acks = seen.ping_acks.load(Ordering::Relaxed);
     assert!((60 - connections..=60).contains(&acks), "{acks} PINGs acknowledged");
     assert_eq!(seen.longest.load(Ordering::Relaxed), 20_000);
+}
+
+/// Answers each request whose path has `fast` in it with 204 (after 400 ms if it has
+/// `later` too), and none other; counts the streams the client resets.
+async fn serve_fast_only(mut io: TcpStream, resets: Arc<AtomicU64>) {
+    let mut preface = [0u8; 24];
+    if io.read_exact(&mut preface).await.is_err() {
+        return;
+    }
+    let mut out = Vec::new();
+    frame::push_settings(&mut out, &[]);
+    io.write_all(&out).await.expect("written");
+    let mut decoder = Decoder::new();
+    while let Some((head, payload)) = read_frame(&mut io).await {
+        match head.kind {
+            frame::RST_STREAM => {
+                resets.fetch_add(1, Ordering::Relaxed);
+            }
+            frame::HEADERS => {
+                let mut fast = false;
+                decoder
+                    .decode(&payload, |n, v| {
+                        let mut text = Vec::new();
+                        v.push_to(&mut text).expect("valid");
+                        fast |= n == b":path" && text.windows(4).any(|w| w == b"fast");
+                    })
+                    .expect("our request decodes");
+                if fast {
+                    if payload.windows(5).any(|w| w == b"later") {
+                        tokio::time::sleep(Duration::from_millis(400)).await;
+                    }
+                    let mut out = Vec::new();
+                    frame::push_head(&mut out, 1, frame::HEADERS, frame::END_HEADERS | frame::END_STREAM, head.stream);
+                    out.push(0x80 | 9);
+                    io.write_all(&out).await.expect("written");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn block(path: &str) -> Vec<u8> {
+    let mut block = Vec::new();
+    hpack::push_indexed(&mut block, 2);
+    hpack::push_indexed(&mut block, 6);
+    hpack::push_named(&mut block, 1, b"h");
+    hpack::push_named(&mut block, 4, path.as_bytes());
+    block
+}
+
+#[test]
+fn a_holder_that_gives_up_resets_its_stream_and_hands_the_reading_on() {
+    let rt = runtime();
+    let resets = Arc::new(AtomicU64::new(0));
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bound");
+    let addr = listener.local_addr().expect("an address");
+    let server_resets = resets.clone();
+    rt.spawn(async move {
+        while let Ok((io, _)) = listener.accept().await {
+            tokio::spawn(serve_fast_only(io, server_resets.clone()));
+        }
+    });
+    rt.block_on(async {
+        let io = TcpStream::connect(addr).await.expect("connects");
+        let client = Client::handshake(Box::new(io)).await.expect("a handshake");
+        let (slow, later, fast) = (block("/slow"), block("/fast-later"), block("/fast"));
+        // The first to wait reads for both; it gives up before the other's answer comes.
+        let gives_up = tokio::time::timeout(Duration::from_millis(200), client.exchange(&slow, b"", None));
+        // A task of its own: woken only by the connection.
+        let other = client.clone();
+        let waits = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let started = std::time::Instant::now();
+            // Polled again when its timeout fires, it would find its answer then: the
+            // answer must come when it does (400 ms), not then.
+            let answer = tokio::time::timeout(Duration::from_secs(3), other.exchange(&later, b"", None)).await;
+            (answer, started.elapsed())
+        });
+        assert!(gives_up.await.is_err(), "no answer to /slow");
+        let (waited, took) = waits.await.expect("the task ends");
+        assert!(took < Duration::from_secs(2), "woken for its answer, not by its timeout: {took:?}");
+        let answer = waited.expect("answered after the reader left").expect("a response");
+        assert_eq!((answer.status, answer.bytes), (204, 0));
+        let again = client.exchange(&fast, b"", None).await.expect("the connection goes on");
+        assert_eq!(again.status, 204);
+        assert!(!client.is_closed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    });
+    assert_eq!(resets.load(Ordering::Relaxed), 1, "the stream given up is reset");
 }
