@@ -18,12 +18,21 @@ use crate::client::http1::{Prepared, Tag, TagLevel};
 use crate::client::{Kept, Outgoing, Target};
 use crate::config::{HttpVersion, Protocol, RequestSpec};
 
+/// What nginx serves at `/big`: more than a stream's window and the connection's.
+fn big() -> Vec<u8> {
+    (0..6_000_000u32).map(|i| (i % 251) as u8).collect()
+}
+
 fn prepared(headers: &[(&str, String)]) -> Prepared {
+    request("GET", "/a", headers, Vec::new())
+}
+
+fn request(method: &str, path: &str, headers: &[(&str, String)], body: Vec<u8>) -> Prepared {
     let spec = RequestSpec {
-        method: "GET".into(),
-        path: "/a".into(),
+        method: method.into(),
+        path: path.into(),
         headers: headers.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-        body: Vec::new(),
+        body,
         weight: 1,
         timeout: None,
         ws: false,
@@ -38,9 +47,9 @@ fn target(addr: SocketAddr, streams: u32) -> Target {
     Target::new(addr, addr.to_string(), "127.0.0.1", &protocol, (false, false)).expect("a target")
 }
 
-/// `rounds` requests in turn by each of `users` holders, each kept: (status, head, body)
+/// `rounds` requests in turn by each of `users` holders, each kept: (status, bytes, head, body)
 /// of every one, or its error.
-async fn load(target: &Target, prepared: &Prepared, users: u64, rounds: u64) -> Vec<Result<(u16, String, Vec<u8>), String>> {
+async fn load(target: &Target, prepared: &Prepared, users: u64, rounds: u64) -> Vec<Result<(u16, u64, String, Vec<u8>), String>> {
     let user = |u: u64| async move {
         let mut conn = None;
         let mut out = Outgoing::default();
@@ -59,7 +68,7 @@ async fn load(target: &Target, prepared: &Prepared, users: u64, rounds: u64) -> 
             let answer = target.exchange_keeping(c, &mut out, prepared, Some(&mut kept)).await;
             answers.push(
                 answer
-                    .map(|a| (a.status, String::from_utf8_lossy(&kept.head).into_owned(), kept.body.clone()))
+                    .map(|a| (a.status, a.bytes, String::from_utf8_lossy(&kept.head).into_owned(), kept.body.clone()))
                     .map_err(|e| format!("{e:?}")),
             );
         }
@@ -74,7 +83,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// nginx, and the folder of its configuration and logs (removed after it).
-struct Nginx(Child, #[allow(dead_code)] tempfile::TempDir);
+struct Nginx(Child, tempfile::TempDir);
 
 impl Drop for Nginx {
     fn drop(&mut self) {
@@ -93,9 +102,12 @@ fn nginx(port: u16) -> Nginx {
          http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};\n\
          uwsgi_temp_path {d}; scgi_temp_path {d}; keepalive_requests 25;\n\
          server {{ listen 127.0.0.1:{port} http2;\n\
-         location / {{ add_header x-seen $http_x_pinchpoint; return 200 \"ok\"; }} }} }}\n"
+         location / {{ add_header x-seen $http_x_pinchpoint; return 200 \"ok\"; }}\n\
+         location = /big {{ alias {d}/big; default_type application/octet-stream; }}\n\
+         location /put/ {{ root {d}; dav_methods PUT; client_max_body_size 1m; }} }} }}\n"
     );
     std::fs::write(dir.path().join("nginx.conf"), conf).expect("written");
+    std::fs::write(dir.path().join("big"), big()).expect("written");
     let bin = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
@@ -134,13 +146,38 @@ fn nginx_answers_every_stream_and_its_goaways_lose_no_request() {
     let answers = runtime().block_on(load(&target, &plan, 20, 15));
     assert_eq!(answers.len(), 300);
     for (i, a) in answers.iter().enumerate() {
-        let (status, head, body) = a.as_ref().expect("answered: nginx's GOAWAY after 25 requests refuses none we send");
+        let (status, _, head, body) = a.as_ref().expect("answered: nginx's GOAWAY after 25 requests refuses none we send");
         assert_eq!((*status, &body[..]), (200, &b"ok"[..]));
         assert!(head.starts_with("HTTP/1.1 200 -\r\n"), "{head}");
         assert!(head.contains("content-length: 2\r\n"), "{head}");
         let (user, round) = (i / 15, i % 15);
         assert!(head.contains(&format!("x-seen: run=run; users=20; req={}\r\n", user * 1000 + round)), "{head}");
     }
+}
+
+#[test]
+fn nginx_sends_more_than_the_windows_and_takes_a_body_past_its_own() {
+    let port = free_port();
+    let nginx = nginx(port);
+    std::fs::create_dir(nginx.1.path().join("put")).expect("made");
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let target = target(addr, 2);
+    let download = request("GET", "/big", &[], Vec::new());
+    let rt = runtime();
+    let within = Duration::from_secs(30);
+    let answers = rt.block_on(async { tokio::time::timeout(within, load(&target, &download, 2, 2)).await }).expect("in time");
+    for a in answers {
+        let (status, bytes, _, body) = a.expect("answered");
+        assert_eq!((status, bytes), (200, 6_000_000));
+        assert!(body == big()[..crate::client::MAX_KEPT_BODY], "the first 4 MiB kept, in order");
+    }
+    // nginx's stream window is 64 KiB: the body waits for its WINDOW_UPDATEs, and
+    // nginx answers once it has it all (written to a file by PUT).
+    let upload = request("PUT", "/put/file", &[], vec![b'u'; 300_000]);
+    let answers = rt.block_on(async { tokio::time::timeout(within, load(&target, &upload, 2, 3)).await }).expect("in time");
+    assert!(answers.iter().all(|a| a.as_ref().is_ok_and(|(status, ..)| [201, 204].contains(status))), "{answers:?}");
+    let put = std::fs::read(nginx.1.path().join("put/file")).expect("the file PUT");
+    assert_eq!(put, vec![b'u'; 300_000]);
 }
 
 /// What the test server saw.
@@ -258,7 +295,7 @@ fn continuation_padding_pings_few_streams_and_goaway_mid_run() {
     let answers = rt.block_on(load(&target, &plan, 6, 10));
     assert_eq!(answers.len(), 60);
     for a in &answers {
-        let (status, head, body) = a.as_ref().expect("answered, after a retry if refused");
+        let (status, _, head, body) = a.as_ref().expect("answered, after a retry if refused");
         assert_eq!((*status, &body[..]), (200, BODY));
         let big = format!("x-big: {}\r\n", "v".repeat(300));
         assert_eq!(head.matches(&big).count(), 2, "by literal and by its index: {head}");
