@@ -16,8 +16,13 @@ use crate::outcome::{classify_io, note, ErrorClass};
 
 /// The largest header list a response may send, as HTTP/1.1's head.
 pub const MAX_HEADER_LIST: u32 = 64 << 10;
-/// Room for two whole frames: a frame's start is moved to the front before a read.
+/// The read buffer's first size: a few small answers. It grows (to at most room for
+/// two whole frames: a frame's start is moved to the front before a read) only when a
+/// frame does not fit, so that many connections of small answers stay small.
+const FIRST_READ_BUF: usize = 4096;
 const READ_BUF: usize = 2 * (HEADER_LEN + MAX_FRAME);
+/// The least room a read is given.
+const MIN_READ: usize = 1024;
 /// HTTP/2's initial windows, before the server's SETTINGS say otherwise.
 const DEFAULT_WINDOW: i64 = 65_535;
 
@@ -34,7 +39,7 @@ type Fatal = ErrorClass;
 
 pub struct State {
     io: Box<dyn Io>,
-    rbuf: Box<[u8]>,
+    rbuf: Vec<u8>,
     rstart: usize,
     rend: usize,
     pub wbuf: Vec<u8>,
@@ -86,7 +91,7 @@ impl State {
         frame::push_window_update(&mut wbuf, 0, CONN_WINDOW - DEFAULT_WINDOW as u32);
         State {
             io,
-            rbuf: vec![0; READ_BUF].into_boxed_slice(),
+            rbuf: vec![0; FIRST_READ_BUF],
             rstart: 0,
             rend: 0,
             wbuf,
@@ -237,6 +242,11 @@ impl State {
         } else if self.rstart > 0 {
             self.rbuf.copy_within(self.rstart..self.rend, 0);
             (self.rstart, self.rend) = (0, self.rend - self.rstart);
+        }
+        let pending = if self.rend >= HEADER_LEN { HEADER_LEN + Head::parse(&self.rbuf).len } else { HEADER_LEN };
+        let want = pending.max(self.rend + MIN_READ);
+        if self.rbuf.len() < want {
+            self.rbuf.resize(want.next_power_of_two().min(READ_BUF), 0);
         }
         let mut rb = ReadBuf::new(&mut self.rbuf[self.rend..]);
         match Pin::new(&mut *self.io).poll_read(&mut ctx(waker), &mut rb) {
