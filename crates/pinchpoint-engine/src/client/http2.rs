@@ -1,5 +1,5 @@
-//! HTTP/2 connections with prior knowledge (h2c) or over TLS, on the h2 crate
-//! (`h2conn.rs`), each shared by up to `streams` holders (closed-loop users or open-loop
+//! HTTP/2 connections with prior knowledge (h2c) or over TLS, on the engine's own
+//! client (`h2/`) or, for a plan with gRPC calls, on the h2 crate (`h2conn.rs`), each shared by up to `streams` holders (closed-loop users or open-loop
 //! senders), each holder with one stream at a time.
 //!
 //! A [`Pool`] keeps slots, each with at most one live connection. A holder takes the
@@ -20,10 +20,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use h2::RecvStream;
+use ::h2::RecvStream;
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
 use http::{Method, Request, Uri};
 
+use crate::client::h2;
 use crate::client::h2conn::{self, Io, Outbound, Sender};
 use crate::client::http1::{push_baggage, push_tag_values, push_traceparent, Prepared, Response, Tag};
 use crate::client::Kept;
@@ -31,6 +32,8 @@ use crate::outcome::ErrorClass;
 
 pub struct Pool {
     streams: usize,
+    /// Connections on the engine's own client (else the h2 crate's, for gRPC).
+    pub own: bool,
     slots: Mutex<Vec<Arc<Slot>>>,
 }
 
@@ -44,7 +47,23 @@ struct Slot {
 #[derive(Default)]
 struct Live {
     generation: u64,
-    sender: Option<Sender>,
+    sender: Option<Link>,
+}
+
+/// A connection on either client.
+#[derive(Clone)]
+enum Link {
+    Crate(Sender),
+    Own(h2::Client),
+}
+
+impl Link {
+    fn is_closed(&self) -> bool {
+        match self {
+            Link::Crate(s) => s.is_closed(),
+            Link::Own(c) => c.is_closed(),
+        }
+    }
 }
 
 /// A place in a slot; left when dropped.
@@ -60,7 +79,7 @@ impl Drop for Holder {
 pub struct Conn {
     holder: Holder,
     generation: u64,
-    sender: Sender,
+    sender: Link,
 }
 
 impl Conn {
@@ -80,9 +99,10 @@ impl Conn {
 }
 
 impl Pool {
-    pub fn new(streams: u32) -> Self {
+    pub fn new(streams: u32, own: bool) -> Self {
         Self {
             streams: streams.max(1) as usize,
+            own,
             slots: Mutex::new(Vec::new()),
         }
     }
@@ -109,7 +129,7 @@ impl Pool {
         open: impl Future<Output = Result<Box<dyn Io>, ErrorClass>>,
     ) -> Result<Conn, ErrorClass> {
         let holder = self.take_slot();
-        let (generation, sender) = share(&holder.0, open).await?;
+        let (generation, sender) = share(&holder.0, self.own, open).await?;
         Ok(Conn {
             holder,
             generation,
@@ -124,7 +144,7 @@ impl Pool {
         open: impl Future<Output = Result<Box<dyn Io>, ErrorClass>>,
     ) -> Result<(), ErrorClass> {
         conn.retire().await;
-        (conn.generation, conn.sender) = share(&conn.holder.0, open).await?;
+        (conn.generation, conn.sender) = share(&conn.holder.0, self.own, open).await?;
         Ok(())
     }
 }
@@ -132,33 +152,25 @@ impl Pool {
 /// The slot's live connection, opened first if it has none.
 async fn share(
     slot: &Slot,
+    own: bool,
     open: impl Future<Output = Result<Box<dyn Io>, ErrorClass>>,
-) -> Result<(u64, Sender), ErrorClass> {
+) -> Result<(u64, Link), ErrorClass> {
     let mut live = slot.live.lock().await;
     match &live.sender {
         Some(sender) if !sender.is_closed() => Ok((live.generation, sender.clone())),
         _ => {
             live.sender = None;
-            let sender = Sender::handshake(open.await?).await?;
+            let io = open.await?;
+            let sender = if own {
+                Link::Own(h2::Client::handshake(io).await?)
+            } else {
+                Link::Crate(Sender::handshake(io).await?)
+            };
             live.generation += 1;
             live.sender = Some(sender.clone());
             Ok((live.generation, sender))
         }
     }
-}
-
-/// Headers HTTP/2 forbids (RFC 9113 §8.2.2); a plan's `Host` becomes `:authority`.
-fn connection_specific(name: &str) -> bool {
-    [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-    ]
-    .iter()
-    .any(|n| name.eq_ignore_ascii_case(n))
 }
 
 /// The request as HTTP/2 sends it, with `body`: `scheme` and `authority` (the plan's
@@ -183,6 +195,9 @@ pub fn build_with(
 #[derive(Default)]
 pub struct Text {
     uri: Vec<u8>,
+    /// Where the authority and the path start in `uri`.
+    authority_at: usize,
+    path_at: usize,
     /// `X-Pinchpoint`, `traceparent` and `baggage`; empty when the request has none.
     pinchpoint: Vec<u8>,
     traceparent: Vec<u8>,
@@ -202,7 +217,9 @@ impl Text {
         uri.clear();
         uri.extend_from_slice(scheme.as_bytes());
         uri.extend_from_slice(b"://");
+        self.authority_at = uri.len();
         uri.extend_from_slice(authority.as_bytes());
+        self.path_at = uri.len();
         uri.extend_from_slice(prepared.path.as_bytes());
         self.pinchpoint.clear();
         self.traceparent.clear();
@@ -221,13 +238,31 @@ impl Text {
         }
     }
 
+    pub fn scheme(&self) -> &[u8] {
+        &self.uri[..self.authority_at.saturating_sub(3)]
+    }
+
+    pub fn authority(&self) -> &[u8] {
+        &self.uri[self.authority_at..self.path_at]
+    }
+
+    /// The path with its query (and the tag in it).
+    pub fn path(&self) -> &[u8] {
+        &self.uri[self.path_at..]
+    }
+
+    /// `X-Pinchpoint`, `traceparent` and `baggage`, each empty when the request has none.
+    pub fn tag_fields(&self) -> (&[u8], &[u8], &[u8]) {
+        (&self.pinchpoint, &self.traceparent, &self.baggage)
+    }
+
     /// The request `prepared` names, with the text written last and `body`.
     pub fn request(&self, prepared: &Prepared, body: Bytes) -> Result<Outbound, ErrorClass> {
         let uri = Uri::from_maybe_shared(Bytes::copy_from_slice(&self.uri)).map_err(|_| ErrorClass::Io)?;
         let method = Method::from_bytes(prepared.method.as_bytes()).map_err(|_| ErrorClass::Io)?;
         let mut headers = HeaderMap::with_capacity(prepared.fields.len() + 3);
         for (k, v) in &prepared.fields {
-            if connection_specific(k) {
+            if h2::request::connection_specific(k) {
                 continue;
             }
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| ErrorClass::Io)?;
@@ -325,9 +360,21 @@ pub async fn exchange(conn: &mut Conn, request: Outbound, mut keep: Option<&mut 
     })
 }
 
+/// Sends a request (its header block and body) on the engine's own client and reads
+/// the whole response.
+pub async fn exchange_own(conn: &mut Conn, block: &[u8], body: &[u8], keep: Option<&mut Kept>) -> Result<Response, Failure> {
+    let Link::Own(client) = &conn.sender else {
+        return Err(Failure::Failed(ErrorClass::Io));
+    };
+    client.exchange(block, body, keep).await
+}
+
 /// Sends `request` on a stream of its own: the response's head, its body to be read.
 pub async fn open(conn: &mut Conn, request: Outbound) -> Result<http::Response<RecvStream>, Failure> {
-    match conn.sender.send(request).await {
+    let Link::Crate(sender) = &mut conn.sender else {
+        return Err(Failure::Failed(ErrorClass::Io));
+    };
+    match sender.send(request).await {
         Ok(response) => Ok(response),
         Err(seen) => {
             if seen.go_away {
@@ -344,7 +391,7 @@ pub async fn open(conn: &mut Conn, request: Outbound) -> Result<http::Response<R
 
 /// The class of an error while a response's body is read; a connection that said
 /// GOAWAY takes no new stream.
-pub async fn body_error(conn: &Conn, e: &h2::Error) -> ErrorClass {
+pub async fn body_error(conn: &Conn, e: &::h2::Error) -> ErrorClass {
     let seen = h2conn::inspect(e);
     if seen.go_away {
         conn.retire().await;

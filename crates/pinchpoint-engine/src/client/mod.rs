@@ -4,6 +4,7 @@
 //! client), or a share of an HTTP/2 connection (`http2.rs`).
 
 pub mod grpc;
+pub mod h2;
 pub mod h2conn;
 pub mod http1;
 pub mod http2;
@@ -127,6 +128,8 @@ pub struct Outgoing {
     /// HTTP/2: the request's own text, to make it again. Boxed, and made by the first
     /// HTTP/2 request, for the same reason.
     text: Option<Box<http2::Text>>,
+    /// HTTP/2 on the engine's own client: the request's header block.
+    block: Vec<u8>,
 }
 
 impl Outgoing {
@@ -139,13 +142,14 @@ impl Outgoing {
 
 impl Target {
     /// `server_name` is the URL's host: the TLS server name. `open_loop` sets how many
-    /// streams an HTTP/2 connection carries unless the protocol says.
+    /// streams an HTTP/2 connection carries unless the protocol says. A plan with gRPC
+    /// calls has its HTTP/2 connections on the h2 crate, which streams their bodies.
     pub fn new(
         addr: SocketAddr,
         host: String,
         server_name: &str,
         protocol: &Protocol,
-        open_loop: bool,
+        (open_loop, grpc): (bool, bool),
     ) -> Result<Self, String> {
         let alpn = match protocol.http {
             HttpVersion::Http1 => tls::ALPN_HTTP1,
@@ -162,7 +166,7 @@ impl Target {
                 0 => 1,
                 n => n,
             };
-            http2::Pool::new(streams)
+            http2::Pool::new(streams, !grpc)
         });
         Ok(Self { addr, host, tls, h2 })
     }
@@ -182,10 +186,14 @@ impl Target {
 
     /// Lays out `prepared` with `tag` into `out`, replacing what it held.
     pub fn build(&self, prepared: &Prepared, tag: Option<&Tag>, out: &mut Outgoing) {
-        if self.h2.is_some() {
+        if let Some(pool) = &self.h2 {
             let text = out.text.get_or_insert_with(Box::default);
             text.write(prepared, self.scheme(), &self.host, (tag, true));
-            out.h2 = Some(Box::new(text.request(prepared, Bytes::copy_from_slice(&prepared.body))));
+            if pool.own {
+                h2::request::encode(prepared, text, &mut out.block);
+            } else {
+                out.h2 = Some(Box::new(text.request(prepared, Bytes::copy_from_slice(&prepared.body))));
+            }
         } else {
             http1::build(prepared, &self.host, tag, &mut out.bytes);
         }
@@ -241,6 +249,22 @@ impl Target {
         match conn {
             Conn::Plain(c) => http1::exchange_keeping(c, &out.bytes, prepared.head, keep).await,
             Conn::Tls(c) => http1::exchange_keeping(c, &out.bytes, prepared.head, keep).await,
+            Conn::H2(c) if self.h2.as_ref().is_some_and(|p| p.own) => {
+                let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
+                Box::pin(async move {
+                    match http2::exchange_own(c, &out.block, &prepared.body, keep.as_deref_mut()).await {
+                        Err(Failure::Refused) => {
+                            pool.reconnect(c, self.stream(prepared.timeout)).await?;
+                            if let Some(kept) = keep.as_deref_mut() {
+                                kept.clear();
+                            }
+                            http2::exchange_own(c, &out.block, &prepared.body, keep).await.map_err(Failure::class)
+                        }
+                        done => done.map_err(Failure::class),
+                    }
+                })
+                .await
+            }
             Conn::H2(c) => {
                 let pool = self.h2.as_ref().ok_or(ErrorClass::Io)?;
                 let request = (*out.h2.take().ok_or(ErrorClass::Io)?)?;

@@ -238,9 +238,14 @@ impl std::fmt::Debug for HookHandle {
 }
 
 impl RunConfig {
+    /// Some request of the plan (or step of a flow) is a gRPC call.
+    pub fn has_grpc(&self) -> bool {
+        self.requests.iter().any(|r| r.grpc.is_some())
+            || self.flows.iter().flat_map(|f| &f.steps).any(|s| s.request.grpc.is_some())
+    }
+
     pub fn validate(&self) -> Result<(), String> {
-        let grpc = self.requests.iter().any(|r| r.grpc.is_some())
-            || self.flows.iter().flat_map(|f| &f.steps).any(|s| s.request.grpc.is_some());
+        let grpc = self.has_grpc();
         if grpc && self.protocol.http != HttpVersion::Http2 {
             return Err("gRPC runs over HTTP/2: the protocol must be HTTP/2".into());
         }

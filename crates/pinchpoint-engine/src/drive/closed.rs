@@ -329,7 +329,7 @@ mod tests {
     fn shared() -> Arc<Shared> {
         let addr = "127.0.0.1:9".parse().unwrap();
         Arc::new(Shared {
-            target: Target::new(addr, "h".into(), "h", &Protocol::default(), false).unwrap(),
+            target: Target::new(addr, "h".into(), "h", &Protocol::default(), (false, false)).unwrap(),
             run_id: "r".into(),
             trace_half: 0,
             tag: true,

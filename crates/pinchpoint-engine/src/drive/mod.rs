@@ -114,7 +114,7 @@ pub fn run_until(
         return Err(format!("bad host {:?}", config.host));
     }
     let host = format!("{}:{}", config.host, config.port);
-    let target = Target::new(addr, host, &config.host, &config.protocol, config.open.is_some())?;
+    let target = Target::new(addr, host, &config.host, &config.protocol, (config.open.is_some(), config.has_grpc()))?;
     let levels = config.levels();
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)

@@ -1,0 +1,18 @@
+//! The engine's own HTTP/2 client, for plain requests (h2c by prior knowledge, and h2
+//! over TLS): frames (`frame.rs`), HPACK (`hpack.rs`, `huffman.rs`), a request's header
+//! block (`request.rs`), and the connection its holders share (`conn.rs`, its state in
+//! `state/`, each stream in `stream.rs`).
+//!
+//! gRPC calls stay on the h2 crate (`h2conn.rs`), which streams their bodies.
+
+mod conn;
+mod frame;
+mod hpack;
+mod huffman;
+pub mod request;
+mod state;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+pub use conn::Client;
