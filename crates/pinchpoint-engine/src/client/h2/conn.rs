@@ -17,7 +17,7 @@ use super::state::State;
 use super::stream::Stream;
 use crate::client::h2conn::Io;
 use crate::client::http1::Response;
-use crate::client::http2::Failure;
+use crate::client::h2::Failure;
 use crate::client::Kept;
 use crate::outcome::{classify_io, ErrorClass};
 

@@ -3,7 +3,7 @@
 
 use super::hpack::{push_field, push_indexed, push_literal, push_named};
 use crate::client::http1::Prepared;
-use crate::client::http2::Text;
+use crate::client::h2::Text;
 
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2); a plan's `Host` becomes `:authority`.
 pub fn connection_specific(name: &str) -> bool {
@@ -13,7 +13,7 @@ pub fn connection_specific(name: &str) -> bool {
 }
 
 /// The plan's own fields as HPACK literals, their names in lowercase.
-pub fn encode_fields(fields: &[(&str, &str)]) -> Vec<u8> {
+fn encode_fields(fields: &[(String, String)]) -> Vec<u8> {
     let mut out = Vec::new();
     for (name, value) in fields {
         if !connection_specific(name) {
@@ -38,7 +38,7 @@ pub fn encode(prepared: &Prepared, text: &Text, out: &mut Vec<u8>) {
     }
     push_named(out, 1, text.authority());
     push_named(out, 4, text.path());
-    out.extend_from_slice(&prepared.h2_fields);
+    out.extend_from_slice(prepared.h2_fields.get_or_init(|| encode_fields(&prepared.fields)));
     let (pinchpoint, traceparent, baggage) = text.tag_fields();
     if !pinchpoint.is_empty() {
         push_literal(out, b"x-pinchpoint", pinchpoint);

@@ -3,7 +3,7 @@
 use std::task::Waker;
 
 use crate::client::http1::Response;
-use crate::client::http2::Failure;
+use crate::client::h2::Failure;
 use crate::client::Kept;
 
 /// A stream's receive window, as our SETTINGS give it, and the connection's (hyper's

@@ -1,5 +1,6 @@
 //! The request: checked and laid out once before the run, then written with its tag.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::config::RequestSpec;
@@ -15,8 +16,9 @@ pub struct Prepared {
     pub headers: Vec<u8>,
     /// The same headers as names and values (for HTTP/2).
     pub fields: Vec<(String, String)>,
-    /// The same headers as HTTP/2 sends them, HPACK-encoded (without those it forbids).
-    pub h2_fields: Vec<u8>,
+    /// The same headers as HTTP/2 sends them, HPACK-encoded (without those it forbids):
+    /// encoded by the HTTP/2 client at its first request.
+    pub h2_fields: OnceLock<Vec<u8>>,
     /// The plan sets `Host` itself.
     pub has_host: bool,
     /// The plan sets its own trace context (`traceparent`, `baggage`): the tag's stays out.
@@ -90,7 +92,7 @@ impl Prepared {
             has_baggage: named("baggage"),
             headers,
             fields: kept.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            h2_fields: crate::client::h2::request::encode_fields(&kept),
+            h2_fields: OnceLock::new(),
             length_header,
             body: spec.body.clone(),
             head: spec.method == "HEAD",

@@ -5,7 +5,7 @@ use super::{Fatal, State, MAX_HEADER_LIST};
 use crate::client::h2::frame::{self, Head};
 use crate::client::h2::hpack::Value;
 use crate::client::h2::stream::{CONN_WINDOW, STREAM_WINDOW};
-use crate::client::http2::Failure;
+use crate::client::h2::Failure;
 use crate::outcome::{note, ErrorClass};
 
 impl State {

@@ -14,7 +14,7 @@ use super::frame::{self, Head, HEADER_LEN, MAX_FRAME};
 use super::hpack::Decoder;
 use super::stream::{Stream, CONN_WINDOW, STREAM_WINDOW};
 use crate::client::h2conn::Io;
-use crate::client::http2::Failure;
+use crate::client::h2::Failure;
 use crate::outcome::{classify_io, note, ErrorClass};
 
 /// The largest header list a response may send, as HTTP/1.1's head.
