@@ -35,6 +35,16 @@ from pinchpoint.analyze.context import users_text
 from pinchpoint.analyze.knee import MAX_SLOPE_RATIO
 from pinchpoint.analyze.thresholds import GROWTH_MIN_MS, GROWTH_SHARE, LEVEL_LATENCY_BEND
 
+
+@dataclass(frozen=True)
+class Point:
+    """What the client measured at one level, over its steady part."""
+
+    users: int
+    throughput_rps: float
+    latency_ms: float | None
+
+
 # At most this many levels run, refinement included.
 MAX_LEVELS = 12
 # Saturated: throughput per user below this share of the first level's...
@@ -49,15 +59,6 @@ KNEE_SLACK = 0.02
 # Refinement stops when the step between the last unsaturated level and the first
 # saturated one is at most this share of the former (or 1 user).
 RESOLUTION = 0.125
-
-
-@dataclass(frozen=True)
-class Point:
-    """What the client measured at one level, over its steady part."""
-
-    users: int
-    throughput_rps: float
-    latency_ms: float | None
 
 
 @dataclass(frozen=True)
