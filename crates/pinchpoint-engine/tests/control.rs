@@ -25,11 +25,9 @@ fn run_while(cfg: &RunConfig, ask: impl FnOnce(Arc<Live>) + Send + 'static) -> (
 
 #[test]
 fn a_change_starts_a_step_of_its_own_held_until_the_planned_end() {
-    let _serial = serial();
-    let server = TestServer::start();
-    let dir = tempfile::tempdir().unwrap();
+    let local = Local::start();
     // Planned: 2 users for 600 ms, then 8 for 600 ms; changed to 5 after 300 ms, then 3.
-    let cfg = config(dir.path(), server.port(), &["/a"], steps(&[(2, 600), (8, 600)]));
+    let cfg = local.config(&["/a"], steps(&[(2, 600), (8, 600)]));
     let (summary, took) = run_while(&cfg, |asker| {
         std::thread::sleep(Duration::from_millis(300));
         asker.control.ask(7, 5).unwrap();
@@ -74,15 +72,13 @@ fn a_change_asked_past_the_cap_is_refused() {
 
 #[test]
 fn a_change_of_rate_starts_a_phase_at_that_rate_until_the_planned_end() {
-    let _serial = serial();
-    let server = TestServer::start();
-    let dir = tempfile::tempdir().unwrap();
+    let local = Local::start();
     // Planned: 50/s for 800 ms, then 100/s for 800 ms; changed to 200/s after 300 ms.
     let phases = vec![
         Phase::rate(50.0, Duration::from_millis(800)),
         Phase::rate(100.0, Duration::from_millis(800)),
     ];
-    let cfg = open_config(dir.path(), server.port(), &["/a"], phases, Arrivals::Uniform, 64);
+    let cfg = open_config(local.dir.path(), local.server.port(), &["/a"], phases, Arrivals::Uniform, 64);
     let (summary, took) = run_while(&cfg, |asker| {
         std::thread::sleep(Duration::from_millis(300));
         asker.control.ask_rate(4, 200.0).unwrap();
@@ -120,7 +116,7 @@ fn a_change_of_rate_starts_a_phase_at_that_rate_until_the_planned_end() {
     assert_eq!(summary.steps[1].requests, after.len() as u64);
     // Each request is tagged with its phase's rate: the plan's, then the change's.
     let step_of: std::collections::HashMap<u64, u32> = rows.iter().map(|r| (r.req_id, r.step)).collect();
-    let received = server.received();
+    let received = local.server.received();
     assert_eq!(received.len(), rows.len());
     for got in &received {
         let req: u64 = got.uri.rsplit_once("pp_req=").unwrap().1.parse().unwrap();

@@ -67,18 +67,16 @@ fn counts_match_the_server_and_the_records() {
 
 #[test]
 fn without_a_records_path_nothing_is_written_and_every_request_is_counted() {
-    let _serial = serial();
-    let server = TestServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), server.port(), &["/"], steps(&[(2, 500)]));
+    let local = Local::start();
+    let mut cfg = local.config(&["/"], steps(&[(2, 500)]));
     cfg.records_path = None;
     let s = run(&cfg);
     assert!(s.records > 10, "a local server answers many requests in 0.5 s");
-    assert_eq!(server.requests(), s.records);
+    assert_eq!(local.server.requests(), s.records);
     assert_eq!(s.steps[0].requests, s.records);
     assert_eq!(s.steps[0].histogram.len(), s.records);
     assert_eq!(s.records_error, None);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file in the run's folder");
+    assert_eq!(std::fs::read_dir(local.dir.path()).unwrap().count(), 0, "no file in the run's folder");
 }
 
 /// Splits a received URI into the plan's path and the tag's three values.

@@ -257,6 +257,27 @@ fn reason(code: u16) -> &'static str {
 }
 
 /// A port with nothing listening on it.
+/// What most tests start from: a server of their own and a folder for the run, the
+/// tests that time runs taken one at a time.
+pub struct Local {
+    pub server: TestServer,
+    pub dir: tempfile::TempDir,
+    // Dropped last: the next test starts once this one's server is gone.
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Local {
+    pub fn start() -> Self {
+        let serial = serial();
+        Self { server: TestServer::start(), dir: tempfile::tempdir().unwrap(), _serial: serial }
+    }
+
+    /// A closed-loop run of `paths` in `steps` against the server, into the folder.
+    pub fn config(&self, paths: &[&str], steps: Vec<Step>) -> RunConfig {
+        config(self.dir.path(), self.server.port(), paths, steps)
+    }
+}
+
 pub fn dead_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = l.local_addr().unwrap().port();

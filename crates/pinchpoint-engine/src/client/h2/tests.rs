@@ -78,6 +78,22 @@ async fn load(target: &Target, prepared: &Prepared, users: u64, rounds: u64) -> 
     all.into_iter().flatten().collect()
 }
 
+/// A server on loopback, each of its connections answered by `serve`.
+fn serving<F, Fut>(rt: &tokio::runtime::Runtime, serve: F) -> SocketAddr
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bound");
+    let addr = listener.local_addr().expect("an address");
+    rt.spawn(async move {
+        while let Ok((io, _)) = listener.accept().await {
+            tokio::spawn(serve(io));
+        }
+    });
+    addr
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime")
 }
@@ -281,14 +297,8 @@ async fn serve(mut io: TcpStream, seen: Arc<Seen>) {
 fn continuation_padding_pings_few_streams_and_goaway_mid_run() {
     let rt = runtime();
     let seen = Arc::new(Seen::default());
-    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bound");
-    let addr = listener.local_addr().expect("an address");
     let server_seen = seen.clone();
-    rt.spawn(async move {
-        while let Ok((io, _)) = listener.accept().await {
-            tokio::spawn(serve(io, server_seen.clone()));
-        }
-    });
+    let addr = serving(&rt, move |io| serve(io, server_seen.clone()));
     // 20 KB of one header: more than a frame, so our HEADERS needs a CONTINUATION.
     let plan = prepared(&[("x-long", "l".repeat(20_000))]);
     let target = target(addr, 3);
@@ -363,14 +373,8 @@ fn block(path: &str) -> Vec<u8> {
 fn a_holder_that_gives_up_resets_its_stream_and_hands_the_reading_on() {
     let rt = runtime();
     let resets = Arc::new(AtomicU64::new(0));
-    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bound");
-    let addr = listener.local_addr().expect("an address");
     let server_resets = resets.clone();
-    rt.spawn(async move {
-        while let Ok((io, _)) = listener.accept().await {
-            tokio::spawn(serve_fast_only(io, server_resets.clone()));
-        }
-    });
+    let addr = serving(&rt, move |io| serve_fast_only(io, server_resets.clone()));
     rt.block_on(async {
         let io = TcpStream::connect(addr).await.expect("connects");
         let client = Client::handshake(Box::new(io)).await.expect("a handshake");
