@@ -161,9 +161,8 @@ mod tests {
 
     #[test]
     fn kinds_are_listed_in_order() {
-        for (i, kind) in Kind::ALL.iter().enumerate() {
-            assert_eq!(kind.index(), i, "{}", kind.name());
-        }
+        let indices: Vec<usize> = Kind::ALL.iter().map(|k| k.index()).collect();
+        assert_eq!(indices, (0..Kind::ALL.len()).collect::<Vec<_>>());
     }
 
     #[test]
