@@ -1,7 +1,7 @@
 //! The engine's own HTTP/2 client, for plain requests (h2c by prior knowledge, and h2
-//! over TLS): frames (`frame.rs`), HPACK (`hpack.rs`, `huffman.rs`), a request's header
-//! block (`request.rs`) and its text (`text.rs`), and the connection its holders share (`conn.rs`, its state in
-//! `state/`, each stream in `stream.rs`).
+//! over TLS): frames (`frame.rs`), HPACK (`hpack.rs`, `huffman.rs`, `static_table.rs`),
+//! a request's header block (`request.rs`) and its text (`text.rs`), and the connection
+//! its holders share (`conn.rs`, its state in `state/`, each stream in `stream.rs`).
 //!
 //! gRPC calls stay on the h2 crate (`h2conn.rs`), which streams their bodies.
 
@@ -11,6 +11,7 @@ mod hpack;
 mod huffman;
 pub mod request;
 mod state;
+mod static_table;
 mod stream;
 mod text;
 #[cfg(test)]
